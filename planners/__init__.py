@@ -1,0 +1,54 @@
+"""Offset planners for static memory planning, on the interval model.
+
+Data flow: a :class:`Problem` (buffers with half-open ``[start, end)`` lifetimes in schedule steps
+and sizes in bytes) goes into a planner, which returns a validated :class:`Plan` (one offset per
+buffer, the arena size, status, seconds and the lower bound).
+
+>>> from planners import Problem, plan
+>>> p = Problem.from_closed([("a", 0, 1, 32), ("b", 1, 2, 16), ("c", 2, 3, 32)])
+>>> plan(p, "naive").arena_size
+80
+"""
+
+from .base import FunctionPlanner, Planner, SolveResult
+from .bounds import live_profile, lower_bound, naive_arena, peak_step
+from .errors import (
+    CapacityError,
+    InfeasibleError,
+    InvalidPlanError,
+    MemplanError,
+    ProblemError,
+)
+from .io import capacity_from_name, read_minimalloc_csv, write_minimalloc_csv
+from .model import KINDS, STATUSES, Buffer, Plan, Problem
+from .registry import PLANNERS, available_planners, get_planner, plan
+from .validate import check_plan, is_valid
+
+__all__ = [
+    "Buffer",
+    "Problem",
+    "Plan",
+    "KINDS",
+    "STATUSES",
+    "Planner",
+    "SolveResult",
+    "FunctionPlanner",
+    "PLANNERS",
+    "available_planners",
+    "get_planner",
+    "plan",
+    "check_plan",
+    "is_valid",
+    "live_profile",
+    "lower_bound",
+    "naive_arena",
+    "peak_step",
+    "read_minimalloc_csv",
+    "write_minimalloc_csv",
+    "capacity_from_name",
+    "MemplanError",
+    "ProblemError",
+    "InvalidPlanError",
+    "InfeasibleError",
+    "CapacityError",
+]

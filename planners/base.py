@@ -1,0 +1,158 @@
+"""The one interface every offset planner implements.
+
+A planner is configured by keyword parameters in ``__init__`` (stored unchanged, no work done there,
+as scikit-learn estimators) and run by :meth:`Planner.plan`, which
+
+1. refuses a problem whose capacity is below the lower bound (:class:`CapacityError`),
+2. times :meth:`Planner._solve` (the algorithm, the only method a new planner writes),
+3. passes the offsets through the independent validator :func:`planners.validate.check_plan`,
+4. returns a :class:`planners.model.Plan` with status, seconds, lower bound and parameters.
+
+A new algorithm is one module with a subclass and one line in :mod:`planners.registry`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .bounds import lower_bound
+from .errors import CapacityError
+from .model import Plan, Problem
+from .validate import check_plan
+
+__all__ = ["Planner", "SolveResult", "FunctionPlanner"]
+
+
+@dataclass
+class SolveResult:
+    """What :meth:`Planner._solve` returns.
+
+    offsets : int array of shape ``(problem.n,)`` in bytes, problem order; ``None`` when no plan was
+        found (status ``infeasible`` or ``timeout``).
+    status : one of :data:`planners.model.STATUSES`.
+    best_bound : proved lower bound on the optimal arena (bytes), if the method proves one.
+    info : free-form statistics recorded with the plan.
+    """
+
+    offsets: np.ndarray | None
+    status: str = "heuristic"
+    best_bound: int | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+class Planner:
+    """Base class of offset planners (see module docstring).
+
+    Subclasses set the class attribute ``name`` (registry key) and implement ``_solve``. Parameters
+    are the keyword arguments of the subclass ``__init__``; :meth:`get_params` reads them back so a
+    sweep can record and reproduce any run.
+    """
+
+    name: str = "planner"
+
+    # -- parameters (scikit-learn style) --------------------------------------------------------
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        init = cls.__init__
+        if init is object.__init__:
+            return []
+        sig = inspect.signature(init)
+        return [
+            p.name
+            for p in sig.parameters.values()
+            if p.name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        ]
+
+    def get_params(self) -> dict[str, Any]:
+        """The constructor's keyword parameters and their current values."""
+        return {k: getattr(self, k) for k in self._param_names()}
+
+    def set_params(self, **params: Any) -> Planner:
+        """Set parameters by name (``ValueError`` naming an unknown one); returns ``self``."""
+        names = self._param_names()
+        for k, v in params.items():
+            if k not in names:
+                raise ValueError(f"planner {self.name!r} has no parameter {k!r}; it has {names}")
+            setattr(self, k, v)
+        return self
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
+
+    # -- running --------------------------------------------------------------------------------
+    def plan(self, problem: Problem) -> Plan:
+        """Plan ``problem`` and return a validated :class:`Plan`.
+
+        Raises
+        ------
+        CapacityError
+            ``problem.capacity`` is below the lower bound (no plan can fit).
+        InvalidPlanError
+            The algorithm produced an invalid layout (a bug in the planner, never silenced).
+        """
+        lb = lower_bound(problem)
+        if problem.capacity is not None and lb > problem.capacity:
+            raise CapacityError(
+                f"problem {problem.name!r}: capacity {problem.capacity} bytes is below the lower "
+                f"bound {lb} bytes (max live bytes), so no plan fits"
+            )
+        t0 = time.perf_counter()
+        res = self._solve(problem)
+        seconds = time.perf_counter() - t0
+        status = res.status
+        if res.offsets is None:
+            offsets = np.zeros(problem.n, np.int64)
+            if status not in ("infeasible", "timeout"):
+                raise RuntimeError(f"planner {self.name!r} returned no offsets with status {status}")
+        else:
+            offsets = np.asarray(res.offsets, dtype=np.int64)
+            check_plan(problem, offsets)
+        plan = Plan(
+            problem=problem,
+            offsets=offsets,
+            planner=self.name,
+            status=status,
+            seconds=seconds,
+            lower_bound=lb,
+            best_bound=res.best_bound if res.best_bound is not None else lb,
+            params=self.get_params(),
+            info=dict(res.info),
+        )
+        if (
+            res.offsets is not None
+            and problem.capacity is not None
+            and plan.arena_size > problem.capacity
+        ):
+            plan.status = "over_capacity"
+        return plan
+
+    def _solve(self, problem: Problem) -> SolveResult:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class FunctionPlanner(Planner):
+    """Wrap a plain function ``func(problem, **params) -> offsets`` as a planner.
+
+    This is how a researcher plugs an algorithm in from a notebook without touching the registry:
+    ``planners.plan(problem, my_function)``. The offsets are validated like any planner's.
+    """
+
+    def __init__(self, func, name: str | None = None, **params: Any) -> None:
+        self.func = func
+        self.name = name or getattr(func, "__name__", "function")
+        self.params = params
+
+    def get_params(self) -> dict[str, Any]:
+        return dict(self.params)
+
+    def _solve(self, problem: Problem) -> SolveResult:
+        out = self.func(problem, **self.params)
+        if isinstance(out, SolveResult):
+            return out
+        return SolveResult(np.asarray(out, dtype=np.int64), "heuristic")

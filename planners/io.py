@@ -1,0 +1,130 @@
+"""MiniMalloc CSV reading and writing.
+
+Format (MiniMalloc, google/minimalloc): a header ``id,lower,upper,size`` and one row per buffer with a
+**half-open** lifetime ``[lower, upper)`` in steps and a size in bytes. Optional column ``alignment``
+(bytes). A solved file adds a column ``offset``. MiniMalloc names its benchmark files
+``NAME.CAPACITY.csv`` (e.g. ``A.1048576.csv``); :func:`capacity_from_name` reads that capacity.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+
+import numpy as np
+
+from .errors import ProblemError
+from .model import Buffer, Plan, Problem
+
+__all__ = ["read_minimalloc_csv", "write_minimalloc_csv", "capacity_from_name"]
+
+_REQUIRED = ("id", "lower", "upper", "size")
+
+
+def capacity_from_name(path: str | Path) -> int | None:
+    """Capacity encoded in a MiniMalloc file name ``NAME.CAPACITY.csv`` (bytes), else ``None``."""
+    m = re.fullmatch(r".+\.(\d+)\.csv", Path(path).name)
+    return int(m.group(1)) if m else None
+
+
+def _int_field(row: dict, key: str, where: str) -> int:
+    raw = row.get(key)
+    if raw is None or str(raw).strip() == "":
+        raise ProblemError(f"{where}: missing value for column {key!r}")
+    try:
+        return int(str(raw).strip())
+    except ValueError:
+        raise ProblemError(f"{where}: column {key!r} must be an integer, got {raw!r}") from None
+
+
+def read_minimalloc_csv(
+    path: str | Path,
+    capacity: int | None | str = "auto",
+    alignment: int = 1,
+    name: str | None = None,
+) -> Problem:
+    """Read a MiniMalloc CSV into a :class:`Problem` (half-open ``[lower, upper)`` lifetimes).
+
+    Parameters
+    ----------
+    path : file path.
+    capacity : int, None or "auto"
+        Bytes; ``"auto"`` takes it from the file name (``A.1048576.csv``) when present.
+    alignment : default alignment (bytes) for rows without an ``alignment`` column.
+    name : problem name (default: the file name without ``.csv``).
+
+    Raises
+    ------
+    ProblemError
+        Empty file, missing header columns, a missing or non-integer field (naming file, line and
+        column), negative size, ``upper <= lower``, duplicate ids.
+    """
+    path = Path(path)
+    if capacity == "auto":
+        capacity = capacity_from_name(path)
+    if not path.exists():
+        raise ProblemError(f"{path}: no such file")
+    text = path.read_text()
+    if not text.strip():
+        raise ProblemError(f"{path}: empty file (expected a header 'id,lower,upper,size')")
+    reader = csv.DictReader(text.splitlines())
+    header = [h.strip() for h in (reader.fieldnames or [])]
+    reader.fieldnames = header
+    missing = [c for c in _REQUIRED if c not in header]
+    if missing:
+        raise ProblemError(f"{path}: header {header} lacks column(s) {missing}")
+    has_align = "alignment" in header
+    buffers = []
+    for lineno, row in enumerate(reader, start=2):
+        where = f"{path}:{lineno}"
+        if None in row:  # more fields than the header
+            raise ProblemError(f"{where}: more fields than the header's {len(header)}")
+        bid = (row.get("id") or "").strip()
+        if not bid:
+            raise ProblemError(f"{where}: missing value for column 'id'")
+        lower = _int_field(row, "lower", where)
+        upper = _int_field(row, "upper", where)
+        size = _int_field(row, "size", where)
+        align = None
+        if has_align and str(row.get("alignment") or "").strip():
+            align = _int_field(row, "alignment", where)
+        try:
+            buffers.append(Buffer(bid, lower, upper, size, align))
+        except ProblemError as e:
+            raise ProblemError(f"{where}: {e}") from None
+    if not buffers:
+        raise ProblemError(f"{path}: header only, no buffers")
+    return Problem(
+        buffers,
+        capacity=capacity,
+        alignment=alignment,
+        name=name if name is not None else path.name.removesuffix(".csv"),
+    )
+
+
+def write_minimalloc_csv(problem: Problem, path: str | Path, plan: Plan | None = None) -> None:
+    """Write ``problem`` as a MiniMalloc CSV (``id,lower,upper,size`` [,``alignment``] [,``offset``]).
+
+    ``alignment`` is written when any buffer's alignment differs from 1; ``offset`` when a plan is
+    given. The file is written through a temporary file and renamed, so a crash leaves no half file.
+    """
+    path = Path(path)
+    cols = ["id", "lower", "upper", "size"]
+    with_align = bool(np.any(problem.alignments != 1))
+    if with_align:
+        cols.append("alignment")
+    if plan is not None:
+        cols.append("offset")
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(cols)
+        for i, b in enumerate(problem.buffers):
+            row = [b.id, b.start, b.end, b.size]
+            if with_align:
+                row.append(int(problem.alignments[i]))
+            if plan is not None:
+                row.append(int(plan.offsets[i]))
+            w.writerow(row)
+    tmp.replace(path)

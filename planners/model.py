@@ -1,0 +1,399 @@
+"""The interval model: buffers with a live range and a size, problems, and plans.
+
+Conventions (used everywhere in the toolkit)
+-------------------------------------------
+* Time is measured in **schedule steps** (the index of an operator in the schedule).
+* A lifetime is **half-open** ``[start, end)``, as in MiniMalloc's CSV (``lower``, ``upper``): the
+  buffer is live at every step ``t`` with ``start <= t < end``. Two buffers interfere (are live at
+  the same time) iff ``a.start < b.end and b.start < a.end``.
+* The seeds write closed ranges ``[first_use, last_use]`` (seed 000 section 5/8, seed 001 section 2);
+  :meth:`Buffer.from_closed` converts them: ``start = first_use``, ``end = last_use + 1``.
+* Sizes and offsets are **bytes**. A buffer occupies addresses ``[offset, offset + size)``.
+* ``alignment`` (bytes): every offset must be a multiple of it. A buffer with ``alignment=None``
+  takes the problem's default alignment.
+
+The lower bound on any arena is the maximum over time of the live bytes (seed 000 section 1:
+``peak = max_k sum{size(t) : first_use(t) <= k <= last_use(t)}``); see :mod:`planners.bounds`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .errors import ProblemError
+
+__all__ = ["Buffer", "Problem", "Plan", "STATUSES", "KINDS"]
+
+#: Buffer kinds: ``activation`` buffers are planned with reuse; ``resident`` buffers (weights, graph
+#: inputs kept for the whole run; seed 000 section 8 "常驻") live for the whole schedule.
+KINDS = ("activation", "resident")
+
+#: Plan statuses. ``optimal``: proved minimal arena (or proved to fit, for a decision problem);
+#: ``feasible``: a valid plan from an exact method that did not prove optimality; ``heuristic``: a
+#: valid plan from a heuristic; ``infeasible``: proved that nothing fits the capacity; ``timeout``:
+#: the time limit ended the solve before any plan was found; ``over_capacity``: a valid layout whose
+#: arena exceeds the problem's capacity (a heuristic that did not fit, nothing proved).
+STATUSES = ("optimal", "feasible", "heuristic", "infeasible", "timeout", "over_capacity")
+
+
+def _as_int(value: Any, what: str, item: str) -> int:
+    """Return ``value`` as a Python int or raise a :class:`ProblemError` naming ``item``."""
+    if isinstance(value, bool):
+        raise ProblemError(f"{item}: {what} must be an integer, got {value!r}")
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return int(value)
+    raise ProblemError(f"{item}: {what} must be an integer, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Buffer:
+    """One buffer of the interval model.
+
+    Parameters
+    ----------
+    id : str
+        Unique name within a problem (tensor name, CSV id).
+    start, end : int
+        Half-open lifetime ``[start, end)`` in schedule steps; ``end > start`` is required.
+    size : int
+        Bytes, ``>= 0``. Zero-size buffers are valid and take no address space.
+    alignment : int or None
+        Offset alignment in bytes (``>= 1``); ``None`` takes the problem's default.
+    kind : {"activation", "resident"}
+        ``resident`` buffers (weights, inputs kept for the whole run) come first in seed 000's layout.
+
+    Raises
+    ------
+    ProblemError
+        Negative size, ``end <= start``, non-integer fields, alignment < 1, empty id, unknown kind.
+
+    Examples
+    --------
+    >>> Buffer.from_closed("T1", 0, 3, 100)
+    Buffer(id='T1', start=0, end=4, size=100, alignment=None, kind='activation')
+    """
+
+    id: str
+    start: int
+    end: int
+    size: int
+    alignment: int | None = None
+    kind: str = "activation"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not self.id:
+            raise ProblemError(f"buffer id must be a non-empty string, got {self.id!r}")
+        item = f"buffer {self.id!r}"
+        object.__setattr__(self, "start", _as_int(self.start, "start", item))
+        object.__setattr__(self, "end", _as_int(self.end, "end", item))
+        object.__setattr__(self, "size", _as_int(self.size, "size", item))
+        if self.size < 0:
+            raise ProblemError(f"{item}: size must be >= 0 bytes, got {self.size}")
+        if self.end <= self.start:
+            raise ProblemError(
+                f"{item}: lifetime [start, end) = [{self.start}, {self.end}) must have end > start"
+            )
+        if self.alignment is not None:
+            a = _as_int(self.alignment, "alignment", item)
+            if a < 1:
+                raise ProblemError(f"{item}: alignment must be >= 1 byte, got {a}")
+            object.__setattr__(self, "alignment", a)
+        if self.kind not in KINDS:
+            raise ProblemError(f"{item}: kind must be one of {KINDS}, got {self.kind!r}")
+
+    @classmethod
+    def from_closed(
+        cls,
+        id: str,
+        first_use: int,
+        last_use: int,
+        size: int,
+        alignment: int | None = None,
+        kind: str = "activation",
+    ) -> Buffer:
+        """Build a buffer from the seeds' closed lifetime ``[first_use, last_use]`` (steps).
+
+        ``first_use > last_use`` raises :class:`ProblemError`.
+        """
+        item = f"buffer {id!r}"
+        f = _as_int(first_use, "first_use", item)
+        last = _as_int(last_use, "last_use", item)
+        if f > last:
+            raise ProblemError(
+                f"{item}: closed lifetime [first_use, last_use] = [{f}, {last}] needs first_use <= last_use"
+            )
+        return cls(id, f, last + 1, size, alignment, kind)
+
+    @property
+    def first_use(self) -> int:
+        """First step of the closed lifetime (``start``)."""
+        return self.start
+
+    @property
+    def last_use(self) -> int:
+        """Last step of the closed lifetime (``end - 1``)."""
+        return self.end - 1
+
+    def overlaps_in_time(self, other: Buffer) -> bool:
+        """True iff the half-open lifetimes intersect."""
+        return self.start < other.end and other.start < self.end
+
+
+class Problem:
+    """An allocation problem: buffers, an optional capacity and a default alignment.
+
+    The buffers keep the order they were given in; every array below and every plan's offsets use
+    that order (index ``i`` is ``problem.buffers[i]``).
+
+    Parameters
+    ----------
+    buffers : iterable of Buffer
+    capacity : int or None
+        Arena capacity in bytes; ``None`` means "minimise the arena".
+    alignment : int
+        Default offset alignment in bytes for buffers whose own ``alignment`` is ``None``.
+    name : str
+        Label used in records and plots.
+
+    Attributes (read-only numpy int64 arrays of shape ``(n,)``)
+    ------------------------------------------------------------
+    starts, ends : half-open lifetimes ``[start, end)`` in steps.
+    sizes : bytes. alignments : effective alignment in bytes. aligned_sizes : ``size`` rounded up to
+    the buffer's alignment. resident : bool mask of ``kind == "resident"``.
+
+    Raises
+    ------
+    ProblemError
+        Duplicate ids, capacity < 0, alignment < 1, or a buffer that is not a :class:`Buffer`.
+    """
+
+    def __init__(
+        self,
+        buffers: Iterable[Buffer],
+        capacity: int | None = None,
+        alignment: int = 1,
+        name: str = "",
+    ) -> None:
+        self.buffers: tuple[Buffer, ...] = tuple(buffers)
+        self.name = str(name)
+        self.alignment = _as_int(alignment, "alignment", f"problem {name!r}")
+        if self.alignment < 1:
+            raise ProblemError(f"problem {name!r}: default alignment must be >= 1, got {alignment}")
+        if capacity is not None:
+            capacity = _as_int(capacity, "capacity", f"problem {name!r}")
+            if capacity < 0:
+                raise ProblemError(f"problem {name!r}: capacity must be >= 0 bytes, got {capacity}")
+        self.capacity: int | None = capacity
+        index: dict[str, int] = {}
+        for i, b in enumerate(self.buffers):
+            if not isinstance(b, Buffer):
+                raise ProblemError(f"problem {name!r}: item {i} is not a Buffer: {b!r}")
+            if b.id in index:
+                raise ProblemError(
+                    f"problem {name!r}: duplicate buffer id {b.id!r} (items {index[b.id]} and {i})"
+                )
+            index[b.id] = i
+        self.index: Mapping[str, int] = index
+        n = len(self.buffers)
+        self.starts = self._ro(np.fromiter((b.start for b in self.buffers), np.int64, n))
+        self.ends = self._ro(np.fromiter((b.end for b in self.buffers), np.int64, n))
+        self.sizes = self._ro(np.fromiter((b.size for b in self.buffers), np.int64, n))
+        self.alignments = self._ro(
+            np.fromiter(
+                (self.alignment if b.alignment is None else b.alignment for b in self.buffers),
+                np.int64,
+                n,
+            )
+        )
+        self.aligned_sizes = self._ro(-(-self.sizes // self.alignments) * self.alignments)
+        self.resident = self._ro(np.fromiter((b.kind == "resident" for b in self.buffers), bool, n))
+
+    @staticmethod
+    def _ro(a: np.ndarray) -> np.ndarray:
+        a.setflags(write=False)
+        return a
+
+    # -- constructors ---------------------------------------------------------------------------
+    @classmethod
+    def from_arrays(
+        cls,
+        starts: Sequence[int] | np.ndarray,
+        ends: Sequence[int] | np.ndarray,
+        sizes: Sequence[int] | np.ndarray,
+        ids: Sequence[str] | None = None,
+        capacity: int | None = None,
+        alignment: int = 1,
+        name: str = "",
+    ) -> Problem:
+        """Build a problem from half-open ``[starts, ends)`` arrays (steps) and sizes (bytes).
+
+        ``ids`` defaults to ``"0", "1", ...``. Raises :class:`ProblemError` on mismatched lengths or
+        any bad buffer.
+        """
+        starts, ends, sizes = np.asarray(starts), np.asarray(ends), np.asarray(sizes)
+        if not (len(starts) == len(ends) == len(sizes)):
+            raise ProblemError(
+                f"problem {name!r}: starts, ends, sizes have lengths "
+                f"{len(starts)}, {len(ends)}, {len(sizes)}; they must match"
+            )
+        if ids is None:
+            ids = [str(i) for i in range(len(starts))]
+        elif len(ids) != len(starts):
+            raise ProblemError(f"problem {name!r}: {len(ids)} ids for {len(starts)} buffers")
+        bufs = [
+            Buffer(str(i), int(s), int(e), int(z))
+            for i, s, e, z in zip(ids, starts.tolist(), ends.tolist(), sizes.tolist())
+        ]
+        return cls(bufs, capacity=capacity, alignment=alignment, name=name)
+
+    @classmethod
+    def from_closed(
+        cls,
+        items: Iterable[tuple[str, int, int, int]],
+        capacity: int | None = None,
+        alignment: int = 1,
+        name: str = "",
+    ) -> Problem:
+        """Build a problem from ``(id, first_use, last_use, size)`` tuples with **closed** lifetimes
+        ``[first_use, last_use]`` as the seeds write them (converted to half-open internally)."""
+        return cls(
+            [Buffer.from_closed(i, f, last, s) for i, f, last, s in items],
+            capacity=capacity,
+            alignment=alignment,
+            name=name,
+        )
+
+    def with_capacity(self, capacity: int | None) -> Problem:
+        """A copy of this problem with another capacity (bytes; ``None`` to minimise)."""
+        return Problem(self.buffers, capacity=capacity, alignment=self.alignment, name=self.name)
+
+    # -- summaries ------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.buffers)
+
+    @property
+    def n(self) -> int:
+        """Number of buffers."""
+        return len(self.buffers)
+
+    @property
+    def ids(self) -> list[str]:
+        """Buffer ids in problem order."""
+        return [b.id for b in self.buffers]
+
+    @property
+    def horizon(self) -> int:
+        """One past the last step any buffer is live (``max(end)``; 0 for an empty problem)."""
+        return int(self.ends.max()) if self.n else 0
+
+    def __repr__(self) -> str:
+        cap = "" if self.capacity is None else f", capacity={self.capacity}"
+        return f"Problem(name={self.name!r}, buffers={self.n}{cap}, alignment={self.alignment})"
+
+    def to_frame(self):
+        """A pandas DataFrame with columns id, start, end (half-open), size, alignment, kind."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            {
+                "id": self.ids,
+                "start": self.starts,
+                "end": self.ends,
+                "size": self.sizes,
+                "alignment": self.alignments,
+                "kind": ["resident" if r else "activation" for r in self.resident],
+            }
+        )
+
+
+@dataclass
+class Plan:
+    """The result of a planner: one offset per buffer of a problem.
+
+    Attributes
+    ----------
+    problem : Problem
+    offsets : numpy int64 array, shape ``(problem.n,)``, bytes, in problem order.
+    planner : str
+        Registry name of the planner.
+    status : str
+        One of :data:`STATUSES`.
+    seconds : float
+        Wall-clock seconds of the solve (excludes validation).
+    lower_bound : int
+        Max over time of live bytes of the problem (bytes); see :func:`planners.bounds.lower_bound`.
+    best_bound : int or None
+        The best lower bound on the optimal arena proved by the planner (exact solvers); for
+        heuristics the problem's lower bound.
+    params : dict
+        The planner's parameters, verbatim (so the run can be reproduced).
+    info : dict
+        Planner-specific statistics (nodes explored, solver log summary, ...).
+    """
+
+    problem: Problem
+    offsets: np.ndarray
+    planner: str
+    status: str
+    seconds: float = 0.0
+    lower_bound: int = 0
+    best_bound: int | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.offsets = np.asarray(self.offsets, dtype=np.int64)
+        if self.status not in STATUSES:
+            raise ValueError(f"plan status must be one of {STATUSES}, got {self.status!r}")
+
+    @property
+    def arena_size(self) -> int:
+        """Bytes from address 0 to the highest end ``offset + size`` (0 when nothing takes space)."""
+        if self.offsets.size == 0:
+            return 0
+        tops = np.where(self.problem.sizes > 0, self.offsets + self.problem.sizes, 0)
+        return int(tops.max())
+
+    @property
+    def ratio(self) -> float:
+        """``arena_size / lower_bound`` (1.0 is perfect; ``nan`` when the bound is 0)."""
+        return self.arena_size / self.lower_bound if self.lower_bound else math.nan
+
+    def offset_of(self, buffer_id: str) -> int:
+        """Offset in bytes of the buffer named ``buffer_id`` (KeyError if unknown)."""
+        return int(self.offsets[self.problem.index[buffer_id]])
+
+    def as_dict(self) -> dict[str, int]:
+        """``{buffer id: offset}``."""
+        return dict(zip(self.problem.ids, self.offsets.tolist()))
+
+    def to_frame(self):
+        """Problem table plus an ``offset`` column (pandas DataFrame)."""
+        df = self.problem.to_frame()
+        df["offset"] = self.offsets
+        return df
+
+    def summary(self) -> dict[str, Any]:
+        """A flat record: planner, status, arena, lower_bound, best_bound, ratio, seconds."""
+        return {
+            "planner": self.planner,
+            "status": self.status,
+            "arena": self.arena_size,
+            "lower_bound": self.lower_bound,
+            "best_bound": self.best_bound,
+            "ratio": self.ratio,
+            "seconds": self.seconds,
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"Plan(planner={self.planner!r}, status={self.status!r}, arena={self.arena_size}, "
+            f"lower_bound={self.lower_bound}, buffers={self.problem.n}, seconds={self.seconds:.4g})"
+        )

@@ -1,0 +1,67 @@
+"""The planner registry: name -> planner class.
+
+Adding an algorithm is one module with a :class:`planners.base.Planner` subclass and one line in
+``PLANNERS`` below. :func:`get_planner` and :func:`plan` accept a registry name, a planner instance,
+a planner class, or a plain function ``func(problem, **params) -> offsets`` (networkx-style
+name-or-callable entry points).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import FunctionPlanner, Planner
+from .model import Plan, Problem
+from .naive import Naive
+
+__all__ = ["PLANNERS", "get_planner", "plan", "available_planners"]
+
+#: Registry of offset planners by name (the name used on the command line and in records).
+PLANNERS: dict[str, type[Planner]] = {
+    "naive": Naive,
+}
+
+
+def available_planners() -> list[str]:
+    """Registered planner names, in registry order."""
+    return list(PLANNERS)
+
+
+def get_planner(planner: str | Planner | type[Planner] | Any, **params: Any) -> Planner:
+    """Return a configured planner instance.
+
+    Parameters
+    ----------
+    planner : registry name, Planner instance, Planner subclass, or callable
+        ``func(problem, **params) -> offsets`` (wrapped in :class:`FunctionPlanner`).
+    **params : keyword parameters of the planner's constructor.
+
+    Raises
+    ------
+    ValueError
+        Unknown planner name (the message lists the registered names) or unknown parameter.
+    """
+    if isinstance(planner, str):
+        try:
+            cls = PLANNERS[planner]
+        except KeyError:
+            raise ValueError(
+                f"unknown planner {planner!r}; registered planners: {', '.join(PLANNERS)}"
+            ) from None
+        try:
+            return cls(**params)
+        except TypeError as e:
+            raise ValueError(f"planner {planner!r}: {e}") from None
+    if isinstance(planner, Planner):
+        return planner.set_params(**params) if params else planner
+    if isinstance(planner, type) and issubclass(planner, Planner):
+        return planner(**params)
+    if callable(planner):
+        return FunctionPlanner(planner, **params)
+    raise ValueError(f"not a planner: {planner!r}")
+
+
+def plan(problem: Problem, planner: str | Planner | Any = "greedy_by_size", **params: Any) -> Plan:
+    """Plan ``problem`` with ``planner`` (name, instance, class or function) and return a validated
+    :class:`Plan`. See :meth:`planners.base.Planner.plan` for the errors raised."""
+    return get_planner(planner, **params).plan(problem)
