@@ -1,0 +1,35 @@
+"""Operator schedulers: choose the order in which a graph's operators run.
+
+>>> from scheduling.examples import seed000_graph
+>>> from scheduling.schedulers import schedule
+>>> s = schedule(seed000_graph(), "file_order")
+>>> s.scheduler, s.status, len(s.order)
+('file_order', 'heuristic', 6)
+"""
+
+from .base import (
+    SCHEDULE_STATUSES,
+    FunctionScheduler,
+    Schedule,
+    Scheduler,
+    ScheduleResult,
+    check_schedule,
+    is_valid_schedule,
+)
+from .file_order import FileOrder
+from .registry import SCHEDULERS, available_schedulers, get_scheduler, schedule
+
+__all__ = [
+    "Schedule",
+    "ScheduleResult",
+    "Scheduler",
+    "FunctionScheduler",
+    "SCHEDULE_STATUSES",
+    "check_schedule",
+    "is_valid_schedule",
+    "FileOrder",
+    "SCHEDULERS",
+    "available_schedulers",
+    "get_scheduler",
+    "schedule",
+]

@@ -1,0 +1,121 @@
+"""The one interface every operator scheduler implements, and the independent schedule checker.
+
+A scheduler chooses the order in which a graph's operators run (the schedule); the order decides
+every tensor's lifetime and therefore the peak of live bytes that the offset planners must fit
+(see :mod:`scheduling.lifetimes`). Like :class:`planners.base.Planner`:
+
+* parameters are the keyword arguments of ``__init__``, stored unchanged (scikit-learn style),
+  read back by :meth:`Scheduler.get_params`;
+* the algorithm is :meth:`Scheduler._schedule` (the only method a new scheduler writes), returning
+  an order, or a :class:`ScheduleResult` with a status and statistics;
+* :meth:`Scheduler.schedule` times it, passes the order through :func:`check_schedule` (which shares
+  no code with any scheduler) and returns a :class:`Schedule`.
+
+A new scheduler is one module with a subclass and one line in
+:mod:`scheduling.schedulers.registry`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..graph import Graph
+from ..schedule import SCHEDULE_STATUSES, Schedule, check_schedule, is_valid_schedule
+
+__all__ = [
+    "Schedule",
+    "ScheduleResult",
+    "Scheduler",
+    "FunctionScheduler",
+    "check_schedule",
+    "is_valid_schedule",
+    "SCHEDULE_STATUSES",
+]
+
+
+@dataclass
+class ScheduleResult:
+    """What :meth:`Scheduler._schedule` may return instead of a plain order."""
+
+    order: Sequence[str]
+    status: str = "heuristic"
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+class Scheduler:
+    """Base class of operator schedulers (see the module docstring).
+
+    Subclasses set the class attribute ``name`` (the registry key) and implement ``_schedule``.
+    """
+
+    name: str = "scheduler"
+
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        init = cls.__init__
+        if init is object.__init__:
+            return []
+        sig = inspect.signature(init)
+        return [
+            p.name
+            for p in sig.parameters.values()
+            if p.name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        ]
+
+    def get_params(self) -> dict[str, Any]:
+        """The constructor's keyword parameters and their current values."""
+        return {k: getattr(self, k) for k in self._param_names()}
+
+    def set_params(self, **params: Any) -> Scheduler:
+        """Set parameters by name (``ValueError`` naming an unknown one); returns ``self``."""
+        names = self._param_names()
+        for k, v in params.items():
+            if k not in names:
+                raise ValueError(f"scheduler {self.name!r} has no parameter {k!r}; it has {names}")
+            setattr(self, k, v)
+        return self
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
+
+    def schedule(self, graph: Graph) -> Schedule:
+        """Schedule ``graph`` and return a checked :class:`Schedule`.
+
+        Raises
+        ------
+        ScheduleError
+            The algorithm returned an order that is not a valid schedule (a bug, never silenced),
+            or the graph has no valid schedule (a cycle).
+        """
+        t0 = time.perf_counter()
+        res = self._schedule(graph)
+        seconds = time.perf_counter() - t0
+        if not isinstance(res, ScheduleResult):
+            res = ScheduleResult(res)
+        order = tuple(res.order)
+        check_schedule(graph, order)
+        return Schedule(order, self.name, res.status, seconds, self.get_params(), dict(res.info))
+
+    def _schedule(self, graph: Graph) -> Sequence[str] | ScheduleResult:  # pragma: no cover
+        raise NotImplementedError
+
+
+class FunctionScheduler(Scheduler):
+    """Wrap a function ``func(graph, **params) -> order`` (or :class:`ScheduleResult`) as a
+    scheduler, so a notebook can plug one in without touching the registry."""
+
+    def __init__(self, func, name: str | None = None, **params: Any) -> None:
+        self.func = func
+        self.name = name or getattr(func, "__name__", "function")
+        self.params = params
+
+    def get_params(self) -> dict[str, Any]:
+        return dict(self.params)
+
+    def _schedule(self, graph: Graph) -> Sequence[str] | ScheduleResult:
+        return self.func(graph, **self.params)

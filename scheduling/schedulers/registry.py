@@ -1,0 +1,69 @@
+"""The scheduler registry: name -> scheduler class.
+
+Adding a scheduler is one module with a :class:`scheduling.schedulers.base.Scheduler` subclass and
+one line in ``SCHEDULERS`` below. :func:`get_scheduler` and :func:`schedule` accept a registry
+name, a scheduler instance, a scheduler class, or a plain function ``func(graph, **params) ->
+order`` (networkx-style name-or-callable entry points).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..graph import Graph
+from .base import FunctionScheduler, Schedule, Scheduler
+from .file_order import FileOrder
+
+__all__ = ["SCHEDULERS", "get_scheduler", "schedule", "available_schedulers"]
+
+#: Registry of schedulers by name (the name used on the command line and in records).
+SCHEDULERS: dict[str, type[Scheduler]] = {
+    "file_order": FileOrder,
+}
+
+
+def available_schedulers() -> list[str]:
+    """Registered scheduler names, in registry order."""
+    return list(SCHEDULERS)
+
+
+def get_scheduler(scheduler: str | Scheduler | type[Scheduler] | Any, **params: Any) -> Scheduler:
+    """Return a configured scheduler instance.
+
+    Parameters
+    ----------
+    scheduler : registry name, Scheduler instance, Scheduler subclass, or callable
+        ``func(graph, **params) -> order`` (wrapped in :class:`FunctionScheduler`).
+    **params : keyword parameters of the scheduler's constructor.
+
+    Raises
+    ------
+    ValueError
+        Unknown scheduler name (the message lists the registered names) or unknown parameter.
+    """
+    if isinstance(scheduler, str):
+        try:
+            cls = SCHEDULERS[scheduler]
+        except KeyError:
+            raise ValueError(
+                f"unknown scheduler {scheduler!r}; registered schedulers: {', '.join(SCHEDULERS)}"
+            ) from None
+        try:
+            return cls(**params)
+        except TypeError as e:
+            raise ValueError(f"scheduler {scheduler!r}: {e}") from None
+    if isinstance(scheduler, Scheduler):
+        return scheduler.set_params(**params) if params else scheduler
+    if isinstance(scheduler, type) and issubclass(scheduler, Scheduler):
+        return scheduler(**params)
+    if callable(scheduler):
+        return FunctionScheduler(scheduler, **params)
+    raise ValueError(f"not a scheduler: {scheduler!r}")
+
+
+def schedule(
+    graph: Graph, scheduler: str | Scheduler | Any = "file_order", **params: Any
+) -> Schedule:
+    """Schedule ``graph`` with ``scheduler`` (name, instance, class or function) and return a
+    checked :class:`Schedule`. See :meth:`Scheduler.schedule` for the errors raised."""
+    return get_scheduler(scheduler, **params).schedule(graph)
