@@ -1,0 +1,261 @@
+"""RV64 cost of the allocator cores: real RISC-V machine code, emulated, with in-order core models.
+
+Seed 000 section 2 notes that planning online at load time costs load latency, and section 8
+compiles its allocator for RV64 and runs it under an emulator. This package measures that cost:
+
+1. ``cores.c`` implements the allocator cores (``greedy_in_order``, ``first_fit``, ``best_fit``,
+   ``greedy_by_size``, ``freelist_bump``) in freestanding C99 with 64-bit sizes; they produce the
+   same offsets as the Python planners of the same names in :mod:`planners`.
+2. :mod:`.build` cross-compiles it with ``python -m ziglang cc -target riscv64-freestanding-none``
+   (``-mcpu=baseline_rv64`` and ``-mcpu=sifive_u74``), cached by content hash.
+3. :mod:`.emulate` runs a core in unicorn (``UC_ARCH_RISCV``, ``UC_MODE_RISCV64``) on a problem and
+   reads the offsets back; a basic-block hook records the executed block trace of the core only.
+4. :mod:`.decode` classifies every instruction of each block once (RV64GC incl. compressed).
+5. :mod:`.cycles` estimates cycles on in-order cores (SiFive U74, T-Head C906) over the trace.
+
+Entry points: :func:`available` and :func:`estimate`. ``rv64_instructions`` counts the
+``baseline_rv64`` build; ``rv64_cycles_u74`` runs the U74 model over the ``sifive_u74`` build's trace
+and ``rv64_cycles_c906`` the C906 model over the ``baseline_rv64`` build's trace.
+
+Nothing here is imported by :mod:`planners`; a missing ``ziglang``/``unicorn`` only makes
+:func:`available` return ``(False, reason)`` and :func:`estimate` raise :class:`Rv64Unavailable`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from planners.errors import MemplanError
+
+__all__ = [
+    "Rv64Estimate",
+    "Rv64Unavailable",
+    "available",
+    "estimate",
+    "CORE_NAMES",
+    "INSTRUCTION_CLASSES",
+]
+
+#: Planner registry names that have an RV64 core.
+CORE_NAMES = ("greedy_in_order", "first_fit", "best_fit", "greedy_by_size", "freelist_bump")
+
+#: Instruction classes reported (``mul`` and ``div`` merged into ``muldiv``).
+INSTRUCTION_CLASSES = ("alu", "load", "store", "branch", "jump", "muldiv", "other")
+
+_INSTALL = "pip install 'memplan[rv64]'  (or: .venv/bin/pip install ziglang unicorn)"
+
+
+class Rv64Unavailable(MemplanError, RuntimeError):
+    """The RV64 toolchain (``ziglang``) or emulator (``unicorn``) is missing or broken."""
+
+
+def available() -> tuple[bool, str]:
+    """Whether RV64 estimates can run here: ``(True, "")`` or ``(False, reason)``.
+
+    The reason names the missing package and how to install it. Imports are attempted on every call
+    (cheap after the first), so a test can simulate a missing package by patching ``sys.modules``.
+    """
+    missing = []
+    for mod in ("ziglang", "unicorn"):
+        try:
+            importlib.import_module(mod)
+        except Exception as e:  # noqa: BLE001 - ImportError or a broken install
+            missing.append(f"{mod} ({type(e).__name__}: {e})")
+    if missing:
+        return False, (
+            "RV64 estimates need the Python packages ziglang (RISC-V cross-compiler) and unicorn "
+            f"(emulator); missing: {', '.join(missing)}. Install with: {_INSTALL}"
+        )
+    return True, ""
+
+
+@dataclass
+class Rv64Estimate:
+    """Cost of one allocator core on one problem, measured on emulated RV64 machine code.
+
+    Attributes
+    ----------
+    planner : registry name of the core.
+    n : number of buffers.
+    instructions : int, executed instructions of the core (``baseline_rv64`` build).
+    instructions_by_class : ``{class: count}`` over :data:`INSTRUCTION_CLASSES`.
+    cycles : ``{"u74": int, "c906": int}`` estimated cycles per core model.
+    cycles_per_buffer : ``{"u74": float, "c906": float}`` (``nan`` when ``n == 0``).
+    offsets : int64 array ``(n,)`` bytes, problem order, read back from the emulated core.
+    python_offsets : int64 array ``(n,)`` from the Python planner of the same name.
+    offsets_match : bool or None, emulated offsets equal the Python planner's (``None`` when the
+        estimate was made with ``check=False``).
+    arena : bytes, highest ``offset + size`` of the emulated offsets.
+    mispredicts, branches : per core model.
+    instructions_u74 : executed instructions of the ``sifive_u74`` build.
+    images : ``{build: content hash}`` of the images used.
+    """
+
+    planner: str
+    n: int
+    instructions: int
+    instructions_by_class: dict
+    cycles: dict
+    cycles_per_buffer: dict
+    offsets: np.ndarray
+    python_offsets: np.ndarray
+    offsets_match: bool | None
+    arena: int
+    mispredicts: dict = field(default_factory=dict)
+    branches: dict = field(default_factory=dict)
+    instructions_u74: int = 0
+    images: dict = field(default_factory=dict)
+
+    @property
+    def rv64_instructions(self) -> int:
+        """Column ``rv64_instructions`` of ``memplan compare --rv64``."""
+        return self.instructions
+
+    @property
+    def rv64_cycles_u74(self) -> int:
+        """Column ``rv64_cycles_u74``."""
+        return self.cycles["u74"]
+
+    @property
+    def rv64_cycles_c906(self) -> int:
+        """Column ``rv64_cycles_c906``."""
+        return self.cycles["c906"]
+
+    def as_record(self) -> dict[str, Any]:
+        """A flat, JSON-serialisable record (``memplan rv64 --json``); includes the three columns
+        ``rv64_instructions``, ``rv64_cycles_u74``, ``rv64_cycles_c906``."""
+        rec: dict[str, Any] = {
+            "planner": self.planner,
+            "n": self.n,
+            "rv64_instructions": self.rv64_instructions,
+            "rv64_cycles_u74": self.rv64_cycles_u74,
+            "rv64_cycles_c906": self.rv64_cycles_c906,
+            "cycles_per_buffer_u74": self.cycles_per_buffer["u74"],
+            "cycles_per_buffer_c906": self.cycles_per_buffer["c906"],
+            "offsets_match": self.offsets_match,
+            "arena": self.arena,
+            "instructions_u74": self.instructions_u74,
+        }
+        for k in INSTRUCTION_CLASSES:
+            rec[f"insn_{k}"] = self.instructions_by_class[k]
+        for m in ("u74", "c906"):
+            rec[f"mispredicts_{m}"] = self.mispredicts.get(m, 0)
+            rec[f"branches_{m}"] = self.branches.get(m, 0)
+        rec["offsets"] = self.offsets.tolist()
+        return rec
+
+
+def _measure(image, core: str, problem, granule: int):
+    from .decode import decode_block
+    from .emulate import run_core
+
+    run = run_core(
+        image,
+        core,
+        problem.starts,
+        problem.ends,
+        problem.sizes,
+        problem.alignments,
+        problem.resident.astype(np.int64),
+        granule=granule,
+    )
+    uniq, ids, counts = np.unique(run.trace, return_inverse=True, return_counts=True)
+    base, code = run.code
+    blocks = []
+    for a in uniq.tolist():
+        size = run.block_sizes[a]
+        blocks.append((a, size, decode_block(code[a - base : a - base + size])))
+    by_class = dict.fromkeys(INSTRUCTION_CLASSES, 0)
+    for (_, _, insns), c in zip(blocks, counts.tolist(), strict=True):
+        for ins in insns:
+            k = "muldiv" if ins.kind in ("mul", "div") else ins.kind
+            by_class[k] += c
+    return run, ids.astype(np.int32), blocks, by_class
+
+
+def estimate(problem, planner_name: str, check: bool = True) -> Rv64Estimate:
+    """Run the RV64 core ``planner_name`` on ``problem`` and estimate its cost.
+
+    Parameters
+    ----------
+    problem : planners.Problem
+        ``n`` buffers with half-open lifetimes ``[start, end)`` (steps), sizes and alignments
+        (bytes); resident buffers go first for ``greedy_in_order`` (seed 000 section 8).
+    planner_name : one of :data:`CORE_NAMES`.
+    check : bool, default True
+        Also run the Python planner of the same name and compare offsets (else
+        ``offsets_match`` is ``None``).
+
+    Returns
+    -------
+    Rv64Estimate
+
+    Raises
+    ------
+    Rv64Unavailable
+        ziglang or unicorn missing (the message says how to install them).
+    ValueError
+        ``planner_name`` has no RV64 core.
+    RuntimeError
+        The compiler failed or the emulated core faulted.
+
+    Notes
+    -----
+    Cost: two emulated runs (``baseline_rv64`` and ``sifive_u74`` builds) of the core's own
+    complexity (``O(n^2)`` instructions for the greedy cores in the worst case) plus one native
+    callback per executed basic block and ``O(instructions)`` for the core models (in C). Images
+    and the host helper are compiled once and cached (:func:`.build.cache_dir`).
+    """
+    ok, reason = available()
+    if not ok:
+        raise Rv64Unavailable(reason)
+    if planner_name not in CORE_NAMES:
+        raise ValueError(
+            f"planner {planner_name!r} has no RV64 core; cores exist for {', '.join(CORE_NAMES)}"
+        )
+    from planners.freelist_bump import freelist_granule
+
+    from .build import build_image
+    from .cycles import simulate_trace
+
+    granule = freelist_granule(problem) if planner_name == "freelist_bump" else 16
+    base_img = build_image("baseline_rv64")
+    u74_img = build_image("sifive_u74")
+    run_b, ids_b, blocks_b, by_class = _measure(base_img, planner_name, problem, granule)
+    run_u, ids_u, blocks_u, by_class_u = _measure(u74_img, planner_name, problem, granule)
+    if not np.array_equal(run_b.offsets, run_u.offsets):
+        raise RuntimeError(f"{planner_name}: the two RV64 builds disagree on the offsets")
+    sim_u = simulate_trace(ids_u, blocks_u, run_u.halt, "u74")
+    sim_c = simulate_trace(ids_b, blocks_b, run_b.halt, "c906")
+    n = problem.n
+    offsets = run_b.offsets
+    if check:
+        from planners.registry import get_planner
+
+        py = np.asarray(get_planner(planner_name).plan(problem).offsets, np.int64)
+        match = bool(np.array_equal(py, offsets))
+    else:
+        py = np.zeros(0, np.int64)
+        match = None
+    arena = int(np.where(problem.sizes > 0, offsets + problem.sizes, 0).max()) if n else 0
+    cycles = {"u74": int(sim_u["cycles"]), "c906": int(sim_c["cycles"])}
+    return Rv64Estimate(
+        planner=planner_name,
+        n=n,
+        instructions=int(sum(by_class.values())),
+        instructions_by_class=by_class,
+        cycles=cycles,
+        cycles_per_buffer={k: (v / n if n else float("nan")) for k, v in cycles.items()},
+        offsets=offsets,
+        python_offsets=py,
+        offsets_match=match,
+        arena=arena,
+        mispredicts={"u74": sim_u["mispredicts"], "c906": sim_c["mispredicts"]},
+        branches={"u74": sim_u["branches"], "c906": sim_c["branches"]},
+        instructions_u74=int(sum(by_class_u.values())),
+        images={"baseline_rv64": base_img.digest, "sifive_u74": u74_img.digest},
+    )

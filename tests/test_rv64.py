@@ -1,0 +1,248 @@
+"""RV64 machine-code measurement of the allocator cores (experiments.rv64)."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from experiments import rv64
+from experiments.rv64.cycles import CORE_MODELS, simulate_reference, simulate_trace
+from experiments.rv64.decode import Insn, decode, decode_block
+from planners import Buffer, Problem, check_plan
+
+OK, REASON = rv64.available()
+needs_rv64 = pytest.mark.skipif(not OK, reason=REASON or "rv64 toolchain available")
+
+
+# -- seed 000 section 8 -------------------------------------------------------------------------
+def seed_000_demo() -> Problem:
+    """Seed 000 section 8's graph: residents live the whole schedule, alignment 16."""
+    rows = [
+        ("input", 0, 0, 4096, 1),
+        ("conv_w", 0, 1, 65536, 1),
+        ("conv_y", 1, 2, 8192, 0),
+        ("skip", 0, 2, 4096, 0),
+        ("res", 2, 3, 8192, 0),
+        ("gemm_w", 3, 4, 262144, 1),
+        ("logits", 4, 5, 1024, 0),
+        ("probs", 5, 5, 1024, 0),
+    ]
+    bufs = [
+        Buffer(name, 0, 6, size, kind="resident")
+        if res
+        else Buffer.from_closed(name, f, last, size)
+        for name, f, last, size, res in rows
+    ]
+    return Problem(bufs, alignment=16, name="seed000")
+
+
+@needs_rv64
+def test_seed_000_demo_through_emulated_greedy_in_order():
+    est = rv64.estimate(seed_000_demo(), "greedy_in_order")
+    got = dict(zip(seed_000_demo().ids, est.offsets.tolist(), strict=True))
+    assert got == {
+        "input": 0,
+        "conv_w": 4096,
+        "conv_y": 335872,
+        "skip": 331776,
+        "res": 344064,
+        "gemm_w": 69632,
+        "logits": 331776,
+        "probs": 332800,
+    }
+    assert est.arena == 352256
+    assert est.offsets_match
+    assert est.instructions == sum(est.instructions_by_class.values()) > 0
+    assert est.instructions_by_class["load"] > 0 and est.instructions_by_class["branch"] > 0
+    rec = est.as_record()
+    for col in ("rv64_instructions", "rv64_cycles_u74", "rv64_cycles_c906"):
+        assert isinstance(rec[col], int) and rec[col] > 0
+    # an in-order core cannot beat its issue width
+    assert rec["rv64_cycles_c906"] >= rec["rv64_instructions"]
+    assert rec["rv64_cycles_u74"] >= est.instructions_u74 / 2
+
+
+# -- emulated offsets == Python offsets -----------------------------------------------------------
+@st.composite
+def problems(draw):
+    n = draw(st.integers(0, 24))
+    bufs = []
+    for i in range(n):
+        s = draw(st.integers(0, 12))
+        e = s + draw(st.integers(1, 8))
+        # repeated sizes make equal gaps, so tie-breaking rules are exercised
+        size = draw(st.one_of(st.just(0), st.sampled_from([16, 32, 48, 64]), st.integers(1, 300)))
+        align = draw(st.sampled_from([None, None, 1, 8, 32]))
+        kind = draw(st.sampled_from(["activation", "activation", "activation", "resident"]))
+        bufs.append(Buffer(f"b{i}", s, e, size, align, kind))
+    return Problem(bufs, alignment=draw(st.sampled_from([1, 4, 16])))
+
+
+@needs_rv64
+@pytest.mark.parametrize("core", rv64.CORE_NAMES)
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(p=problems())
+def test_emulated_offsets_equal_python_offsets(core, p):
+    est = rv64.estimate(p, core)
+    assert est.offsets_match, (est.offsets.tolist(), est.python_offsets.tolist())
+    check_plan(p, est.offsets)
+
+
+@needs_rv64
+def test_best_fit_tie_goes_to_the_lowest_gap():
+    # A, C, E live over [0, 3); B, D over [0, 1): stacked at 0, 32, 64, 96, 128 (start order).
+    # F over [1, 2) sees two 32-byte holes (32 and 96): equal gaps, the lowest wins -> 32.
+    p = Problem.from_arrays([0, 0, 0, 0, 0, 1], [3, 1, 3, 1, 3, 2], [32] * 6, alignment=16)
+    est = rv64.estimate(p, "best_fit")
+    assert est.offsets.tolist() == [0, 32, 64, 96, 128, 32]
+    assert est.offsets_match
+    # first fit in problem order takes the lowest hole too; greedy by size keeps problem order
+    assert rv64.estimate(p, "first_fit").offsets.tolist() == [0, 32, 64, 96, 128, 32]
+
+
+@needs_rv64
+def test_instruction_counts_are_repeatable_and_grow_with_n():
+    rng = np.random.default_rng(7)
+    counts = []
+    for n in (10, 40):
+        s = rng.integers(0, n, n)
+        p = Problem.from_arrays(s, s + rng.integers(1, 6, n), rng.integers(1, 500, n), alignment=16)
+        a, b = rv64.estimate(p, "first_fit"), rv64.estimate(p, "first_fit")
+        assert a.instructions_by_class == b.instructions_by_class
+        assert a.cycles == b.cycles
+        counts.append(a.instructions)
+    assert counts[1] > counts[0]
+
+
+@needs_rv64
+def test_unknown_core_is_refused():
+    with pytest.raises(ValueError, match="no RV64 core"):
+        rv64.estimate(seed_000_demo(), "cpsat")
+
+
+# -- decoder ----------------------------------------------------------------------------------
+def test_decoder_on_encodings_from_llvm_mc():
+    # encodings printed by `llvm-mc -triple=riscv64 -mattr=+m,+c -show-encoding`
+    assert decode(bytes.fromhex("83350500")) == Insn(4, "load", 11, (10,))  # ld a1, 0(a0)
+    assert decode(bytes.fromhex("0c61")) == Insn(2, "load", 11, (10,))  # c.ld a1, 0(a0)
+    assert decode(bytes.fromhex("7d15")) == Insn(2, "alu", 10, (10,))  # c.addi a0, -1
+    assert decode(bytes.fromhex("7dfd")) == Insn(2, "branch", -1, (10,))  # c.bnez a0
+    assert decode(bytes.fromhex("3386e602")) == Insn(4, "mul", 12, (13, 14))  # mul a2,a3,a4
+    assert decode(bytes.fromhex("3bc6e602")) == Insn(4, "div", 12, (13, 14), True)  # divw
+    assert decode(bytes.fromhex("06e4")) == Insn(2, "store", -1, (2, 1))  # c.sdsp ra, 8(sp)
+    assert decode(bytes.fromhex("8280")) == Insn(2, "jump", -1, (1,))  # ret (c.jr ra)
+    assert decode(bytes.fromhex("2e95")) == Insn(2, "alu", 10, (10, 11))  # c.add a0, a1
+    assert decode(bytes.fromhex("6308b500")) == Insn(4, "branch", -1, (10, 11))  # beq a0,a1
+    assert decode(bytes.fromhex("ef000004")) == Insn(4, "jump", 1, ())  # jal ra, 64
+    assert [i.length for i in decode_block(bytes.fromhex("0c617d157dfd"))] == [2, 2, 2]
+
+
+# -- the cycle model on hand-made sequences -----------------------------------------------------
+LD = Insn(4, "load", 11, (10,))
+
+
+def _straight(insns):
+    return [(ins, 0x100 + 4 * k, False) for k, ins in enumerate(insns)]
+
+
+def _both(trace_blocks, ids, halt, model):
+    """Cycles from the Python reference and from the compiled model (must agree)."""
+    from experiments.rv64.cycles import expand_trace
+
+    ref = simulate_reference(expand_trace(ids, trace_blocks, halt), model)
+    if OK:
+        fast = simulate_trace(np.asarray(ids, np.int32), trace_blocks, halt, model)
+        assert fast["cycles"] == ref["cycles"]
+        assert fast["mispredicts"] == ref["mispredicts"]
+    return ref
+
+
+def test_dependent_load_chain():
+    # ld a1,0(a0); ld a2,0(a1); ld a3,0(a2): each waits for the previous load (load-to-use 3)
+    chain = [Insn(4, "load", 11, (10,)), Insn(4, "load", 12, (11,)), Insn(4, "load", 13, (12,))]
+    block = [(0x100, 12, chain)]
+    for m in ("u74", "c906"):
+        assert CORE_MODELS[m].latency["load"] == 3
+        # issue at 0, 3, 6 -> 7 cycles
+        assert simulate_reference(_straight(chain), m)["cycles"] == 7
+        assert _both(block, [0], 0x10C, m)["cycles"] == 7
+
+
+def test_independent_alu_ops_and_pipes():
+    alu = [Insn(4, "alu", r, (5,)) for r in (10, 11, 12, 13)]
+    assert simulate_reference(_straight(alu), "u74")["cycles"] == 2  # dual issue: 0,0,1,1
+    assert simulate_reference(_straight(alu), "c906")["cycles"] == 4  # single issue
+    two_loads = [Insn(4, "load", 10, (5,)), Insn(4, "load", 11, (6,))]
+    assert simulate_reference(_straight(two_loads), "u74")["cycles"] == 2  # one pipe A
+    load_alu = [Insn(4, "load", 10, (5,)), Insn(4, "alu", 11, (6,))]
+    assert simulate_reference(_straight(load_alu), "u74")["cycles"] == 1  # pipe A + pipe B
+    dep = [Insn(4, "alu", 10, (5,)), Insn(4, "alu", 11, (10,))]
+    assert simulate_reference(_straight(dep), "u74")["cycles"] == 2  # ALU latency 1
+
+
+def test_loop_with_taken_branch():
+    # loop: c.addi a0,-1 ; bnez a0, loop  -- executed 3 times: taken, taken, not taken.
+    body = [Insn(2, "alu", 10, (10,)), Insn(4, "branch", -1, (10,))]
+    blocks = [(0x100, 6, body)]
+    ids = [0, 0, 0]
+    # U74 (mispredict 3), BHT counter starts weakly not taken:
+    # it1 addi@0 bnez@1 mispredicted -> next at 1+1+3=5; it2 addi@5 bnez@6 predicted taken ->
+    # next at 7; it3 addi@7 bnez@8 predicted taken but falls through -> 8+1+3 = 12.
+    r = _both(blocks, ids, 0x106, "u74")
+    assert (r["cycles"], r["mispredicts"], r["branches"]) == (12, 2, 3)
+    # C906 (single issue, mispredict 4): 0,1 -> 6; 6,7 -> 8; 8,9 -> 9+1+4 = 14.
+    r = _both(blocks, ids, 0x106, "c906")
+    assert (r["cycles"], r["mispredicts"]) == (14, 2)
+
+
+def test_divider_is_not_pipelined():
+    div = [Insn(4, "div", 10, (5, 6)), Insn(4, "div", 11, (7, 8))]
+    # the second divide waits until the divider is released (65 cycles on the U74)
+    assert simulate_reference(_straight(div), "u74")["cycles"] == 65 + 1
+
+
+@needs_rv64
+def test_compiled_model_equals_reference_on_a_real_trace():
+    from experiments.rv64 import _measure
+    from experiments.rv64.build import build_image
+    from experiments.rv64.cycles import expand_trace
+
+    rng = np.random.default_rng(3)
+    s = rng.integers(0, 20, 20)
+    p = Problem.from_arrays(s, s + rng.integers(1, 6, 20), rng.integers(0, 300, 20), alignment=16)
+    for cpu, model in (("sifive_u74", "u74"), ("baseline_rv64", "c906")):
+        run, ids, blocks, by_class = _measure(build_image(cpu), "best_fit", p, 16)
+        ref = simulate_reference(expand_trace(ids, blocks, run.halt), model)
+        fast = simulate_trace(ids, blocks, run.halt, model)
+        assert ref["instructions"] == sum(by_class.values())
+        assert (fast["cycles"], fast["mispredicts"]) == (ref["cycles"], ref["mispredicts"])
+
+
+# -- unavailable toolchain ----------------------------------------------------------------------
+@pytest.mark.parametrize("missing", ["unicorn", "ziglang"])
+def test_missing_package_gives_clear_message(monkeypatch, missing):
+    monkeypatch.setitem(sys.modules, missing, None)  # makes `import missing` raise ImportError
+    ok, reason = rv64.available()
+    assert not ok
+    assert missing in reason and "pip install" in reason
+    with pytest.raises(rv64.Rv64Unavailable, match=missing):
+        rv64.estimate(seed_000_demo(), "greedy_in_order")
+
+
+@needs_rv64
+def test_native_and_python_block_hooks_record_the_same_trace():
+    from experiments.rv64.build import build_image
+    from experiments.rv64.emulate import run_core
+
+    p = seed_000_demo()
+    args = (p.starts, p.ends, p.sizes, p.alignments, p.resident.astype(np.int64))
+    img = build_image("baseline_rv64")
+    a = run_core(img, "greedy_by_size", *args, use_native=True)
+    b = run_core(img, "greedy_by_size", *args, use_native=False)
+    assert np.array_equal(a.trace, b.trace) and len(a.trace) > 0
+    assert a.block_sizes == b.block_sizes
+    assert np.array_equal(a.offsets, b.offsets)
