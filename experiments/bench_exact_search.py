@@ -1,0 +1,133 @@
+"""Benchmark of ``exact_search`` on MiniMalloc's challenging suite, and ``minimize`` on C.
+
+For each of ``A``-``F`` (``NAME.1048576.csv`` in ``--minimalloc-dir``) it solves the decision
+problem at the file's capacity (1048576 bytes) ``--repeats`` times (default 3) and records the
+median wall-clock seconds of the solve (:attr:`planners.Plan.seconds`, excluding validation),
+then runs ``minimize`` on the problems named by ``--minimize`` (default C) with a total time
+limit. One row per run, columns:
+
+``problem, planner, buffers, lower_bound, capacity, status, arena, best_bound, seconds, nodes``
+
+``capacity`` is the decision capacity (for ``minimize``: the file's capacity, unused);
+``arena`` and bounds are bytes; ``nodes`` the search nodes (summed over probes for
+``minimize``). Every plan is validated by :meth:`planners.Planner.plan`.
+
+Usage::
+
+    python -m experiments.bench_exact_search --out results/bench_exact_search.csv
+    python -m experiments.bench_exact_search --problems A,C --minimize C,D --minimize-time 300
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from planners import lower_bound, read_minimalloc_csv
+from planners.exact_search import ExactSearch
+from planners.minimize import Minimize
+
+__all__ = ["COLUMNS", "bench_exact_search", "main"]
+
+#: Columns of the CSV, in order.
+COLUMNS = [
+    "problem",
+    "planner",
+    "buffers",
+    "lower_bound",
+    "capacity",
+    "status",
+    "arena",
+    "best_bound",
+    "seconds",
+    "nodes",
+]
+
+
+def bench_exact_search(
+    directory: str | Path,
+    problems: list[str],
+    minimize: list[str],
+    repeats: int = 3,
+    time_limit: float = 60.0,
+    minimize_time: float = 60.0,
+) -> pd.DataFrame:
+    """Run the benchmark and return one row per problem (median of ``repeats`` solves) and per
+    ``minimize`` run. Raises :class:`planners.errors.ProblemError` if a file is missing."""
+    directory = Path(directory)
+    rows = []
+    for name in problems:
+        prob = read_minimalloc_csv(directory / f"{name}.1048576.csv")
+        runs = [ExactSearch(time_limit=time_limit).plan(prob) for _ in range(repeats)]
+        best = runs[0]
+        rows.append(
+            {
+                "problem": name,
+                "planner": "exact_search",
+                "buffers": prob.n,
+                "lower_bound": lower_bound(prob),
+                "capacity": prob.capacity,
+                "status": best.status,
+                "arena": best.arena_size if best.status == "optimal" else None,
+                "best_bound": best.best_bound,
+                "seconds": statistics.median(r.seconds for r in runs),
+                "nodes": best.info["nodes"],
+            }
+        )
+        print(f"{name}: {rows[-1]}", file=sys.stderr)
+    for name in minimize:
+        prob = read_minimalloc_csv(directory / f"{name}.1048576.csv")
+        m = Minimize(time_limit=minimize_time).plan(prob)
+        rows.append(
+            {
+                "problem": name,
+                "planner": "minimize",
+                "buffers": prob.n,
+                "lower_bound": m.lower_bound,
+                "capacity": prob.capacity,
+                "status": m.status,
+                "arena": m.arena_size,
+                "best_bound": m.best_bound,
+                "seconds": m.seconds,
+                "nodes": sum(p["nodes"] or 0 for p in m.info["probes"]),
+            }
+        )
+        print(f"{name} minimize: {rows[-1]} probes={m.info['probes']}", file=sys.stderr)
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--minimalloc-dir", default="../shared/benchmarks/minimalloc")
+    ap.add_argument("--problems", default="A,B,C,D,E,F")
+    ap.add_argument("--minimize", default="C", help="comma-separated problems for minimize")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--time-limit", type=float, default=60.0, help="seconds per exact_search run")
+    ap.add_argument("--minimize-time", type=float, default=60.0, help="seconds per minimize run")
+    ap.add_argument("--out", default="results/bench_exact_search.csv")
+    a = ap.parse_args(argv)
+    if not Path(a.minimalloc_dir).is_dir():
+        print(f"{a.minimalloc_dir}: no such directory (MiniMalloc benchmarks)", file=sys.stderr)
+        return 2
+    split = lambda s: [x for x in s.split(",") if x]  # noqa: E731
+    df = bench_exact_search(
+        a.minimalloc_dir,
+        split(a.problems),
+        split(a.minimize),
+        a.repeats,
+        a.time_limit,
+        a.minimize_time,
+    )
+    out = Path(a.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    df.to_csv(out, index=False)
+    print(df.to_string(index=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

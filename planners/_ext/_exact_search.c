@@ -1,0 +1,505 @@
+/*
+ * _exact_search: the compiled core of planners.exact_search (C99, CPython extension).
+ *
+ * Decision problem: given buffers (size in bytes, offset alignment in bytes, lifetime expressed as
+ * a half-open range [slo, shi) of *sections*) and a capacity in bytes, find offsets such that
+ * buffers whose section ranges intersect never overlap in address and every top
+ * (offset + size) is <= capacity, or prove that none exist.
+ *
+ * Method (after MiniMalloc, Moffitt, ASPLOS 2023; the code is our own):
+ *   - canonical placements: a buffer is put at its lowest offset allowed by already-placed
+ *     buffers (its "min offset"); placements happen in lexicographically non-decreasing
+ *     (offset, static rank) order, so every canonical layout is enumerated once;
+ *   - section inference: per section, floor + unplaced bytes must fit below the capacity, with
+ *     floor = max(placed tops, current offset, smallest min offset of an unplaced member);
+ *   - dynamic ordering: candidates are tried by increasing min offset, ties by static rank;
+ *   - dominance: a buffer is not placed at an offset >= some unplaced buffer's min offset + size
+ *     (that buffer would fit in the gap below, so a lower layout exists);
+ *   - decomposition: when no unplaced buffer crosses a section boundary, the two sides are
+ *     independent subproblems solved one after the other;
+ *   - round robin over several static rankings with doubling node budgets.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef long long i64;
+
+enum { ST_FOUND = 0, ST_NOTFOUND = 1, ST_ABORT = 2, ST_TIMEOUT = 3, ST_NODELIMIT = 4, ST_NOMEM = 5 };
+
+typedef struct { int idx; i64 old; } Undo; /* idx >= 0: buffer min offset; idx < 0: floor of section -idx-1 */
+typedef struct { i64 off; int rank; int b; } Cand;
+
+typedef struct {
+    int n, ns;
+    i64 *size, *align;
+    int *slo, *shi;
+    i64 cap;
+    int canonical, inference, dynamic, dominance, decompose;
+    int *adj_start, *adj;         /* time-interference lists (CSR) */
+    int *sec_start, *sec_mem;     /* members of each section (CSR) */
+    i64 *off, *minoff, *floor_, *total, *sol;
+    int *cuts;                    /* unplaced buffers crossing boundary k | k+1 */
+    int *rank;                    /* current static rank (recomputed for every subproblem) */
+    i64 *width;                   /* lifetime length in steps */
+    const char *heur;             /* current preordering string */
+    int *mark; int epoch; int *affected;
+    int *twin;                    /* previous identical buffer (same size, alignment, lifetime) or -1 */
+    Undo *undo; size_t nundo, capundo;
+    i64 nodes, budget, node_limit;
+    double deadline;
+} Ctx;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int push_undo(Ctx *c, int idx, i64 old) {
+    if (c->nundo == c->capundo) {
+        size_t nc = c->capundo ? 2 * c->capundo : 1024;
+        Undo *u = (Undo *)realloc(c->undo, nc * sizeof(Undo));
+        if (!u) return -1;
+        c->undo = u; c->capundo = nc;
+    }
+    c->undo[c->nundo].idx = idx;
+    c->undo[c->nundo].old = old;
+    c->nundo++;
+    return 0;
+}
+
+static i64 round_up(i64 x, i64 a) { i64 r = x % a; return r ? x + a - r : x; }
+
+/* Place buffer b at offset o; returns -1 on out-of-memory. Undo entries are pushed above the
+   caller's saved stack height. */
+static int place(Ctx *c, int b, i64 o) {
+    i64 h = o + c->size[b];
+    int naff = 0;
+    c->off[b] = o;
+    c->sol[b] = o;
+    if (++c->epoch == 0x7fffffff) { memset(c->mark, 0, sizeof(int) * (size_t)c->ns); c->epoch = 1; }
+    for (int k = c->adj_start[b]; k < c->adj_start[b + 1]; k++) {
+        int j = c->adj[k];
+        if (c->off[j] >= 0 || c->minoff[j] >= h) continue;
+        if (push_undo(c, j, c->minoff[j])) return -1;
+        c->minoff[j] = round_up(h, c->align[j]);
+        if (c->inference) {
+            for (int s = c->slo[j]; s < c->shi[j]; s++)
+                if (c->mark[s] != c->epoch) { c->mark[s] = c->epoch; c->affected[naff++] = s; }
+        }
+    }
+    for (int s = c->slo[b]; s < c->shi[b]; s++) {
+        if (c->floor_[s] < h) {
+            if (push_undo(c, -s - 1, c->floor_[s])) return -1;
+            c->floor_[s] = h;
+        }
+        c->total[s] -= c->size[b];
+    }
+    for (int a = 0; a < naff; a++) {
+        int s = c->affected[a];
+        i64 m = -1;
+        for (int k = c->sec_start[s]; k < c->sec_start[s + 1]; k++) {
+            int j = c->sec_mem[k];
+            if (c->off[j] < 0 && (m < 0 || c->minoff[j] < m)) m = c->minoff[j];
+        }
+        if (m > c->floor_[s]) {
+            if (push_undo(c, -s - 1, c->floor_[s])) return -1;
+            c->floor_[s] = m;
+        }
+    }
+    return 0;
+}
+
+static void unplace(Ctx *c, int b, size_t saved) {
+    while (c->nundo > saved) {
+        Undo *u = &c->undo[--c->nundo];
+        if (u->idx >= 0) c->minoff[u->idx] = u->old;
+        else c->floor_[-u->idx - 1] = u->old;
+    }
+    for (int s = c->slo[b]; s < c->shi[b]; s++) c->total[s] += c->size[b];
+    c->off[b] = -1;
+}
+
+/* Section inference over sections [s0, s1) after a placement at offset o. */
+static int check(const Ctx *c, int s0, int s1, i64 o) {
+    for (int s = s0; s < s1; s++) {
+        i64 f = c->floor_[s];
+        if (c->canonical && f < o && c->total[s] > 0) f = o;
+        if (c->inference) f += c->total[s];
+        if (f > c->cap) return 0;
+    }
+    return 1;
+}
+
+static int cmp_dynamic(const void *pa, const void *pb) {
+    const Cand *a = (const Cand *)pa, *b = (const Cand *)pb;
+    if (a->off != b->off) return a->off < b->off ? -1 : 1;
+    return (a->rank > b->rank) - (a->rank < b->rank);
+}
+
+static int cmp_static(const void *pa, const void *pb) {
+    const Cand *a = (const Cand *)pa, *b = (const Cand *)pb;
+    return (a->rank > b->rank) - (a->rank < b->rank);
+}
+
+static int solve_range(Ctx *c, const int *list, int nl, int s0, int s1);
+
+static int dfs(Ctx *c, const int *list, int nl, int s0, int s1, i64 last_off, int last_rank) {
+    if (c->budget-- <= 0) return ST_ABORT;
+    c->nodes++;
+    if (c->node_limit > 0 && c->nodes > c->node_limit) return ST_NODELIMIT;
+    if ((c->nodes & 255) == 0 && now_s() > c->deadline) return ST_TIMEOUT;
+    Cand *cand = (Cand *)malloc(sizeof(Cand) * (size_t)(nl ? nl : 1));
+    int *sub = (int *)malloc(sizeof(int) * (size_t)(nl ? nl : 1));
+    if (!cand || !sub) { free(cand); free(sub); return ST_NOMEM; }
+    int nc = 0;
+    i64 min_height = -1;
+    for (int i = 0; i < nl; i++) {
+        int b = list[i];
+        if (c->off[b] >= 0) continue;
+        cand[nc].off = c->minoff[b];
+        cand[nc].rank = c->rank[b];
+        cand[nc].b = b;
+        i64 h = c->minoff[b] + c->size[b];
+        if (min_height < 0 || h < min_height) min_height = h;
+        nc++;
+    }
+    if (nc == 0) { free(cand); free(sub); return ST_FOUND; }
+    qsort(cand, (size_t)nc, sizeof(Cand), c->dynamic ? cmp_dynamic : cmp_static);
+    for (int i = 0; i < nc; i++) sub[i] = cand[i].b;
+    /* Placing any buffer at offset o leaves every section s that still has unplaced bytes with
+       height >= o + total[s] (its floor rises to o + size in the buffer's own sections; with
+       canonical placements nothing goes below o elsewhere), so o + max_total > capacity fails. */
+    i64 max_total = 0;
+    if (c->canonical && c->inference)
+        for (int s = s0; s < s1; s++) if (c->total[s] > max_total) max_total = c->total[s];
+    int status = ST_NOTFOUND;
+    for (int i = 0; i < nc; i++) {
+        i64 o = cand[i].off;
+        int r = cand[i].rank, b = cand[i].b;
+        if (c->canonical && (o < last_off || (o == last_off && r < last_rank))) continue;
+        if (c->dominance && o >= min_height) { if (c->dynamic) break; continue; }
+        /* Identical buffers are interchangeable: place them in index order only. */
+        if (c->dominance && c->twin[b] >= 0 && c->off[c->twin[b]] < 0) continue;
+        if (c->canonical && c->inference && o + max_total > c->cap) { if (c->dynamic) break; continue; }
+        if (o + c->size[b] > c->cap) continue;
+        size_t saved = c->nundo;
+        if (place(c, b, o)) { unplace(c, b, saved); status = ST_NOMEM; break; }
+        int st = ST_NOTFOUND;
+        if (check(c, s0, s1, o)) {
+            if (c->decompose) {
+                int split = 0;
+                for (int k = c->slo[b]; k + 1 < c->shi[b]; k++)
+                    if (--c->cuts[k] == 0 && k >= s0 && k + 1 < s1) split = 1;
+                if (split) st = solve_range(c, sub, nc, s0, s1);
+                else st = dfs(c, sub, nc, s0, s1, o, r);
+                for (int k = c->slo[b]; k + 1 < c->shi[b]; k++) c->cuts[k]++;
+            } else {
+                st = dfs(c, sub, nc, s0, s1, o, r);
+            }
+        }
+        unplace(c, b, saved);
+        if (st != ST_NOTFOUND) { status = st; break; }
+    }
+    free(cand);
+    free(sub);
+    return status;
+}
+
+typedef struct { i64 key[8]; int b; } KeyRow;
+
+static int cmp_keyrow(const void *pa, const void *pb) {
+    const KeyRow *a = (const KeyRow *)pa, *b = (const KeyRow *)pb;
+    for (int k = 0; k < 8; k++)
+        if (a->key[k] != b->key[k]) return a->key[k] > b->key[k] ? -1 : 1; /* descending */
+    return (a->b > b->b) - (a->b < b->b);
+}
+
+/* Static rank of the buffers of one subproblem under the current preordering string, using the
+   current unplaced section totals (so a subproblem is ranked by what is left of it). */
+static int rank_part(Ctx *c, const int *part, int np) {
+    KeyRow *rows = (KeyRow *)malloc(sizeof(KeyRow) * (size_t)(np ? np : 1));
+    if (!rows) return -1;
+    for (int i = 0; i < np; i++) {
+        int b = part[i];
+        memset(rows[i].key, 0, sizeof rows[i].key);
+        rows[i].b = b;
+        for (int k = 0; k < 8 && c->heur[k]; k++) {
+            i64 v = 0;
+            switch (c->heur[k]) {
+            case 'T': for (int s = c->slo[b]; s < c->shi[b]; s++) if (c->total[s] > v) v = c->total[s]; break;
+            case 'W': v = c->width[b]; break;
+            case 'A': v = c->width[b] * c->size[b]; break;
+            case 'C': v = c->shi[b] - c->slo[b]; break;
+            case 'Z': v = c->size[b]; break;
+            default: v = 0;
+            }
+            rows[i].key[k] = v;
+        }
+    }
+    qsort(rows, (size_t)np, sizeof(KeyRow), cmp_keyrow);
+    for (int i = 0; i < np; i++) c->rank[rows[i].b] = i;
+    free(rows);
+    return 0;
+}
+
+/* Split sections [s0, s1) at boundaries no unplaced buffer crosses and search each part. */
+static int solve_range(Ctx *c, const int *list, int nl, int s0, int s1) {
+    int *part = (int *)malloc(sizeof(int) * (size_t)(nl ? nl : 1));
+    int *saved_rank = (int *)malloc(sizeof(int) * (size_t)(nl ? nl : 1));
+    if (!part || !saved_rank) { free(part); free(saved_rank); return ST_NOMEM; }
+    for (int i = 0; i < nl; i++) saved_rank[i] = c->rank[list[i]];
+    int a = s0, status = ST_FOUND;
+    while (a < s1 && status == ST_FOUND) {
+        int e = a + 1;
+        if (c->decompose) { while (e < s1 && c->cuts[e - 1] > 0) e++; }
+        else e = s1;
+        int np = 0;
+        for (int i = 0; i < nl; i++) {
+            int b = list[i];
+            if (c->off[b] < 0 && c->slo[b] < e && a < c->shi[b]) part[np++] = b;
+        }
+        if (np) {
+            if (rank_part(c, part, np)) { status = ST_NOMEM; break; }
+            status = dfs(c, part, np, a, e, 0, -1);
+        }
+        a = e;
+    }
+    for (int i = 0; i < nl; i++) c->rank[list[i]] = saved_rank[i];
+    free(part);
+    free(saved_rank);
+    return status;
+}
+
+static int get_i64_list(PyObject *seq, Py_ssize_t n, i64 *out, const char *what) {
+    PyObject *fast = PySequence_Fast(seq, what);
+    if (!fast) return -1;
+    if (PySequence_Fast_GET_SIZE(fast) != n) {
+        PyErr_Format(PyExc_ValueError, "%s: expected %zd items", what, n);
+        Py_DECREF(fast);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        out[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(fast, i));
+        if (out[i] == -1 && PyErr_Occurred()) { Py_DECREF(fast); return -1; }
+    }
+    Py_DECREF(fast);
+    return 0;
+}
+
+static const char *status_name(int st) {
+    switch (st) {
+    case ST_FOUND: return "found";
+    case ST_NOTFOUND: return "infeasible";
+    case ST_TIMEOUT: return "timeout";
+    case ST_NODELIMIT: return "node_limit";
+    default: return "error";
+    }
+}
+
+PyDoc_STRVAR(search_doc,
+"search(sizes, aligns, slo, shi, widths, n_sections, capacity, preorderings, flags, time_limit,\n"
+"       node_limit) -> (status, offsets or None, nodes, attempts)\n\n"
+"Complete search for the fixed-capacity decision problem (see planners.exact_search).\n"
+"sizes, aligns: bytes (> 0); slo, shi: half-open section range of each buffer; widths: lifetime\n"
+"lengths (steps); preorderings: strings of keys T, W, A, C, Z (see planners.exact_search) tried\n"
+"round robin with doubling node budgets;\n"
+"flags: (canonical_only, section_inference, dynamic_ordering, check_dominance, decompose);\n"
+"time_limit in seconds; node_limit <= 0 means none. status is 'found', 'infeasible', 'timeout'\n"
+"or 'node_limit'.");
+
+static PyObject *py_search(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *py_size, *py_align, *py_slo, *py_shi, *py_width, *py_ranks, *py_flags;
+    int ns;
+    long long cap, node_limit;
+    double time_limit;
+    if (!PyArg_ParseTuple(args, "OOOOOiLOOdL", &py_size, &py_align, &py_slo, &py_shi, &py_width,
+                          &ns, &cap, &py_ranks, &py_flags, &time_limit, &node_limit))
+        return NULL;
+    Py_ssize_t n = PySequence_Size(py_size);
+    Py_ssize_t nr = PySequence_Size(py_ranks);
+    if (n < 0 || nr < 0) return NULL;
+    if (nr < 1) { PyErr_SetString(PyExc_ValueError, "preorderings: need at least one"); return NULL; }
+    int flags[5];
+    if (!PyArg_ParseTuple(py_flags, "ppppp", &flags[0], &flags[1], &flags[2], &flags[3], &flags[4]))
+        return NULL;
+    Ctx c;
+    memset(&c, 0, sizeof c);
+    c.n = (int)n; c.ns = ns; c.cap = cap;
+    c.canonical = flags[0]; c.inference = flags[1]; c.dynamic = flags[2];
+    c.dominance = flags[3]; c.decompose = flags[4];
+    size_t N = (size_t)(n ? n : 1), S = (size_t)(ns ? ns : 1);
+    i64 *tmp = (i64 *)malloc(sizeof(i64) * N * 2);
+    c.size = (i64 *)malloc(sizeof(i64) * N);
+    c.align = (i64 *)malloc(sizeof(i64) * N);
+    c.slo = (int *)malloc(sizeof(int) * N);
+    c.shi = (int *)malloc(sizeof(int) * N);
+    c.off = (i64 *)malloc(sizeof(i64) * N);
+    c.minoff = (i64 *)calloc(N, sizeof(i64));
+    c.sol = (i64 *)malloc(sizeof(i64) * N);
+    c.floor_ = (i64 *)calloc(S, sizeof(i64));
+    c.total = (i64 *)calloc(S, sizeof(i64));
+    c.cuts = (int *)calloc(S, sizeof(int));
+    c.mark = (int *)calloc(S, sizeof(int));
+    c.affected = (int *)malloc(sizeof(int) * S);
+    c.sec_start = (int *)calloc(S + 1, sizeof(int));
+    c.adj_start = (int *)calloc(N + 1, sizeof(int));
+    char *heurs = (char *)calloc((size_t)nr * 9, 1);
+    c.rank = (int *)calloc(N, sizeof(int));
+    c.width = (i64 *)malloc(sizeof(i64) * N);
+    c.twin = (int *)malloc(sizeof(int) * N);
+    int *order = (int *)malloc(sizeof(int) * N);
+    PyObject *result = NULL;
+    int status = ST_NOMEM, attempts = 0;
+    if (!tmp || !c.size || !c.align || !c.slo || !c.shi || !c.off || !c.minoff || !c.sol ||
+        !c.floor_ || !c.total || !c.cuts || !c.mark || !c.affected || !c.sec_start ||
+        !c.adj_start || !heurs || !c.rank || !c.width || !c.twin || !order) { PyErr_NoMemory(); goto done; }
+    if (get_i64_list(py_size, n, c.size, "sizes") || get_i64_list(py_align, n, c.align, "aligns"))
+        goto done;
+    if (get_i64_list(py_slo, n, tmp, "slo") || get_i64_list(py_shi, n, tmp + N, "shi")) goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        c.slo[i] = (int)tmp[i]; c.shi[i] = (int)tmp[N + i];
+        if (c.slo[i] < 0 || c.shi[i] > ns || c.shi[i] <= c.slo[i] || c.size[i] <= 0 || c.align[i] < 1) {
+            PyErr_Format(PyExc_ValueError, "buffer %zd: bad size/alignment/section range", i);
+            goto done;
+        }
+    }
+    if (get_i64_list(py_width, n, c.width, "widths")) goto done;
+    for (Py_ssize_t r = 0; r < nr; r++) {
+        PyObject *item = PySequence_GetItem(py_ranks, r);
+        if (!item) goto done;
+        const char *h = PyUnicode_Check(item) ? PyUnicode_AsUTF8(item) : NULL;
+        if (!h || strlen(h) < 1 || strlen(h) > 8 || strspn(h, "TWACZ") != strlen(h)) {
+            Py_DECREF(item);
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_ValueError, "preordering %zd: 1-8 characters from 'TWACZ'", r);
+            goto done;
+        }
+        memcpy(heurs + (size_t)r * 9, h, strlen(h));
+        Py_DECREF(item);
+    }
+    free(tmp); tmp = NULL;
+
+    /* Section members and unplaced totals. */
+    for (int i = 0; i < c.n; i++)
+        for (int s = c.slo[i]; s < c.shi[i]; s++) { c.sec_start[s + 1]++; c.total[s] += c.size[i]; }
+    for (int s = 0; s < ns; s++) c.sec_start[s + 1] += c.sec_start[s];
+    c.sec_mem = (int *)malloc(sizeof(int) * (size_t)(c.sec_start[ns] ? c.sec_start[ns] : 1));
+    if (!c.sec_mem) { PyErr_NoMemory(); goto done; }
+    {
+        int *fill = c.cuts; /* reuse as a cursor, reset below */
+        for (int s = 0; s < ns; s++) fill[s] = c.sec_start[s];
+        for (int i = 0; i < c.n; i++)
+            for (int s = c.slo[i]; s < c.shi[i]; s++) c.sec_mem[fill[s]++] = i;
+        memset(c.cuts, 0, sizeof(int) * S);
+    }
+    for (int i = 0; i < c.n; i++)
+        for (int k = c.slo[i]; k + 1 < c.shi[i]; k++) c.cuts[k]++;
+    /* Interference lists: sweep buffers sorted by first section (counting sort). */
+    {
+        int *cnt = (int *)calloc(S + 1, sizeof(int));
+        if (!cnt) { PyErr_NoMemory(); goto done; }
+        for (int i = 0; i < c.n; i++) cnt[c.slo[i] + 1]++;
+        for (int s = 0; s < ns; s++) cnt[s + 1] += cnt[s];
+        for (int i = 0; i < c.n; i++) order[cnt[c.slo[i]]++] = i;
+        free(cnt);
+        size_t npairs = 0, cappairs = 1024;
+        int *pa = (int *)malloc(sizeof(int) * cappairs * 2);
+        if (!pa) { PyErr_NoMemory(); goto done; }
+        for (int x = 0; x < c.n; x++) {
+            int i = order[x];
+            for (int y = x + 1; y < c.n && c.slo[order[y]] < c.shi[i]; y++) {
+                if (npairs == cappairs) {
+                    cappairs *= 2;
+                    int *q = (int *)realloc(pa, sizeof(int) * cappairs * 2);
+                    if (!q) { free(pa); PyErr_NoMemory(); goto done; }
+                    pa = q;
+                }
+                pa[2 * npairs] = i; pa[2 * npairs + 1] = order[y]; npairs++;
+            }
+        }
+        for (size_t p = 0; p < npairs; p++) { c.adj_start[pa[2 * p] + 1]++; c.adj_start[pa[2 * p + 1] + 1]++; }
+        for (int i = 0; i < c.n; i++) c.adj_start[i + 1] += c.adj_start[i];
+        c.adj = (int *)malloc(sizeof(int) * (npairs ? 2 * npairs : 1));
+        if (!c.adj) { free(pa); PyErr_NoMemory(); goto done; }
+        for (int i = 0; i < c.n; i++) order[i] = c.adj_start[i];
+        for (size_t p = 0; p < npairs; p++) {
+            int u = pa[2 * p], v = pa[2 * p + 1];
+            c.adj[order[u]++] = v; c.adj[order[v]++] = u;
+        }
+        free(pa);
+    }
+    /* Twins: same size, alignment and section range, hence interchangeable in every layout
+       (interference is decided by section ranges alone). Twins interfere, so the interference
+       list of a buffer holds all its twins. */
+    for (int i = 0; i < c.n; i++) {
+        c.twin[i] = -1;
+        for (int k = c.adj_start[i]; k < c.adj_start[i + 1]; k++) {
+            int j = c.adj[k];
+            if (j < i && j > c.twin[i] && c.size[j] == c.size[i] && c.align[j] == c.align[i] &&
+                c.slo[j] == c.slo[i] && c.shi[j] == c.shi[i])
+                c.twin[i] = j;
+        }
+    }
+    for (int i = 0; i < c.n; i++) { c.off[i] = -1; c.sol[i] = -1; order[i] = i; }
+    c.node_limit = node_limit;
+
+    Py_BEGIN_ALLOW_THREADS
+    c.deadline = now_s() + time_limit;
+    if (nr == 1) {
+        c.heur = heurs;
+        c.budget = (i64)1 << 62;
+        attempts = 1;
+        status = solve_range(&c, order, c.n, 0, ns);
+    } else {
+        i64 limit = c.n > 0 ? c.n : 1;
+        for (;;) {
+            limit *= 2;
+            for (Py_ssize_t r = 0; r < nr; r++) {
+                c.heur = heurs + (size_t)r * 9;
+                c.budget = limit;
+                attempts++;
+                status = solve_range(&c, order, c.n, 0, ns);
+                if (status != ST_ABORT) break;
+            }
+            if (status != ST_ABORT) break;
+        }
+    }
+    Py_END_ALLOW_THREADS
+
+    if (status == ST_NOMEM) { PyErr_NoMemory(); goto done; }
+    {
+        PyObject *offs;
+        if (status == ST_FOUND) {
+            offs = PyList_New(n);
+            if (!offs) goto done;
+            for (Py_ssize_t i = 0; i < n; i++) PyList_SET_ITEM(offs, i, PyLong_FromLongLong(c.sol[i]));
+        } else {
+            offs = Py_None; Py_INCREF(offs);
+        }
+        result = Py_BuildValue("(sNLi)", status_name(status), offs, (long long)c.nodes, attempts);
+    }
+done:
+    free(tmp); free(c.size); free(c.align); free(c.slo); free(c.shi); free(c.off); free(c.minoff);
+    free(c.sol); free(c.floor_); free(c.total); free(c.cuts); free(c.mark); free(c.affected);
+    free(c.sec_start); free(c.sec_mem); free(c.adj_start); free(c.adj); free(c.undo);
+    free(heurs); free(c.rank); free(c.width); free(c.twin); free(order);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"search", py_search, METH_VARARGS, search_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_exact_search",
+    "Compiled core of planners.exact_search (canonical complete search, MiniMalloc-style).", -1,
+    methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__exact_search(void) { return PyModule_Create(&module); }

@@ -1,0 +1,264 @@
+"""``exact_search``: a complete search for the fixed-capacity decision problem, compiled core.
+
+Given a problem and a capacity (bytes), either find offsets such that every buffer lies in
+``[0, capacity)`` and buffers live at the same step (half-open ``[start, end)`` lifetimes in
+schedule steps) never overlap in address, or prove that none exist. It is the dynamic storage
+allocation decision problem, NP-complete in general; the search is exponential in the worst case
+but solves MiniMalloc's challenging suite (A-F, 150-300 buffers) in seconds.
+
+Method (MiniMalloc, Moffitt, ASPLOS 2023; the implementation is our own C99 in
+``planners/_ext/_exact_search.c``), each technique a named switch, all on by default:
+
+``canonical_only``
+    Only canonical layouts: each buffer goes to the lowest aligned offset above the buffers already
+    placed that are live with it, and buffers are placed in non-decreasing ``(offset, rank)``
+    order, so every canonical layout is enumerated once. Any feasible problem has a canonical
+    solution (push every buffer down), so the search stays complete.
+``section_inference``
+    Time is cut into *sections* at lifetime end points (only sections not dominated by a
+    neighbour are kept). For every section, ``floor + unplaced bytes <= capacity`` must hold,
+    where the floor is the highest placed top in the section, raised to the current offset
+    (placements never go lower, when canonical) and to the smallest min offset of an unplaced
+    member.
+``dynamic_ordering``
+    At every node try the unplaced buffers by increasing min offset, ties by a static rank.
+``check_dominance``
+    Never place a buffer at an offset ``>= min offset + size`` of another unplaced buffer: that
+    buffer would fit in the gap below, so a layout with a lower sum of offsets exists. Also
+    breaks symmetry: identical buffers (same size, alignment and sections) are interchangeable,
+    so they are placed in problem order only.
+``decompose``
+    When no unplaced buffer crosses a section boundary, both sides are independent subproblems
+    and are solved one after the other (statically at the start and dynamically during search).
+
+The static rank comes from ``preorderings``: one string per ranking, each a sequence of keys, all
+descending, ties by problem order: ``T`` the largest unplaced bytes of any section the buffer
+spans, ``W`` lifetime width (steps), ``A`` area (size x width), ``C`` number of sections spanned,
+``Z`` size. Each (sub)problem is ranked when its search starts, with the totals left at that
+point. With several rankings the search runs them round robin with a node budget that doubles
+each round (MiniMalloc's default is the three rankings ``WAT``, ``TAW``, ``TWA``), which protects
+against one unlucky order; a completed search under any ranking is a proof.
+
+Zero-size buffers take no space and get offset 0. Offsets respect each buffer's alignment
+(min offsets are rounded up to it), so the method is complete for aligned problems as well.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Planner, SolveResult
+from .bounds import lower_bound
+from .errors import ProblemError
+from .model import Problem
+
+__all__ = ["ExactSearch", "sections", "PREORDER_KEYS"]
+
+#: Keys of a static preordering string (all sorted descending), see :class:`ExactSearch`.
+PREORDER_KEYS = {
+    "T": "largest unplaced bytes of a section the buffer spans (total)",
+    "W": "lifetime width end - start (steps)",
+    "A": "area = size x width (bytes x steps)",
+    "C": "number of sections the buffer spans",
+    "Z": "size (bytes)",
+}
+
+
+def _core():
+    try:
+        from . import _exact_search
+    except ImportError as e:  # pragma: no cover - depends on the build
+        raise ImportError(
+            "planners._exact_search is not built; run `pip install -e .` (needs gcc and the "
+            f"Python headers): {e}"
+        ) from None
+    return _exact_search
+
+
+def sections(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Cut time into sections and give each buffer its half-open section range.
+
+    Parameters
+    ----------
+    starts, ends : int arrays of shape ``(n,)``
+        Half-open lifetimes ``[start, end)`` in schedule steps.
+
+    Returns
+    -------
+    times : int array of shape ``(m,)``
+        For section ``k``, the step at which it ends (exclusive): section ``k`` is the elementary
+        interval ``[t, times[k])`` between the previous distinct end point ``t`` and ``times[k]``.
+        Only elementary intervals whose right end is some buffer's ``end`` are kept: any other
+        interval's live set is a subset of the next one's, so it adds no constraint.
+    slo, shi : int arrays of shape ``(n,)``
+        Buffer ``i`` is live in sections ``slo[i] <= k < shi[i]`` (never empty).
+
+    Runs in ``O(n log n)``.
+
+    Examples
+    --------
+    >>> t, lo, hi = sections(np.array([0, 1, 2]), np.array([2, 3, 4]))
+    >>> t.tolist(), lo.tolist(), hi.tolist()
+    ([2, 3, 4], [0, 0, 1], [1, 2, 3])
+    """
+    starts = np.asarray(starts, np.int64)
+    ends = np.asarray(ends, np.int64)
+    if starts.size == 0:
+        z = np.zeros(0, np.int64)
+        return z, z, z
+    pts = np.unique(np.concatenate([starts, ends]))
+    # Elementary interval j is [pts[j], pts[j+1]); keep it iff pts[j+1] is some buffer's end.
+    keep = np.isin(pts[1:], ends)
+    kept_before = np.concatenate([[0], np.cumsum(keep)])  # kept intervals with index < j
+    slo = kept_before[np.searchsorted(pts, starts)]
+    shi = kept_before[np.searchsorted(pts, ends)]
+    return pts[1:][keep], slo.astype(np.int64), shi.astype(np.int64)
+
+
+class ExactSearch(Planner):
+    """Complete search for the fixed-capacity decision problem (MiniMalloc-style, compiled core).
+
+    Parameters
+    ----------
+    capacity : int or None
+        Capacity in bytes; ``None`` takes ``problem.capacity``. One of them is required.
+    time_limit : float
+        Seconds of search before giving up with status ``"timeout"``.
+    node_limit : int or None
+        Maximum search nodes (``None``: no limit); reaching it also gives status ``"timeout"``
+        (``info["stopped_by"] == "node_limit"``).
+    canonical_only, section_inference, dynamic_ordering, check_dominance, decompose : bool
+        The search techniques described in the module docstring (all on by default; switching
+        any off keeps the search complete, only slower).
+    preorderings : tuple of str
+        Static rankings tried round robin (keys in :data:`PREORDER_KEYS`); one string disables
+        the round robin.
+
+    Returns (via :meth:`plan`)
+    --------------------------
+    A :class:`planners.model.Plan` with status ``"optimal"`` (a layout within the capacity was
+    found: the decision question is answered yes), ``"infeasible"`` (the search finished: no
+    layout fits; ``best_bound = capacity + 1``) or ``"timeout"`` (offsets all zero, nothing
+    proved). ``info`` holds ``nodes`` (search nodes), ``attempts`` (round-robin attempts),
+    ``sections`` and ``capacity``.
+
+    Raises
+    ------
+    ProblemError
+        Neither ``capacity`` nor ``problem.capacity`` is set, or ``time_limit`` is not positive.
+    CapacityError
+        (from :meth:`plan`) ``problem.capacity`` is below the lower bound.
+
+    Notes
+    -----
+    Worst case exponential; each node costs ``O(k log k + d + s)`` for ``k`` unplaced buffers,
+    ``d`` buffers interfering with the placed one and ``s`` sections. Deterministic: same problem
+    and parameters give the same layout (node counts, not wall time, decide the round robin).
+
+    References
+    ----------
+    M. D. Moffitt, "MiniMalloc: A Lightweight Memory Allocator for Hardware-Accelerated Machine
+    Learning", ASPLOS 2023. Seed 002 (textbook chapter on memory planning) for the problem.
+
+    Examples
+    --------
+    >>> from planners import Problem
+    >>> p = Problem.from_arrays([0, 0, 1], [1, 2, 2], [4, 2, 4], capacity=6)
+    >>> ExactSearch().plan(p).status
+    'optimal'
+    >>> ExactSearch(capacity=6).plan(Problem.from_arrays([0, 0, 0], [1, 1, 1], [3, 2, 2])).status
+    'infeasible'
+    """
+
+    name = "exact_search"
+    family = "exact"
+    requires_capacity = True
+
+    def __init__(
+        self,
+        capacity: int | None = None,
+        time_limit: float = 60.0,
+        node_limit: int | None = None,
+        canonical_only: bool = True,
+        section_inference: bool = True,
+        dynamic_ordering: bool = True,
+        check_dominance: bool = True,
+        decompose: bool = True,
+        preorderings: tuple[str, ...] = ("WAT", "TAW", "TWA"),
+    ) -> None:
+        self.capacity = capacity
+        self.time_limit = time_limit
+        self.node_limit = node_limit
+        self.canonical_only = canonical_only
+        self.section_inference = section_inference
+        self.dynamic_ordering = dynamic_ordering
+        self.check_dominance = check_dominance
+        self.decompose = decompose
+        self.preorderings = preorderings
+
+    def _solve(self, problem: Problem) -> SolveResult:
+        cap = self.capacity if self.capacity is not None else problem.capacity
+        if cap is None:
+            raise ProblemError(
+                f"problem {problem.name!r}: exact_search solves the fixed-capacity decision "
+                "problem; set problem.capacity or the planner's capacity parameter (bytes)"
+            )
+        cap = int(cap)
+        if not self.time_limit or self.time_limit <= 0:
+            raise ProblemError(
+                f"exact_search: time_limit must be > 0 seconds, got {self.time_limit}"
+            )
+        prefs = (
+            (self.preorderings,) if isinstance(self.preorderings, str) else tuple(self.preorderings)
+        )
+        if not prefs:
+            raise ProblemError("exact_search: preorderings must name at least one ranking")
+        n = problem.n
+        offsets = np.zeros(n, np.int64)
+        lb = lower_bound(problem)
+        info = {"capacity": cap, "nodes": 0, "attempts": 0, "sections": 0}
+        if lb > cap:
+            return SolveResult(None, "infeasible", best_bound=lb, info=info)
+        live = np.flatnonzero(problem.sizes > 0)
+        if live.size == 0:
+            return SolveResult(offsets, "optimal", info=info)
+        sizes = problem.sizes[live]
+        starts, ends = problem.starts[live], problem.ends[live]
+        aligns = problem.alignments[live]
+        _, slo, shi = sections(starts, ends)
+        ns = int(shi.max())
+        info["sections"] = ns
+        for k in prefs:
+            if not isinstance(k, str) or not 1 <= len(k) <= 8 or set(k) - set(PREORDER_KEYS):
+                raise ProblemError(
+                    f"exact_search: preordering {k!r} must be 1-8 characters from "
+                    f"{''.join(PREORDER_KEYS)}"
+                )
+        flags = (
+            bool(self.canonical_only),
+            bool(self.section_inference),
+            bool(self.dynamic_ordering),
+            bool(self.check_dominance),
+            bool(self.decompose),
+        )
+        status, offs, nodes, attempts = _core().search(
+            sizes.tolist(),
+            aligns.tolist(),
+            slo.tolist(),
+            shi.tolist(),
+            (ends - starts).tolist(),
+            ns,
+            cap,
+            list(prefs),
+            flags,
+            float(self.time_limit),
+            int(self.node_limit or 0),
+        )
+        info.update(nodes=int(nodes), attempts=int(attempts))
+        if status == "found":
+            offsets[live] = offs
+            return SolveResult(offsets, "optimal", best_bound=lb, info=info)
+        if status == "infeasible":
+            return SolveResult(None, "infeasible", best_bound=cap + 1, info=info)
+        info["stopped_by"] = "node_limit" if status == "node_limit" else "time_limit"
+        return SolveResult(None, "timeout", best_bound=lb, info=info)

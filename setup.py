@@ -1,0 +1,17 @@
+"""Build script for the compiled parts of memplan (metadata lives in pyproject.toml).
+
+``pip install -e .`` (or ``make venv``) compiles ``planners/_ext/_exact_search.c`` (C99, CPython
+API only; needs a C compiler and the Python headers) into ``planners._exact_search``.
+"""
+
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension(
+            "planners._exact_search",
+            sources=["planners/_ext/_exact_search.c"],
+            extra_compile_args=["-O2", "-std=c99"],
+        )
+    ]
+)

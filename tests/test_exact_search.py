@@ -1,0 +1,250 @@
+"""Tests of ``exact_search`` (compiled complete search) and ``minimize`` (bisection on capacity).
+
+Hand-checked vectors pin exact values; a hypothesis property compares against a brute-force
+optimum computed here, independently of the planners (every placement order, each buffer at the
+lowest aligned offset above the already-placed buffers live with it: any layout can be pushed down
+into one of these, so the minimum over all orders is the optimum).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planners import Buffer, Problem, check_plan, lower_bound, plan
+from planners.errors import CapacityError, ProblemError
+from planners.exact_search import ExactSearch, sections
+from planners.minimize import Minimize, arena_quantum
+from planners.registry import PLANNERS
+
+SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "benchmarks" / "minimalloc"
+
+SWITCHES = (
+    "canonical_only",
+    "section_inference",
+    "dynamic_ordering",
+    "check_dominance",
+    "decompose",
+)
+
+
+def greedy_trap() -> Problem:
+    """Greedy by size is not optimal here (hand-checked).
+
+    a [1,3) 3 B, b [1,2) 3 B, c [0,1) 4 B, d [0,2) 4 B. Live bytes: step 0 c+d = 8, step 1
+    a+b+d = 10, step 2 a = 3, so the lower bound is 10.
+    Greedy by size (largest first, ties by start then problem order, lowest offset that fits):
+    c@0, d@4 (live with c), a@0 (live with d only, [0,3) is free), b: live with a [0,3) and
+    d [4,8), the gap [3,4) is 1 B < 3 B, so b@8 and the arena is 11.
+    Optimum 10: d@0 [0,4), c@4 [4,8), a@4 [4,7), b@7 [7,10).
+    """
+    return Problem.from_arrays([1, 1, 0, 0], [3, 2, 1, 2], [3, 3, 4, 4], ids=list("abcd"))
+
+
+def aligned_gap(k: int) -> Problem:
+    """``k`` buffers of 2 B aligned to 4 B and ``k`` of 1 B, all live at step 0.
+
+    The lower bound is ``3k``, but the aligned buffers need ``k`` distinct multiples of 4, so one
+    starts at ``>= 4(k-1)`` and the optimum is ``4(k-1) + 2`` (the 1 B buffers fit in the gaps).
+    """
+    bufs = [Buffer(f"w{i}", 0, 1, 2, alignment=4) for i in range(k)]
+    bufs += [Buffer(f"u{i}", 0, 1, 1) for i in range(k)]
+    return Problem(bufs, name=f"aligned_gap{k}")
+
+
+def brute_force_optimum(problem: Problem) -> int:
+    """Smallest arena over all placement orders (lowest aligned offset above live placed buffers),
+    with branch and bound on the best arena so far. Exponential: keep it to <= 7 buffers."""
+    s, e = problem.starts.tolist(), problem.ends.tolist()
+    z, a = problem.sizes.tolist(), problem.alignments.tolist()
+    n = problem.n
+    best = [sum(-(-x // y) * y for x, y in zip(z, a, strict=True)) + max(a)]
+    off = [0] * n
+
+    def rec(placed: list[int], top: int) -> None:
+        if top >= best[0]:
+            return
+        if len(placed) == n:
+            best[0] = top
+            return
+        for b in range(n):
+            if b in placed:
+                continue
+            floor = max(
+                [off[j] + z[j] for j in placed if z[j] and s[j] < e[b] and s[b] < e[j]] + [0]
+            )
+            off[b] = -(-floor // a[b]) * a[b]
+            rec(placed + [b], max(top, off[b] + z[b] if z[b] else 0))
+
+    rec([], 0)
+    return best[0]
+
+
+# -- sections -------------------------------------------------------------------------------------
+def test_sections_drop_dominated_intervals():
+    # [0,2), [1,3), [2,4): elementary intervals [0,1) [1,2) [2,3) [3,4); [0,1) only precedes a
+    # start (its live set {0} is inside [1,2)'s {0,1}), so it is dropped.
+    t, lo, hi = sections(np.array([0, 1, 2]), np.array([2, 3, 4]))
+    assert t.tolist() == [2, 3, 4]
+    assert lo.tolist() == [0, 0, 1] and hi.tolist() == [1, 2, 3]
+
+
+# -- hand-checked decision problems ---------------------------------------------------------------
+def test_greedy_by_size_is_not_optimal_but_exact_search_is():
+    p = greedy_trap()
+    assert lower_bound(p) == 10
+    if "greedy_by_size" in PLANNERS:
+        assert plan(p, "greedy_by_size").arena_size == 11
+    found = plan(p.with_capacity(10), "exact_search", time_limit=5)
+    assert found.status == "optimal" and found.arena_size == 10
+    check_plan(p, found.offsets, capacity=10)
+    m = plan(p, "minimize", time_limit=5)
+    assert m.arena_size == 10 and m.status == "optimal" and m.best_bound == 10
+
+
+def test_infeasible_capacity_is_proved_not_timed_out():
+    p = aligned_gap(3)  # lower bound 9, optimum 4*2 + 2 = 10
+    assert lower_bound(p) == 9
+    r = ExactSearch(capacity=9, time_limit=10).plan(p)
+    assert r.status == "infeasible"
+    assert r.best_bound == 10
+    assert r.info["nodes"] > 0
+    ok = ExactSearch(capacity=10, time_limit=10).plan(p)
+    assert ok.status == "optimal" and ok.arena_size == 10
+    assert np.all(ok.offsets[:3] % 4 == 0)
+
+
+def test_minimize_proves_gap_above_lower_bound():
+    p = aligned_gap(4)  # lower bound 12, optimum 4*3 + 2 = 14
+    m = Minimize(time_limit=20).plan(p)
+    assert m.lower_bound == 12
+    assert m.arena_size == 14 and m.best_bound == 14 and m.status == "optimal"
+    caps = {pr["capacity"]: pr["status"] for pr in m.info["probes"]}
+    assert caps.get(13) == "infeasible"  # the proof that 14 is optimal
+    assert all(pr["seconds"] >= 0 for pr in m.info["probes"])
+
+
+def test_timeout_is_reported_cleanly():
+    # 8 aligned 2 B buffers with distinct lifetimes + 8 x 1 B: infeasible at 29 (one aligned buffer
+    # starts at >= 28) but the section bound cannot see alignment, so the search is long.
+    bufs = [Buffer(f"w{i}", 0, 2 + i, 2, alignment=4) for i in range(8)]
+    bufs += [Buffer(f"u{i}", 0, 2 + i, 1) for i in range(8)] + [Buffer("x", 0, 1, 1)]
+    p = Problem(bufs, capacity=29)
+    r = ExactSearch(time_limit=0.05).plan(p)
+    assert r.status == "timeout" and r.info["stopped_by"] == "time_limit"
+    r = ExactSearch(time_limit=60, node_limit=1000).plan(p)
+    assert r.status == "timeout" and r.info["stopped_by"] == "node_limit"
+    assert 1000 <= r.info["nodes"] <= 1001
+
+
+def test_zero_size_and_alignment():
+    p = Problem(
+        [
+            Buffer("z", 0, 3, 0),
+            Buffer("a", 0, 2, 5, alignment=8),
+            Buffer("b", 1, 3, 5, alignment=8),
+            Buffer("c", 2, 4, 3),
+        ],
+        capacity=16,
+    )
+    r = plan(p, "exact_search", time_limit=5)
+    assert r.status == "optimal"
+    check_plan(p, r.offsets, capacity=16)
+    assert r.offset_of("z") == 0
+    # a and b are live together at step 1 and aligned to 8: one of them is at 8, arena >= 13.
+    assert r.arena_size >= 13
+    assert plan(p.with_capacity(None), "minimize", time_limit=5).arena_size == 13
+
+
+def test_every_switch_off_still_exact():
+    p = greedy_trap()
+    for sw in SWITCHES:
+        r = ExactSearch(capacity=10, time_limit=5, **{sw: False}).plan(p)
+        assert r.status == "optimal" and r.arena_size <= 10, sw
+    q = aligned_gap(3)
+    for sw in SWITCHES:
+        assert ExactSearch(capacity=9, time_limit=5, **{sw: False}).plan(q).status == "infeasible"
+
+
+def test_bad_input_raises_toolkit_errors():
+    p = greedy_trap()
+    with pytest.raises(ProblemError, match="capacity"):
+        ExactSearch().plan(p)
+    with pytest.raises(ProblemError, match="preordering"):
+        ExactSearch(capacity=10, preorderings=("TQ",)).plan(p)
+    with pytest.raises(ProblemError, match="time_limit"):
+        ExactSearch(capacity=10, time_limit=0).plan(p)
+    with pytest.raises(CapacityError):
+        plan(p.with_capacity(9), "exact_search")
+    # A capacity parameter below the lower bound is answered, not raised (plan() only checks
+    # problem.capacity): infeasible, and the bound stays the lower bound.
+    r = ExactSearch(capacity=8).plan(p)
+    assert r.status == "infeasible" and r.best_bound == 10 and r.info["nodes"] == 0
+
+
+def test_arena_quantum():
+    p = Problem.from_arrays([0, 0], [1, 1], [1536, 1024])
+    assert arena_quantum(p) == 512
+    q = Problem([Buffer("a", 0, 1, 1024, alignment=384), Buffer("b", 0, 1, 0)])
+    assert arena_quantum(q) == 128  # gcd(1024, 384); the zero-size buffer is ignored
+    assert arena_quantum(Problem.from_arrays([0], [1], [0])) == 1
+
+
+def test_deterministic():
+    p = greedy_trap().with_capacity(10)
+    a = plan(p, "exact_search", time_limit=5)
+    b = plan(p, "exact_search", time_limit=5)
+    assert a.offsets.tolist() == b.offsets.tolist() and a.info["nodes"] == b.info["nodes"]
+
+
+# -- property: equals brute force on random small problems ----------------------------------------
+@st.composite
+def small_problems(draw):
+    n = draw(st.integers(1, 7))
+    bufs = []
+    for i in range(n):
+        s = draw(st.integers(0, 5))
+        bufs.append(
+            Buffer(
+                str(i),
+                s,
+                s + draw(st.integers(1, 4)),
+                draw(st.integers(0, 9)),
+                alignment=draw(st.sampled_from([None, None, 2, 4])),
+            )
+        )
+    return Problem(bufs)
+
+
+@settings(max_examples=40, deadline=None)
+@given(small_problems())
+def test_matches_brute_force(p):
+    opt = brute_force_optimum(p)
+    m = Minimize(time_limit=10).plan(p)
+    check_plan(p, m.offsets)
+    assert m.arena_size == opt
+    assert m.status == "optimal" and m.best_bound == opt
+    assert ExactSearch(capacity=opt, time_limit=10).plan(p).status == "optimal"
+    if opt > lower_bound(p):
+        assert ExactSearch(capacity=opt - 1, time_limit=10).plan(p).status == "infeasible"
+
+
+# -- the real challenging suite -------------------------------------------------------------------
+def test_real_file_C():
+    path = SHARED / "C.1048576.csv"
+    if not path.exists():
+        pytest.skip(f"{path} not found (needs the shared benchmarks next to the repository)")
+    from planners.io import read_minimalloc_csv
+
+    p = read_minimalloc_csv(path)
+    assert p.n == 203 and p.capacity == 1048576
+    r = ExactSearch(time_limit=30).plan(p)
+    assert r.status == "optimal" and r.arena_size <= 1048576
+    check_plan(p, r.offsets, capacity=1048576)
+    m = Minimize(time_limit=30).plan(p)
+    assert m.lower_bound == 1039360
+    assert m.arena_size == 1039360 and m.status == "optimal"
