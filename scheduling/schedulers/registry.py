@@ -11,14 +11,37 @@ from __future__ import annotations
 from typing import Any
 
 from ..graph import Graph
+from .anneal import Anneal
 from .base import FunctionScheduler, Schedule, Scheduler
+from .best_of import BestOf
+from .cpsat_schedule import CPSatSchedule
+from .critical_path import CriticalPath
+from .earliest_free import EarliestFree
+from .exact_dp import ExactDP
 from .file_order import FileOrder
+from .genetic import Genetic
+from .list_xla import ListXLA
+from .lpmf import LPMF
+from .min_live import MinLive
+from .traversal import BFS, DFS
 
 __all__ = ["SCHEDULERS", "get_scheduler", "schedule", "available_schedulers"]
 
 #: Registry of schedulers by name (the name used on the command line and in records).
 SCHEDULERS: dict[str, type[Scheduler]] = {
     "file_order": FileOrder,
+    "dfs": DFS,
+    "bfs": BFS,
+    "min_live": MinLive,
+    "earliest_free": EarliestFree,
+    "list_xla": ListXLA,
+    "lpmf": LPMF,
+    "critical_path": CriticalPath,
+    "anneal": Anneal,
+    "genetic": Genetic,
+    "exact_dp": ExactDP,
+    "cpsat_schedule": CPSatSchedule,
+    "best_of": BestOf,
 }
 
 

@@ -1,0 +1,224 @@
+"""Scheduler benchmark: peaks on real and synthetic graphs, optimality gaps, greedy speed.
+
+Writes (``--out`` folder, default ``results/``):
+
+* ``bench_sched.csv`` -- one row per (workload, scheduler): workload, ops, scheduler, peak_bytes,
+  arena_bytes (``greedy_by_size`` on the order's activation problem), status, seconds
+  (scheduling wall-clock), reduction_vs_file_order (``1 - peak / file-order peak``). Workloads:
+  the branchy ONNX light models (inception_v1/v2, densenet121, shufflenet), randomly wired nets
+  of ~100 operators, NAS cells, a U-Net, a transformer, and two 1,000-operator graphs (speed).
+* ``bench_sched_gaps_detail.csv`` -- per small random graph (<= 25 operators) and scheduler: peak,
+  the ``exact_dp`` optimum, gap ``peak / optimum - 1``; ``bench_sched_gaps.csv`` the median and
+  worst gap per scheduler, and the ``exact_dp`` time.
+* ``figures/sched_peaks.{png,pdf}`` (peaks relative to the file order) and
+  ``figures/sched_curves.{png,pdf}`` (live bytes over time, file order vs ``best_of``).
+
+Run: ``python -m experiments.bench_sched --out results`` (``make bench-sched``). Deterministic
+except the seconds columns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from experiments.plots import save
+from experiments.plots_sched import plot_sched_peaks, plot_schedule_curves
+from experiments.sched_compare import compare_schedules
+from scheduling.generators import generate
+from scheduling.lifetimes import peak_live_bytes
+from scheduling.schedulers import schedule
+from scheduling.workloads import load_light_model
+
+__all__ = ["GREEDY", "HEURISTICS", "branchy_graphs", "small_graphs", "run", "main"]
+
+#: The fast (greedy / traversal) schedulers.
+GREEDY = [
+    "file_order",
+    "dfs",
+    "bfs",
+    "min_live",
+    "earliest_free",
+    "list_xla",
+    "lpmf",
+    "critical_path",
+]
+#: Every non-exact scheduler compared against the optimum.
+HEURISTICS = GREEDY + ["anneal", "genetic", "best_of"]
+
+
+def branchy_graphs() -> dict:
+    """The branchy workloads: four ONNX light models and synthetic graphs (~100 operators)."""
+    graphs = {
+        name: load_light_model(name)
+        for name in ("inception_v1", "inception_v2", "densenet121", "shufflenet")
+    }
+    for seed in range(3):
+        graphs[f"randwire100_s{seed}"] = generate("randwire", seed=seed, n_nodes=100, k=4, p=0.75)
+    graphs["nas_cell_5x5"] = generate("nas_cell", seed=0, n_cells=5, nodes_per_cell=5)
+    graphs["unet_d5"] = generate("unet", seed=0, depth=5)
+    graphs["transformer_4x4"] = generate("transformer", seed=0, n_blocks=4, heads=4)
+    graphs["layered100"] = generate("random_layered", seed=0, n_ops=100, width=6)
+    return graphs
+
+
+def small_graphs(count: int = 60) -> dict:
+    """``count`` random graphs of <= 25 operators: half layered DAGs (15-25 operators, width
+    3-5), half randomly wired nets (13-25 operators)."""
+    rng = np.random.default_rng(2024)
+    out = {}
+    for i in range(count):
+        if i % 2 == 0:
+            n = int(rng.integers(15, 26))
+            out[f"layered_{i}"] = generate(
+                "random_layered", seed=i, n_ops=n, width=int(rng.integers(3, 6))
+            )
+        else:
+            n = int(rng.integers(12, 25))
+            out[f"randwire_{i}"] = generate("randwire", seed=i, n_nodes=n, k=4, p=0.75)
+    return out
+
+
+def _gaps(graphs: dict, time_limit: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+    rows = []
+    for wname, g in graphs.items():
+        t0 = time.perf_counter()
+        ex = schedule(g, "exact_dp", time_limit=time_limit)
+        ex_sec = time.perf_counter() - t0
+        opt = ex.info["peak_bytes"]
+        rows.append(
+            {
+                "workload": wname,
+                "ops": len(g),
+                "scheduler": "exact_dp",
+                "peak_bytes": opt,
+                "optimum": opt,
+                "gap": 0.0,
+                "status": ex.status,
+                "seconds": ex_sec,
+                "states": ex.info.get("states"),
+            }
+        )
+        for s in HEURISTICS:
+            t0 = time.perf_counter()
+            r = schedule(g, s)
+            pk = peak_live_bytes(g, r.order)
+            rows.append(
+                {
+                    "workload": wname,
+                    "ops": len(g),
+                    "scheduler": s,
+                    "peak_bytes": pk,
+                    "optimum": opt,
+                    "gap": pk / opt - 1.0 if opt else 0.0,
+                    "status": r.status,
+                    "seconds": time.perf_counter() - t0,
+                    "states": None,
+                }
+            )
+    detail = pd.DataFrame(rows)
+    summ = (
+        detail.groupby("scheduler", sort=False)
+        .agg(
+            graphs=("gap", "size"),
+            median_gap=("gap", "median"),
+            mean_gap=("gap", "mean"),
+            worst_gap=("gap", "max"),
+            optimal_share=("gap", lambda x: float((x <= 1e-12).mean())),
+            max_seconds=("seconds", "max"),
+            median_seconds=("seconds", "median"),
+        )
+        .reset_index()
+    )
+    n_opt = int((detail.query("scheduler == 'exact_dp'")["status"] == "optimal").sum())
+    summ["exact_dp_proved"] = n_opt
+    return detail, summ
+
+
+def run(out: Path, small: int = 60, time_limit: float = 10.0, figures: bool = True) -> dict:
+    """Run the whole benchmark and write the CSVs and figures under ``out``; returns the frames."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    # 1. branchy graphs: every scheduler, arena by greedy_by_size
+    graphs = branchy_graphs()
+    scheds = HEURISTICS + ["exact_dp", "cpsat_schedule"]
+    df = compare_schedules(
+        graphs,
+        scheds,
+        ["greedy_by_size"],
+        time_limit=time_limit,
+        scheduler_params={"cpsat_schedule": {"max_ops": 120}},
+    )
+    # 2. speed: 1,000-operator graphs, greedy schedulers only
+    big = {
+        "layered1000": generate("random_layered", seed=1, n_ops=1000, width=8),
+        "randwire1000": generate("randwire", seed=1, n_nodes=999, k=4),
+    }
+    df_big = compare_schedules(big, GREEDY + ["best_of"], ["greedy_by_size"], time_limit=time_limit)
+    bench = pd.concat([df, df_big], ignore_index=True)
+    ref = bench[bench.scheduler == "file_order"].set_index("workload")["peak_bytes"]
+    bench["reduction_vs_file_order"] = 1.0 - bench["peak_bytes"].astype(float) / bench[
+        "workload"
+    ].map(ref).astype(float)
+    cols = [
+        "workload",
+        "ops",
+        "scheduler",
+        "peak_bytes",
+        "arena_bytes",
+        "status",
+        "sched_seconds",
+        "reduction_vs_file_order",
+        "plan_status",
+        "error",
+    ]
+    bench = bench[cols].rename(columns={"sched_seconds": "seconds"})
+    bench.to_csv(out / "bench_sched.csv", index=False)
+    # 3. gaps to the optimum on small random graphs
+    detail, summ = _gaps(small_graphs(small), time_limit)
+    detail.to_csv(out / "bench_sched_gaps_detail.csv", index=False)
+    summ.to_csv(out / "bench_sched_gaps.csv", index=False)
+    if figures:
+        fig = plot_sched_peaks(
+            df,
+            relative_to="file_order",
+            schedulers=HEURISTICS + ["exact_dp", "cpsat_schedule"],
+            title="Peak live activation bytes relative to file order",
+        )
+        save(fig, out / "figures" / "sched_peaks")
+        g = graphs["randwire100_s0"]
+        orders = {
+            "file_order": schedule(g, "file_order").order,
+            "best_of": schedule(g, "best_of").order,
+            "anneal": schedule(g, "anneal").order,
+        }
+        save(plot_schedule_curves(g, orders), out / "figures" / "sched_curves")
+    return {"bench": bench, "gaps": summ, "detail": detail}
+
+
+def main(argv=None) -> None:
+    """Command line: ``python -m experiments.bench_sched [--out DIR] [--small N] [--time-limit S]``."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default="results", help="output folder (default results/)")
+    ap.add_argument("--small", type=int, default=60, help="number of small random graphs")
+    ap.add_argument("--time-limit", type=float, default=10.0, help="seconds per exact run")
+    ap.add_argument("--no-figures", action="store_true")
+    a = ap.parse_args(argv)
+    res = run(Path(a.out), a.small, a.time_limit, not a.no_figures)
+    pd.set_option("display.width", 200)
+    b = res["bench"]
+    print(
+        b.pivot(index="workload", columns="scheduler", values="reduction_vs_file_order")
+        .round(3)
+        .to_string()
+    )
+    print(b.groupby("scheduler")["seconds"].max().round(4).to_string())
+    print(res["gaps"].round(4).to_string(index=False))
+
+
+if __name__ == "__main__":
+    main()
