@@ -7,7 +7,7 @@ MINIMALLOC_DIR ?= ../shared/benchmarks/minimalloc
 MINIMALLOC_ARG := $(if $(wildcard $(MINIMALLOC_DIR)/*.csv),--minimalloc-dir $(MINIMALLOC_DIR),)
 PYTEST_WORKERS ?= 2
 
-.PHONY: venv run test lint bench clean
+.PHONY: venv run test lint bench bench-rv64 bench-exact bench-sched bench-transforms clean
 
 $(STAMP): pyproject.toml $(wildcard setup.py) $(wildcard planners/_ext/*.c)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,25 @@ lint: $(STAMP)
 ## Planner speed on 1k, 10k, 100k random buffers -> results/bench_planners.csv
 bench: $(STAMP)
 	$(PY) -m experiments.bench_planners --out results/bench_planners.csv
+
+## RV64 cost of the allocator cores (emulated machine code) -> results/bench_rv64.csv + figure
+bench-rv64: $(STAMP)
+	$(PY) -m experiments.bench_rv64 --out results/bench_rv64.csv
+
+## Exact planners (cpsat, ilp_blocks, milp_offsets, exact_search, minimize) on MiniMalloc A-F and the
+## ONNX models -> results/bench_exact.csv (60 s per cpsat/search run, 30 s per ILP run).
+bench-exact: $(STAMP)
+	$(PY) -m experiments.bench_exact --minimalloc-dir $(MINIMALLOC_DIR) --out results/bench_exact.csv
+
+## Schedulers: peaks on branchy and synthetic graphs, gaps to exact_dp, greedy speed on 1k operators
+## -> results/bench_sched.csv, results/bench_sched_gaps.csv, results/figures/sched_*.png/.pdf
+bench-sched: $(STAMP)
+	$(PY) -m experiments.bench_sched --out results
+
+## Graph passes (simplify, views, fuse, inplace) on the nine ONNX models, seed 003's MobileNet V1 first
+## layer and MobileNet V1/V2: peak and arena without/with fusion, saved bytes -> results/bench_transforms.csv
+bench-transforms: $(STAMP)
+	$(PY) -m experiments.transforms_compare --out results/bench_transforms.csv
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -54,6 +54,15 @@ class Planner:
     """
 
     name: str = "planner"
+    #: True for planners that answer the decision problem "does it fit ``problem.capacity``?" and
+    #: need a capacity (e.g. ``exact_search``); the harness then passes the problem's capacity, or
+    #: the lower bound when it has none.
+    requires_capacity: bool = False
+    #: Family label used by benchmarks and plots ("greedy", "exact", "colouring", ...).
+    family: str = "baseline"
+    #: False for configurable engines whose default duplicates a named planner (e.g. ``greedy``);
+    #: ``memplan compare`` without ``--planners`` runs the others.
+    in_default_comparison: bool = True
 
     # -- parameters (scikit-learn style) --------------------------------------------------------
     @classmethod
@@ -89,6 +98,11 @@ class Planner:
     def plan(self, problem: Problem) -> Plan:
         """Plan ``problem`` and return a validated :class:`Plan`.
 
+        A problem with alias groups (``Problem(aliases=...)``) is planned through
+        :meth:`Problem.collapse`: ``_solve`` sees one buffer per group (lifetime the hull of the
+        members', size covering every member's extent), and each member's offset is its group's
+        offset plus its accumulated delta (bytes). So every planner honours aliases unchanged.
+
         Raises
         ------
         CapacityError
@@ -102,8 +116,11 @@ class Planner:
                 f"problem {problem.name!r}: capacity {problem.capacity} bytes is below the lower "
                 f"bound {lb} bytes (max live bytes), so no plan fits"
             )
+        # Alias groups (Problem(aliases=...)): plan one buffer per group, then expand. Without
+        # aliases ``target`` is ``problem`` itself and nothing else changes.
+        target, group, delta = problem.collapse() if problem.aliases else (problem, None, None)
         t0 = time.perf_counter()
-        res = self._solve(problem)
+        res = self._solve(target)
         seconds = time.perf_counter() - t0
         status = res.status
         if res.offsets is None:
@@ -112,6 +129,13 @@ class Planner:
                 raise RuntimeError(f"planner {self.name!r} returned no offsets with status {status}")
         else:
             offsets = np.asarray(res.offsets, dtype=np.int64)
+            if group is not None:
+                if offsets.shape != (target.n,):
+                    raise RuntimeError(
+                        f"planner {self.name!r} returned {offsets.shape} offsets for the "
+                        f"{target.n} alias groups of problem {problem.name!r}"
+                    )
+                offsets = offsets[group] + delta
             check_plan(problem, offsets)
         plan = Plan(
             problem=problem,

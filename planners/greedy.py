@@ -414,6 +414,7 @@ class GreedyPlanner(Planner):
 
     name = "greedy"
     family = "greedy"
+    in_default_comparison = False  # its default is greedy_by_size
 
     def __init__(self, order="size", fit: str = "first") -> None:
         self.order = order

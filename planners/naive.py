@@ -19,6 +19,7 @@ class Naive(Planner):
     """Every buffer gets its own address range (no reuse); ``O(n)``."""
 
     name = "naive"
+    family = "baseline"
 
     def _solve(self, problem: Problem) -> SolveResult:
         offsets = np.zeros(problem.n, np.int64)

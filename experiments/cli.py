@@ -1,0 +1,393 @@
+"""The ``memplan`` command line.
+
+Commands
+--------
+``memplan compare``  run planners on workloads; write ``compare.csv``, ``compare.md`` and figures.
+``memplan plan INPUT --planner NAME``  plan one MiniMalloc CSV, ONNX file or workload name.
+``memplan list``  registered planners and workloads.
+
+Errors in the input (malformed CSV/ONNX, unknown names, impossible capacity) print one line
+``memplan: error: ...`` on stderr and exit with status 2, without a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+__all__ = ["main", "build_parser"]
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def _split(values: list[str] | None) -> list[str] | None:
+    if not values:
+        return None
+    out: list[str] = []
+    for v in values:
+        out.extend(x for x in v.split(",") if x)
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser of ``memplan`` (exposed for documentation and tests)."""
+    ap = argparse.ArgumentParser(
+        prog="memplan",
+        description="Static memory planning for neural-network inference: compare offset planners.",
+    )
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    c = sub.add_parser("compare", help="compare planners on workloads; write tables and figures")
+    c.add_argument("--planners", nargs="*", help="planner names (default: all registered)")
+    c.add_argument("--workloads", nargs="*",
+                   help="workload names, .csv or .onnx paths (default: bundled ONNX models and seed examples)")
+    c.add_argument("--minimalloc-dir", help="also run every MiniMalloc CSV in this folder")
+    c.add_argument("--time-limit", type=float, default=10.0,
+                   help="seconds per run for planners with a time limit (default 10)")
+    c.add_argument("--out", default="results", help="output folder (default results/)")
+    c.add_argument("--no-plots", action="store_true", help="skip the figures")
+    c.add_argument("--quiet", action="store_true", help="no progress bar")
+    c.add_argument("--schedulers", nargs="*",
+                   help="compare operator schedulers (graph workloads only): one row per "
+                        "(workload, scheduler, planner) in compare_sched.csv")
+    c.add_argument("--rv64", action="store_true",
+                   help="add emulated RV64 cost columns (rv64_instructions, rv64_cycles_u74, "
+                        "rv64_cycles_c906) for planners with a C core")
+
+    p = sub.add_parser("plan", help="plan one problem (MiniMalloc .csv, .onnx, or workload name)")
+    p.add_argument("input")
+    p.add_argument("--planner", default="greedy_by_size")
+    p.add_argument("--capacity", type=int, default=None, help="arena capacity in bytes")
+    p.add_argument("--time-limit", type=float, default=None, help="seconds (exact planners)")
+    p.add_argument("--unified", action="store_true",
+                   help="ONNX: one arena with weights and inputs as residents (seed 000 layout)")
+    p.add_argument("-o", "--output", help="write the plan as a MiniMalloc CSV with an offset column")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+    r = sub.add_parser("rv64", help="run a planner's allocator core as emulated RV64 machine code")
+    r.add_argument("input", help="MiniMalloc .csv, .onnx, or workload name")
+    r.add_argument("--planner", default="greedy_in_order",
+                   help="one of the planners with a C core (greedy_in_order, first_fit, best_fit, "
+                        "greedy_by_size, freelist_bump)")
+    r.add_argument("--json", action="store_true", help="print one JSON object")
+
+    sub.add_parser("list", help="list registered planners and workloads")
+    return ap
+
+
+def _cmd_list(args) -> int:
+    from experiments.workloads import default_workloads
+    from planners.registry import PLANNERS
+
+    print("planners:")
+    for name, cls in PLANNERS.items():
+        doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+        print(f"  {name:26s} {doc}")
+    print("workloads:")
+    for name, w in default_workloads().items():
+        print(f"  {name:26s} {w.kind:10s} {w.source}")
+    return 0
+
+
+def _cmd_plan(args) -> int:
+    from experiments.harness import planner_for
+    from experiments.workloads import load_problem
+    from planners import write_minimalloc_csv
+
+    problem = load_problem(args.input, capacity=args.capacity if args.capacity is not None else "auto",
+                           unified=args.unified)
+    planner = planner_for(args.planner, args.time_limit)
+    if getattr(planner, "requires_capacity", False) and problem.capacity is None:
+        from planners import lower_bound
+
+        problem = problem.with_capacity(lower_bound(problem))
+    plan = planner.plan(problem)
+    valid = plan.status not in ("infeasible", "timeout")
+    fits = None if problem.capacity is None or not valid else plan.arena_size <= problem.capacity
+    if args.output and valid:
+        write_minimalloc_csv(problem, args.output, plan)
+    out = {
+        "input": str(args.input),
+        "planner": plan.planner,
+        "buffers": problem.n,
+        "arena": plan.arena_size if valid else None,
+        "lower_bound": plan.lower_bound,
+        "best_bound": plan.best_bound,
+        "capacity": problem.capacity,
+        "status": plan.status,
+        "valid": valid,
+        "fits": fits,
+        "seconds": round(plan.seconds, 6),
+    }
+    if args.json:
+        print(json.dumps(out))
+    else:
+        for k, v in out.items():
+            print(f"{k:12s} {v}")
+    if problem.capacity is not None and (not valid or not fits):
+        print(f"memplan: error: planner {plan.planner!r} found no plan within the capacity "
+              f"{problem.capacity} bytes (status {plan.status})", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _cmd_rv64(args) -> int:
+    from experiments import rv64
+    from experiments.workloads import load_problem
+
+    ok, reason = rv64.available()
+    if not ok:
+        raise rv64.Rv64Unavailable(reason)
+    if args.planner not in rv64.CORE_NAMES:
+        raise ValueError(
+            f"planner {args.planner!r} has no RV64 core; cores: {', '.join(rv64.CORE_NAMES)}"
+        )
+    problem = load_problem(args.input)
+    est = rv64.estimate(problem, args.planner)
+    rec = est.as_record()
+    rec = {"input": str(args.input), **rec}
+    if args.json:
+        print(json.dumps(rec, default=int))
+    else:
+        for k, v in rec.items():
+            print(f"{k:24s} {v}")
+    return 0 if est.offsets_match else 1
+
+
+def add_rv64_columns(df, problems: dict, progress: bool = False):
+    """Add ``rv64_instructions``, ``rv64_cycles_u74``, ``rv64_cycles_c906`` and
+    ``rv64_offsets_match`` to comparison records, for planners with an RV64 core (others: empty).
+
+    Returns ``(df, message)``; when ziglang/unicorn are missing the columns are absent and the
+    message says why.
+    """
+    from experiments import rv64
+
+    ok, reason = rv64.available()
+    if not ok:
+        return df, f"RV64 columns omitted: {reason}"
+    df = df.copy()
+    cols = ["rv64_instructions", "rv64_cycles_u74", "rv64_cycles_c906", "rv64_offsets_match"]
+    for c in cols:
+        df[c] = None
+    for i, row in df.iterrows():
+        if row["planner"] not in rv64.CORE_NAMES or row["workload"] not in problems:
+            continue
+        p = problems[row["workload"]].with_capacity(None)
+        try:
+            est = rv64.estimate(p, row["planner"])
+        except Exception as e:  # noqa: BLE001 - one failing estimate must not lose the others
+            df.at[i, "error"] = (str(row["error"]) + f" rv64: {e}").strip()
+            continue
+        df.at[i, "rv64_instructions"] = est.rv64_instructions
+        df.at[i, "rv64_cycles_u74"] = est.rv64_cycles_u74
+        df.at[i, "rv64_cycles_c906"] = est.rv64_cycles_c906
+        df.at[i, "rv64_offsets_match"] = est.offsets_match
+    return df, ""
+
+
+def _markdown(records, out: Path) -> str:
+    import pandas as pd
+
+    ok = records[records["valid"].astype(bool)]
+    pivot = ok.pivot_table(index="workload", columns="planner", values="ratio", aggfunc="min")
+    pivot = pivot.reindex(
+        index=[w for w in dict.fromkeys(records["workload"]) if w in pivot.index],
+        columns=[p for p in dict.fromkeys(records["planner"]) if p in pivot.columns],
+    )
+    info = records.groupby("workload", sort=False)[["buffers", "lower_bound", "naive"]].first()
+    best = ok.groupby("workload", sort=False)["arena"].min().rename("best_arena")
+    head = info.join(best)
+    head["best_arena"] = head["best_arena"].round().astype("Int64")
+    lines = [
+        "# Planner comparison",
+        "",
+        "Generated by `memplan compare` (`make run`). Lifetimes of the ONNX models come from the file",
+        "order; every plan was checked by the independent validator. Sizes in bytes.",
+        "",
+        "## Workloads",
+        "",
+        head.reset_index().to_markdown(index=False),
+        "",
+        "## Arena / lower bound (1.000 = optimal)",
+        "",
+        pivot.reset_index().to_markdown(index=False, floatfmt=".3f"),
+        "",
+    ]
+    bad = records[~records["valid"].astype(bool)]
+    if len(bad):
+        lines += ["## Runs without a valid plan", "",
+                  bad[["workload", "planner", "status", "seconds", "error"]].to_markdown(index=False), ""]
+    summary = (
+        ok.groupby("planner", sort=False)
+        .agg(workloads=("workload", "count"),
+             geomean_ratio=("ratio", lambda r: float(pd.Series(r).apply(math.log).mean())),
+             worst_ratio=("ratio", "max"), total_seconds=("seconds", "sum"))
+    )
+    summary["geomean_ratio"] = summary["geomean_ratio"].apply(math.exp)
+    lines += ["## Per planner", "", summary.reset_index().to_markdown(index=False, floatfmt=".4g"), "",
+              "## Figures", ""]
+    for f in sorted((out / "figures").glob("*.png")):
+        lines.append(f"![{f.stem}](figures/{f.name})")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def _cmd_compare(args) -> int:
+    import pandas as pd
+
+    from experiments.harness import RECORD_COLUMNS, compare, default_planners, run_one
+    from experiments.workloads import default_workloads, load_problem, minimalloc_workloads
+    from planners.registry import PLANNERS
+
+    if args.schedulers is not None:
+        return _cmd_compare_schedules(args)
+    planners = _split(args.planners) or default_planners()
+    unknown = [p for p in planners if p not in PLANNERS]
+    if unknown:
+        raise ValueError(f"unknown planner(s) {unknown}; registered planners: {', '.join(PLANNERS)}")
+    names = _split(args.workloads)
+    problems = {}
+    if names:
+        for n in names:
+            problems[Path(n).stem if n.endswith((".csv", ".onnx")) else n] = load_problem(n)
+    else:
+        for n, w in default_workloads().items():
+            problems[n] = w.problem()
+    if args.minimalloc_dir:
+        for n, w in minimalloc_workloads(args.minimalloc_dir).items():
+            problems[n] = w.problem()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    csv_path = out / "compare.csv"
+    records: list[dict] = []
+
+    def keep(rec):  # every finished run is on disk before the next starts
+        records.append(rec)
+        _atomic_write_text(csv_path, pd.DataFrame.from_records(records, columns=RECORD_COLUMNS)
+                           .to_csv(index=False))
+
+    df = compare(problems, planners, time_limit=args.time_limit, progress=not args.quiet,
+                 on_record=keep)
+    if args.rv64:
+        df, msg = add_rv64_columns(df, problems)
+        if msg:
+            print(f"memplan: {msg}", file=sys.stderr)
+        _atomic_write_text(csv_path, df.to_csv(index=False))
+    if not args.no_plots:
+        _figures(df, problems, out, run_one)
+    _atomic_write_text(out / "compare.md", _markdown(df, out))
+    ok = int(df["valid"].sum())
+    print(f"{len(df)} runs, {ok} valid plans; wrote {csv_path}, {out / 'compare.md'}, {out / 'figures'}/")
+    return 0
+
+
+def _cmd_compare_schedules(args) -> int:
+    import pandas as pd
+
+    from experiments import plots
+    from experiments.plots_sched import plot_sched_peaks, plot_schedule_curves
+    from experiments.sched_compare import SCHED_COLUMNS, compare_schedules
+    from experiments.workloads import graph_workloads, load_graph
+    from scheduling.schedulers import SCHEDULERS
+
+    schedulers = _split(args.schedulers) or ["file_order", "dfs", "min_live", "earliest_free",
+                                              "list_xla", "lpmf", "critical_path", "best_of"]
+    unknown = [s for s in schedulers if s not in SCHEDULERS]
+    if unknown:
+        raise ValueError(f"unknown scheduler(s) {unknown}; registered: {', '.join(SCHEDULERS)}")
+    planners = _split(args.planners) or ["greedy_by_size"]
+    names = _split(args.workloads) or list(graph_workloads())
+    graphs = {Path(n).stem if n.endswith(".onnx") else n: load_graph(n) for n in names}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    frames = []
+    for name, g in graphs.items():  # one workload at a time, each on disk before the next
+        frames.append(compare_schedules({name: g}, schedulers, planners, time_limit=args.time_limit))
+        _atomic_write_text(out / "compare_sched.csv",
+                           pd.concat(frames, ignore_index=True)[SCHED_COLUMNS].to_csv(index=False))
+        if not args.quiet:
+            print(f"scheduled {name}", file=sys.stderr)
+    df = pd.concat(frames, ignore_index=True)
+    if not args.no_plots:
+        plots.save(plot_sched_peaks(df), out / "figures" / "sched_peaks")
+        from experiments.sched_compare import scheduler_for
+
+        # Live-bytes curves of two schedules of the first graph: file order vs best_of when both
+        # ran, else the first two schedulers.
+        first = next(iter(graphs))
+        pair = [s for s in ("file_order", "best_of") if s in schedulers]
+        pair = pair if len(pair) == 2 else schedulers[:2]
+        orders = {s: scheduler_for(s, args.time_limit).schedule(graphs[first]).order for s in pair}
+        plots.save(plot_schedule_curves(graphs[first], orders),
+                   out / "figures" / f"sched_curves_{first.replace(':', '_')}")
+    base = df[df["scheduler"] == "file_order"].groupby("workload")["peak_bytes"].first()
+    peak = df.pivot_table(index="workload", columns="scheduler", values="peak_bytes", aggfunc="first")
+    rel = (1 - peak.div(base, axis=0)) * 100
+    md = ["# Scheduler comparison", "", "Peak live activation bytes per schedule (the lower bound "
+          "of any plan for that order), and its reduction against the file order.", "",
+          "## Peak bytes", "", peak.reset_index().to_markdown(index=False), "",
+          "## Peak reduction vs file order (%)", "",
+          rel.reset_index().to_markdown(index=False, floatfmt=".1f"), ""]
+    _atomic_write_text(out / "compare_sched.md", "\n".join(md))
+    print(f"{len(df)} rows; wrote {out / 'compare_sched.csv'}, {out / 'compare_sched.md'}")
+    return 0
+
+
+def _figures(df, problems, out: Path, run_one) -> None:
+    from experiments import plots
+
+    fig_dir = out / "figures"
+    plots.save(plots.plot_ratio_heatmap(df), fig_dir / "ratio_heatmap")
+    plots.save(plots.plot_ratio_by_planner(df), fig_dir / "ratio_by_planner")
+    ok = df[df["valid"].astype(bool)]
+    for w in [w for w in ("seed000", "resnet50", "inception_v1", "minimalloc:C") if w in problems]:
+        sub = ok[ok["workload"] == w]
+        if sub.empty:
+            continue
+        best = sub.sort_values(["arena", "seconds"]).iloc[0]["planner"]
+        chosen = [best] + [p for p in ("greedy_by_size", "greedy_in_order") if p in set(sub["planner"]) and p != best][:1]
+        plans = []
+        for name in chosen:
+            params = json.loads(sub[sub["planner"] == name].iloc[0]["params"] or "{}")
+            _, plan = run_one(w, problems[w], name, params=params, keep_plan=True)
+            if plan is not None:
+                plans.append(plan)
+        safe = w.replace(":", "_")
+        plots.save(plots.plot_memory_over_time(problems[w], plans), fig_dir / f"memory_over_time_{safe}")
+        if plans:
+            plots.save(plots.plot_arena_layout(plans[0]), fig_dir / f"layout_{safe}_{plans[0].planner}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``memplan`` console script; returns the exit status."""
+    from planners import MemplanError
+
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "list":
+            return _cmd_list(args)
+        if args.command == "plan":
+            return _cmd_plan(args)
+        if args.command == "compare":
+            return _cmd_compare(args)
+        if args.command == "rv64":
+            return _cmd_rv64(args)
+    except (MemplanError, ValueError, FileNotFoundError) as e:
+        print(f"memplan: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("memplan: interrupted", file=sys.stderr)
+        return 130
+    return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,185 @@
+"""The experiment harness: run planners on workloads and record one tidy row per run.
+
+Data flow (one direction): workload -> :class:`planners.Problem` -> planner -> :class:`planners.Plan`
+-> independent validation -> record (a dict; a list of them is a pandas DataFrame).
+
+A run that raises is recorded with its error (``status="error"``) and does not stop the comparison;
+a plan is recorded only after :func:`planners.check_plan` has accepted it a second time, here, outside
+the planner.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+import traceback
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from planners import (
+    InvalidPlanError,
+    MemplanError,
+    Plan,
+    Problem,
+    check_plan,
+    get_planner,
+    lower_bound,
+    naive_arena,
+)
+from planners.registry import PLANNERS
+
+__all__ = ["RECORD_COLUMNS", "run_one", "compare", "planner_for", "default_planners"]
+
+#: Columns of a comparison record, in order.
+RECORD_COLUMNS = [
+    "workload",
+    "planner",
+    "params",
+    "buffers",
+    "capacity",
+    "lower_bound",
+    "naive",
+    "arena",
+    "ratio",
+    "best_bound",
+    "seconds",
+    "status",
+    "valid",
+    "fits",
+    "error",
+]
+
+
+def default_planners() -> list[str]:
+    """Registered planners that ``compare`` runs by default (all but configurable engines whose
+    default duplicates a named planner)."""
+    return [n for n, c in PLANNERS.items() if getattr(c, "in_default_comparison", True)]
+
+
+def planner_for(name: str, time_limit: float | None = None, **params: Any):
+    """Instantiate planner ``name``; ``time_limit`` (seconds) is passed to planners that take one."""
+    cls = PLANNERS.get(name)
+    if cls is not None and time_limit is not None and "time_limit" in cls._param_names():
+        params.setdefault("time_limit", time_limit)
+    return get_planner(name, **params)
+
+
+def _needs_capacity(planner) -> bool:
+    return bool(getattr(planner, "requires_capacity", False))
+
+
+def run_one(
+    workload: str,
+    problem: Problem,
+    planner_name: str,
+    time_limit: float | None = None,
+    params: dict[str, Any] | None = None,
+    keep_plan: bool = False,
+) -> tuple[dict[str, Any], Plan | None]:
+    """Run one planner on one problem and return ``(record, plan)``.
+
+    Planners that answer a decision question (``requires_capacity = True``, e.g. ``exact_search``)
+    get the problem's capacity, or the lower bound when the problem has none (the question "does an
+    optimal plan reach the lower bound?"). Other planners minimise the arena; a capacity, when the
+    problem has one, is recorded and compared against (column ``fits``) but not imposed.
+    Errors are caught and recorded in ``error`` with ``status="error"``.
+    """
+    params = dict(params or {})
+    lb = lower_bound(problem)
+    rec: dict[str, Any] = {
+        "workload": workload,
+        "planner": planner_name,
+        "params": "",
+        "buffers": problem.n,
+        "capacity": problem.capacity,
+        "lower_bound": lb,
+        "naive": naive_arena(problem),
+        "arena": None,
+        "ratio": math.nan,
+        "best_bound": None,
+        "seconds": math.nan,
+        "status": "error",
+        "valid": False,
+        "fits": None,
+        "error": "",
+    }
+    plan = None
+    t0 = time.perf_counter()
+    try:
+        planner = planner_for(planner_name, time_limit, **params)
+        rec["params"] = json.dumps(planner.get_params(), sort_keys=True, default=str)
+        if _needs_capacity(planner):
+            target = problem if problem.capacity is not None else problem.with_capacity(lb)
+        else:
+            target = problem.with_capacity(None)
+        rec["capacity"] = target.capacity if target.capacity is not None else problem.capacity
+        plan = planner.plan(target)
+        rec["seconds"] = plan.seconds
+        rec["status"] = plan.status
+        rec["best_bound"] = plan.best_bound
+        if plan.status not in ("infeasible", "timeout"):
+            check_plan(problem, plan.offsets)  # independent second check, outside the planner
+            rec["valid"] = True
+            rec["arena"] = plan.arena_size
+            rec["ratio"] = plan.arena_size / lb if lb else math.nan
+            if rec["capacity"] is not None:
+                rec["fits"] = plan.arena_size <= rec["capacity"]
+    except InvalidPlanError as e:  # a planner bug: record it loudly
+        rec["error"] = f"invalid plan: {e}"
+        rec["status"] = "error"
+    except MemplanError as e:
+        rec["error"] = str(e)
+    except Exception as e:  # noqa: BLE001 - one failing run must not stop a comparison
+        rec["error"] = f"{type(e).__name__}: {e}"
+        rec["traceback"] = traceback.format_exc(limit=3)
+    if math.isnan(rec["seconds"]):
+        rec["seconds"] = time.perf_counter() - t0
+    return rec, (plan if keep_plan else None)
+
+
+def compare(
+    workloads: Iterable[tuple[str, Problem]] | dict[str, Problem],
+    planners: Sequence[str] | None = None,
+    time_limit: float | None = 10.0,
+    progress: bool = True,
+    on_record: Callable[[dict[str, Any]], None] | None = None,
+) -> pd.DataFrame:
+    """Run every planner on every workload; return the records as a DataFrame (``RECORD_COLUMNS``).
+
+    Parameters
+    ----------
+    workloads : mapping or iterable of ``(name, Problem)``
+    planners : registry names (default: every registered planner)
+    time_limit : seconds given to planners that take a ``time_limit`` parameter (exact solvers)
+    progress : show a tqdm progress bar
+    on_record : called with each record as soon as it exists (e.g. to append it to a file)
+    """
+    items = list(workloads.items()) if isinstance(workloads, dict) else list(workloads)
+    names = list(planners) if planners is not None else default_planners()
+    for n in names:
+        if n not in PLANNERS:
+            raise ValueError(f"unknown planner {n!r}; registered planners: {', '.join(PLANNERS)}")
+    runs = [(w, p, n) for w, p in items for n in names]
+    records = []
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(runs), unit="run", desc="compare")
+    for w, p, n in runs:
+        if bar is not None:
+            bar.set_postfix_str(f"{w} / {n}")
+        rec, _ = run_one(w, p, n, time_limit=time_limit)
+        rec.pop("traceback", None)
+        records.append(rec)
+        if on_record is not None:
+            on_record(rec)
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    return pd.DataFrame.from_records(records, columns=RECORD_COLUMNS)

@@ -1,0 +1,243 @@
+"""Workloads: named sources of allocation problems for the harness.
+
+A :class:`Workload` is a name plus a loader that returns a :class:`planners.Problem` (half-open
+lifetimes in schedule steps, sizes in bytes). The registry :data:`WORKLOADS` holds the bundled real
+workloads: the nine ONNX models that the ``onnx`` wheel ships (lifetimes from the file order) and the
+seed examples; :func:`minimalloc_workloads` adds every CSV of a MiniMalloc folder, and
+:func:`load_problem` turns a path (``.csv`` / ``.onnx``) or a registry name into a problem.
+"""
+
+from __future__ import annotations
+
+import glob
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from planners import Problem, ProblemError, read_minimalloc_csv
+from planners.examples import exercise_5_1_problem, pisarchyk_lee_problem, seed000_problem
+
+__all__ = [
+    "Workload",
+    "WORKLOADS",
+    "register_workload",
+    "onnx_workloads",
+    "minimalloc_workloads",
+    "default_workloads",
+    "load_problem",
+    "onnx_problem",
+    "tflite_workloads",
+    "tflite_model_files",
+]
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A named allocation problem source.
+
+    name : registry name used in records. kind : "onnx", "seed", "minimalloc" or "synthetic".
+    source : path or citation. loader : ``() -> Problem``.
+    """
+
+    name: str
+    kind: str
+    source: str
+    loader: Callable[[], Problem] = field(repr=False, compare=False)
+
+    def problem(self) -> Problem:
+        """Load the problem (named after the workload)."""
+        p = self.loader()
+        return Problem(p.buffers, capacity=p.capacity, alignment=p.alignment, name=self.name)
+
+
+#: Registry of workloads by name.
+WORKLOADS: dict[str, Workload] = {}
+
+
+def register_workload(w: Workload) -> Workload:
+    """Add ``w`` to :data:`WORKLOADS` (``ValueError`` if the name is taken by another source)."""
+    old = WORKLOADS.get(w.name)
+    if old is not None and old.source != w.source:
+        raise ValueError(f"workload name {w.name!r} already names {old.source}")
+    WORKLOADS[w.name] = w
+    return w
+
+
+def onnx_problem(path: str | Path, schedule: str = "file_order", unified: bool = False,
+                 overrides: dict | None = None) -> Problem:
+    """Import an ONNX model, schedule it and derive the activation problem (see
+    :func:`scheduling.lifetimes.problem_from_graph`). Raises :class:`planners.ProblemError` (or a
+    subclass) naming the tensor when a size is unknown or the file is malformed."""
+    from scheduling.lifetimes import problem_from_graph
+    from scheduling.onnx_import import load_onnx
+    from scheduling.schedulers import get_scheduler
+
+    graph = load_onnx(path, overrides=overrides)
+    order = get_scheduler(schedule).schedule(graph).order
+    return problem_from_graph(graph, order, unified=unified, name=Path(path).stem)
+
+
+def onnx_workloads() -> dict[str, Workload]:
+    """The nine light ONNX models shipped by the ``onnx`` wheel, lifetimes in file order."""
+    from scheduling.workloads import onnx_light_models
+
+    out = {}
+    for name, path in onnx_light_models().items():
+        out[name] = Workload(name, "onnx", str(path), lambda p=path: onnx_problem(p))
+    return out
+
+
+def _seed_workloads() -> dict[str, Workload]:
+    return {
+        "seed000": Workload(
+            "seed000", "seed", "seed 000 section 8 (unified arena, residents first)", seed000_problem
+        ),
+        "seed002_ex5.1": Workload(
+            "seed002_ex5.1", "seed", "seed 002 exercise 5.1", exercise_5_1_problem
+        ),
+        "pisarchyk_lee": Workload(
+            "pisarchyk_lee", "seed", "Pisarchyk & Lee 2020, toy example", pisarchyk_lee_problem
+        ),
+    }
+
+
+def minimalloc_workloads(folder: str | Path, pattern: str = "*.csv") -> dict[str, Workload]:
+    """Every MiniMalloc CSV in ``folder`` (capacity from the ``NAME.CAPACITY.csv`` file name), named
+    ``minimalloc:NAME``. Raises :class:`ProblemError` if the folder has none."""
+    folder = Path(folder)
+    files = sorted(glob.glob(str(folder / pattern)))
+    if not files:
+        raise ProblemError(f"{folder}: no MiniMalloc CSV files matching {pattern!r}")
+    out = {}
+    for f in files:
+        stem = Path(f).name.split(".")[0]
+        name = f"minimalloc:{stem}"
+        out[name] = Workload(name, "minimalloc", f, lambda f=f: read_minimalloc_csv(f))
+    return out
+
+
+def default_workloads() -> dict[str, Workload]:
+    """The bundled real workloads of ``make run``: nine ONNX models and the seed examples."""
+    out = dict(onnx_workloads())
+    out.update(_seed_workloads())
+    return out
+
+
+def load_problem(spec: str | Path, capacity: int | None | str = "auto", unified: bool = False,
+                 schedule: str = "file_order") -> Problem:
+    """A problem from a MiniMalloc ``.csv`` path, an ``.onnx`` path or a workload name.
+
+    ``capacity``: bytes, ``None``, or ``"auto"`` (from a MiniMalloc file name, else none).
+    Raises :class:`ProblemError` naming the input when it is none of these.
+    """
+    spec_s = str(spec)
+    path = Path(spec_s)
+    if spec_s.endswith(".csv"):
+        p = read_minimalloc_csv(path, capacity=capacity)
+    elif spec_s.endswith(".onnx"):
+        if not path.exists():
+            raise ProblemError(f"{path}: no such file")
+        p = onnx_problem(path, schedule=schedule, unified=unified)
+    elif spec_s.endswith(".tflite"):
+        from scheduling.tflite_import import tflite_problem
+
+        p = tflite_problem(path, schedule=schedule)
+    else:
+        reg = dict(WORKLOADS)
+        if spec_s not in reg:
+            reg.update(default_workloads())
+        if spec_s not in reg and ":" in spec_s:
+            reg.update(tflite_workloads())
+        if spec_s not in reg:
+            raise ProblemError(
+                f"{spec_s!r} is neither a .csv/.onnx file nor a workload name; known workloads: "
+                f"{', '.join(reg)}"
+            )
+        p = reg[spec_s].problem()
+    if capacity not in ("auto", None) or (capacity is None and p.capacity is not None):
+        p = p.with_capacity(None if capacity is None else int(capacity))
+    return p
+
+
+def tflite_model_files() -> dict[str, Path]:
+    """Real ``.tflite`` models shipped inside optional pip packages, when installed:
+    ``wakeword:NAME`` (the four int8 TFLite Micro models of ``pymicro-wakeword``) and
+    ``mediapipe:NAME`` (the float models under ``mediapipe/modules`` of ``mediapipe==0.10.14``).
+
+    The packages are located with :func:`importlib.util.find_spec` without importing them (the
+    mediapipe wheel's files are usable even without its heavy dependencies). Sorted by name;
+    empty when neither package is installed.
+    """
+    import importlib.util
+
+    out: dict[str, Path] = {}
+    for pkg, prefix, sub in (("pymicro_wakeword", "wakeword", "models"),
+                             ("mediapipe", "mediapipe", "modules")):
+        try:
+            spec = importlib.util.find_spec(pkg)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None or not spec.submodule_search_locations:
+            continue
+        root = Path(list(spec.submodule_search_locations)[0]) / sub
+        for f in sorted(root.rglob("*.tflite")):
+            out.setdefault(f"{prefix}:{f.stem}", f)
+    return dict(sorted(out.items()))
+
+
+def tflite_workloads() -> dict[str, Workload]:
+    """Workloads of :func:`tflite_model_files` (kind ``"tflite"``): activation problems of the
+    main subgraph in file order, graph input in the arena, 16-byte alignment (TFLite Micro's
+    arena; see :func:`scheduling.tflite_import.tflite_problem`). Needs the ``tflite`` package to
+    load."""
+    from scheduling.tflite_import import tflite_problem
+
+    return {
+        name: Workload(name, "tflite", str(path), lambda p=path: tflite_problem(p))
+        for name, path in tflite_model_files().items()
+    }
+
+
+for _w in _seed_workloads().values():
+    register_workload(_w)
+
+
+def graph_workloads(synthetic: bool = True) -> dict[str, Callable]:
+    """Workloads that are dataflow graphs (so a scheduler can reorder them): name -> ``() -> Graph``.
+
+    The nine ONNX models, the seed 000 graph, and (``synthetic=True``) one seeded instance of each
+    synthetic generator of :mod:`scheduling.generators` named ``gen:NAME`` (seed 0, default sizes).
+    """
+    from scheduling.examples import seed000_graph
+    from scheduling.onnx_import import load_onnx
+    from scheduling.workloads import onnx_light_models
+
+    out: dict[str, Callable] = {}
+    for name, path in onnx_light_models().items():
+        out[name] = lambda p=path: load_onnx(p)
+    out["seed000"] = seed000_graph
+    if synthetic:
+        from scheduling.generators import GENERATORS, generate
+
+        for g in GENERATORS:
+            out[f"gen:{g}"] = lambda g=g: generate(g, seed=0)
+    return out
+
+
+def load_graph(spec: str | Path):
+    """A :class:`scheduling.graph.Graph` from an ``.onnx`` path or a graph workload name
+    (:func:`graph_workloads`); :class:`ProblemError` naming the input otherwise."""
+    spec_s = str(spec)
+    if spec_s.endswith(".onnx"):
+        from scheduling.onnx_import import load_onnx
+
+        if not Path(spec_s).exists():
+            raise ProblemError(f"{spec_s}: no such file")
+        return load_onnx(spec_s)
+    reg = graph_workloads()
+    if spec_s not in reg:
+        raise ProblemError(
+            f"{spec_s!r} is not a graph workload (schedulers need a dataflow graph); known: "
+            f"{', '.join(reg)}"
+        )
+    return reg[spec_s]()
