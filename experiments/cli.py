@@ -79,7 +79,23 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true", help="print one JSON object")
 
     sub.add_parser("list", help="list registered planners and workloads")
+    for ext in _extensions():
+        ext.add_parsers(sub)
     return ap
+
+
+def _extensions():
+    """Command modules that add subcommands: each has ``add_parsers(subparsers)``, ``COMMANDS``
+    and ``run(args) -> int``."""
+    from experiments import cli_sweep
+
+    return [cli_sweep]
+
+
+def _summary(doc: str | None, width: int = 96) -> str:
+    """First paragraph of a docstring on one line, cut to ``width`` characters."""
+    para = " ".join((doc or "").strip().split("\n\n")[0].split())
+    return para if len(para) <= width else para[: width - 1].rstrip() + "…"
 
 
 def _cmd_list(args) -> int:
@@ -88,8 +104,12 @@ def _cmd_list(args) -> int:
 
     print("planners:")
     for name, cls in PLANNERS.items():
-        doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
-        print(f"  {name:26s} {doc}")
+        print(f"  {name:26s} {_summary(cls.__doc__)}")
+    from scheduling.schedulers import SCHEDULERS
+
+    print("schedulers:")
+    for name, cls in SCHEDULERS.items():
+        print(f"  {name:26s} {_summary(cls.__doc__)}")
     print("workloads:")
     for name, w in default_workloads().items():
         print(f"  {name:26s} {w.kind:10s} {w.source}")
@@ -380,6 +400,9 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_compare(args)
         if args.command == "rv64":
             return _cmd_rv64(args)
+        for ext in _extensions():
+            if args.command in ext.COMMANDS:
+                return ext.run(args)
     except (MemplanError, ValueError, FileNotFoundError) as e:
         print(f"memplan: error: {e}", file=sys.stderr)
         return 2

@@ -1,0 +1,306 @@
+"""Import a TensorFlow Lite flatbuffer (``.tflite``) as a dataflow :class:`Graph`.
+
+The flatbuffer is read with the ``tflite`` PyPI package (the generated Python bindings of the
+TFLite schema; optional dependency, ``pip install 'memplan[tflite]'``). Only the **main subgraph**
+(index 0, the one ``Interpreter.invoke`` runs) becomes the graph; other subgraphs (e.g. the
+``NoOp`` initialiser that ``CALL_ONCE`` runs once to set streaming state variables) are counted in
+:attr:`TfliteModel.subgraphs` but not scheduled.
+
+Tensor kinds (what the activation arena holds and what it does not)
+------------------------------------------------------------------
+* ``weight`` (persistent, kept **out** of the activation arena): tensors whose flatbuffer buffer
+  holds data (constants), ``is_variable`` tensors (old-style variables), and every output of an
+  operator whose inputs are all persistent -- ``DEQUANTIZE`` of float16/int8 constants and
+  ``DENSIFY`` of sparse constants, which TFLite evaluates once at ``Prepare`` and keeps, and the
+  ``VAR_HANDLE`` resource handles of resource variables. These operators are folded away (not
+  scheduled); their bytes are reported in :attr:`TfliteModel.persistent_bytes`.
+* ``input``: the subgraph inputs. Unlike the ONNX convention, TFLite Micro places the graph input
+  in the arena, so :func:`tflite_problem` counts inputs as activations by default.
+* ``output``: the subgraph outputs.
+* ``activation``: every other operator output.
+
+Operators with no output tensor (``ASSIGN_VARIABLE``, writing a resource variable) get one 0-byte
+``"<op>:effect"`` output so the lifetimes of the tensors they read still reach them; 0-byte tensors
+take no arena space. ``CALL_ONCE`` (no inputs, no outputs) is dropped.
+
+Sizes are ``prod(shape) * element bytes`` (``INT4``: half a byte, rounded up; ``RESOURCE``,
+``STRING`` and ``VARIANT`` tensors: 0 bytes in the arena). A dimension ``< 0`` in ``shape`` (a
+dynamic dimension) must be set by ``overrides`` (``{"tensor name": [1, 49, 40]}``) or the import
+raises :class:`TfliteImportError` naming the tensor.
+
+Source: TensorFlow Lite schema (``tensorflow/lite/schema/schema.fbs``), TFLite Micro's
+``MicroAllocator`` (persistent "tail" vs planned non-persistent "head" of the arena).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from planners.model import Problem
+
+from .errors import GraphError
+from .graph import Graph
+
+__all__ = ["TfliteImportError", "TfliteModel", "load_tflite", "tflite_problem", "tflite_available"]
+
+# TensorType enum value -> (numpy dtype name used for the Tensor, bytes per element or None)
+_TYPES: dict[str, tuple[str, float]] = {
+    "FLOAT32": ("float32", 4), "FLOAT16": ("float16", 2), "INT32": ("int32", 4),
+    "UINT8": ("uint8", 1), "INT64": ("int64", 8), "STRING": ("uint8", 0), "BOOL": ("bool", 1),
+    "INT16": ("int16", 2), "COMPLEX64": ("complex64", 8), "INT8": ("int8", 1),
+    "FLOAT64": ("float64", 8), "COMPLEX128": ("complex128", 16), "UINT64": ("uint64", 8),
+    "RESOURCE": ("uint8", 0), "VARIANT": ("uint8", 0), "UINT32": ("uint32", 4),
+    "UINT16": ("uint16", 2), "INT4": ("uint8", 0.5), "BFLOAT16": ("uint16", 2),
+}
+
+
+#: Operators whose result changes between invocations although their inputs are persistent.
+_STATEFUL = frozenset({"READ_VARIABLE", "ASSIGN_VARIABLE", "CALL_ONCE", "RANDOM_UNIFORM",
+                       "RANDOM_STANDARD_NORMAL", "MULTINOMIAL", "IF", "WHILE", "CALL"})
+
+
+class TfliteImportError(GraphError):
+    """A ``.tflite`` file cannot be imported: missing or malformed flatbuffer, the ``tflite``
+    package missing, an unknown tensor type, or a dynamic dimension without an override."""
+
+
+def tflite_available() -> tuple[bool, str]:
+    """``(True, "")`` when the ``tflite`` package imports, else ``(False, reason)``."""
+    try:
+        import tflite  # noqa: F401
+    except Exception as e:  # noqa: BLE001
+        return False, f"the 'tflite' package is missing ({e}); pip install 'memplan[tflite]'"
+    return True, ""
+
+
+@dataclass
+class TfliteModel:
+    """An imported TFLite model.
+
+    Attributes
+    ----------
+    graph : Graph
+        The main subgraph, constant-folded operators removed, in file (execution) order.
+    path : str
+    subgraphs : int
+        Number of subgraphs in the file (only subgraph 0 is in ``graph``).
+    persistent_bytes : int
+        Bytes of persistent tensors kept out of the activation arena (constants, variables,
+        dequantised / densified constants, resource handles).
+    folded_ops : dict
+        ``{op type: count}`` of operators folded into persistent tensors.
+    resource_variable_bytes : int
+        Bytes of resource-variable storage (size of the ``READ_VARIABLE`` results per handle).
+    """
+
+    graph: Graph
+    path: str
+    subgraphs: int
+    persistent_bytes: int
+    folded_ops: dict = field(default_factory=dict)
+    resource_variable_bytes: int = 0
+
+
+def _enum_names(enum_cls) -> dict[int, str]:
+    return {v: k for k, v in vars(enum_cls).items() if not k.startswith("_") and isinstance(v, int)}
+
+
+def load_tflite(
+    path: str | os.PathLike,
+    overrides: Mapping[str, Sequence[int]] | None = None,
+    name: str | None = None,
+) -> TfliteModel:
+    """Import the main subgraph of a ``.tflite`` file (rules in the module docstring).
+
+    Parameters
+    ----------
+    path : path-like
+    overrides : mapping tensor name -> shape, optional
+        Static shapes for tensors with dynamic (``< 0``) dimensions.
+    name : str, optional
+        Graph name (default: the file name without ``.tflite``).
+
+    Returns
+    -------
+    TfliteModel
+
+    Raises
+    ------
+    TfliteImportError
+        Missing/empty/malformed file, ``tflite`` not installed, unknown tensor type, a dynamic
+        dimension without an override, or an override naming no tensor.
+
+    Notes
+    -----
+    ``O(#operators + #tensors + #operator inputs)``.
+    """
+    ok, reason = tflite_available()
+    if not ok:
+        raise TfliteImportError(reason)
+    import tflite
+
+    path = Path(path)
+    if not path.is_file():
+        raise TfliteImportError(f"{path}: no such file")
+    data = path.read_bytes()
+    if len(data) < 8:
+        raise TfliteImportError(f"{path}: empty or truncated file ({len(data)} bytes)")
+    if data[4:8] != b"TFL3":
+        raise TfliteImportError(f"{path}: not a TFLite flatbuffer (file identifier {data[4:8]!r}, "
+                                "expected b'TFL3')")
+    try:
+        model = tflite.Model.GetRootAsModel(data, 0)
+        n_sub = model.SubgraphsLength()
+        if n_sub < 1:
+            raise TfliteImportError(f"{path}: the model has no subgraph")
+        sg = model.Subgraphs(0)
+        op_names = _enum_names(tflite.BuiltinOperator)
+        type_names = _enum_names(tflite.TensorType)
+        return _build(path, model, sg, n_sub, op_names, type_names, dict(overrides or {}), name)
+    except TfliteImportError:
+        raise
+    except GraphError as e:
+        raise TfliteImportError(f"{path}: {e}") from None
+    except Exception as e:  # noqa: BLE001 - a malformed flatbuffer fails anywhere inside
+        raise TfliteImportError(f"{path}: malformed TFLite flatbuffer ({type(e).__name__}: {e})") from None
+
+
+def _build(path, model, sg, n_sub, op_names, type_names, overrides, name) -> TfliteModel:
+    nt = sg.TensorsLength()
+    tnames: list[str] = []
+    seen: set[str] = set()
+    for j in range(nt):
+        raw = sg.Tensors(j).Name()
+        nm = raw.decode("utf-8", "replace") if raw else f"tensor{j}"
+        if nm in seen:
+            nm = f"{nm}#{j}"
+        seen.add(nm)
+        tnames.append(nm)
+    unknown = set(overrides) - set(tnames)
+    if unknown:
+        raise TfliteImportError(f"{path}: overrides name no tensor: {sorted(unknown)}")
+
+    def tensor_info(j: int) -> tuple[list[int], str, int]:
+        t = sg.Tensors(j)
+        tname = tnames[j]
+        tcode = type_names.get(t.Type())
+        if tcode not in _TYPES:
+            raise TfliteImportError(f"{path}: tensor {tname!r} has unknown TensorType {t.Type()}")
+        dtype, item = _TYPES[tcode]
+        shape = [int(d) for d in overrides[tname]] if tname in overrides else (
+            t.ShapeAsNumpy().tolist() if t.ShapeLength() else [])
+        if any(d < 0 for d in shape):
+            raise TfliteImportError(
+                f"{path}: tensor {tname!r} has dynamic shape {shape}; give its static shape in "
+                f"overrides, e.g. {{{tname!r}: [1, ...]}}")
+        nbytes = int(math.ceil(math.prod(shape) * item)) if item else 0
+        return shape, dtype, nbytes
+
+    def has_data(j: int) -> bool:
+        t = sg.Tensors(j)
+        b = t.Buffer()
+        if b <= 0 or b >= model.BuffersLength():
+            return False
+        buf = model.Buffers(b)
+        return buf.DataLength() > 0 or buf.Offset() > 1
+
+    inputs = [int(i) for i in (sg.InputsAsNumpy().tolist() if sg.InputsLength() else [])]
+    outputs = [int(i) for i in (sg.OutputsAsNumpy().tolist() if sg.OutputsLength() else [])]
+    persistent = {j for j in range(nt) if has_data(j) or sg.Tensors(j).IsVariable()}
+    ops = []
+    for oi in range(sg.OperatorsLength()):
+        op = sg.Operators(oi)
+        oc = model.OperatorCodes(op.OpcodeIndex())
+        code = max(oc.BuiltinCode(), oc.DeprecatedBuiltinCode())
+        otype = op_names.get(code, f"BUILTIN_{code}")
+        if otype == "CUSTOM" and oc.CustomCode():
+            otype = "CUSTOM:" + oc.CustomCode().decode("utf-8", "replace")
+        ins = [int(i) for i in (op.InputsAsNumpy().tolist() if op.InputsLength() else []) if i >= 0]
+        outs = [int(i) for i in (op.OutputsAsNumpy().tolist() if op.OutputsLength() else []) if i >= 0]
+        ops.append((oi, otype, ins, outs))
+    # constant folding: outputs of operators whose inputs are all persistent (file order is a
+    # valid topological order of a TFLite subgraph)
+    folded: dict[str, int] = {}
+    kept = []
+    for oi, otype, ins, outs in ops:
+        if otype == "CALL_ONCE" and not outs:
+            folded[otype] = folded.get(otype, 0) + 1
+            continue
+        if (outs and otype not in _STATEFUL and all(i in persistent for i in ins)
+                and not any(o in outputs for o in outs)):
+            persistent.update(outs)
+            folded[otype] = folded.get(otype, 0) + 1
+            continue
+        kept.append((oi, otype, ins, outs))
+
+    g = Graph(name if name is not None else path.stem)
+    info = [tensor_info(j) for j in range(nt)]
+    produced = {o for _, _, _, outs in kept for o in outs}
+    used = {i for _, _, ins, _ in kept for i in ins} | produced | set(inputs) | set(outputs)
+    persistent_bytes = 0
+    for j in range(nt):
+        shape, dtype, nbytes = info[j]
+        if j in persistent:
+            persistent_bytes += nbytes
+            if j in used:
+                g.add_tensor(tnames[j], shape, dtype, kind="weight", nbytes=nbytes)
+        elif j in inputs:
+            g.add_tensor(tnames[j], shape, dtype, kind="input", nbytes=nbytes)
+        elif j in produced:
+            g.add_tensor(tnames[j], shape, dtype, kind="activation", nbytes=nbytes)
+        elif j in used:  # read but never written and not persistent: a state kept by the runtime
+            persistent_bytes += nbytes
+            g.add_tensor(tnames[j], shape, dtype, kind="weight", nbytes=nbytes)
+    var_bytes: dict[int, int] = {}
+    for oi, otype, ins, outs in kept:
+        op_name = f"{oi}:{otype}"
+        out_names = [tnames[o] for o in outs]
+        if not out_names:
+            eff = f"{op_name}:effect"
+            g.add_tensor(eff, (0,), "uint8", kind="activation", nbytes=0)
+            out_names = [eff]
+        if otype == "READ_VARIABLE" and ins and outs:
+            var_bytes[ins[0]] = max(var_bytes.get(ins[0], 0), info[outs[0]][2])
+        macs = sum(info[o][2] for o in outs) + sum(info[i][2] for i in ins if i not in persistent)
+        g.add_op(op_name, otype, [tnames[i] for i in ins], out_names, macs=int(macs))
+    for o in outputs:
+        if o in produced:
+            g.mark_output(tnames[o])
+    g.validate()
+    return TfliteModel(
+        graph=g,
+        path=str(path),
+        subgraphs=n_sub,
+        persistent_bytes=int(persistent_bytes),
+        folded_ops=folded,
+        resource_variable_bytes=int(sum(var_bytes.values())),
+    )
+
+
+def tflite_problem(
+    path: str | os.PathLike,
+    schedule: str = "file_order",
+    include_inputs: bool = True,
+    alignment: int = 16,
+    overrides: Mapping[str, Sequence[int]] | None = None,
+    name: str | None = None,
+) -> Problem:
+    """The activation :class:`planners.Problem` of a ``.tflite`` model under a schedule.
+
+    Half-open lifetimes ``[start, end)`` in schedule steps of the main subgraph, sizes in bytes,
+    persistent tensors excluded. ``include_inputs=True`` and ``alignment=16`` match TFLite Micro's
+    arena (the graph input is planned in the arena; ``MicroArenaBufferAlignment()`` is 16 bytes).
+    Raises :class:`TfliteImportError` (see :func:`load_tflite`) or ``ValueError`` for an unknown
+    scheduler name.
+    """
+    from .lifetimes import lifetime_problem
+    from .schedulers import get_scheduler
+
+    m = load_tflite(path, overrides=overrides, name=name)
+    order = get_scheduler(schedule).schedule(m.graph).order
+    return lifetime_problem(m.graph, order, include_inputs=include_inputs, alignment=alignment,
+                            name=m.graph.name)
