@@ -57,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--schedulers", nargs="*",
                    help="compare operator schedulers (graph workloads only): one row per "
                         "(workload, scheduler, planner) in compare_sched.csv")
+    c.add_argument("--pipeline",
+                   help="graph passes, e.g. simplify,views,fuse,inplace: record peak and arena "
+                        "before and after each pass (graph workloads) in compare_pipeline.csv")
     c.add_argument("--rv64", action="store_true",
                    help="add emulated RV64 cost columns (rv64_instructions, rv64_cycles_u74, "
                         "rv64_cycles_c906) for planners with a C core")
@@ -87,9 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _extensions():
     """Command modules that add subcommands: each has ``add_parsers(subparsers)``, ``COMMANDS``
     and ``run(args) -> int``."""
-    from experiments import cli_sweep
+    from experiments import cli_sweep, cli_transforms
 
-    return [cli_sweep]
+    return [cli_sweep, cli_transforms]
 
 
 def _summary(doc: str | None, width: int = 96) -> str:
@@ -269,6 +272,8 @@ def _cmd_compare(args) -> int:
 
     if args.schedulers is not None:
         return _cmd_compare_schedules(args)
+    if args.pipeline is not None:
+        return _cmd_compare_pipeline(args)
     planners = _split(args.planners) or default_planners()
     unknown = [p for p in planners if p not in PLANNERS]
     if unknown:
@@ -358,6 +363,48 @@ def _cmd_compare_schedules(args) -> int:
           rel.reset_index().to_markdown(index=False, floatfmt=".1f"), ""]
     _atomic_write_text(out / "compare_sched.md", "\n".join(md))
     print(f"{len(df)} rows; wrote {out / 'compare_sched.csv'}, {out / 'compare_sched.md'}")
+    return 0
+
+
+def _cmd_compare_pipeline(args) -> int:
+    import pandas as pd
+
+    from experiments.transforms_compare import BENCH_MODELS, compare_pipeline
+
+    planners = _split(args.planners) or ["greedy_by_size"]
+    models = _split(args.workloads) or list(BENCH_MODELS)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows: list[dict] = []
+    for m in models:  # each model's records are on disk before the next starts
+        for p in planners:
+            try:
+                rows += compare_pipeline(m, args.pipeline, p, time_limit=args.time_limit)
+            except Exception as e:  # noqa: BLE001 - a failing model must not lose the others
+                from planners import MemplanError
+
+                if isinstance(e, MemplanError | ValueError):
+                    rows.append({"model": m, "planner": p, "status": "error", "error": str(e)})
+                else:
+                    raise
+            _atomic_write_text(out / "compare_pipeline.csv", pd.DataFrame(rows).to_csv(index=False))
+        if not args.quiet:
+            print(f"transformed {m}", file=sys.stderr)
+    df = pd.DataFrame(rows)
+    ok = df[df.get("status", "") != "error"] if "status" in df else df
+    first = ok[ok["stage"] == 0].set_index(["model", "planner"])
+    last = ok.sort_values("stage").groupby(["model", "planner"]).last()
+    summary = pd.DataFrame({
+        "peak_before": first["peak"], "peak_after": last["peak"],
+        "arena_before": first["arena"], "arena_after": last["arena"],
+        "saved_bytes": ok.groupby(["model", "planner"])["saved_bytes"].sum(),
+    })
+    summary["peak_reduction_%"] = (1 - summary["peak_after"] / summary["peak_before"]) * 100
+    md = ["# Graph passes", "", f"Pipeline `{args.pipeline}`: peak live bytes (lower bound) and "
+          "planned arena before the first and after the last pass; per-pass rows in "
+          "`compare_pipeline.csv`.", "", summary.reset_index().to_markdown(index=False, floatfmt=".1f"), ""]
+    _atomic_write_text(out / "compare_pipeline.md", "\n".join(md))
+    print(f"{len(df)} rows; wrote {out / 'compare_pipeline.csv'}, {out / 'compare_pipeline.md'}")
     return 0
 
 

@@ -1,11 +1,7 @@
 """``memplan sweep`` and ``memplan report``: declarative sweeps and figures from their records.
 
-The lead's :mod:`experiments.cli` hooks these in with two lines::
-
-    cli_sweep.add_parsers(sub)                       # in build_parser()
-    if args.command in cli_sweep.COMMANDS: return cli_sweep.run(args)   # in main()'s try block
-
-``python -m experiments.cli_sweep sweep|report ...`` works on its own too (same exit codes:
+:mod:`experiments.cli` adds them with :func:`add_parsers` and dispatches :data:`COMMANDS` to
+:func:`run`. ``python -m experiments.cli_sweep sweep|report ...`` works on its own too (same exit codes:
 0 success, 1 a sweep finished with failed runs and ``--strict``, 2 bad input, 130 interrupted).
 """
 

@@ -216,6 +216,12 @@ def graph_workloads(synthetic: bool = True) -> dict[str, Callable]:
     for name, path in onnx_light_models().items():
         out[name] = lambda p=path: load_onnx(p)
     out["seed000"] = seed000_graph
+    from scheduling.examples import mobilenet_v1_first_layer
+    from scheduling.mobilenet import mobilenet_v1, mobilenet_v2
+
+    out["mobilenet_v1_first_layer"] = mobilenet_v1_first_layer
+    out["mobilenet_v1"] = mobilenet_v1
+    out["mobilenet_v2"] = mobilenet_v2
     if synthetic:
         from scheduling.generators import GENERATORS, generate
 
@@ -224,9 +230,17 @@ def graph_workloads(synthetic: bool = True) -> dict[str, Callable]:
     return out
 
 
-def load_graph(spec: str | Path):
-    """A :class:`scheduling.graph.Graph` from an ``.onnx`` path or a graph workload name
-    (:func:`graph_workloads`); :class:`ProblemError` naming the input otherwise."""
+def load_graph(spec):
+    """A :class:`scheduling.graph.Graph` from a graph, an ``.onnx`` path, a graph workload name
+    (:func:`graph_workloads`), or a MobileNet spec ``mobilenet_v1[:alpha:resolution:dtype]`` /
+    ``mobilenet_v2[...]`` (e.g. ``mobilenet_v2:1.0:224:int8``).
+
+    Raises :class:`ProblemError` naming the input (and listing the known names) otherwise.
+    """
+    from scheduling.graph import Graph
+
+    if isinstance(spec, Graph):
+        return spec
     spec_s = str(spec)
     if spec_s.endswith(".onnx"):
         from scheduling.onnx_import import load_onnx
@@ -235,9 +249,24 @@ def load_graph(spec: str | Path):
             raise ProblemError(f"{spec_s}: no such file")
         return load_onnx(spec_s)
     reg = graph_workloads()
-    if spec_s not in reg:
-        raise ProblemError(
-            f"{spec_s!r} is not a graph workload (schedulers need a dataflow graph); known: "
-            f"{', '.join(reg)}"
-        )
-    return reg[spec_s]()
+    if spec_s in reg:
+        return reg[spec_s]()
+    head, *rest = spec_s.split(":")
+    if head in ("mobilenet_v1", "mobilenet_v2"):
+        from scheduling.mobilenet import mobilenet_v1, mobilenet_v2
+
+        kw: dict = {}
+        try:
+            if len(rest) > 0 and rest[0]:
+                kw["alpha"] = float(rest[0])
+            if len(rest) > 1 and rest[1]:
+                kw["resolution"] = int(rest[1])
+        except ValueError:
+            raise ProblemError(f"{spec_s!r}: expected {head}[:alpha:resolution:dtype]") from None
+        if len(rest) > 2 and rest[2]:
+            kw["dtype"] = rest[2]
+        return (mobilenet_v1 if head == "mobilenet_v1" else mobilenet_v2)(**kw)
+    raise ProblemError(
+        f"{spec_s!r} is not a graph workload (schedulers and passes need a dataflow graph); known: "
+        f"{', '.join(reg)}, mobilenet_v1[:alpha:resolution:dtype], mobilenet_v2[...], PATH.onnx"
+    )

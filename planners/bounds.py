@@ -5,7 +5,9 @@
   have a smaller arena, because buffers live at the same step need disjoint address ranges.
 * :func:`naive_arena` -- sum of (aligned) sizes: the arena with no reuse at all.
 
-All lifetimes are half-open ``[start, end)`` in schedule steps; sizes in bytes. Each function runs in
+All lifetimes are half-open ``[start, end)`` in schedule steps; sizes in bytes. A problem with alias
+groups is measured on :meth:`Problem.collapse` (one buffer per group, lifetime the hull of its
+members', size its root's), which is what any plan must reserve. Each function runs in
 ``O(n log n)`` time (a sort of the ``2n`` lifetime end points and a prefix sum).
 """
 
@@ -29,6 +31,8 @@ def live_profile(problem: Problem, aligned: bool = False) -> tuple[np.ndarray, n
     >>> live_profile(p)
     (array([0, 1, 2, 3]), array([10, 15,  5,  0]))
     """
+    if problem.aliases:
+        problem = problem.collapse()[0]
     if problem.n == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     sizes = problem.aligned_sizes if aligned else problem.sizes
@@ -51,6 +55,8 @@ def lower_bound(problem: Problem) -> int:
     >>> lower_bound(Problem.from_closed([("a", 0, 1, 10), ("b", 1, 2, 5)]))
     15
     """
+    if problem.aliases:  # an alias group is one buffer (Problem.collapse)
+        problem = problem.collapse()[0]
     if problem.n == 0:
         return 0
     raw = int(live_profile(problem)[1].max())
@@ -76,5 +82,8 @@ def peak_step(problem: Problem) -> int:
 
 
 def naive_arena(problem: Problem) -> int:
-    """Arena with no reuse: the sum of sizes rounded up to alignment (bytes)."""
+    """Arena with no reuse: the sum of sizes rounded up to alignment (bytes); one size per alias
+    group."""
+    if problem.aliases:
+        problem = problem.collapse()[0]
     return int(problem.aligned_sizes.sum())

@@ -168,10 +168,30 @@ class Problem:
     sizes : bytes. alignments : effective alignment in bytes. aligned_sizes : ``size`` rounded up to
     the buffer's alignment. resident : bool mask of ``kind == "resident"``.
 
+    aliases : mapping or None
+        Alias groups: ``{child_id: (parent_id, delta_bytes)}``: the child buffer occupies
+        ``[offset(parent) + delta, offset(parent) + delta + size(child))``, inside its parent (a
+        view or in-place result: ``delta = 0``; a concat input written in place: ``delta`` = the
+        slice offset inside the concat buffer). Rules (each checked, :class:`ProblemError` naming
+        the child and the rule): both ids are buffers of the problem; a buffer is not its own
+        parent; ``delta`` is an integer ``>= 0`` with ``delta + size(child) <= size(parent)``; the
+        parent links have no cycle; the accumulated delta from the group's root is a multiple of
+        the child's alignment. A child has one parent (the mapping's key); a parent may have many
+        children, and a parent may itself be a child (chains).
+
+        Semantics: an **alias group** (a root and every buffer linked to it) is one buffer of the
+        model: it reserves its root's address range ``[offset(root), offset(root) + size(root))``
+        for the hull ``[min start, max end)`` of its members' lifetimes (half-open, steps; the
+        union when the members' lifetimes chain, as for views and in-place operators). Members
+        of one group may overlap in address. :meth:`collapse` builds that one-buffer-per-group
+        problem; every planner plans it (:meth:`planners.base.Planner.plan`) and the validator
+        checks it.
+
     Raises
     ------
     ProblemError
-        Duplicate ids, capacity < 0, alignment < 1, or a buffer that is not a :class:`Buffer`.
+        Duplicate ids, capacity < 0, alignment < 1, a buffer that is not a :class:`Buffer`, or an
+        alias that breaks a rule above.
     """
 
     def __init__(
@@ -180,6 +200,7 @@ class Problem:
         capacity: int | None = None,
         alignment: int = 1,
         name: str = "",
+        aliases: Mapping[str, tuple[str, int]] | None = None,
     ) -> None:
         self.buffers: tuple[Buffer, ...] = tuple(buffers)
         self.name = str(name)
@@ -214,6 +235,130 @@ class Problem:
         )
         self.aligned_sizes = self._ro(-(-self.sizes // self.alignments) * self.alignments)
         self.resident = self._ro(np.fromiter((b.kind == "resident" for b in self.buffers), bool, n))
+        #: ``{child_id: (parent_id, delta_bytes)}``; empty when the problem has no alias groups.
+        self.aliases: dict[str, tuple[str, int]] = {}
+        self._collapsed = None
+        if aliases:
+            self._set_aliases(aliases)
+
+    # -- alias groups ---------------------------------------------------------------------------
+    def _set_aliases(self, aliases: Mapping[str, tuple[str, int]]) -> None:
+        """Validate ``aliases`` (rules in the class docstring) and store them. ``O(n)``."""
+        where = f"problem {self.name!r}"
+        out: dict[str, tuple[str, int]] = {}
+        for child, link in aliases.items():
+            try:
+                parent, delta = link
+            except (TypeError, ValueError):
+                raise ProblemError(
+                    f"{where}: alias of buffer {child!r} must be (parent_id, delta_bytes), got {link!r}"
+                ) from None
+            item = f"{where}: alias of buffer {child!r}"
+            if child not in self.index:
+                raise ProblemError(f"{item}: no buffer named {child!r} in the problem")
+            if parent not in self.index:
+                raise ProblemError(f"{item}: parent {parent!r} is not a buffer of the problem")
+            if parent == child:
+                raise ProblemError(f"{item}: a buffer cannot alias itself")
+            delta = _as_int(delta, "alias delta", item)
+            c, p = self.buffers[self.index[child]], self.buffers[self.index[parent]]
+            if delta < 0 or delta + c.size > p.size:
+                raise ProblemError(
+                    f"{item}: extent [delta, delta + size) = [{delta}, {delta + c.size}) bytes must "
+                    f"lie inside parent {parent!r} of size {p.size} bytes"
+                )
+            out[child] = (parent, delta)
+        # Roots and accumulated deltas, memoised (O(n) overall); a revisit on the path is a cycle.
+        n = self.n
+        root = np.arange(n, dtype=np.int64)
+        acc = np.zeros(n, dtype=np.int64)
+        done = np.zeros(n, dtype=bool)
+        for child in out:
+            path: list[int] = []
+            on_path: set[int] = set()
+            i = self.index[child]
+            while not done[i] and self.buffers[i].id in out:
+                if i in on_path:
+                    cyc = " -> ".join(self.buffers[j].id for j in path[path.index(i):] + [i])
+                    raise ProblemError(
+                        f"{where}: alias of buffer {self.buffers[i].id!r}: the parent links form "
+                        f"a cycle ({cyc}); alias groups must be trees"
+                    )
+                path.append(i)
+                on_path.add(i)
+                i = self.index[out[self.buffers[i].id][0]]
+            done[i] = True
+            r, d = int(root[i]), int(acc[i])
+            for j in reversed(path):
+                d += out[self.buffers[j].id][1]
+                root[j], acc[j] = r, d
+                done[j] = True
+        for child in out:
+            i = self.index[child]
+            a = int(self.alignments[i])
+            if acc[i] % a:
+                raise ProblemError(
+                    f"{where}: alias of buffer {child!r}: its offset inside root "
+                    f"{self.buffers[int(root[i])].id!r} is {int(acc[i])} bytes, not a multiple of "
+                    f"its alignment {a}"
+                )
+        self.aliases = out
+        self.alias_root = self._ro(root)
+        self.alias_delta = self._ro(acc)
+
+    @property
+    def has_aliases(self) -> bool:
+        """True iff the problem has at least one alias link."""
+        return bool(self.aliases)
+
+    def collapse(self) -> tuple[Problem, np.ndarray, np.ndarray]:
+        """One buffer per alias group (see the class docstring); cached.
+
+        Returns
+        -------
+        collapsed : Problem
+            One buffer per group, in the order of the groups' roots in this problem, with the
+            root's id, the hull ``[min start, max end)`` of the members' lifetimes (half-open,
+            steps), size ``max(delta + size)`` over members (bytes; the root's size under the
+            rules), alignment the lcm of the members' effective alignments, kind ``resident`` if a
+            member is. Same capacity and name; no aliases. Without aliases: this problem itself.
+        group : numpy int64 array, shape ``(n,)``
+            Index in ``collapsed`` of each buffer's group.
+        delta : numpy int64 array, shape ``(n,)``
+            Bytes from the group's root offset to each buffer's offset (0 for roots).
+
+        Expanding a collapsed plan: ``offsets = collapsed_offsets[group] + delta``. Runs in
+        ``O(n log n)``.
+        """
+        if not self.aliases:
+            return self, np.arange(self.n, dtype=np.int64), np.zeros(self.n, dtype=np.int64)
+        if self._collapsed is not None:
+            return self._collapsed
+        roots, group = np.unique(self.alias_root, return_inverse=True)
+        group = group.astype(np.int64)
+        m = len(roots)
+        lo = np.full(m, np.iinfo(np.int64).max, np.int64)
+        hi = np.zeros(m, np.int64)
+        top = np.zeros(m, np.int64)
+        np.minimum.at(lo, group, self.starts)
+        np.maximum.at(hi, group, self.ends)
+        np.maximum.at(top, group, self.alias_delta + self.sizes)
+        res = np.zeros(m, bool)
+        np.logical_or.at(res, group, self.resident)
+        align = [1] * m
+        for g, a in zip(group.tolist(), self.alignments.tolist(), strict=True):
+            align[g] = math.lcm(align[g], a)
+        bufs = [
+            Buffer(
+                self.buffers[int(r)].id, int(lo[k]), int(hi[k]), int(top[k]), align[k],
+                "resident" if res[k] else "activation",
+            )
+            for k, r in enumerate(roots.tolist())
+        ]
+        collapsed = Problem(bufs, capacity=self.capacity, alignment=self.alignment, name=self.name)
+        delta = self.alias_delta.copy()
+        self._collapsed = (collapsed, group, delta)
+        return self._collapsed
 
     @staticmethod
     def _ro(a: np.ndarray) -> np.ndarray:
@@ -272,7 +417,10 @@ class Problem:
 
     def with_capacity(self, capacity: int | None) -> Problem:
         """A copy of this problem with another capacity (bytes; ``None`` to minimise)."""
-        return Problem(self.buffers, capacity=capacity, alignment=self.alignment, name=self.name)
+        return Problem(
+            self.buffers, capacity=capacity, alignment=self.alignment, name=self.name,
+            aliases=self.aliases or None,
+        )
 
     # -- summaries ------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -295,7 +443,8 @@ class Problem:
 
     def __repr__(self) -> str:
         cap = "" if self.capacity is None else f", capacity={self.capacity}"
-        return f"Problem(name={self.name!r}, buffers={self.n}{cap}, alignment={self.alignment})"
+        al = f", aliases={len(self.aliases)}" if self.aliases else ""
+        return f"Problem(name={self.name!r}, buffers={self.n}{cap}, alignment={self.alignment}{al})"
 
     def to_frame(self):
         """A pandas DataFrame with columns id, start, end (half-open), size, alignment, kind."""

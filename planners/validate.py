@@ -7,6 +7,13 @@ It checks, for a problem and one offset per buffer (bytes):
    address (``[offset, offset + size)``); zero-size buffers take no space and never conflict;
 3. when a capacity is given, every buffer ends at or below it.
 
+With alias groups (``Problem(aliases=...)``) it also checks
+
+4. every child sits exactly at ``offset(parent) + delta``;
+5. the overlap rule (2) on the groups: each group reserves its root's address range for the hull of
+   its members' lifetimes (:meth:`planners.model.Problem.collapse`); members of one group may
+   overlap each other.
+
 It shares no code with any planner. The overlap check is a sweep over time that keeps the live
 buffers sorted by offset: when a buffer becomes live it can only collide with its neighbours in
 address order (the live set is disjoint if no error was found so far), so the check runs in
@@ -41,7 +48,8 @@ def check_plan(problem: Problem, offsets, capacity: int | None = None) -> None:
     ------
     InvalidPlanError
         Naming the rule and the buffer(s): wrong length, negative or misaligned offset, the first pair
-        live at the same step whose address ranges overlap, or a buffer above the capacity.
+        live at the same step whose address ranges overlap (for alias groups: the roots' ids), a
+        buffer above the capacity, or an alias child not at its parent's offset + delta.
     """
     off = np.asarray(offsets)
     n = problem.n
@@ -75,6 +83,25 @@ def check_plan(problem: Problem, offsets, capacity: int | None = None) -> None:
             raise InvalidPlanError(
                 f"buffer {ids[i]!r}: ends at byte {int(top[i])}, above the capacity {capacity}"
             )
+    if problem.aliases:
+        index = problem.index
+        for child, (parent, delta) in problem.aliases.items():
+            c, p = index[child], index[parent]
+            if off[c] != off[p] + delta:
+                raise InvalidPlanError(
+                    f"buffer {child!r}: offset {int(off[c])} must equal its alias parent "
+                    f"{parent!r}'s offset {int(off[p])} + delta {delta} = {int(off[p]) + delta}"
+                )
+        collapsed = problem.collapse()[0]
+        # collapsed buffer k is the group of the k-th root in problem order; it sits at the root.
+        _sweep(collapsed, off[np.unique(problem.alias_root)])
+        return
+    _sweep(problem, off)
+
+
+def _sweep(problem: Problem, off: np.ndarray) -> None:
+    """Overlap rule 2 of :func:`check_plan` (module docstring), ``O(n log n + n k)``."""
+    sizes = problem.sizes
     # Sweep: events sorted by time; at equal times, ends (kind 0) before starts (kind 1).
     live = np.flatnonzero(sizes > 0)
     if live.size < 2:

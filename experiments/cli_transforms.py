@@ -1,0 +1,92 @@
+"""``memplan export``: the execution plan of a model after a pipeline of graph passes.
+
+``memplan export MODEL --pipeline simplify,views,fuse,inplace --planner greedy_by_size
+-o plan.json`` writes the operator sequence, the buffer layout table, the reuse table and the
+arena size (:func:`scheduling.transforms.export.execution_plan`); ``--format c-header`` writes a C99
+header instead (:func:`scheduling.transforms.export.c_header`). MODEL is anything
+:func:`experiments.workloads.load_graph` accepts.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+__all__ = ["COMMANDS", "add_parsers", "run"]
+
+#: Sub-command names handled by :func:`run`.
+COMMANDS = ("export",)
+
+
+def add_parsers(subparsers) -> None:
+    """Add the ``export`` sub-command to an argparse ``subparsers`` object."""
+    e = subparsers.add_parser(
+        "export", help="export the execution plan (operators, buffer layout, reuse, arena)"
+    )
+    e.add_argument("model", help="ONNX light model name, mobilenet_v1[:alpha:res:dtype], "
+                                 "mobilenet_v2[...], mobilenet_v1_first_layer, seed000 or PATH.onnx")
+    e.add_argument("--pipeline", default="simplify,views,fuse,inplace",
+                   help="comma-separated passes (default simplify,views,fuse,inplace; '' for none)")
+    e.add_argument("--planner", default="greedy_by_size")
+    e.add_argument("--alignment", type=int, default=1, help="offset alignment in bytes")
+    e.add_argument("--unified", action="store_true",
+                   help="one arena with weights and inputs as residents (seed 000 layout)")
+    e.add_argument("--time-limit", type=float, default=10.0,
+                   help="seconds, for planners with a time limit")
+    e.add_argument("--format", choices=("json", "c-header"), default="json")
+    e.add_argument("--prefix", default="memplan", help="C identifier prefix (c-header)")
+    e.add_argument("-o", "--output", help="output file (default: stdout)")
+
+
+def run(args) -> int:
+    """Run ``memplan export`` with parsed ``args``; returns the exit status (0 on success).
+    Errors (unknown model/pass/planner, bad input) raise :class:`planners.MemplanError` or
+    ``ValueError`` for the caller to report."""
+    from experiments.harness import planner_for
+    from experiments.workloads import load_graph
+    from planners.bounds import lower_bound
+    from scheduling.transforms import run_pipeline, transformed_problem
+    from scheduling.transforms.export import c_header, execution_plan
+
+    g = load_graph(args.model)
+    g2, _ = run_pipeline(g, args.pipeline or None)
+    p = transformed_problem(g2, unified=args.unified, alignment=args.alignment)
+    planner = planner_for(args.planner, args.time_limit)
+    if getattr(planner, "requires_capacity", False) and p.capacity is None:
+        p = p.with_capacity(lower_bound(p))
+    plan = planner.plan(p)
+    if plan.status in ("infeasible", "timeout"):
+        print(f"memplan: error: planner {args.planner!r} found no plan (status {plan.status})",
+              file=sys.stderr)
+        return 1
+    ep = execution_plan(g2, plan, pipeline=args.pipeline or "")
+    text = c_header(ep, args.prefix) if args.format == "c-header" else json.dumps(ep, indent=1)
+    if args.output:
+        out = Path(args.output)
+        tmp = out.with_name(out.name + ".tmp")
+        tmp.write_text(text)
+        tmp.replace(out)
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Stand-alone entry (``python -m experiments.cli_transforms export MODEL ...``)."""
+    import argparse
+
+    from planners import MemplanError
+
+    ap = argparse.ArgumentParser(prog="memplan")
+    add_parsers(ap.add_subparsers(dest="command", required=True))
+    args = ap.parse_args(argv)
+    try:
+        return run(args)
+    except (MemplanError, ValueError, FileNotFoundError) as e:
+        print(f"memplan: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

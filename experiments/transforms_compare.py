@@ -1,0 +1,158 @@
+"""Peak and arena before and after each graph pass, and the ``make bench-transforms`` benchmark.
+
+* models are named as :func:`experiments.workloads.load_graph` accepts them: one of the nine ONNX
+  light models, ``mobilenet_v1`` / ``mobilenet_v2`` (optionally ``:ALPHA:RESOLUTION:DTYPE``),
+  ``mobilenet_v1_first_layer`` (seed 003's case), ``seed000``, or a path to an ``.onnx`` file.
+* :func:`compare_pipeline` -- run a pipeline of passes and record, after the input graph and after
+  each pass, the operator and buffer counts, the peak (max live bytes with alias groups collapsed:
+  the lower bound) and the arena of a planner, plus the pass's saved bytes; ``memplan compare
+  --pipeline simplify,views,fuse,inplace`` runs it.
+* ``python -m experiments.transforms_compare --out results/bench_transforms.csv`` -- the nine ONNX
+  models, seed 003's MobileNet V1 first layer and the full MobileNet V1/V2 (int8): peak and arena
+  without and with fusion, saved bytes (``make bench-transforms``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from experiments.harness import planner_for
+from experiments.workloads import load_graph
+from planners.bounds import lower_bound
+from scheduling.graph import Graph
+from scheduling.transforms import parse_pipeline, transformed_problem
+
+__all__ = ["compare_pipeline", "bench_transforms", "BENCH_MODELS", "main"]
+
+#: Models of ``make bench-transforms``.
+BENCH_MODELS: tuple[str, ...] = (
+    "alexnet", "densenet121", "inception_v1", "inception_v2", "resnet50", "shufflenet",
+    "squeezenet", "vgg19", "zfnet512", "mobilenet_v1_first_layer", "mobilenet_v1", "mobilenet_v2",
+)
+
+
+def compare_pipeline(
+    model: str | Path | Graph,
+    pipeline: str | Sequence[str] = "simplify,views,fuse,inplace",
+    planner: str = "greedy_by_size",
+    params: Mapping[str, Mapping[str, Any]] | None = None,
+    *,
+    unified: bool = False,
+    alignment: int = 1,
+    time_limit: float | None = 10.0,
+) -> list[dict[str, Any]]:
+    """Peak and arena before and after each pass of ``pipeline``.
+
+    Parameters
+    ----------
+    model : str, path or Graph
+        See :func:`experiments.workloads.load_graph`.
+    pipeline : str or sequence
+        Pass names, ``"simplify,views,fuse,inplace"`` (see :data:`scheduling.transforms.PASSES`).
+    planner : str
+        Registry name of the offset planner measuring the arena.
+    params : mapping, optional
+        Per-pass keyword parameters, ``{"fuse": {"vlen": 64}}``.
+    unified, alignment :
+        Passed to :func:`scheduling.transforms.transformed_problem` (stored operator order).
+    time_limit : float or None
+        Seconds, for planners that take a time limit.
+
+    Returns
+    -------
+    list of dict
+        One record per stage (``stage`` 0 is the input graph, pass ``"-"``), with keys
+        ``model, stage, pass, ops, buffers, alias_links, peak, arena, planner, status,
+        saved_bytes, changes, pass_seconds``; ``peak`` and ``arena`` in bytes. Planning runs on
+        the transformed problem, so every planner honours the alias groups.
+    """
+    g = load_graph(model)
+    params = dict(params or {})
+    plnr = planner_for(planner, time_limit)
+
+    def record(stage: int, name: str, graph: Graph, log=None, seconds: float = 0.0):
+        p = transformed_problem(graph, unified=unified, alignment=alignment)
+        if getattr(plnr, "requires_capacity", False) and p.capacity is None:
+            p = p.with_capacity(lower_bound(p))
+        pl = plnr.plan(p)
+        return {
+            "model": g.name, "stage": stage, "pass": name, "ops": len(graph.ops),
+            "buffers": p.n, "alias_links": len(p.aliases), "peak": lower_bound(p),
+            "arena": pl.arena_size if pl.status not in ("infeasible", "timeout") else None,
+            "planner": pl.planner, "status": pl.status,
+            "saved_bytes": int(log.stats.get("saved_bytes", 0)) if log else 0,
+            "changes": len(log.changes) if log else 0, "pass_seconds": round(seconds, 4),
+        }
+
+    out = [record(0, "-", g)]
+    for k, (name, f) in enumerate(parse_pipeline(pipeline), start=1):
+        t0 = time.perf_counter()
+        g2, log = f(g, **dict(params.get(name, {})))
+        dt = time.perf_counter() - t0
+        g2.validate()
+        out.append(record(k, name, g2, log, dt))
+        g = g2
+    return out
+
+
+def bench_transforms(
+    models: Sequence[str] = BENCH_MODELS,
+    planner: str = "greedy_by_size",
+    fused_pipeline: str = "simplify,views,fuse,inplace",
+    unfused_pipeline: str = "simplify,views",
+) -> list[dict[str, Any]]:
+    """One row per model: peak and arena of the imported graph, without fusion
+    (``unfused_pipeline``) and with fusion (``fused_pipeline``), and fusion's saved bytes
+    (``2 x size(intermediate) x steps_eliminated`` summed) and refusal counts."""
+    from scheduling.transforms import run_pipeline
+
+    rows = []
+    for m in models:
+        g = load_graph(m)
+        base = compare_pipeline(g, [], planner)[0]
+        t0 = time.perf_counter()
+        g_un, _ = run_pipeline(g, unfused_pipeline)
+        g_f, logs = run_pipeline(g, fused_pipeline)
+        dt = time.perf_counter() - t0
+        un = compare_pipeline(g_un, [], planner)[0]
+        fu = compare_pipeline(g_f, [], planner)[0]
+        fl = next((lg for lg in logs if lg.name == "fuse"), None)
+        rows.append({
+            "model": m, "ops": len(g.ops), "ops_fused": len(g_f.ops),
+            "peak_original": base["peak"], "peak_no_fusion": un["peak"], "peak_fusion": fu["peak"],
+            "arena_no_fusion": un["arena"], "arena_fusion": fu["arena"],
+            "saved_bytes": int(fl.stats.get("saved_bytes", 0)) if fl else 0,
+            "fusions": (fl.count("fuse") + fl.count("fold_bn")) if fl else 0,
+            "refused": fl.count("refuse") if fl else 0,
+            "would_be_spills": int(fl.stats.get("would_be_spills", 0)) if fl else 0,
+            "alias_links": fu["alias_links"], "planner": planner,
+            "pipeline": fused_pipeline, "seconds": round(dt, 4),
+        })
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m experiments.transforms_compare --out results/bench_transforms.csv``."""
+    import pandas as pd
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default="results/bench_transforms.csv")
+    ap.add_argument("--planner", default="greedy_by_size")
+    ap.add_argument("--models", nargs="*", default=list(BENCH_MODELS))
+    args = ap.parse_args(argv)
+    df = pd.DataFrame(bench_transforms(args.models, args.planner))
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    df.to_csv(tmp, index=False)
+    tmp.replace(out)
+    print(df.to_string(index=False))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,175 @@
+"""Execution plan export (seed 000 section 2 and the end of section 8).
+
+An execution plan holds what a runtime needs so that no allocator runs on the inference path:
+
+* the **operator sequence**: step, operator name, type, kernel name, fused members, input and
+  output tensors;
+* the **buffer layout table**: tensor, offset (bytes from the arena base), length (bytes),
+  closed lifetime ``[first, last]`` (steps), alias parent and delta;
+* the **reuse table**: sets of tensors whose address ranges intersect (they share memory at
+  different times, or alias each other);
+* the **arena size** (bytes).
+
+:func:`execution_plan` builds it as a JSON-ready dict; :func:`c_header` renders it as a C99 header
+(``#define`` of the arena size, an enum of buffer ids, a ``static const`` table of offsets and
+lengths, and the operator table), which compiles with any C compiler.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from planners.model import Plan
+
+from ..graph import Graph
+
+__all__ = ["execution_plan", "reuse_table", "c_header", "c_identifier"]
+
+
+def reuse_table(plan: Plan) -> list[list[str]]:
+    """Groups of buffers whose address ranges ``[offset, offset + size)`` intersect (connected
+    components of the address-overlap relation; zero-size buffers excluded), each sorted by
+    offset, only groups of two or more. A sweep over buffers sorted by offset: ``O(n log n)``."""
+    p = plan.problem
+    idx = np.flatnonzero(p.sizes > 0)
+    if idx.size == 0:
+        return []
+    off = plan.offsets[idx]
+    order = idx[np.lexsort((p.sizes[idx], off))]
+    groups: list[list[str]] = []
+    cur: list[str] = []
+    top = -1
+    for i in order.tolist():
+        o, s = int(plan.offsets[i]), int(p.sizes[i])
+        if cur and o < top:
+            cur.append(p.buffers[i].id)
+            top = max(top, o + s)
+        else:
+            if len(cur) > 1:
+                groups.append(cur)
+            cur, top = [p.buffers[i].id], o + s
+    if len(cur) > 1:
+        groups.append(cur)
+    return groups
+
+
+def execution_plan(graph: Graph, plan: Plan, order: Sequence[str] | None = None,
+                   pipeline: str = "") -> dict[str, Any]:
+    """The execution plan of ``graph`` under ``plan`` (module docstring) as a dict.
+
+    Parameters
+    ----------
+    graph : Graph
+        The (transformed) graph whose :func:`~.base.transformed_problem` was planned.
+    plan : Plan
+        Its plan; buffer ids are tensor names.
+    order : sequence of str, optional
+        The schedule used for the problem (default: stored order).
+    pipeline : str
+        Pass pipeline, recorded verbatim.
+
+    Returns
+    -------
+    dict
+        Keys ``model``, ``pipeline``, ``planner``, ``status``, ``arena_size``, ``lower_bound``,
+        ``operators``, ``buffers``, ``reuse``. Tensors of an operator that are not buffers
+        (weights, graph inputs, outside the arena) appear with ``"buffer": null``.
+    """
+    order = list(graph.ops) if order is None else list(order)
+    p = plan.problem
+    bufs = []
+    for k, b in enumerate(p.buffers):
+        parent = p.aliases.get(b.id)
+        bufs.append({
+            "tensor": b.id, "offset": int(plan.offsets[k]), "length": int(b.size),
+            "first": b.first_use, "last": b.last_use, "kind": b.kind,
+            "alias_parent": parent[0] if parent else None,
+            "alias_delta": int(parent[1]) if parent else 0,
+        })
+    ops = []
+    for step, name in enumerate(order):
+        op = graph.ops[name]
+        ops.append({
+            "step": step, "name": name, "op_type": op.op_type,
+            "kernel": str(op.attributes.get("kernel", op.op_type.lower())),
+            "fused": list(op.attributes.get("fused_ops") or [name]),
+            "inputs": list(op.inputs), "outputs": list(op.outputs),
+        })
+    return {
+        "model": graph.name, "pipeline": pipeline, "planner": plan.planner,
+        "status": plan.status, "arena_size": plan.arena_size, "lower_bound": plan.lower_bound,
+        "operators": ops, "buffers": bufs, "reuse": reuse_table(plan),
+    }
+
+
+def c_identifier(name: str, taken: set[str]) -> str:
+    """A unique upper-case C identifier for ``name`` (non-alphanumerics become ``_``)."""
+    base = re.sub(r"[^0-9A-Za-z_]", "_", name).upper() or "T"
+    if base[0].isdigit():
+        base = "T" + base
+    ident, k = base, 1
+    while ident in taken:
+        k += 1
+        ident = f"{base}_{k}"
+    taken.add(ident)
+    return ident
+
+
+def _c_string(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def c_header(ep: dict[str, Any], prefix: str = "memplan") -> str:
+    """Render an :func:`execution_plan` dict as a C99 header.
+
+    Defines ``<PREFIX>_ARENA_SIZE``, ``<PREFIX>_NUM_BUFFERS``, ``<PREFIX>_NUM_OPS``, an enum
+    ``<PREFIX>_BUF_<TENSOR>`` of buffer indices, ``<prefix>_buffers[]`` (name, offset, length,
+    alias parent index or -1), ``<prefix>_op_args[]`` (buffer index per operator argument, -1 for
+    tensors outside the arena) and ``<prefix>_ops[]`` (name, kernel, first input, input count,
+    first output, output count into ``<prefix>_op_args``). Uses only ``<stdint.h>``.
+    """
+    P, pl = prefix.upper(), prefix.lower()
+    guard = f"{P}_{c_identifier(ep['model'], set())}_H"
+    taken: set[str] = set()
+    ids = {b["tensor"]: c_identifier(b["tensor"], taken) for b in ep["buffers"]}
+    index = {b["tensor"]: k for k, b in enumerate(ep["buffers"])}
+    lines = [
+        f"/* Execution plan of {ep['model']!s}: pipeline '{ep['pipeline']}', planner "
+        f"'{ep['planner']}'. Generated by memplan; offsets and lengths in bytes. */",
+        f"#ifndef {guard}", f"#define {guard}", "", "#include <stdint.h>", "",
+        f"#define {P}_ARENA_SIZE {int(ep['arena_size'])}u",
+        f"#define {P}_NUM_BUFFERS {len(ep['buffers'])}",
+        f"#define {P}_NUM_OPS {len(ep['operators'])}", "",
+        f"typedef struct {{ const char *name; uint32_t offset; uint32_t length; int32_t alias_parent; }} {pl}_buffer_t;",
+        f"typedef struct {{ const char *name; const char *kernel; uint16_t in_first, in_count, out_first, out_count; }} {pl}_op_t;",
+        "",
+    ]
+    if ep["buffers"]:
+        lines.append(f"enum {pl}_buffer_id {{")
+        lines += [f"    {P}_BUF_{ids[b['tensor']]} = {k}," for k, b in enumerate(ep["buffers"])]
+        lines += ["};", "", f"static const {pl}_buffer_t {pl}_buffers[{P}_NUM_BUFFERS] = {{"]
+        for b in ep["buffers"]:
+            par = index[b["alias_parent"]] if b["alias_parent"] else -1
+            lines.append(f"    {{{_c_string(b['tensor'])}, {b['offset']}u, {b['length']}u, {par}}},")
+        lines.append("};")
+    args: list[int] = []
+    op_rows = []
+    for op in ep["operators"]:
+        i0 = len(args)
+        args += [index.get(t, -1) for t in op["inputs"]]
+        o0 = len(args)
+        args += [index.get(t, -1) for t in op["outputs"]]
+        op_rows.append(f"    {{{_c_string(op['name'])}, {_c_string(op['kernel'])}, {i0}, "
+                       f"{o0 - i0}, {o0}, {len(args) - o0}}},")
+    lines += ["", f"static const int32_t {pl}_op_args[{max(len(args), 1)}] = {{"]
+    lines += ["    " + ", ".join(str(a) for a in args[k:k + 16]) + ","
+              for k in range(0, len(args), 16)] or ["    -1,"]
+    lines += ["};", ""]
+    if op_rows:
+        lines += [f"static const {pl}_op_t {pl}_ops[{P}_NUM_OPS] = {{", *op_rows, "};"]
+    lines += ["", f"#endif /* {guard} */", ""]
+    return "\n".join(lines)

@@ -1,0 +1,448 @@
+"""Operator fusion (seed 003 sections 3.2-3.3, seed 000 sections 3.2 and 4).
+
+:func:`fuse` applies, in this order, each behind a named switch:
+
+1. ``fold_bn`` -- **BatchNorm folding** into the preceding ``Conv`` (seed 003 section 3.2.1):
+   ``scale = gamma / sqrt(var + eps)``, ``W' = W * scale`` per output channel, ``b' = (b - mean)
+   * scale + beta`` (:func:`fold_batchnorm`). The new weight has the old weight's shape and bytes;
+   a conv without bias gains a ``[C_out]`` bias (int32 for integer weights, else the weight dtype);
+   the four BN tensors and the conv's intermediate output vanish.
+2. ``epilogues`` -- **vertical fusion**: an operator (the anchor: Conv, MatMul, Gemm, an
+   elementwise operator, Softmax...) absorbs the chain of elementwise operators reading its single
+   output when that output has one consumer and is not a graph output: bias Add, activations
+   (Relu, Clip/ReLU6, Sigmoid, ...), casts, chains of elementwise operators, and the **residual
+   Add** whose other operand is another activation of the same shape (fused into the conv's output
+   stage, seed 003 section 3.2.2). Legality (:mod:`.legality`): a reduction (Softmax, ReduceMean,
+   ...) never joins a group as an epilogue (``refuse`` with ``reason="reduction_boundary"``); a
+   group over the vector register budget is refused (``reason="register_pressure"``, counted in
+   ``stats["would_be_spills"]``).
+3. ``concat_in_place`` -- **Concat written in place**: when the concat axis is the outermost
+   non-unit one (``prod(shape[:axis]) == 1``, so each input is one contiguous slice), each
+   input produced by an operator aliases the concat output at its slice offset (annotation
+   ``[input, output, offset]``), so producers write straight into the concat buffer. An input
+   already aliased elsewhere (e.g. DenseNet features read by several concats) is copied; the
+   kernel is ``concat_in_place`` (no copy) or ``concat_partial``.
+4. ``horizontal`` -- **horizontal fusion**: operators of the same type and kernel geometry that
+   read the same activation and otherwise only weights become one multi-output operator at the
+   earliest member's step (one kernel launch).
+
+Every merge is logged with ``saved_bytes = 2 x size(intermediate) x steps_eliminated`` (totals in
+``stats["saved_bytes"]``). A fusion that raises the peak of live bytes (horizontal fusion keeps
+several outputs alive together; a fused operator placed later keeps its inputs longer) is logged
+as ``raises_peak`` and refused when ``refuse_peak_increase=True``.
+
+Complexity: ``O(#ops + #tensor uses)`` per step, plus one peak computation (``O(n log n)``) per
+horizontal group and per fused operator that must be placed at its last member's step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..graph import Graph, Operator, Tensor
+from .base import (
+    ELEMENTWISE,
+    VIEW_OPS,
+    PassLog,
+    add_alias,
+    graph_aliases,
+    kernel_name,
+    rebuild,
+    transformed_peak,
+)
+from .legality import VectorRegisterModel, consumes_partial_result, saved_bytes
+
+__all__ = ["fuse", "fold_batchnorm"]
+
+
+def fold_batchnorm(
+    weight: np.ndarray,
+    bias: np.ndarray | None,
+    gamma: np.ndarray,
+    beta: np.ndarray,
+    mean: np.ndarray,
+    var: np.ndarray,
+    eps: float = 1e-5,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Fold inference BatchNorm into the preceding convolution (seed 003 section 3.2.1).
+
+    Parameters
+    ----------
+    weight : array, shape ``(C_out, C_in/group, k_h, k_w)`` (any trailing dims)
+    bias : array of shape ``(C_out,)`` or None (zeros)
+    gamma, beta, mean, var : arrays of shape ``(C_out,)``
+    eps : float
+
+    Returns
+    -------
+    (weight', bias')
+        Same shapes: ``W' = W * scale[:, None, ...]``, ``b' = (b - mean) * scale + beta`` with
+        ``scale = gamma / sqrt(var + eps)``, so ``BN(conv(x, W, b)) == conv(x, W', b')``.
+
+    Examples
+    --------
+    >>> w, b = fold_batchnorm(np.ones((1, 1, 1, 1)), None, np.array([2.0]), np.array([1.0]),
+    ...                       np.array([0.5]), np.array([4.0 - 1e-5]))
+    >>> float(w.ravel()[0]), float(b[0])
+    (1.0, 0.5)
+    """
+    weight = np.asarray(weight, dtype=np.float64)
+    c = weight.shape[0]
+    bias = np.zeros(c) if bias is None else np.asarray(bias, dtype=np.float64)
+    scale = np.asarray(gamma, np.float64) / np.sqrt(np.asarray(var, np.float64) + eps)
+    w2 = weight * scale.reshape((c,) + (1,) * (weight.ndim - 1))
+    b2 = (bias - np.asarray(mean, np.float64)) * scale + np.asarray(beta, np.float64)
+    return w2, b2
+
+
+def _members(op: Operator) -> tuple[list[str], list[str]]:
+    return (list(op.attributes.get("fused_ops") or [op.name]),
+            list(op.attributes.get("fused_types") or [op.op_type]))
+
+
+def _fold_bn(g: Graph, log: PassLog) -> Graph:
+    ops: list[Operator] = []
+    new_tensors: dict[str, Tensor] = {}
+    skip: set[str] = set()
+    for op in g.ops.values():
+        if op.name in skip:
+            continue
+        if op.op_type == "Conv" and len(op.outputs) == 1 and "aliases" not in op.attributes:
+            t = g.tensors[op.outputs[0]]
+            bn = g.ops[t.consumers[0]] if len(t.consumers) == 1 else None
+            if (
+                bn is not None
+                and bn.op_type == "BatchNormalization"
+                and t.kind != "output"
+                and bn.inputs[0] == t.name
+                and len(bn.inputs) == 5
+                and all(g.tensors[p].kind == "weight" for p in bn.inputs[1:])
+                and len(bn.outputs) == 1
+            ):
+                w = g.tensors[op.inputs[1]]
+                cout = t.shape[1] if len(t.shape) > 1 else w.shape[0]
+                w2 = Tensor(f"{w.name}_bnfold", w.shape, w.dtype, w.nbytes, "weight")
+                new_tensors[w2.name] = w2
+                if len(op.inputs) > 2:
+                    b = g.tensors[op.inputs[2]]
+                    b2 = Tensor(f"{b.name}_bnfold", b.shape, b.dtype, b.nbytes, "weight")
+                else:
+                    dt = "int32" if np.dtype(w.dtype).kind in "iu" else w.dtype
+                    b2 = Tensor(f"{op.name}_bias", (cout,), dt,
+                                cout * np.dtype(dt).itemsize, "weight")
+                new_tensors[b2.name] = b2
+                names, types = _members(op)
+                attrs = dict(op.attributes)
+                attrs.update(fused_ops=names + [bn.name], fused_types=types + [bn.op_type],
+                             folded_bn=bn.name, epsilon=bn.attributes.get("epsilon", 1e-5))
+                attrs.setdefault("epilogue", [])
+                attrs["kernel"] = kernel_name([op.op_type], has_bias=True)
+                ops.append(Operator(op.name, op.op_type, (op.inputs[0], w2.name, b2.name),
+                                    bn.outputs, attrs, op.macs))
+                skip.add(bn.name)
+                log.add("fold_bn", op=op.name, bn=bn.name, intermediate=t.name,
+                        intermediate_bytes=t.nbytes, steps_eliminated=1,
+                        saved_bytes=saved_bytes(t.nbytes),
+                        removed_weights=list(bn.inputs[1:]),
+                        new_weight=w2.name, new_bias=b2.name)
+                log.stats["saved_bytes"] = log.stats.get("saved_bytes", 0) + saved_bytes(t.nbytes)
+                continue
+        ops.append(op)
+    if not skip:
+        return g
+    return rebuild(g, ops, new_tensors)
+
+
+def _epilogue_ok(g: Graph, t: str, c: Operator) -> bool:
+    """``c`` is elementwise, single-output, and its output has ``t``'s shape (no growth by
+    broadcasting); other operands are weights or same-shape activations (residual)."""
+    if len(c.outputs) != 1 or "aliases" in c.attributes or "horizontal" in c.attributes:
+        return False
+    types = c.attributes.get("fused_types") or [c.op_type]
+    if not all(x in ELEMENTWISE for x in types):
+        return False
+    shape = g.tensors[t].shape
+    if g.tensors[c.outputs[0]].shape != shape:
+        return False
+    for x in c.inputs:
+        if x == t:
+            continue
+        tx = g.tensors[x]
+        if tx.kind not in ("weight",) and tx.shape != shape:
+            return False
+    return True
+
+
+def _fuse_epilogues(g: Graph, log: PassLog, regs: VectorRegisterModel,
+                    refuse_peak_increase: bool) -> Graph:
+    aliases = graph_aliases(g)
+    aliased = set(aliases) | {p for p, _ in aliases.values()}
+    pos = {n: i for i, n in enumerate(g.ops)}
+    absorbed: set[str] = set()
+    groups: list[list[str]] = []
+    for name, op in g.ops.items():
+        if name in absorbed or len(op.outputs) != 1 or op.op_type in VIEW_OPS:
+            continue
+        if op.op_type == "Concat" or "aliases" in op.attributes or "horizontal" in op.attributes:
+            continue
+        group = [name]
+        cur = op
+        while True:
+            t = g.tensors[cur.outputs[0]]
+            if t.kind == "output" or len(t.consumers) != 1 or t.name in aliased:
+                break
+            c = g.ops[t.consumers[0]]
+            if c.name in absorbed or pos[c.name] <= pos[cur.name]:
+                break
+            if consumes_partial_result(cur, c):
+                log.add("refuse", reason="reduction_boundary", group=list(group), op=c.name,
+                        op_type=c.op_type, intermediate=t.name)
+                break
+            if not _epilogue_ok(g, t.name, c):
+                break
+            need = regs.registers_of(g, [g.ops[x] for x in group] + [c])
+            if need > regs.num_registers:
+                spill = need - regs.num_registers
+                log.add("refuse", reason="register_pressure", group=list(group), op=c.name,
+                        registers=need, limit=regs.num_registers, would_be_spill=spill)
+                log.stats["would_be_spills"] = log.stats.get("would_be_spills", 0) + spill
+                break
+            group.append(c.name)
+            cur = c
+        if len(group) > 1:
+            groups.append(group)
+            absorbed.update(group)
+    if not groups:
+        return g
+
+    def fused_op(group: list[str]) -> Operator:
+        anchor = g.ops[group[0]]
+        names, types = _members(anchor)
+        inputs = list(anchor.inputs)
+        epi = list(anchor.attributes.get("epilogue", []))
+        epi_attrs = list(anchor.attributes.get("epilogue_attributes", []))
+        prev = anchor.outputs[0]
+        for n in group[1:]:
+            c = g.ops[n]
+            cn, ct = _members(c)
+            names += cn
+            types += ct
+            epi += ct
+            epi_attrs.append(dict(c.attributes))
+            inputs += [x for x in c.inputs if x != prev]
+            prev = c.outputs[0]
+        attrs = dict(anchor.attributes)
+        has_bias = "folded_bn" in attrs or (anchor.op_type in ("Conv", "Gemm")
+                                            and len(anchor.inputs) > 2)
+        attrs.update(fused_ops=names, fused_types=types, epilogue=epi,
+                     epilogue_attributes=epi_attrs,
+                     kernel=kernel_name([anchor.op_type] + epi, has_bias=has_bias))
+        return Operator(anchor.name, anchor.op_type, tuple(dict.fromkeys(inputs)),
+                        g.ops[group[-1]].outputs, attrs, anchor.macs)
+
+    def place(group: list[str]) -> int:
+        """Anchor's step when every extra input exists by then, else the last member's."""
+        a = pos[group[0]]
+        for n in group[1:]:
+            for x in g.ops[n].inputs:
+                p = g.tensors[x].producer
+                if p is not None and p not in group and pos[p] > a:
+                    return pos[group[-1]]
+        return a
+
+    def build(chosen: Sequence[list[str]]) -> Graph:
+        at = {place(gr): gr for gr in chosen}
+        member = {n for gr in chosen for n in gr}
+        ops = []
+        for i, (n, op) in enumerate(g.ops.items()):
+            if i in at:
+                ops.append(fused_op(at[i]))
+            elif n not in member:
+                ops.append(op)
+        return rebuild(g, ops)
+
+    late = [gr for gr in groups if place(gr) != pos[gr[0]]]
+    early = [gr for gr in groups if place(gr) == pos[gr[0]]]
+    chosen = list(early)
+    if late:
+        base_peak = transformed_peak(build(chosen))
+        for gr in late:
+            trial = transformed_peak(build(chosen + [gr]))
+            if trial > base_peak:
+                log.add("raises_peak", group=gr, peak_before=base_peak, peak_after=trial,
+                        refused=refuse_peak_increase)
+                if refuse_peak_increase:
+                    continue
+            chosen.append(gr)
+            base_peak = trial
+    for gr in chosen:
+        inter = [(g.ops[n].outputs[0], g.tensors[g.ops[n].outputs[0]].nbytes) for n in gr[:-1]]
+        sb = sum(saved_bytes(b) for _, b in inter)
+        log.add("fuse", ops=list(gr), types=[g.ops[n].op_type for n in gr],
+                intermediates=[t for t, _ in inter], steps_eliminated=len(gr) - 1,
+                saved_bytes=sb, kernel=fused_op(gr).attributes["kernel"])
+        log.stats["saved_bytes"] = log.stats.get("saved_bytes", 0) + sb
+    return build(chosen)
+
+
+def _concat_in_place(g: Graph, log: PassLog, alignment: int) -> Graph:
+    g = g.copy()
+    aliases = graph_aliases(g)
+    for op in g.ops.values():
+        if op.op_type != "Concat" or len(op.outputs) != 1:
+            continue
+        out = g.tensors[op.outputs[0]]
+        rank = len(out.shape)
+        axis = int(op.attributes.get("axis", 1))
+        axis = axis + rank if axis < 0 else axis
+        if not 0 <= axis < rank or int(np.prod(out.shape[:axis])) != 1:
+            log.add("skip", op=op.name, reason=f"axis {axis} of {out.shape} is not outermost")
+            continue
+        counts = {x: op.inputs.count(x) for x in op.inputs}
+        delta = 0
+        done = []
+        for x in op.inputs:
+            t = g.tensors[x]
+            ok = (t.producer is not None and t.kind == "activation" and counts[x] == 1
+                  and x not in aliases and t.dtype == out.dtype and delta % alignment == 0)
+            if ok:
+                add_alias(op, x, out.name, delta)
+                aliases[x] = (out.name, delta)
+                done.append(x)
+            delta += t.nbytes
+        if delta != out.nbytes:
+            op.attributes.pop("aliases", None)
+            for x in done:
+                aliases.pop(x, None)
+            log.add("skip", op=op.name, reason=f"inputs total {delta} bytes, output {out.nbytes}")
+            continue
+        if done:
+            full = len(done) == len(op.inputs)
+            op.attributes["kernel"] = "concat_in_place" if full else "concat_partial"
+            copied = [x for x in op.inputs if x not in done]
+            sb = sum(saved_bytes(g.tensors[x].nbytes) for x in done)
+            log.add("concat_in_place", op=op.name, aliased=done, copied=copied, saved_bytes=sb)
+            log.stats["saved_bytes"] = log.stats.get("saved_bytes", 0) + sb
+    return g
+
+
+def _horizontal(g: Graph, log: PassLog, refuse_peak_increase: bool) -> Graph:
+    pos = {n: i for i, n in enumerate(g.ops)}
+    groups: list[list[str]] = []
+    used: set[str] = set()
+    for t in g.tensors.values():
+        if t.producer is None and t.kind != "input":
+            continue
+        by_key: dict[Any, list[str]] = {}
+        for c in t.consumers:
+            op = g.ops[c]
+            if c in used or len(op.outputs) != 1 or op.inputs[:1] != (t.name,):
+                continue
+            if op.op_type not in ("Conv", "MatMul", "Gemm") or "aliases" in op.attributes:
+                continue
+            if any(g.tensors[x].kind != "weight" for x in op.inputs[1:]):
+                continue
+            a = op.attributes
+            key = (op.op_type, str(a.get("kernel_shape")), str(a.get("strides")),
+                   str(a.get("pads")), str(a.get("group", 1)))
+            by_key.setdefault(key, []).append(c)
+        for members in by_key.values():
+            if len(members) > 1:
+                groups.append(sorted(members, key=pos.__getitem__))
+                used.update(members)
+    if not groups:
+        return g
+
+    def build(chosen: list[list[str]]) -> Graph:
+        first = {gr[0]: gr for gr in chosen}
+        member = {n for gr in chosen for n in gr}
+        ops = []
+        for n, op in g.ops.items():
+            if n in first:
+                gr = first[n]
+                ms = [g.ops[m] for m in gr]
+                inputs = [ms[0].inputs[0]] + [x for m in ms for x in m.inputs[1:]]
+                attrs = {"horizontal": list(gr), "members": [dict(m.attributes) for m in ms],
+                         "fused_ops": [x for m in ms for x in _members(m)[0]],
+                         "fused_types": [x for m in ms for x in _members(m)[1]],
+                         "kernel": "horizontal_" + str(ms[0].attributes.get(
+                             "kernel", ms[0].op_type.lower()))}
+                macs = sum(m.macs or 0 for m in ms) if all(m.macs is not None for m in ms) else None
+                ops.append(Operator("+".join(gr), ms[0].op_type, tuple(dict.fromkeys(inputs)),
+                                    tuple(o for m in ms for o in m.outputs), attrs, macs))
+            elif n not in member:
+                ops.append(op)
+        return rebuild(g, ops)
+
+    chosen: list[list[str]] = []
+    base = transformed_peak(g)
+    for gr in groups:
+        trial = transformed_peak(build(chosen + [gr]))
+        raised = trial > base
+        if raised:
+            log.add("raises_peak", group=gr, peak_before=base, peak_after=trial,
+                    refused=refuse_peak_increase)
+            if refuse_peak_increase:
+                continue
+        chosen.append(gr)
+        base = trial
+        log.add("horizontal", ops=gr, launches_saved=len(gr) - 1, saved_bytes=0)
+    return build(chosen) if chosen else g
+
+
+def fuse(
+    graph: Graph,
+    *,
+    fold_bn: bool = True,
+    epilogues: bool = True,
+    concat_in_place: bool = True,
+    horizontal: bool = False,
+    vlen: int = 128,
+    num_registers: int = 32,
+    tile_elems: int = 16,
+    acc_bits: int = 32,
+    refuse_peak_increase: bool = False,
+    alignment: int = 1,
+) -> tuple[Graph, PassLog]:
+    """The fusion pass (module docstring).
+
+    Parameters
+    ----------
+    graph : Graph
+    fold_bn, epilogues, concat_in_place, horizontal : bool
+        Named switches for the four fusions (horizontal fusion is off by default: it often raises
+        the peak, see the log's ``raises_peak`` records).
+    vlen, num_registers, tile_elems, acc_bits : int
+        The :class:`~.legality.VectorRegisterModel` (VLEN bits, registers, tile elements,
+        accumulator bits).
+    refuse_peak_increase : bool
+        Refuse a fusion that raises the peak of live bytes (it is logged either way).
+    alignment : int
+        Concat slice offsets must be multiples of it (bytes) to be written in place.
+
+    Returns
+    -------
+    (Graph, PassLog)
+        The fused graph (a valid DAG; input untouched) and the log (``stats["saved_bytes"]``
+        total, ``stats["would_be_spills"]``, actions ``fold_bn``, ``fuse``, ``refuse``,
+        ``concat_in_place``, ``horizontal``, ``raises_peak``).
+    """
+    log = PassLog("fuse")
+    log.stats["saved_bytes"] = 0
+    log.stats["would_be_spills"] = 0
+    regs = VectorRegisterModel(vlen, num_registers, tile_elems, acc_bits)
+    g = graph
+    if fold_bn:
+        g = _fold_bn(g, log)
+    if epilogues:
+        g = _fuse_epilogues(g, log, regs, refuse_peak_increase)
+    if concat_in_place:
+        g = _concat_in_place(g, log, alignment)
+    if horizontal:
+        g = _horizontal(g, log, refuse_peak_increase)
+    if g is graph:
+        g = graph.copy()
+    return g, log

@@ -1,0 +1,130 @@
+"""Fusion legality and cost (seed 000 section 4).
+
+* **Semantic boundary**: a fused kernel hands each epilogue operator its producer's result tile by
+  tile. An operator in :data:`SEMANTIC_REDUCTIONS` (Softmax, ReduceMean, ...) needs its producer's
+  *whole* output (a full row or tensor) before it can emit anything, so inside a fused group it
+  would consume a partial result ("a proper subset of an operator's output used by another").
+  :func:`consumes_partial_result` is that check; only elementwise operators join a group as
+  epilogues, and a reduction may start a group (Softmax followed by an elementwise scale is legal).
+* **Register pressure** (:class:`VectorRegisterModel`): RISC-V V style, ``vlen`` bits per vector
+  register, ``num_registers`` (32) registers. A fused kernel computes ``tile_elems`` output
+  elements per iteration; each value of the group (one result per operator, one operand tile per
+  distinct non-scalar external input) occupies ``ceil(tile_elems * width / vlen)`` registers,
+  where ``width`` is the element width in bits (int8 -> 8, float32 -> 32) and integer
+  contractions (Conv, MatMul, Gemm) accumulate in ``acc_bits`` (32). We count every value of the
+  group as live at once (a software-pipelined kernel keeps them all): a conservative model. A
+  group needing more than ``num_registers`` registers is refused; the excess is the would-be spill
+  count.
+* **Saved bytes**: ``saved_bytes = 2 x size(intermediate) x steps_eliminated`` (one write and one
+  read of each intermediate tensor no longer stored; each merge eliminates one step).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..graph import Graph, Operator
+
+__all__ = [
+    "SEMANTIC_REDUCTIONS",
+    "CONTRACTIONS",
+    "consumes_partial_result",
+    "VectorRegisterModel",
+    "saved_bytes",
+]
+
+#: Operators whose every output element depends on a reduction over many producer elements.
+SEMANTIC_REDUCTIONS = frozenset(
+    {
+        "Softmax", "LogSoftmax", "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin",
+        "ReduceProd", "ReduceL2", "ReduceL1", "ReduceLogSumExp", "GlobalAveragePool",
+        "GlobalMaxPool", "LayerNormalization", "InstanceNormalization", "LRN", "ArgMax",
+        "ArgMin", "TopK", "CumSum",
+    }
+)
+#: Contractions that accumulate (integer inputs accumulate in wider registers).
+CONTRACTIONS = frozenset({"Conv", "ConvTranspose", "MatMul", "Gemm"})
+
+
+def consumes_partial_result(producer: Operator, consumer: Operator) -> bool:
+    """True iff fusing ``consumer`` after ``producer`` would make it consume a partial result:
+    ``consumer`` reduces over ``producer``'s output (it needs a proper superset of the tile a
+    fused kernel has when it runs). ``O(1)``."""
+    types = consumer.attributes.get("fused_types") or [consumer.op_type]
+    return types[0] in SEMANTIC_REDUCTIONS
+
+
+@dataclass(frozen=True)
+class VectorRegisterModel:
+    """Vector register file model for the register-pressure limit (module docstring).
+
+    Parameters
+    ----------
+    vlen : int
+        Bits per vector register (RVV ``VLEN``), ``>= 8``.
+    num_registers : int
+        Architectural vector registers (32 in RVV).
+    tile_elems : int
+        Output elements a fused kernel computes per iteration.
+    acc_bits : int
+        Accumulator width of integer contractions (bits).
+
+    Examples
+    --------
+    Seed 003's first layer after BN folding, Conv (int8) + Relu, 32-element tiles, VLEN 128:
+    conv result 8 registers (int32 accumulators), Relu result 2, operand tiles x 2, weights 2,
+    int32 bias 8: 22 <= 32. At VLEN 64 every tile needs twice the registers: 44 > 32.
+
+    >>> from scheduling.examples import mobilenet_v1_first_layer
+    >>> from scheduling.transforms import fuse
+    >>> g, _ = fuse(mobilenet_v1_first_layer(), epilogues=False)
+    >>> group = [g.ops["conv"], g.ops["relu"]]
+    >>> m128, m64 = VectorRegisterModel(128, tile_elems=32), VectorRegisterModel(64, tile_elems=32)
+    >>> m128.registers_of(g, group), m64.registers_of(g, group)
+    (22, 44)
+    """
+
+    vlen: int = 128
+    num_registers: int = 32
+    tile_elems: int = 16
+    acc_bits: int = 32
+
+    def registers(self, bits: int) -> int:
+        """Registers holding one ``tile_elems`` tile of ``bits``-wide elements."""
+        return math.ceil(self.tile_elems * bits / self.vlen)
+
+    def registers_of(self, graph: Graph, group: Sequence[Operator]) -> int:
+        """Vector registers a fused group needs: its operators' results plus its distinct
+        non-scalar external operand tiles. ``O(#group inputs)``."""
+        produced = {t for op in group for t in op.outputs}
+        total = 0
+        for op in group:
+            out = graph.tensors[op.outputs[0]]
+            bits = np.dtype(out.dtype).itemsize * 8
+            if op.op_type in CONTRACTIONS and np.dtype(out.dtype).kind in "iu":
+                bits = max(bits, self.acc_bits)
+            total += self.registers(bits)
+        seen = set()
+        for op in group:
+            for t in op.inputs:
+                if t in produced or t in seen:
+                    continue
+                seen.add(t)
+                ten = graph.tensors[t]
+                if ten.numel <= 1:
+                    continue  # a scalar lives in a scalar register
+                total += self.registers(np.dtype(ten.dtype).itemsize * 8)
+        return total
+
+
+def saved_bytes(intermediate_bytes: int, steps_eliminated: int = 1) -> int:
+    """Seed 000 section 4: ``2 x size(intermediate) x steps_eliminated`` (bytes).
+
+    >>> saved_bytes(401408)
+    802816
+    """
+    return 2 * int(intermediate_bytes) * int(steps_eliminated)
