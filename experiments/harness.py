@@ -15,7 +15,6 @@ import math
 import time
 import traceback
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd

@@ -47,8 +47,9 @@ def live_profile(problem: Problem, aligned: bool = False) -> tuple[np.ndarray, n
 def lower_bound(problem: Problem) -> int:
     """Max over time of the live bytes: a lower bound on the arena of any valid plan (bytes).
 
-    Sizes are rounded up to alignment, less the largest rounding slack of the problem (the top buffer
-    of a stack need not be padded), and never below the unrounded peak; when every size is a multiple
+    Sizes are rounded up to ``g``, the gcd of the alignments (every offset is a multiple of ``g``),
+    less the largest rounding slack of the problem (the top buffer of a stack need not be padded),
+    and never below the unrounded peak; when every size is a multiple
     of its alignment this is exactly seed 000's ``peak``. Zero-size buffers count for nothing.
     Runs in ``O(n log n)``.
 
@@ -63,10 +64,11 @@ def lower_bound(problem: Problem) -> int:
     slack = problem.aligned_sizes - problem.sizes
     if not slack.any():
         return raw
-    # Offsets are multiples of the smallest alignment, so each non-top buffer of a stack occupies at
-    # least its size rounded up to that alignment.
-    amin = int(problem.alignments[problem.sizes > 0].min()) if (problem.sizes > 0).any() else 1
-    rounded = -(-problem.sizes // amin) * amin
+    # Every offset is a multiple of g = gcd of the alignments, so each non-top buffer of a stack
+    # occupies at least its size rounded up to g (the next offset above it is a multiple of g).
+    live = problem.sizes > 0
+    g = int(np.gcd.reduce(problem.alignments[live])) if live.any() else 1
+    rounded = -(-problem.sizes // g) * g
     times, inv = np.unique(np.concatenate([problem.starts, problem.ends]), return_inverse=True)
     delta = np.zeros(len(times), np.int64)
     np.add.at(delta, inv[: problem.n], rounded)

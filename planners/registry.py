@@ -11,6 +11,25 @@ from __future__ import annotations
 from typing import Any
 
 from .base import FunctionPlanner, Planner
+from .choose_best import ChooseBest
+from .colouring import Chaitin, IntervalColouring
+from .cpsat import CPSat
+from .exact_search import ExactSearch
+from .freelist_bump import FreelistBump
+from .greedy import (
+    BestFit,
+    FirstFit,
+    GreedyByBreadth,
+    GreedyByConflicts,
+    GreedyBySize,
+    GreedyBySizeBestFit,
+    GreedyInOrder,
+    GreedyPlanner,
+    LifetimeAware,
+)
+from .ilp_blocks import ILPBlocks
+from .milp_offsets import MILPOffsets
+from .minimize import Minimize
 from .model import Plan, Problem
 from .naive import Naive
 
@@ -19,6 +38,24 @@ __all__ = ["PLANNERS", "get_planner", "plan", "available_planners"]
 #: Registry of offset planners by name (the name used on the command line and in records).
 PLANNERS: dict[str, type[Planner]] = {
     "naive": Naive,
+    "greedy_in_order": GreedyInOrder,
+    "first_fit": FirstFit,
+    "best_fit": BestFit,
+    "greedy_by_size": GreedyBySize,
+    "greedy_by_size_best_fit": GreedyBySizeBestFit,
+    "greedy_by_breadth": GreedyByBreadth,
+    "greedy_by_conflicts": GreedyByConflicts,
+    "lifetime_aware": LifetimeAware,
+    "greedy": GreedyPlanner,
+    "choose_best": ChooseBest,
+    "chaitin": Chaitin,
+    "interval_colouring": IntervalColouring,
+    "cpsat": CPSat,
+    "ilp_blocks": ILPBlocks,
+    "milp_offsets": MILPOffsets,
+    "freelist_bump": FreelistBump,
+    "exact_search": ExactSearch,
+    "minimize": Minimize,
 }
 
 
