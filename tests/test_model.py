@@ -221,3 +221,14 @@ def test_minimalloc_challenging_files_load(name):
     assert 150 <= p.n <= 300
     assert np.all(p.ends > p.starts)
     assert lower_bound(p) <= 1048576
+
+
+def test_lower_bound_with_alignments_that_do_not_divide_each_other():
+    # Offsets 0 (alignment 2) and 3 (alignment 3) place two live 3-byte buffers in 6 bytes.
+    p = Problem([Buffer("a", 0, 1, 3, alignment=2), Buffer("b", 0, 1, 3, alignment=3)])
+    check_plan(p, [0, 3])
+    assert lower_bound(p) == 6
+    # Alignments 4 and 8 (gcd 4): the lower 3-byte buffer is padded to 4.
+    q = Problem([Buffer("a", 0, 1, 3, alignment=4), Buffer("b", 0, 1, 3, alignment=8)])
+    assert lower_bound(q) == 7
+    check_plan(q, [4, 0])
