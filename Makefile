@@ -7,7 +7,7 @@ MINIMALLOC_DIR ?= ../shared/benchmarks/minimalloc
 MINIMALLOC_ARG := $(if $(wildcard $(MINIMALLOC_DIR)/*.csv),--minimalloc-dir $(MINIMALLOC_DIR),)
 PYTEST_WORKERS ?= 2
 
-.PHONY: venv run test lint bench bench-rv64 bench-exact bench-sched bench-transforms clean
+.PHONY: venv run test lint bench bench-rv64 bench-exact bench-sched bench-transforms bench-budget clean
 
 $(STAMP): pyproject.toml $(wildcard setup.py) $(wildcard planners/_ext/*.c)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -50,6 +50,11 @@ bench-sched: $(STAMP)
 ## layer and MobileNet V1/V2: peak and arena without/with fusion, saved bytes -> results/bench_transforms.csv
 bench-transforms: $(STAMP)
 	$(PY) -m experiments.transforms_compare --out results/bench_transforms.csv
+
+## Budget techniques: MobileNetV2 int8 patch-based peak vs MCUNetV2, patch/recompute/tier/pool/
+## multi-model curves on the nine ONNX models -> results/bench_budget.csv + figures/budget_vs_overhead
+bench-budget: $(STAMP)
+	$(PY) -m experiments.bench_budget --out results/bench_budget.csv
 
 clean:
 	rm -rf $(VENV) build *.egg-info

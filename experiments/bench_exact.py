@@ -13,8 +13,9 @@ written in other modules), and the colouring heuristics ``chaitin`` / ``interval
 ``problem, n_buffers, capacity, lower_bound, best_heuristic, best_heuristic_arena, planner,
 label, params, status, arena, best_bound, seconds``
 
-``arena``, ``lower_bound``, ``best_bound`` and ``capacity`` are bytes; ``seconds`` is wall clock of
-the solve. ``status`` is the planner's (``optimal`` / ``feasible`` / ``infeasible`` / ``timeout`` /
+``arena``, ``lower_bound``, ``best_bound`` and ``capacity`` are bytes; ``seconds`` is the median
+wall clock of ``repeats`` solves (default 3). A run that ends at its time limit (status ``timeout``,
+or ``feasible`` without a proof) is not repeated: its time is the limit, so ``repeats`` is 1. ``status`` is the planner's (``optimal`` / ``feasible`` / ``infeasible`` / ``timeout`` /
 ``over_capacity`` / ``heuristic``); a run that raised records ``error: ...``. Rows are appended and
 flushed one by one, so an interrupted run keeps what it measured.
 
@@ -29,6 +30,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -53,6 +55,7 @@ COLUMNS = [
     "arena",
     "best_bound",
     "seconds",
+    "repeats",
 ]
 
 DEFAULT_MINIMALLOC = (
@@ -115,8 +118,9 @@ def load_problems(minimalloc_dir: Path | None, names: list[str] | None, onnx: bo
     return out
 
 
-def run(out: Path, problems, confs, labels: list[str] | None = None) -> None:
-    """Run every configuration on every problem and append rows to ``out`` (CSV, header first)."""
+def run(out: Path, problems, confs, labels: list[str] | None = None, repeats: int = 3) -> None:
+    """Run every configuration on every problem ``repeats`` times and append one row per
+    (problem, configuration) to ``out`` (CSV, header first), with the median seconds."""
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w", newline="") as fh:
         w = csv.DictWriter(fh, COLUMNS)
@@ -129,10 +133,12 @@ def run(out: Path, problems, confs, labels: list[str] | None = None) -> None:
                 if labels and label not in labels:
                     continue
                 p = prob if keep_cap else prob.with_capacity(None)
+                if getattr(PLANNERS[name], "requires_capacity", False) and p.capacity is None:
+                    p = p.with_capacity(lb)  # the decision question: does the optimum reach it?
                 row = {
                     "problem": pname,
                     "n_buffers": prob.n,
-                    "capacity": prob.capacity,
+                    "capacity": p.capacity,
                     "lower_bound": lb,
                     "best_heuristic": h_info["warm_start"],
                     "best_heuristic_arena": h_arena,
@@ -140,17 +146,24 @@ def run(out: Path, problems, confs, labels: list[str] | None = None) -> None:
                     "label": label,
                     "params": json.dumps(params, sort_keys=True),
                 }
-                t0 = time.perf_counter()
-                try:
-                    r = get_planner(name, **params).plan(p)
+                times: list[float] = []
+                for _ in range(max(1, repeats)):
+                    t0 = time.perf_counter()
+                    try:
+                        r = get_planner(name, **params).plan(p)
+                    except MemplanError as e:
+                        row.update(status=f"error: {e}")
+                        times.append(time.perf_counter() - t0)
+                        break
+                    times.append(r.seconds)
                     row.update(
                         status=r.status,
                         arena=r.arena_size if r.status not in ("infeasible", "timeout") else "",
                         best_bound=r.best_bound,
-                        seconds=round(r.seconds, 3),
                     )
-                except MemplanError as e:
-                    row.update(status=f"error: {e}", seconds=round(time.perf_counter() - t0, 3))
+                    if r.status in ("timeout", "feasible"):
+                        break  # ended by its limit: repeating only measures the limit again
+                row.update(seconds=round(statistics.median(times), 3), repeats=len(times))
                 w.writerow(row)
                 fh.flush()
                 print(
@@ -170,12 +183,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--problems", default="", help="comma list (A,B,onnx:resnet50,...)")
     ap.add_argument("--labels", default="", help="comma list of run labels (default: all)")
     ap.add_argument("--no-onnx", action="store_true")
+    ap.add_argument("--repeats", type=int, default=3, help="solves per run; median seconds")
     a = ap.parse_args(argv)
     problems = load_problems(
         a.minimalloc_dir, [s for s in a.problems.split(",") if s], onnx=not a.no_onnx
     )
     confs = configurations(a.cpsat_limit, a.ilp_limit, a.search_limit)
-    run(a.out, problems, confs, [s for s in a.labels.split(",") if s] or None)
+    run(a.out, problems, confs, [s for s in a.labels.split(",") if s] or None, repeats=a.repeats)
     return 0
 
 
