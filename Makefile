@@ -19,7 +19,7 @@ venv: $(STAMP)
 
 ## The main job: compare every planner on the bundled real workloads; writes results/ and plots.
 run: $(STAMP)
-	$(VENV)/bin/memplan compare $(MINIMALLOC_ARG) --out results
+	$(VENV)/bin/memplan compare $(MINIMALLOC_ARG) --rv64 --out results
 
 ## The test suite (unit, property, notebook tests); tests that need ../shared skip without it.
 test: $(STAMP)
