@@ -25,7 +25,7 @@ from .errors import CapacityError
 from .model import Plan, Problem
 from .validate import check_plan
 
-__all__ = ["Planner", "SolveResult", "FunctionPlanner"]
+__all__ = ["Configurable", "Planner", "SolveResult", "FunctionPlanner"]
 
 
 @dataclass
@@ -45,26 +45,17 @@ class SolveResult:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-class Planner:
-    """Base class of offset planners (see module docstring).
+class Configurable:
+    """Keyword parameters set in ``__init__`` and stored unchanged (scikit-learn style).
 
-    Subclasses set the class attribute ``name`` (registry key) and implement ``_solve``. Parameters
-    are the keyword arguments of the subclass ``__init__``; :meth:`get_params` reads them back so a
-    sweep can record and reproduce any run.
+    :meth:`get_params` reads them back from the constructor's signature, so a sweep can record any
+    run and rebuild it from its record; planners and schedulers both derive from this class.
     """
 
-    name: str = "planner"
-    #: True for planners that answer the decision problem "does it fit ``problem.capacity``?" and
-    #: need a capacity (e.g. ``exact_search``); the harness then passes the problem's capacity, or
-    #: the lower bound when it has none.
-    requires_capacity: bool = False
-    #: Family label used by benchmarks and plots ("greedy", "exact", "colouring", ...).
-    family: str = "baseline"
-    #: False for configurable engines whose default duplicates a named planner (e.g. ``greedy``);
-    #: ``memplan compare`` without ``--planners`` runs the others.
-    in_default_comparison: bool = True
+    name: str = "configurable"
+    #: What the object is, for messages ("planner", "scheduler").
+    _kind: str = "component"
 
-    # -- parameters (scikit-learn style) --------------------------------------------------------
     @classmethod
     def _param_names(cls) -> list[str]:
         init = cls.__init__
@@ -81,18 +72,39 @@ class Planner:
         """The constructor's keyword parameters and their current values."""
         return {k: getattr(self, k) for k in self._param_names()}
 
-    def set_params(self, **params: Any) -> Planner:
+    def set_params(self, **params: Any):
         """Set parameters by name (``ValueError`` naming an unknown one); returns ``self``."""
         names = self._param_names()
         for k, v in params.items():
             if k not in names:
-                raise ValueError(f"planner {self.name!r} has no parameter {k!r}; it has {names}")
+                raise ValueError(f"{self._kind} {self.name!r} has no parameter {k!r}; it has {names}")
             setattr(self, k, v)
         return self
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({args})"
+
+
+class Planner(Configurable):
+    """Base class of offset planners (see module docstring).
+
+    Subclasses set the class attribute ``name`` (registry key) and implement ``_solve``. Parameters
+    are the keyword arguments of the subclass ``__init__``; :meth:`get_params` reads them back so a
+    sweep can record and reproduce any run.
+    """
+
+    name: str = "planner"
+    _kind = "planner"
+    #: True for planners that answer the decision problem "does it fit ``problem.capacity``?" and
+    #: need a capacity (e.g. ``exact_search``); the harness then passes the problem's capacity, or
+    #: the lower bound when it has none.
+    requires_capacity: bool = False
+    #: Family label used by benchmarks and plots ("greedy", "exact", "colouring", ...).
+    family: str = "baseline"
+    #: False for configurable engines whose default duplicates a named planner (e.g. ``greedy``);
+    #: ``memplan compare`` without ``--planners`` runs the others.
+    in_default_comparison: bool = True
 
     # -- running --------------------------------------------------------------------------------
     def plan(self, problem: Problem) -> Plan:

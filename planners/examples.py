@@ -50,13 +50,15 @@ SEED000_OFFSETS: dict[str, int] = {
 }
 
 
-def seed000_problem(alignment: int = 16) -> Problem:
+def seed000_problem(alignment: int = 16, unified: bool = True) -> Problem:
     """The seed 000 section 8 demo problem (8 tensors, alignment 16 bytes).
 
-    Resident tensors (``input``, ``conv_w``, ``gemm_w``) are live for the whole schedule, closed
-    ``[0, SEED000_STEPS]`` = half-open ``[0, 6)``, as the seed's ``span_of`` treats them; their
-    ``kind`` is ``"resident"``. Activations keep their closed ``[first_use, last_use]`` from the
-    table. ``greedy_in_order`` reproduces :data:`SEED000_OFFSETS` (arena 352256 bytes).
+    With ``unified=True`` (the seed's layout) the resident tensors (``input``, ``conv_w``,
+    ``gemm_w``) are live for the whole schedule, closed ``[0, SEED000_STEPS]`` = half-open
+    ``[0, 6)``, as the seed's ``span_of`` treats them, with ``kind="resident"``; with
+    ``unified=False`` they are left out (activations only). Activations keep their closed
+    ``[first_use, last_use]`` from the table. ``greedy_in_order`` reproduces
+    :data:`SEED000_OFFSETS` (arena 352256 bytes).
 
     >>> p = seed000_problem()
     >>> p.n, int(p.sizes[p.resident].sum())
@@ -65,10 +67,11 @@ def seed000_problem(alignment: int = 16) -> Problem:
     bufs = []
     for name, first, last, size, resident in SEED000_TENSORS:
         if resident:
-            bufs.append(Buffer.from_closed(name, 0, SEED000_STEPS, size, kind="resident"))
+            if unified:
+                bufs.append(Buffer.from_closed(name, 0, SEED000_STEPS, size, kind="resident"))
         else:
             bufs.append(Buffer.from_closed(name, first, last, size))
-    return Problem(bufs, alignment=alignment, name="seed000-section8")
+    return Problem(bufs, alignment=alignment, name="seed000")
 
 
 def exercise_5_1_problem() -> Problem:

@@ -48,7 +48,7 @@ sizes (``input`` is 1024 floats = 4096 bytes, ...); no MACs are estimated.
 
 from __future__ import annotations
 
-from planners.model import Problem
+from planners.examples import SEED000_OFFSETS, SEED000_TENSORS, seed000_problem
 
 from .graph import Graph
 from .onnx_import import estimate_macs
@@ -61,30 +61,9 @@ __all__ = [
     "mobilenet_v1_first_layer",
 ]
 
-#: Seed 000 section 8 output table: ``(name, first_use, last_use, size_bytes, resident)`` with
-#: closed lifetimes, verbatim from the seed.
-SEED000_TABLE: tuple[tuple[str, int, int, int, bool], ...] = (
-    ("input", 0, 0, 4096, True),
-    ("conv_w", 0, 1, 65536, True),
-    ("conv_y", 1, 2, 8192, False),
-    ("skip", 0, 2, 4096, False),
-    ("res", 2, 3, 8192, False),
-    ("gemm_w", 3, 4, 262144, True),
-    ("logits", 4, 5, 1024, False),
-    ("probs", 5, 5, 1024, False),
-)
-
-#: The offsets (bytes) printed by the seed's greedy allocator (alignment 16), verbatim.
-SEED000_OFFSETS: dict[str, int] = {
-    "input": 0,
-    "conv_w": 4096,
-    "conv_y": 335872,
-    "skip": 331776,
-    "res": 344064,
-    "gemm_w": 69632,
-    "logits": 331776,
-    "probs": 332800,
-}
+#: Seed 000 section 8 output table ``(name, first_use, last_use, size_bytes, resident)`` (closed
+#: lifetimes) and the offsets its allocator prints; defined once in :mod:`planners.examples`.
+SEED000_TABLE = SEED000_TENSORS
 
 
 def seed000_graph() -> Graph:
@@ -125,26 +104,6 @@ def seed000_graph() -> Graph:
     g.add_op("softmax", "Softmax", ["logits"], ["probs"])
     g.mark_output("probs")
     return g
-
-
-def seed000_problem(unified: bool = True, alignment: int = 16) -> Problem:
-    """The seed's own table (:data:`SEED000_TABLE`) as a problem, independent of any graph.
-
-    With ``unified=True`` residents (``input``, ``conv_w``, ``gemm_w``) get ``kind="resident"``
-    and live for the whole run, half-open ``[0, 6)``; activations keep the seed's closed lifetimes
-    (converted to half-open). ``alignment`` defaults to the seed's 16 bytes. Buffer order is the
-    seed's row order.
-    """
-    from planners.model import Buffer
-
-    bufs = []
-    for name, first, last, size, resident in SEED000_TABLE:
-        if resident:
-            if unified:
-                bufs.append(Buffer(name, 0, 6, size, kind="resident"))
-        else:
-            bufs.append(Buffer.from_closed(name, first, last, size))
-    return Problem(bufs, alignment=alignment, name="seed000")
 
 
 def mobilenet_v1_first_layer(fused: bool = False) -> Graph:

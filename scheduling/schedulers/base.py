@@ -17,11 +17,12 @@ A new scheduler is one module with a subclass and one line in
 
 from __future__ import annotations
 
-import inspect
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from planners.base import Configurable
 
 from ..graph import Graph
 from ..schedule import SCHEDULE_STATUSES, Schedule, check_schedule, is_valid_schedule
@@ -46,42 +47,14 @@ class ScheduleResult:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-class Scheduler:
+class Scheduler(Configurable):
     """Base class of operator schedulers (see the module docstring).
 
     Subclasses set the class attribute ``name`` (the registry key) and implement ``_schedule``.
     """
 
     name: str = "scheduler"
-
-    @classmethod
-    def _param_names(cls) -> list[str]:
-        init = cls.__init__
-        if init is object.__init__:
-            return []
-        sig = inspect.signature(init)
-        return [
-            p.name
-            for p in sig.parameters.values()
-            if p.name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-        ]
-
-    def get_params(self) -> dict[str, Any]:
-        """The constructor's keyword parameters and their current values."""
-        return {k: getattr(self, k) for k in self._param_names()}
-
-    def set_params(self, **params: Any) -> Scheduler:
-        """Set parameters by name (``ValueError`` naming an unknown one); returns ``self``."""
-        names = self._param_names()
-        for k, v in params.items():
-            if k not in names:
-                raise ValueError(f"scheduler {self.name!r} has no parameter {k!r}; it has {names}")
-            setattr(self, k, v)
-        return self
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({args})"
+    _kind = "scheduler"
 
     def schedule(self, graph: Graph) -> Schedule:
         """Schedule ``graph`` and return a checked :class:`Schedule`.
