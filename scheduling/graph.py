@@ -95,6 +95,12 @@ class Tensor:
     consumers : list of str
         Names of the operators that read it, in stored operator order, one entry per operator
         (an operator reading the tensor twice appears once). Maintained by :class:`Graph`.
+    value : numpy.ndarray or None
+        The constant's elements when known (shape :attr:`shape`, dtype :attr:`dtype`, read-only),
+        else ``None``. Only weights carry one: the ONNX importer keeps the values of small
+        initializers and folded constants (:func:`scheduling.onnx_import.load_onnx`,
+        ``max_value_elems``), which lets :func:`scheduling.transforms.simplify` find
+        multiply-by-one / add-zero from the graph alone. Not part of equality or ``repr``.
     """
 
     name: str
@@ -104,6 +110,7 @@ class Tensor:
     kind: str = "activation"
     producer: str | None = None
     consumers: list[str] = field(default_factory=list)
+    value: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     @property
     def bytes(self) -> int:
@@ -172,6 +179,7 @@ class Graph:
         dtype: str = "float32",
         kind: str = "activation",
         nbytes: int | None = None,
+        value: Any = None,
     ) -> Tensor:
         """Add a tensor and return it.
 
@@ -185,12 +193,15 @@ class Graph:
         kind : {"weight", "input", "output", "activation"}
         nbytes : int or None
             Bytes; default ``prod(shape) * itemsize(dtype)``.
+        value : array-like or None
+            Known constant elements (weights only); stored as a read-only numpy array of
+            ``dtype``, which must have exactly ``shape`` (no broadcasting).
 
         Raises
         ------
         GraphError
             Empty or duplicate name, unknown kind, a negative or non-integer dimension, unknown
-            dtype, ``nbytes < 0``.
+            dtype, ``nbytes < 0``, a ``value`` on a non-weight or whose shape is not ``shape``.
         """
         if not isinstance(name, str) or not name:
             raise GraphError(
@@ -212,7 +223,20 @@ class Graph:
             nbytes = math.prod(dims) * item
         elif isinstance(nbytes, bool) or not isinstance(nbytes, (int, np.integer)) or nbytes < 0:
             raise GraphError(f"tensor {name!r}: nbytes must be an integer >= 0, got {nbytes!r}")
-        t = Tensor(name, tuple(dims), str(np.dtype(dtype)), int(nbytes), kind)
+        arr = None
+        if value is not None:
+            if kind != "weight":
+                raise GraphError(
+                    f"tensor {name!r}: only a weight carries a constant value, kind is {kind!r}"
+                )
+            arr = np.array(value, dtype=np.dtype(dtype))  # a private copy
+            if arr.shape != tuple(dims):
+                raise GraphError(
+                    f"tensor {name!r}: value has shape {arr.shape}, the tensor has shape "
+                    f"{tuple(dims)}"
+                )
+            arr.setflags(write=False)
+        t = Tensor(name, tuple(dims), str(np.dtype(dtype)), int(nbytes), kind, value=arr)
         self.tensors[name] = t
         return t
 
@@ -346,7 +370,8 @@ class Graph:
         g = Graph(self.name if name is None else name)
         for t in self.tensors.values():
             g.tensors[t.name] = Tensor(
-                t.name, t.shape, t.dtype, t.nbytes, t.kind, t.producer, list(t.consumers)
+                t.name, t.shape, t.dtype, t.nbytes, t.kind, t.producer, list(t.consumers),
+                t.value,  # read-only, safe to share
             )
         for op in self.ops.values():
             g.ops[op.name] = Operator(

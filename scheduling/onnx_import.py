@@ -5,13 +5,22 @@ Steps of :func:`load_onnx`:
 1. read the protobuf (a clear :class:`OnnxImportError` for a missing, empty or malformed file);
 2. apply the caller's ``overrides`` of symbolic input dimensions (a whole input shape by input
    name, or a value per ``dim_param`` name);
-3. run ``onnx.shape_inference.infer_shapes(model, strict_mode=True)``;
+3. run ``onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)`` (data
+   propagation gives static shapes to ``ConstantOfShape(Shape(x))`` and similar shape
+   computations);
 4. **constant folding of kinds**: initializers, and every output of a node whose inputs are all
    constants (``Constant``, ``ConstantOfShape`` of an initializer shape, ``Unsqueeze`` of a weight
-   ...) are weights. Those nodes are not operators of the graph: a runtime folds them once. The
-   light models shipped in the onnx wheel keep each weight as ``ConstantOfShape(shape
+   ...) are weights, and so is the output of a ``Shape`` node whose input has a static shape
+   (only the shape is read). Those nodes are not operators of the graph: a runtime folds them
+   once. The light models shipped in the onnx wheel keep each weight as ``ConstantOfShape(shape
    initializer)``; the shape initializers themselves are dropped (no remaining operator reads
-   them);
+   them). **Values**: a constant of at most ``max_value_elems`` elements keeps its elements on
+   :attr:`Tensor.value <scheduling.graph.Tensor.value>` -- initializers (stored inline, not as
+   external data) and the outputs of folded nodes of
+   :data:`scheduling.constfold.FOLDABLE_OPS` (``Constant``, ``ConstantOfShape``, ``Shape``,
+   ``Reshape``, ``Identity``, ``Unsqueeze``, ``Cast``, ...) whose input values are known,
+   evaluated with numpy by :func:`scheduling.constfold.evaluate_constant_op`. Larger or
+   non-foldable constants stay weights without a value;
 5. IR v3 files list initializers among the graph inputs: those are weights, not inputs;
 6. operators in file order; an output that no operator reads and that is not a graph output
    (e.g. the mask of an inference ``Dropout``, which has no inferred shape) is dropped when its
@@ -37,8 +46,9 @@ from typing import Any
 import numpy as np
 import onnx
 from google.protobuf.message import DecodeError
-from onnx import helper, shape_inference
+from onnx import helper, numpy_helper, shape_inference
 
+from .constfold import evaluate_constant_op
 from .errors import OnnxImportError
 from .graph import Graph
 
@@ -174,6 +184,7 @@ def load_onnx(
     path: str | os.PathLike | onnx.ModelProto,
     overrides: Overrides | None = None,
     name: str | None = None,
+    max_value_elems: int = 4096,
 ) -> Graph:
     """Import an ONNX model as a :class:`Graph` (steps in the module docstring).
 
@@ -187,6 +198,9 @@ def load_onnx(
         ``"batch"``.
     name : str, optional
         Graph name (default: the file name without ``.onnx``).
+    max_value_elems : int
+        Constants (weights) of at most this many elements keep their values as numpy arrays on
+        :attr:`Tensor.value <scheduling.graph.Tensor.value>` (step 4); ``0`` keeps none.
 
     Returns
     -------
@@ -215,7 +229,7 @@ def load_onnx(
         model = m2
         _apply_overrides(model, overrides, where)
     try:
-        model = shape_inference.infer_shapes(model, strict_mode=True)
+        model = shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
     except Exception as e:  # onnx raises InferenceError / ValidationError / RuntimeError
         raise OnnxImportError(f"{where}: strict ONNX shape inference failed: {e}") from None
     g = model.graph
@@ -228,13 +242,48 @@ def load_onnx(
     graph_outputs = [o.name for o in g.output]
     out_set = set(graph_outputs)
 
-    # 4. constant propagation of kinds.
+    # 4. constant propagation of kinds, and values of small constants.
+    values: dict[str, np.ndarray] = {}
+    if max_value_elems > 0:
+        for t in g.initializer:
+            inline = t.data_location != onnx.TensorProto.EXTERNAL
+            if inline and math.prod(t.dims) <= max_value_elems:
+                try:
+                    values[t.name] = numpy_helper.to_array(t)
+                except Exception:  # unsupported element type: keep it without a value
+                    pass
+
+    def known_shape(tname: str) -> list[int] | None:
+        if tname in init_info:
+            return init_info[tname][0]
+        return _static_shape(vinfo.get(tname))[0]
+
+    def fold_values(node: onnx.NodeProto, ins: list[str]) -> None:
+        outs = [o for o in node.output if o]
+        sizes = [known_shape(o) for o in outs]
+        if any(sh is None or math.prod(sh) > max_value_elems for sh in sizes):
+            return  # too large to keep (or size unknown: never materialise it)
+        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        res = evaluate_constant_op(
+            node.op_type, attrs, [values.get(i) for i in ins], [known_shape(i) for i in ins]
+        )
+        if res is None or len(res) < len(outs):
+            return
+        for o, v, sh in zip(outs, res, sizes):
+            if tuple(v.shape) == tuple(sh):  # agrees with ONNX shape inference
+                values[o] = v
+
     const = set(init_names)
     op_nodes = []
     for node in g.node:
         ins = [i for i in node.input if i]
-        if all(i in const for i in ins) and not any(o in out_set for o in node.output):
+        folds = all(i in const for i in ins) or (
+            node.op_type == "Shape" and len(ins) == 1 and known_shape(ins[0]) is not None
+        )
+        if folds and not any(o in out_set for o in node.output):
             const.update(o for o in node.output if o)
+            if max_value_elems > 0:
+                fold_values(node, ins)
         else:
             op_nodes.append(node)
 
@@ -273,7 +322,10 @@ def load_onnx(
         if tname in graph.tensors:
             return
         dims, dt = tensor_spec(tname)
-        graph.add_tensor(tname, dims, dt, kind=kind)
+        val = values.get(tname) if kind == "weight" else None
+        if val is not None and tuple(val.shape) != tuple(dims):
+            val = None
+        graph.add_tensor(tname, dims, dt, kind=kind, value=val)
 
     # Graph inputs (IR v3: initializers are listed as inputs -- those are weights).
     for vi in g.input:

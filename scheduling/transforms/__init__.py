@@ -8,10 +8,12 @@ passes (networkx-style registry: :func:`run_pipeline` accepts names or callables
 name           pass
 =============  ===================================================================================
 simplify       :func:`~.simplify.simplify` -- constant folding, Identity/Dropout removal,
-               cancelling Transpose pairs, multiply-by-one / add-zero (seed 000 section 3.1)
+               cancelling Transpose pairs, multiply-by-one / add-zero from the constants'
+               values (:attr:`scheduling.graph.Tensor.value`) (seed 000 section 3.1)
 views          :func:`~.views.views` -- Reshape/Flatten/Squeeze/Unsqueeze alias their input
-fuse           :func:`~.fuse.fuse` -- BN folding, epilogue/elementwise/residual fusion, Concat in
-               place, horizontal fusion, with legality and cost rules (seeds 003, 000 section 4)
+fuse           :func:`~.fuse.fuse` -- BN folding, epilogue/elementwise/residual fusion, prologue
+               casts, Concat in place, horizontal fusion, with legality and cost rules (seeds
+               003, 000 section 4)
 inplace        :func:`~.inplace.inplace` -- elementwise operators write into a dying input
                (seed 002 section 5.3.3)
 workspaces     :func:`~.workspace.workspaces` -- im2col / GEMM scratch buffers (seed 002 5.3.4)

@@ -18,7 +18,9 @@ Fused operators
 A fused operator keeps its anchor's name and ``op_type`` (``Conv`` stays ``Conv``, so MACs,
 workspaces and tiling still see a convolution) and gains attributes ``fused_ops`` (original
 operator names), ``fused_types`` (their types), ``epilogue`` (types applied to the anchor's result,
-in order) and ``kernel`` (a kernel name such as ``conv_bias_relu``, used by the plan export).
+in order), ``registers`` (vector registers of the fused group, :mod:`.legality`), ``prologue`` /
+``prologue_casts`` (casts applied on load of an input, in front of the anchor in ``fused_ops``)
+and ``kernel`` (a kernel name such as ``conv_bias_relu``, used by the plan export).
 """
 
 from __future__ import annotations
@@ -224,7 +226,8 @@ def rebuild(
         kind = kinds.get(t, meta.kind)
         if kind == "output":
             kind = "activation"  # marked below, after its producer exists
-        g.add_tensor(t, meta.shape, meta.dtype, kind=kind, nbytes=meta.nbytes)
+        value = meta.value if kind == "weight" else None  # constant values travel with weights
+        g.add_tensor(t, meta.shape, meta.dtype, kind=kind, nbytes=meta.nbytes, value=value)
 
     for t in src.inputs:
         add(t)

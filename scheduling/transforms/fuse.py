@@ -16,13 +16,26 @@
    ...) never joins a group as an epilogue (``refuse`` with ``reason="reduction_boundary"``); a
    group over the vector register budget is refused (``reason="register_pressure"``, counted in
    ``stats["would_be_spills"]``).
-3. ``concat_in_place`` -- **Concat written in place**: when the concat axis is the outermost
+3. ``prologues`` -- **prologue fusion** of boundary casts (seed 000 section 3.3): a standalone
+   ``Cast`` / ``QuantizeLinear`` / ``DequantizeLinear`` left after the epilogue step (typically
+   the cast after a graph input, which has no producer to join) is applied on load by the
+   operator reading its output (Conv, MatMul, an elementwise operator, pooling, a reduction), so
+   the cast's output is never stored (:func:`~.legality.prologue_refusal`). The fused operator
+   keeps the consumer's name, ``op_type`` and input positions (the cast's output replaced by the
+   cast's input), and gains ``prologue`` (cast types) and ``prologue_casts`` (one record per
+   absorbed cast: ``op``, ``op_type``, ``input``, ``replaces``, ``dtype`` of the value the kernel
+   computes with). Legality as for epilogues: the register budget (the cast's input tile is one
+   more live value; ``reason="register_pressure"``) and the peak: reading the cast's *input*
+   instead of its output at the consumer's step extends that input's lifetime when nothing else
+   read it so late, which can raise the peak (logged ``raises_peak``, refused with
+   ``refuse_peak_increase``).
+4. ``concat_in_place`` -- **Concat written in place**: when the concat axis is the outermost
    non-unit one (``prod(shape[:axis]) == 1``, so each input is one contiguous slice), each
    input produced by an operator aliases the concat output at its slice offset (annotation
    ``[input, output, offset]``), so producers write straight into the concat buffer. An input
    already aliased elsewhere (e.g. DenseNet features read by several concats) is copied; the
    kernel is ``concat_in_place`` (no copy) or ``concat_partial``.
-4. ``horizontal`` -- **horizontal fusion**: operators of the same type and kernel geometry that
+5. ``horizontal`` -- **horizontal fusion**: operators of the same type and kernel geometry that
    read the same activation and otherwise only weights become one multi-output operator at the
    earliest member's step (one kernel launch).
 
@@ -53,7 +66,12 @@ from .base import (
     rebuild,
     transformed_peak,
 )
-from .legality import VectorRegisterModel, consumes_partial_result, saved_bytes
+from .legality import (
+    VectorRegisterModel,
+    consumes_partial_result,
+    prologue_refusal,
+    saved_bytes,
+)
 
 __all__ = ["fuse", "fold_batchnorm"]
 
@@ -183,6 +201,7 @@ def _fuse_epilogues(g: Graph, log: PassLog, regs: VectorRegisterModel,
     pos = {n: i for i, n in enumerate(g.ops)}
     absorbed: set[str] = set()
     groups: list[list[str]] = []
+    need_of: dict[str, int] = {}  # anchor -> vector registers of its accepted group
     for name, op in g.ops.items():
         if name in absorbed or len(op.outputs) != 1 or op.op_type in VIEW_OPS:
             continue
@@ -211,6 +230,7 @@ def _fuse_epilogues(g: Graph, log: PassLog, regs: VectorRegisterModel,
                 log.stats["would_be_spills"] = log.stats.get("would_be_spills", 0) + spill
                 break
             group.append(c.name)
+            need_of[name] = need
             cur = c
         if len(group) > 1:
             groups.append(group)
@@ -238,7 +258,7 @@ def _fuse_epilogues(g: Graph, log: PassLog, regs: VectorRegisterModel,
         has_bias = "folded_bn" in attrs or (anchor.op_type in ("Conv", "Gemm")
                                             and len(anchor.inputs) > 2)
         attrs.update(fused_ops=names, fused_types=types, epilogue=epi,
-                     epilogue_attributes=epi_attrs,
+                     epilogue_attributes=epi_attrs, registers=need_of[group[0]],
                      kernel=kernel_name([anchor.op_type] + epi, has_bias=has_bias))
         return Operator(anchor.name, anchor.op_type, tuple(dict.fromkeys(inputs)),
                         g.ops[group[-1]].outputs, attrs, anchor.macs)
@@ -284,6 +304,96 @@ def _fuse_epilogues(g: Graph, log: PassLog, regs: VectorRegisterModel,
         log.add("fuse", ops=list(gr), types=[g.ops[n].op_type for n in gr],
                 intermediates=[t for t, _ in inter], steps_eliminated=len(gr) - 1,
                 saved_bytes=sb, kernel=fused_op(gr).attributes["kernel"])
+        log.stats["saved_bytes"] = log.stats.get("saved_bytes", 0) + sb
+    return build(chosen)
+
+
+def _absorb_prologue(g: Graph, cast: Operator, cons: Operator, need: int) -> Operator:
+    """``cons`` with ``cast`` applied on load of the cast's output (see :func:`fuse`)."""
+    xq, x = cast.outputs[0], cast.inputs[0]
+    inputs = [x if t == xq else t for t in cons.inputs]
+    inputs += [t for t in cast.inputs[1:] if t not in inputs]  # scale / zero point
+    names, types = _members(cons)
+    attrs = dict(cons.attributes)
+    rec = {"op": cast.name, "op_type": cast.op_type, "input": x, "replaces": xq,
+           "dtype": g.tensors[xq].dtype, "attributes": dict(cast.attributes)}
+    kern = str(cons.attributes.get("kernel", cons.op_type.lower()))
+    attrs.update(fused_ops=[cast.name] + names, fused_types=[cast.op_type] + types,
+                 prologue=[cast.op_type] + list(cons.attributes.get("prologue", [])),
+                 prologue_casts=[rec] + list(cons.attributes.get("prologue_casts", [])),
+                 registers=need, kernel=f"{cast.op_type.lower()}_{kern}")
+    return Operator(cons.name, cons.op_type, tuple(inputs), cons.outputs, attrs, cons.macs)
+
+
+def _fuse_prologues(g: Graph, log: PassLog, regs: VectorRegisterModel,
+                    refuse_peak_increase: bool) -> Graph:
+    aliases = graph_aliases(g)
+    aliased = set(aliases) | {p for p, _ in aliases.values()}
+    pos = {n: i for i, n in enumerate(g.ops)}
+    need: dict[str, int] = {}  # consumer -> registers with the casts accepted so far
+    cands: list[tuple[str, str]] = []  # (cast, consumer) in stored order
+    for name, op in g.ops.items():
+        if len(op.outputs) != 1 or len(g.tensors[op.outputs[0]].consumers) != 1:
+            continue
+        cons = g.ops[g.tensors[op.outputs[0]].consumers[0]]
+        if (op.outputs[0] in aliased or pos[cons.name] <= pos[name]
+                or prologue_refusal(g, op, cons) is not None):
+            continue
+        if name in need:
+            continue  # this cast already absorbs an earlier cast: it stays an operator
+        base = need.get(cons.name)
+        if base is None:
+            base = cons.attributes.get("registers") or regs.registers_of(g, [cons])
+        extra = 0
+        for t in dict.fromkeys(op.inputs):  # the cast's operand tiles become live values
+            if t not in cons.inputs and g.tensors[t].numel > 1:
+                extra += regs.registers(np.dtype(g.tensors[t].dtype).itemsize * 8)
+        if base + extra > regs.num_registers:
+            spill = base + extra - regs.num_registers
+            log.add("refuse", reason="register_pressure", group=[name, cons.name], op=name,
+                    registers=base + extra, limit=regs.num_registers, would_be_spill=spill)
+            log.stats["would_be_spills"] = log.stats.get("would_be_spills", 0) + spill
+            continue
+        need[cons.name] = base + extra
+        cands.append((name, cons.name))
+    if not cands:
+        return g
+
+    def build(chosen: Sequence[tuple[str, str]]) -> Graph:
+        casts = {c for c, _ in chosen}
+        new: dict[str, Operator] = {}
+        for c, n in chosen:
+            cur = new.get(n, g.ops[n])
+            r = max(need[n], int(cur.attributes.get("registers") or 0))
+            new[n] = _absorb_prologue(g, g.ops[c], cur, r)
+        return rebuild(g, [new.get(n, op) for n, op in g.ops.items() if n not in casts])
+
+    def extends(cast: str, cons: str) -> bool:
+        """Reading the cast's input at ``cons``'s step makes that activation live longer."""
+        x = g.tensors[g.ops[cast].inputs[0]]
+        if x.producer is None or x.kind == "output":
+            return False  # graph inputs / weights are not activation buffers here
+        return max(pos[c] for c in x.consumers) < pos[cons]
+
+    chosen = [cc for cc in cands if not extends(*cc)]
+    late = [cc for cc in cands if extends(*cc)]
+    if late:
+        base_peak = transformed_peak(build(chosen))
+        for cc in late:
+            trial = transformed_peak(build(chosen + [cc]))
+            if trial > base_peak:
+                log.add("raises_peak", group=list(cc), peak_before=base_peak, peak_after=trial,
+                        refused=refuse_peak_increase)
+                if refuse_peak_increase:
+                    continue
+            chosen.append(cc)
+            base_peak = trial
+    chosen.sort(key=lambda cc: pos[cc[0]])
+    for c, n in chosen:
+        xq = g.tensors[g.ops[c].outputs[0]]
+        sb = saved_bytes(xq.nbytes)
+        log.add("fuse_prologue", cast=c, op=n, op_type=g.ops[c].op_type, intermediate=xq.name,
+                intermediate_bytes=xq.nbytes, steps_eliminated=1, saved_bytes=sb)
         log.stats["saved_bytes"] = log.stats.get("saved_bytes", 0) + sb
     return build(chosen)
 
@@ -398,6 +508,7 @@ def fuse(
     *,
     fold_bn: bool = True,
     epilogues: bool = True,
+    prologues: bool = True,
     concat_in_place: bool = True,
     horizontal: bool = False,
     vlen: int = 128,
@@ -412,8 +523,8 @@ def fuse(
     Parameters
     ----------
     graph : Graph
-    fold_bn, epilogues, concat_in_place, horizontal : bool
-        Named switches for the four fusions (horizontal fusion is off by default: it often raises
+    fold_bn, epilogues, prologues, concat_in_place, horizontal : bool
+        Named switches for the five fusions (horizontal fusion is off by default: it often raises
         the peak, see the log's ``raises_peak`` records).
     vlen, num_registers, tile_elems, acc_bits : int
         The :class:`~.legality.VectorRegisterModel` (VLEN bits, registers, tile elements,
@@ -427,8 +538,8 @@ def fuse(
     -------
     (Graph, PassLog)
         The fused graph (a valid DAG; input untouched) and the log (``stats["saved_bytes"]``
-        total, ``stats["would_be_spills"]``, actions ``fold_bn``, ``fuse``, ``refuse``,
-        ``concat_in_place``, ``horizontal``, ``raises_peak``).
+        total, ``stats["would_be_spills"]``, actions ``fold_bn``, ``fuse``, ``fuse_prologue``,
+        ``refuse``, ``concat_in_place``, ``horizontal``, ``raises_peak``).
     """
     log = PassLog("fuse")
     log.stats["saved_bytes"] = 0
@@ -439,6 +550,8 @@ def fuse(
         g = _fold_bn(g, log)
     if epilogues:
         g = _fuse_epilogues(g, log, regs, refuse_peak_increase)
+    if prologues:
+        g = _fuse_prologues(g, log, regs, refuse_peak_increase)
     if concat_in_place:
         g = _concat_in_place(g, log, alignment)
     if horizontal:

@@ -15,6 +15,17 @@
   group as live at once (a software-pipelined kernel keeps them all): a conservative model. A
   group needing more than ``num_registers`` registers is refused; the excess is the would-be spill
   count.
+* **Prologue casts** (:func:`prologue_refusal`): a standalone ``Cast`` / ``QuantizeLinear`` /
+  ``DequantizeLinear`` (:data:`CAST_OPS`) is elementwise, so the operator reading its output can
+  apply it to each input tile as it loads it: the cast's output tensor is never stored. Unlike an
+  epilogue this never hands anyone a partial result (element ``i`` of the cast needs only element
+  ``i`` of its input), so a reduction or a contraction may absorb it too; the anchor must be a
+  compute kernel that loads its operands (:data:`PROLOGUE_ANCHORS`: contractions, elementwise
+  operators, pooling and reductions), not a view, a ``Concat`` written in place or a horizontal
+  group, and the cast's output must have no other reader and not be a graph output. A
+  contraction re-applies the cast on every reload of an input element (``k_h x k_w`` times for a
+  convolution without im2col); that is compute, not memory, and is not modelled. The register
+  budget is checked like an epilogue's, the cast's input tile added to the group's values.
 * **Saved bytes**: ``saved_bytes = 2 x size(intermediate) x steps_eliminated`` (one write and one
   read of each intermediate tensor no longer stored; each merge eliminates one step).
 """
@@ -28,11 +39,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..graph import Graph, Operator
+from .base import ELEMENTWISE
 
 __all__ = [
     "SEMANTIC_REDUCTIONS",
     "CONTRACTIONS",
+    "CAST_OPS",
+    "POOLING",
+    "PROLOGUE_ANCHORS",
     "consumes_partial_result",
+    "prologue_refusal",
     "VectorRegisterModel",
     "saved_bytes",
 ]
@@ -48,14 +64,41 @@ SEMANTIC_REDUCTIONS = frozenset(
 )
 #: Contractions that accumulate (integer inputs accumulate in wider registers).
 CONTRACTIONS = frozenset({"Conv", "ConvTranspose", "MatMul", "Gemm"})
+#: Type conversions the quantisation pass inserts at boundaries (seed 000 section 3.3).
+CAST_OPS = frozenset({"Cast", "QuantizeLinear", "DequantizeLinear"})
+#: Window pooling operators (they load input tiles like a contraction).
+POOLING = frozenset({"MaxPool", "AveragePool", "LpPool", "GlobalAveragePool", "GlobalMaxPool"})
+#: Operators that can apply a cast to their operand tiles on load (prologue fusion).
+PROLOGUE_ANCHORS = CONTRACTIONS | ELEMENTWISE | POOLING | SEMANTIC_REDUCTIONS
 
 
 def consumes_partial_result(producer: Operator, consumer: Operator) -> bool:
     """True iff fusing ``consumer`` after ``producer`` would make it consume a partial result:
     ``consumer`` reduces over ``producer``'s output (it needs a proper superset of the tile a
-    fused kernel has when it runs). ``O(1)``."""
-    types = consumer.attributes.get("fused_types") or [consumer.op_type]
-    return types[0] in SEMANTIC_REDUCTIONS
+    fused kernel has when it runs). A fused ``consumer`` keeps its anchor's ``op_type`` (a
+    prologue cast absorbed in front of it does not change that). ``O(1)``."""
+    return consumer.op_type in SEMANTIC_REDUCTIONS
+
+
+def prologue_refusal(graph: Graph, cast: Operator, consumer: Operator) -> str | None:
+    """Why ``cast`` cannot be folded into ``consumer`` as a prologue, or ``None`` if it can
+    (module docstring; the register budget and the peak are checked by the fusion pass).
+
+    Reasons: ``"not_a_cast"`` (not a standalone operator of :data:`CAST_OPS` with one output),
+    ``"cast_output_shared"`` (the cast's output is a graph output, has another reader, or is
+    aliased), ``"anchor_not_fusable"`` (``consumer`` is not a :data:`PROLOGUE_ANCHORS` kernel,
+    is a horizontal group or writes in place / into a view). ``O(#consumers)``.
+    """
+    if (cast.op_type not in CAST_OPS or "fused_ops" in cast.attributes
+            or len(cast.outputs) != 1 or "aliases" in cast.attributes):
+        return "not_a_cast"
+    t = graph.tensors[cast.outputs[0]]
+    if t.kind == "output" or t.consumers != [consumer.name]:
+        return "cast_output_shared"
+    if (consumer.op_type not in PROLOGUE_ANCHORS or "horizontal" in consumer.attributes
+            or "aliases" in consumer.attributes):
+        return "anchor_not_fusable"
+    return None
 
 
 @dataclass(frozen=True)

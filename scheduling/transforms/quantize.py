@@ -4,9 +4,10 @@
 MatMul, whose bias becomes int32 for int8 weights) to ``int8`` or ``float16``. Boundaries get
 explicit cast operators: a ``QuantizeLinear`` (int8) or ``Cast`` (float16) after each float graph
 input, and a ``DequantizeLinear`` / ``Cast`` producing each float graph output from its quantised
-value. Casts are elementwise, so the fusion pass folds a boundary cast into its producer's
-epilogue (e.g. ``Softmax + DequantizeLinear``) when that is legal; a cast right after a graph
-input feeds a convolution and stays a separate step (prologue fusion is not modelled). Only
+value. Casts are elementwise, so the fusion pass folds them into a neighbour when that is legal:
+an output-side cast into its producer's epilogue (e.g. ``Softmax + DequantizeLinear``), an
+input-side cast (which has no producer in the graph) into the operator reading it as a prologue
+(``QuantizeLinear + Conv``: the quantised input is never stored), see :func:`~.fuse.fuse`. Only
 sizes change: the numerics of quantisation (scales, zero points, calibration) are out of scope.
 ``O(#ops + #tensors)``.
 """

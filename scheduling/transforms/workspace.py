@@ -8,6 +8,10 @@ operator.
 * ``Gemm`` / ``MatMul`` need packed **GEMM tile buffers** (BLIS-style panels): ``(tile_m + tile_n)
   x K x element size`` bytes, ``K`` the reduction length.
 
+The element size is that of the value the kernel computes with: for an operator that absorbed a
+prologue cast (:func:`~.fuse.fuse`, attribute ``prologue_casts``) the cast's output type (an int8
+im2col buffer filled from a float input), else the input tensor's.
+
 Per-operator mode (default): each workspace is an extra output ``<op>_ws`` (``uint8``) that no
 operator reads, so its closed lifetime is the operator's step alone. ``shared=True``: one global
 ``workspace`` tensor sized by the maximum, written by a ``Workspace`` allocation operator at step 0
@@ -35,6 +39,11 @@ def workspace_bytes(graph: Graph, op: Operator, tile_m: int = 8, tile_n: int = 8
     >>> workspace_bytes(g, g.ops["conv"])  # 112 * 112 * 3 * 3 * 3 * 1 byte
     338688
     """
+    cast_to = {r["input"]: r["dtype"] for r in op.attributes.get("prologue_casts", ())}
+
+    def itemsize(t: Tensor) -> int:
+        return np.dtype(cast_to.get(t.name, t.dtype)).itemsize
+
     if op.op_type == "Conv" and len(op.inputs) >= 2:
         x, w = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
         y = graph.tensors[op.outputs[0]]
@@ -42,14 +51,14 @@ def workspace_bytes(graph: Graph, op: Operator, tile_m: int = 8, tile_n: int = 8
         s = list(op.attributes.get("strides") or [1] * len(k))
         if math.prod(k) == 1 and all(v == 1 for v in s):
             return 0
-        return math.prod(y.shape[2:]) * w.shape[1] * math.prod(k) * np.dtype(x.dtype).itemsize
+        return math.prod(y.shape[2:]) * w.shape[1] * math.prod(k) * itemsize(x)
     if op.op_type in ("Gemm", "MatMul") and len(op.inputs) >= 2:
         a = graph.tensors[op.inputs[0]]
         if op.op_type == "Gemm":
             kdim = a.shape[0] if op.attributes.get("transA", 0) else a.shape[-1]
         else:
             kdim = a.shape[-1]
-        return (tile_m + tile_n) * kdim * np.dtype(a.dtype).itemsize
+        return (tile_m + tile_n) * kdim * itemsize(a)
     return 0
 
 
