@@ -90,9 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _extensions():
     """Command modules that add subcommands: each has ``add_parsers(subparsers)``, ``COMMANDS``
     and ``run(args) -> int``."""
-    from experiments import cli_sweep, cli_transforms
+    from experiments import cli_budget, cli_sweep, cli_transforms
 
-    return [cli_sweep, cli_transforms]
+    return [cli_sweep, cli_transforms, cli_budget]
 
 
 def _summary(doc: str | None, width: int = 96) -> str:
@@ -216,7 +216,7 @@ def add_rv64_columns(df, problems: dict, progress: bool = False):
     return df, ""
 
 
-def _markdown(records, out: Path) -> str:
+def _markdown(records, out: Path, figures: list[Path] = ()) -> str:
     import pandas as pd
 
     ok = records[records["valid"].astype(bool)]
@@ -257,8 +257,9 @@ def _markdown(records, out: Path) -> str:
     summary["geomean_ratio"] = summary["geomean_ratio"].apply(math.exp)
     lines += ["## Per planner", "", summary.reset_index().to_markdown(index=False, floatfmt=".4g"), "",
               "## Figures", ""]
-    for f in sorted((out / "figures").glob("*.png")):
-        lines.append(f"![{f.stem}](figures/{f.name})")
+    for f in figures:
+        if f.suffix == ".png":
+            lines.append(f"![{f.stem}]({f.relative_to(out).as_posix()})")
     lines.append("")
     return "\n".join(lines)
 
@@ -266,7 +267,8 @@ def _markdown(records, out: Path) -> str:
 def _cmd_compare(args) -> int:
     import pandas as pd
 
-    from experiments.harness import RECORD_COLUMNS, compare, default_planners, run_one
+    from experiments.compare_figures import compare_figures
+    from experiments.harness import RECORD_COLUMNS, compare, default_planners
     from experiments.workloads import default_workloads, load_problem, minimalloc_workloads
     from planners.registry import PLANNERS
 
@@ -306,19 +308,20 @@ def _cmd_compare(args) -> int:
         if msg:
             print(f"memplan: {msg}", file=sys.stderr)
         _atomic_write_text(csv_path, df.to_csv(index=False))
+    figures: list[Path] = []
     if not args.no_plots:
-        _figures(df, problems, out, run_one)
-    _atomic_write_text(out / "compare.md", _markdown(df, out))
+        figures = compare_figures(df, problems, out / "figures")
+    _atomic_write_text(out / "compare.md", _markdown(df, out, figures))
     ok = int(df["valid"].sum())
-    print(f"{len(df)} runs, {ok} valid plans; wrote {csv_path}, {out / 'compare.md'}, {out / 'figures'}/")
+    wrote = [str(csv_path), str(out / "compare.md")] + ([f"{out / 'figures'}/"] if figures else [])
+    print(f"{len(df)} runs, {ok} valid plans; wrote {', '.join(wrote)}")
     return 0
 
 
 def _cmd_compare_schedules(args) -> int:
     import pandas as pd
 
-    from experiments import plots
-    from experiments.plots_sched import plot_sched_peaks, plot_schedule_curves
+    from experiments.compare_figures import sched_figures
     from experiments.sched_compare import SCHED_COLUMNS, compare_schedules
     from experiments.workloads import graph_workloads, load_graph
     from scheduling.schedulers import SCHEDULERS
@@ -342,17 +345,7 @@ def _cmd_compare_schedules(args) -> int:
             print(f"scheduled {name}", file=sys.stderr)
     df = pd.concat(frames, ignore_index=True)
     if not args.no_plots:
-        plots.save(plot_sched_peaks(df), out / "figures" / "sched_peaks")
-        from experiments.sched_compare import scheduler_for
-
-        # Live-bytes curves of two schedules of the first graph: file order vs best_of when both
-        # ran, else the first two schedulers.
-        first = next(iter(graphs))
-        pair = [s for s in ("file_order", "best_of") if s in schedulers]
-        pair = pair if len(pair) == 2 else schedulers[:2]
-        orders = {s: scheduler_for(s, args.time_limit).schedule(graphs[first]).order for s in pair}
-        plots.save(plot_schedule_curves(graphs[first], orders),
-                   out / "figures" / f"sched_curves_{first.replace(':', '_')}")
+        sched_figures(df, graphs, schedulers, out / "figures", time_limit=args.time_limit)
     base = df[df["scheduler"] == "file_order"].groupby("workload")["peak_bytes"].first()
     peak = df.pivot_table(index="workload", columns="scheduler", values="peak_bytes", aggfunc="first")
     rel = (1 - peak.div(base, axis=0)) * 100
@@ -406,31 +399,6 @@ def _cmd_compare_pipeline(args) -> int:
     _atomic_write_text(out / "compare_pipeline.md", "\n".join(md))
     print(f"{len(df)} rows; wrote {out / 'compare_pipeline.csv'}, {out / 'compare_pipeline.md'}")
     return 0
-
-
-def _figures(df, problems, out: Path, run_one) -> None:
-    from experiments import plots
-
-    fig_dir = out / "figures"
-    plots.save(plots.plot_ratio_heatmap(df), fig_dir / "ratio_heatmap")
-    plots.save(plots.plot_ratio_by_planner(df), fig_dir / "ratio_by_planner")
-    ok = df[df["valid"].astype(bool)]
-    for w in [w for w in ("seed000", "resnet50", "inception_v1", "minimalloc:C") if w in problems]:
-        sub = ok[ok["workload"] == w]
-        if sub.empty:
-            continue
-        best = sub.sort_values(["arena", "seconds"]).iloc[0]["planner"]
-        chosen = [best] + [p for p in ("greedy_by_size", "greedy_in_order") if p in set(sub["planner"]) and p != best][:1]
-        plans = []
-        for name in chosen:
-            params = json.loads(sub[sub["planner"] == name].iloc[0]["params"] or "{}")
-            _, plan = run_one(w, problems[w], name, params=params, keep_plan=True)
-            if plan is not None:
-                plans.append(plan)
-        safe = w.replace(":", "_")
-        plots.save(plots.plot_memory_over_time(problems[w], plans), fig_dir / f"memory_over_time_{safe}")
-        if plans:
-            plots.save(plots.plot_arena_layout(plans[0]), fig_dir / f"layout_{safe}_{plans[0].planner}")
 
 
 def main(argv: list[str] | None = None) -> int:

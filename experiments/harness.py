@@ -54,16 +54,26 @@ RECORD_COLUMNS = [
 
 
 def default_planners() -> list[str]:
-    """Registered planners that ``compare`` runs by default (all but configurable engines whose
-    default duplicates a named planner)."""
-    return [n for n, c in PLANNERS.items() if getattr(c, "in_default_comparison", True)]
+    """Registered planners that ``compare`` runs by default: all but configurable engines whose
+    default duplicates a named planner (a class that sets ``in_default_comparison = False`` in its
+    own body; subclasses do not inherit the exclusion)."""
+    return [n for n, c in PLANNERS.items() if c.__dict__.get("in_default_comparison", True)]
 
 
-def planner_for(name: str, time_limit: float | None = None, **params: Any):
-    """Instantiate planner ``name``; ``time_limit`` (seconds) is passed to planners that take one."""
+def planner_for(name: str, time_limit: float | None = None,
+                params: dict[str, Any] | None = None):
+    """Instantiate planner ``name`` with ``params``; ``time_limit`` (seconds) is the default for
+    planners that take one, and a ``time_limit`` in ``params`` overrides it.
+
+    Raises ``ValueError`` for an unknown planner or parameter, or a time limit that is not > 0.
+    """
+    params = dict(params or {})
     cls = PLANNERS.get(name)
     if cls is not None and time_limit is not None and "time_limit" in cls._param_names():
         params.setdefault("time_limit", time_limit)
+    tl = params.get("time_limit")
+    if tl is not None and not (isinstance(tl, (int, float)) and tl > 0):
+        raise ValueError(f"planner {name!r}: time_limit must be > 0 seconds, got {tl!r}")
     return get_planner(name, **params)
 
 
@@ -109,7 +119,7 @@ def run_one(
     plan = None
     t0 = time.perf_counter()
     try:
-        planner = planner_for(planner_name, time_limit, **params)
+        planner = planner_for(planner_name, time_limit, params)
         rec["params"] = json.dumps(planner.get_params(), sort_keys=True, default=str)
         if _needs_capacity(planner):
             target = problem if problem.capacity is not None else problem.with_capacity(lb)

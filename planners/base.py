@@ -160,12 +160,15 @@ class Planner(Configurable):
             params=self.get_params(),
             info=dict(res.info),
         )
-        if (
-            res.offsets is not None
-            and problem.capacity is not None
-            and plan.arena_size > problem.capacity
-        ):
-            plan.status = "over_capacity"
+        if res.offsets is not None:
+            if problem.capacity is not None and plan.arena_size > problem.capacity:
+                plan.status = "over_capacity"
+            elif plan.status == "optimal" and plan.arena_size > plan.best_bound:
+                # "optimal" means the arena is proved minimal (arena == best proved bound). A
+                # decision answer "fits the capacity" (exact_search, cpsat mode="decide"), or an
+                # optimum of a restricted model (ilp_blocks' shared blocks), is a feasible plan.
+                plan.info["solver_claim"] = "optimal"
+                plan.status = "feasible"
         return plan
 
     def _solve(self, problem: Problem) -> SolveResult:  # pragma: no cover - abstract

@@ -33,11 +33,13 @@ __all__ = ["Buffer", "Problem", "Plan", "STATUSES", "KINDS"]
 #: inputs kept for the whole run; seed 000 section 8 "常驻") live for the whole schedule.
 KINDS = ("activation", "resident")
 
-#: Plan statuses. ``optimal``: proved minimal arena (or proved to fit, for a decision problem);
-#: ``feasible``: a valid plan from an exact method that did not prove optimality; ``heuristic``: a
-#: valid plan from a heuristic; ``infeasible``: proved that nothing fits the capacity; ``timeout``:
-#: the time limit ended the solve before any plan was found; ``over_capacity``: a valid layout whose
-#: arena exceeds the problem's capacity (a heuristic that did not fit, nothing proved).
+#: Plan statuses. ``optimal``: the arena is proved minimal (it equals the best proved lower bound);
+#: ``feasible``: a valid plan from an exact method without that proof (e.g. a decision solver that
+#: found a plan within the capacity, a solve stopped by its time limit, or the optimum of a
+#: restricted model such as shared blocks); ``heuristic``: a valid plan from a heuristic;
+#: ``infeasible``: proved that nothing fits the capacity; ``timeout``: the time limit ended the solve
+#: before any plan was found; ``over_capacity``: a valid layout whose arena exceeds the problem's
+#: capacity (a heuristic that did not fit, nothing proved).
 STATUSES = ("optimal", "feasible", "heuristic", "infeasible", "timeout", "over_capacity")
 
 

@@ -132,7 +132,7 @@ def test_compare_schedulers(tmp_path):
         s = sub.set_index("scheduler")
         assert s.loc["best_of", "peak_bytes"] <= s.loc["file_order", "peak_bytes"], w
         assert (sub["arena_bytes"] >= sub["peak_bytes"]).all()
-    assert (out / "figures" / "sched_peaks.png").exists()
+    assert (out / "figures" / "compare_sched_peaks.png").exists()
 
 
 def test_unknown_scheduler_is_an_error(tmp_path):

@@ -136,9 +136,11 @@ def test_ilp_blocks_path_more_blocks_help():
     assert max_live_count(p) == 2
     for backend in ("ortools", "pulp"):
         two = plan(p, "ilp_blocks", backend=backend, time_limit=20)
-        assert (two.status, two.arena_size) == ("optimal", 20)  # {a, c}, {b, d}
+        # optimal among shared-block layouts ({a, c}, {b, d}) but above the lower bound: "feasible"
+        assert (two.status, two.arena_size) == ("feasible", 20)
+        assert two.info["solver_claim"] == "optimal"
         three = plan(p, "ilp_blocks", backend=backend, blocks=3, time_limit=20)
-        assert (three.status, three.arena_size) == ("optimal", 12)  # {a, d}, {b}, {c}
+        assert (three.status, three.arena_size) == ("feasible", 12)  # {a, d}, {b}, {c}
     assert plan(p, "cpsat").arena_size == 11  # offsets: a and d share [0, 10), b, c at 10
     assert plan(p, "interval_colouring").arena_size == 20
     assert plan(p, "chaitin").arena_size == 20
@@ -200,7 +202,7 @@ def test_cpsat_time_limit_still_returns_valid_plan_and_bound():
     d = plan(
         p.with_capacity(10**9), "cpsat", mode="decide", deterministic_time=1e-3, warm_start=False
     )
-    assert d.status in ("optimal", "timeout")
+    assert d.status in ("optimal", "feasible", "timeout")
     if d.status == "timeout":
         assert d.info["solver_status"] == "UNKNOWN"
 
@@ -372,7 +374,8 @@ def test_ilp_blocks_matches_exhaustive_search(p):
     want = _best_blocks_exhaustive(p, m)
     for backend in ("ortools", "pulp"):
         r = plan(p, "ilp_blocks", backend=backend, time_limit=20)
-        assert r.status == "optimal"
+        assert r.info.get("solver_claim", r.status) == "optimal"
+        assert r.status == ("optimal" if r.arena_size == r.best_bound else "feasible")
         check_plan(p, r.offsets)
         assert r.arena_size == want, backend
     more = plan(p, "ilp_blocks", blocks=m + 1, time_limit=20)

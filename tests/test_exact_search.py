@@ -114,7 +114,10 @@ def test_infeasible_capacity_is_proved_not_timed_out():
     assert r.best_bound == 10
     assert r.info["nodes"] > 0
     ok = ExactSearch(capacity=10, time_limit=10).plan(p)
-    assert ok.status == "optimal" and ok.arena_size == 10
+    # A plan within the capacity answers the decision problem; arena 10 > lower bound 9, so it is
+    # "feasible" here, and minimize (below) proves 10 optimal.
+    assert ok.status == "feasible" and ok.arena_size == 10
+    assert ok.info["solver_claim"] == "optimal"
     assert np.all(ok.offsets[:3] % 4 == 0)
 
 
@@ -152,7 +155,7 @@ def test_zero_size_and_alignment():
         capacity=16,
     )
     r = plan(p, "exact_search", time_limit=5)
-    assert r.status == "optimal"
+    assert r.status in ("optimal", "feasible") and r.info.get("solver_claim", r.status) == "optimal"
     check_plan(p, r.offsets, capacity=16)
     assert r.offset_of("z") == 0
     # a and b are live together at step 1 and aligned to 8: one of them is at 8, arena >= 13.
@@ -228,7 +231,9 @@ def test_matches_brute_force(p):
     check_plan(p, m.offsets)
     assert m.arena_size == opt
     assert m.status == "optimal" and m.best_bound == opt
-    assert ExactSearch(capacity=opt, time_limit=10).plan(p).status == "optimal"
+    at_opt = ExactSearch(capacity=opt, time_limit=10).plan(p)
+    assert at_opt.arena_size <= opt
+    assert at_opt.status == ("optimal" if opt == lower_bound(p) else "feasible")
     if opt > lower_bound(p):
         assert ExactSearch(capacity=opt - 1, time_limit=10).plan(p).status == "infeasible"
 
@@ -243,7 +248,7 @@ def test_real_file_C():
     p = read_minimalloc_csv(path)
     assert p.n == 203 and p.capacity == 1048576
     r = ExactSearch(time_limit=30).plan(p)
-    assert r.status == "optimal" and r.arena_size <= 1048576
+    assert r.status == "feasible" and r.arena_size <= 1048576  # fits; C's optimum is 1039360
     check_plan(p, r.offsets, capacity=1048576)
     m = Minimize(time_limit=30).plan(p)
     assert m.lower_bound == 1039360

@@ -232,3 +232,21 @@ def test_lower_bound_with_alignments_that_do_not_divide_each_other():
     q = Problem([Buffer("a", 0, 1, 3, alignment=4), Buffer("b", 0, 1, 3, alignment=8)])
     assert lower_bound(q) == 7
     check_plan(q, [4, 0])
+
+
+def test_optimal_means_arena_equals_the_proved_bound():
+    from planners import SolveResult
+
+    p = exercise_51()
+
+    def claims_optimal(problem):  # first-fit offsets (arena 880), claiming optimality
+        return SolveResult(np.array([0, 100, 300, 450, 700]), "optimal", best_bound=780)
+
+    r = plan(p, claims_optimal)
+    assert r.arena_size == 880 and r.status == "feasible"
+    assert r.info["solver_claim"] == "optimal"
+
+    def proves_optimal(problem):  # arena 780 = bound 780
+        return SolveResult(np.array([0, 180, 380, 530, 0]), "optimal", best_bound=780)
+
+    assert plan(p, proves_optimal).status == "optimal"
