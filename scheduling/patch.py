@@ -499,7 +499,7 @@ def plan_patches(graph: Graph, budget: int, order: Sequence[str] | None = None,
             return PatchResult(0, "", (1, 1), base, 0, base, base, ctx.macs, 0, 0.0, 0)
         raise BudgetError(
             f"graph {graph.name!r}: budget {budget} bytes is below the smallest reachable peak "
-            f"{base} bytes (no operator prefix can run patch by patch)"
+            f"{base} bytes (no operator prefix can run patch by patch)", smallest_peak=base
         )
     ok = [c for c in cands if c.peak <= budget]
     if not ok:
@@ -507,6 +507,7 @@ def plan_patches(graph: Graph, budget: int, order: Sequence[str] | None = None,
         raise BudgetError(
             f"graph {graph.name!r}: budget {budget} bytes is below the smallest reachable peak "
             f"{best.peak} bytes (patch stage ending at {best.stage_end!r}, grid "
-            f"{best.grid[0]}x{best.grid[1]}; layer-by-layer peak {best.layer_peak} bytes)"
+            f"{best.grid[0]}x{best.grid[1]}; layer-by-layer peak {best.layer_peak} bytes)",
+            smallest_peak=best.peak,
         )
     return min(ok, key=lambda c: (c.extra_macs, c.peak, c.grid[0] * c.grid[1]))

@@ -25,7 +25,8 @@ Two solvers, same model, both report the extra MACs for a budget:
   Bartan et al., ICML 2023, solved with OR-Tools CP-SAT): booleans ``C[t, v]`` (compute ``v`` in
   stage ``t``) and ``R[t, v]`` (retain ``v`` into stage ``t``), ``C[t, t] = 1``, a computation
   needs its inputs computed or retained in its stage, a retention needs the value in the previous
-  stage, memory per stage ``<= budget``; minimise the recomputed cost.
+  stage, memory per stage ``<= budget``; minimise the recomputed cost (``budget=None``: first
+  the smallest reachable peak, then the cost at that peak).
 
 :func:`checkpoint_curve` is seed 002's ``sqrt(n)`` checkpointing model (the reference curve).
 
@@ -114,10 +115,10 @@ def remat_problem(graph: Graph, order: Sequence[str] | None = None,
                         preds, outs)
 
 
-def simulate(rp: RematProblem, comp: Sequence[Sequence[int]]) -> np.ndarray:
-    """Memory of every stage (int64 array ``(T,)``, bytes) for the computation sets ``comp``
-    (``comp[t]``: operators computed in stage ``t``, ``t`` included). ``O(T + sum |comp[t]| x
-    fan-in)`` with a difference array."""
+def _versions(rp: RematProblem, comp: Sequence[Sequence[int]]) -> list[tuple[int, int, int]]:
+    """Every computed version of every value as ``(value, stage computed, last stage live)``
+    (closed stage range): a version is retained until its last use before the next computation
+    of the value (graph outputs: to the last stage). ``O(T + sum |comp[t]| x fan-in)``."""
     T = rp.T
     computed: list[list[int]] = [[] for _ in range(T)]
     uses: list[list[int]] = [[] for _ in range(T)]
@@ -126,7 +127,7 @@ def simulate(rp: RematProblem, comp: Sequence[Sequence[int]]) -> np.ndarray:
             computed[u].append(t)
             for w in rp.preds[u]:
                 uses[w].append(t)
-    delta = np.zeros(T + 1, np.int64)
+    out = []
     for v in range(T):
         cs = computed[v]
         if not cs:
@@ -142,8 +143,19 @@ def simulate(rp: RematProblem, comp: Sequence[Sequence[int]]) -> np.ndarray:
                 j += 1
             if v in rp.outputs and a == len(cs) - 1:
                 last = T - 1
-            delta[c] += rp.sizes[v]
-            delta[last + 1] -= rp.sizes[v]
+            out.append((v, c, last))
+    return out
+
+
+def simulate(rp: RematProblem, comp: Sequence[Sequence[int]]) -> np.ndarray:
+    """Memory of every stage (int64 array ``(T,)``, bytes) for the computation sets ``comp``
+    (``comp[t]``: operators computed in stage ``t``, ``t`` included). ``O(T + sum |comp[t]| x
+    fan-in)`` with a difference array."""
+    T = rp.T
+    delta = np.zeros(T + 1, np.int64)
+    for v, c, last in _versions(rp, comp):
+        delta[c] += rp.sizes[v]
+        delta[last + 1] -= rp.sizes[v]
     return np.cumsum(delta[:T])
 
 
@@ -300,7 +312,7 @@ def greedy_recompute(graph: Graph | RematProblem, budget: int | None = None,
         raise BudgetError(
             f"recomputation (greedy): budget {budget} bytes is below the smallest reachable peak "
             f"{res.peak} bytes (baseline {res.baseline_peak} bytes, {len(res.recomputed)} "
-            "recomputations)"
+            "recomputations)", smallest_peak=res.peak
         )
     return res
 
@@ -332,45 +344,19 @@ def _add_recompute(rp: RematProblem, comp, v: int, q: int, depth: int) -> int | 
     return cost
 
 
-def cpsat_recompute(graph: Graph | RematProblem, budget: int, order: Sequence[str] | None = None,
-                    time_limit: float = 30.0, workers: int = 1, seed: int = 0,
-                    hint_greedy: bool = True) -> RematResult:
-    """Exact minimum-cost recomputation for ``budget`` (Checkmate/MOCCASIN 0-1 model, CP-SAT).
-
-    Parameters
-    ----------
-    graph : Graph or RematProblem
-    budget : int
-        Bytes per stage.
-    time_limit : float
-        Seconds; ``workers`` and ``seed`` make the run deterministic.
-    hint_greedy : bool
-        Start from :func:`greedy_recompute`'s solution when it fits (a solution hint).
-
-    Returns
-    -------
-    RematResult
-        ``"optimal"`` when proved; ``"feasible"`` otherwise.
-
-    Raises
-    ------
-    BudgetError
-        Proved infeasible, or no solution within the time limit; the message gives the smallest
-        peak the greedy reaches.
-
-    Notes
-    -----
-    ``T (T + 1)`` booleans and ``O(T x #edges)`` constraints; meant for graphs of up to a few
-    hundred operators.
-    """
+def _remat_model(rp: RematProblem, budget: int | None):
+    """The Checkmate/MOCCASIN 0-1 model (module docstring). With ``budget=None`` the per-stage
+    memory is bounded by an integer variable ``M`` (the peak) instead. Returns ``(model, C, R,
+    M or None, cost expression)``."""
     from ortools.sat.python import cp_model
 
-    t0 = time.perf_counter()
-    rp = graph if isinstance(graph, RematProblem) else remat_problem(graph, order)
     T = rp.T
     m = cp_model.CpModel()
     C = {}
     R = {}
+    M = None
+    if budget is None:
+        M = m.NewIntVar(0, int(rp.sizes.sum()), "peak")
     for t in range(T):
         for v in range(t + 1):
             C[t, v] = m.NewBoolVar(f"C{t}_{v}")
@@ -390,31 +376,120 @@ def cpsat_recompute(graph: Graph | RematProblem, budget: int, order: Sequence[st
             m.AddBoolOr([R[t, v].Not(), *prev])
         terms = [int(rp.sizes[v]) * C[t, v] for v in range(t + 1) if rp.sizes[v]]
         terms += [int(rp.sizes[v]) * R[t, v] for v in range(t) if rp.sizes[v]]
-        m.Add(sum(terms) <= int(budget))
-    m.Minimize(sum(int(rp.costs[v]) * C[t, v] for t in range(T) for v in range(t)))
+        m.Add(sum(terms) <= (M if M is not None else int(budget)))
+    cost = sum(int(rp.costs[v]) * C[t, v] for t in range(T) for v in range(t))
+    return m, C, R, M, cost
+
+
+def _hint(m, C, R, rp: RematProblem, comp) -> None:
+    """A complete solution hint (every ``C`` and ``R``) from computation sets ``comp``."""
+    T = rp.T
+    keep = set()
+    for v, c, last in _versions(rp, comp):
+        keep.update((t, v) for t in range(c + 1, last + 1))
+    for t in range(T):
+        cs = set(comp[t])
+        for v in range(t):
+            m.AddHint(C[t, v], v in cs)
+            m.AddHint(R[t, v], (t, v) in keep)
+
+
+def _solver(time_limit: float, workers: int, seed: int):
+    from ortools.sat.python import cp_model
+
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = max(0.01, float(time_limit))
+    solver.parameters.num_search_workers = int(workers)
+    solver.parameters.random_seed = int(seed)
+    return solver
+
+
+def cpsat_recompute(graph: Graph | RematProblem, budget: int | None,
+                    order: Sequence[str] | None = None, time_limit: float = 30.0,
+                    workers: int = 1, seed: int = 0, hint_greedy: bool = True) -> RematResult:
+    """Exact minimum-cost recomputation for ``budget`` (Checkmate/MOCCASIN 0-1 model, CP-SAT).
+
+    Parameters
+    ----------
+    graph : Graph or RematProblem
+    budget : int or None
+        Bytes per stage. ``None``: the smallest reachable peak -- first minimise the peak
+        (half of ``time_limit``), then the recomputed MACs at that peak (the rest).
+    time_limit : float
+        Seconds in total; ``workers`` and ``seed`` make the run deterministic.
+    hint_greedy : bool
+        Start from :func:`greedy_recompute`'s solution when it fits (a solution hint).
+
+    Returns
+    -------
+    RematResult
+        ``"optimal"`` when proved (with ``budget=None``: both the peak and the cost at that peak
+        proved); ``"feasible"`` otherwise.
+
+    Raises
+    ------
+    BudgetError
+        Proved infeasible, or no solution within the time limit; the message gives the smallest
+        peak the greedy reaches.
+
+    Notes
+    -----
+    ``T (T + 1)`` booleans and ``O(T x #edges)`` constraints; meant for graphs of up to a few
+    hundred operators.
+    """
+    from ortools.sat.python import cp_model
+
+    t0 = time.perf_counter()
+    rp = graph if isinstance(graph, RematProblem) else remat_problem(graph, order)
+    T = rp.T
+    m, C, R, M, cost = _remat_model(rp, budget)
+    g = None
     if hint_greedy:
         try:
             g = greedy_recompute(rp, budget)
-            for t in range(T):
-                for v in range(t):
-                    m.AddHint(C[t, v], v in g.comp[t])
+            _hint(m, C, R, rp, g.comp)
+            if M is not None:
+                m.AddHint(M, g.peak)
         except BudgetError:
-            pass
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = float(time_limit)
-    solver.parameters.num_search_workers = int(workers)
-    solver.parameters.random_seed = int(seed)
+            g = None
+    proved = True
+    first = None
+    left = float(time_limit)
+    if M is not None:
+        m.Minimize(M)
+        solver = _solver(left / 2, workers, seed)
+        st = solver.Solve(m)
+        left -= solver.WallTime()
+        if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            raise BudgetError(
+                f"recomputation (cpsat): no solution in {time_limit} s for the smallest peak "
+                f"(greedy reaches {g.peak if g else 'nothing'} bytes)",
+                smallest_peak=g.peak if g else None,
+            )
+        proved = st == cp_model.OPTIMAL
+        best = int(solver.Value(M))
+        first = [[v for v in range(t + 1) if solver.BooleanValue(C[t, v])] for t in range(T)]
+        m.Add(M <= best)
+        m.ClearHints()
+        _hint(m, C, R, rp, first)  # the peak phase's solution is the hint of the cost phase
+        m.ClearObjective()
+    m.Minimize(cost)
+    solver = _solver(left, workers, seed)
     st = solver.Solve(m)
+    if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE) and first is not None:
+        # the cost phase found nothing in the time left: keep the peak phase's solution
+        return _result(rp, first, "cpsat", budget, "feasible", t0)
     if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         g = greedy_recompute(rp, None)
         why = "proved infeasible" if st == cp_model.INFEASIBLE else "no solution in time"
         raise BudgetError(
             f"recomputation (cpsat): budget {budget} bytes: {why}; the smallest reachable peak "
-            f"found is {g.peak} bytes (greedy; baseline {g.baseline_peak} bytes)"
+            f"found is {g.peak} bytes (greedy; baseline {g.baseline_peak} bytes)",
+            smallest_peak=g.peak,
         )
     comp = [[v for v in range(t + 1) if solver.BooleanValue(C[t, v])] for t in range(T)]
-    return _result(rp, comp, "cpsat", budget,
-                   "optimal" if st == cp_model.OPTIMAL else "feasible", t0)
+    ok = proved and st == cp_model.OPTIMAL
+    return _result(rp, comp, "cpsat", budget, "optimal" if ok else "feasible", t0)
 
 
 #: Name -> solver ``f(graph_or_problem, budget, **params) -> RematResult``.

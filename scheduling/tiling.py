@@ -61,7 +61,19 @@ __all__ = [
 
 class BudgetError(InfeasibleError):
     """A memory budget that no tiling, patch grid or recomputation can reach. The message names
-    the budget and the smallest reachable peak (bytes)."""
+    the budget and the smallest reachable peak (bytes).
+
+    Parameters
+    ----------
+    message : str
+    smallest_peak : int or None
+        The smallest peak (bytes) the technique reaches, when known (also in the message); the
+        ``memplan budget`` command reads it.
+    """
+
+    def __init__(self, message: str, smallest_peak: int | None = None) -> None:
+        super().__init__(message)
+        self.smallest_peak = None if smallest_peak is None else int(smallest_peak)
 
 
 def _pos_int(value, what: str, minimum: int = 1) -> int:

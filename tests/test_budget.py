@@ -114,8 +114,12 @@ def test_recompute_skip_connection_hand_checked():
     assert ex.status == "optimal" and ex.peak == 60 and ex.extra_cost == 10
     with pytest.raises(BudgetError, match="smallest reachable peak 60 bytes"):
         greedy_recompute(g, 59)
-    with pytest.raises(BudgetError, match="proved infeasible"):
+    with pytest.raises(BudgetError, match="proved infeasible") as e:
         cpsat_recompute(g, 59)
+    assert e.value.smallest_peak == 60
+    # budget=None: the smallest reachable peak (60, proved), then the least cost at it (A once)
+    best = cpsat_recompute(g, None)
+    assert best.status == "optimal" and best.peak == 60 and best.extra_cost == 10
 
 
 def test_stage_model_baseline_equals_lifetime_peak():

@@ -1,0 +1,209 @@
+"""``memplan budget``: fit a model into a memory budget with patches, recomputation or tiers.
+
+``memplan budget MODEL --budget BYTES --technique patch|recompute|tiers|all [--json]`` reports,
+for the budget, the peak each technique reaches and what it costs:
+
+* ``patch`` -- MCUNetV2-style patch-based execution of the first stage
+  (:func:`scheduling.patch.plan_patches`): peak (bytes), recomputed MACs, extra bytes read;
+* ``recompute`` -- rematerialisation (:func:`scheduling.recompute.greedy_recompute`, or the exact
+  MOCCASIN-style :func:`~scheduling.recompute.cpsat_recompute` with ``--solver cpsat``): peak of
+  the stage model, recomputed MACs;
+* ``tiers`` -- the budget is the SRAM capacity; buffer time slices are placed in SRAM or DRAM
+  (:func:`planners.tiers.assign_tier_slices` with the uses of
+  :func:`scheduling.uses.buffer_uses`): SRAM arena (the peak, always within the budget), DRAM
+  arena, DRAM traffic and bytes moved by prefetches and evictions.
+
+``baseline_peak`` follows each technique's accounting: the layer-by-layer peak of
+:mod:`scheduling.patch` (unary operators in place), the stage-model peak of
+:mod:`scheduling.recompute`, the lifetime peak (max live bytes) for tiers.
+
+A technique that cannot reach the budget raises :class:`scheduling.tiling.BudgetError` (a
+:class:`planners.errors.MemplanError`): ``memplan`` prints ``memplan: error: ...`` naming the
+smallest reachable peak and exits with status 2. With ``--technique all`` the infeasible
+techniques are reported with their smallest peak (``status: infeasible``) and the command fails
+only when no technique fits. BYTES accepts a suffix ``k``/``K`` (x 1024) or ``M`` (x 1024^2).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+__all__ = ["COMMANDS", "add_parsers", "run", "parse_bytes", "budget_report"]
+
+#: Sub-command names handled by :func:`run`.
+COMMANDS = ("budget",)
+
+TECHNIQUES = ("patch", "recompute", "tiers")
+
+
+def parse_bytes(text: str) -> int:
+    """``"262144"``, ``"256k"``, ``"256K"``, ``"1.5M"`` -> bytes (int, 1 k = 1024).
+
+    Raises
+    ------
+    ProblemError
+        Not a non-negative byte count (the message quotes the text).
+    """
+    from planners.errors import ProblemError
+
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKmM]?)(?:i?[bB])?\s*", str(text))
+    if not m:
+        raise ProblemError(f"--budget {text!r}: expected a byte count such as 262144, 256k or 1M")
+    scale = {"": 1, "k": 1024, "K": 1024, "m": 1024 ** 2, "M": 1024 ** 2}[m.group(2)]
+    value = float(m.group(1)) * scale
+    if not value.is_integer():
+        raise ProblemError(f"--budget {text!r}: {value} is not a whole number of bytes")
+    return int(value)
+
+
+def _patch(g, budget: int, args) -> dict:
+    from scheduling.patch import plan_patches
+
+    r = plan_patches(g, budget, grids=range(1, args.max_grid + 1), accounting=args.accounting)
+    return {"technique": "patch", "status": "fits", "peak": r.peak,
+            "baseline_peak": r.layer_peak, "stage_end": r.stage_end,
+            "grid": f"{r.grid[0]}x{r.grid[1]}", "extra_macs": r.extra_macs,
+            "extra_macs_ratio": r.extra_macs_ratio, "extra_bytes": r.extra_bytes_read,
+            "bytes_moved": 0, "dram_traffic": 0}
+
+
+def _recompute(g, budget: int, args) -> dict:
+    from scheduling.recompute import cpsat_recompute, greedy_recompute
+
+    if args.solver == "cpsat":
+        r = cpsat_recompute(g, budget, time_limit=args.time_limit)
+    else:
+        r = greedy_recompute(g, budget)
+    return {"technique": "recompute", "status": "fits", "solver": r.solver,
+            "solver_status": r.status, "peak": r.peak, "baseline_peak": r.baseline_peak,
+            "recomputed": len(r.recomputed), "extra_macs": r.extra_cost,
+            "extra_macs_ratio": r.extra_ratio, "extra_bytes": 0, "bytes_moved": 0,
+            "dram_traffic": 0}
+
+
+def _tiers(g, budget: int, args) -> dict:
+    from planners.tiers import assign_tier_slices
+    from scheduling.lifetimes import lifetime_problem, peak_live_bytes
+    from scheduling.uses import buffer_uses
+
+    p = lifetime_problem(g)
+    t = assign_tier_slices(p, budget, buffer_uses(g, p), method=args.solver,
+                           time_limit=args.time_limit)
+    return {"technique": "tiers", "status": "fits", "solver": t.method,
+            "solver_status": t.status, "peak": t.sram_arena, "baseline_peak": peak_live_bytes(g),
+            "sram_arena": t.sram_arena, "dram_arena": t.dram_arena, "extra_macs": 0,
+            "extra_macs_ratio": 0.0, "extra_bytes": 0, "bytes_moved": t.bytes_moved,
+            "bytes_prefetched": t.bytes_prefetched, "bytes_evicted": t.bytes_evicted,
+            "dram_access_traffic": t.dram_access_traffic, "dram_traffic": t.dram_traffic,
+            "total_traffic": t.total_traffic}
+
+
+_RUNNERS = {"patch": _patch, "recompute": _recompute, "tiers": _tiers}
+
+
+def budget_report(g, budget: int, technique: str, args) -> list[dict]:
+    """One record per technique (see the module docstring; bytes, MACs).
+
+    Raises
+    ------
+    BudgetError
+        A single technique that cannot reach ``budget``, or ``all`` when none can; the message
+        names the smallest reachable peak.
+    ProblemError
+        Negative budget or unknown technique.
+    """
+    from planners.errors import ProblemError
+    from scheduling.tiling import BudgetError
+
+    if budget < 0:
+        raise ProblemError(f"--budget must be >= 0 bytes, got {budget}")
+    names = TECHNIQUES if technique == "all" else (technique,)
+    if any(n not in _RUNNERS for n in names):
+        raise ProblemError(f"unknown technique {technique!r}; known: {', '.join(TECHNIQUES)}, all")
+    out = []
+    for name in names:
+        try:
+            out.append(_RUNNERS[name](g, budget, args))
+        except BudgetError as e:
+            if technique != "all":
+                raise
+            out.append({"technique": name, "status": "infeasible",
+                        "smallest_peak": e.smallest_peak, "error": str(e)})
+    if all(r["status"] == "infeasible" for r in out):
+        known = [r["smallest_peak"] for r in out if r["smallest_peak"] is not None]
+        best = min(known) if known else None
+        raise BudgetError(f"graph {g.name!r}: budget {budget} bytes is below the smallest "
+                          f"reachable peak {best} bytes of every technique", smallest_peak=best)
+    return out
+
+
+def add_parsers(subparsers) -> None:
+    """Add the ``budget`` sub-command to an argparse ``subparsers`` object."""
+    b = subparsers.add_parser(
+        "budget", help="fit a model into a memory budget: patches, recomputation, SRAM/DRAM tiers")
+    b.add_argument("model", help="ONNX light model name, mobilenet_v2[:alpha:res:dtype], "
+                                 "mobilenet_v1[...], seed000 or PATH.onnx")
+    b.add_argument("--budget", required=True,
+                   help="bytes (suffix k = 1024, M = 1024^2); SRAM capacity for tiers")
+    b.add_argument("--technique", choices=(*TECHNIQUES, "all"), default="all")
+    b.add_argument("--solver", choices=("greedy", "cpsat"), default="greedy",
+                   help="recompute / tiers solver (default greedy)")
+    b.add_argument("--time-limit", type=float, default=30.0, help="seconds for cpsat")
+    b.add_argument("--accounting", choices=("lifetime", "layer_io"), default="lifetime",
+                   help="patch peak accounting (scheduling.patch)")
+    b.add_argument("--max-grid", type=int, default=8, help="patch grids 1x1 .. NxN")
+    b.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def run(args) -> int:
+    """Run ``memplan budget`` with parsed ``args``; returns 0. Errors raise
+    :class:`planners.MemplanError` (``BudgetError`` for an unreachable budget) for the caller
+    to report with exit status 2."""
+    from experiments.workloads import load_graph
+
+    g = load_graph(args.model)
+    budget = parse_bytes(args.budget)
+    recs = budget_report(g, budget, args.technique, args)
+    if args.json:
+        print(json.dumps({"model": g.name, "budget": budget, "results": recs}, indent=1))
+        return 0
+    print(f"model {g.name}, budget {budget} bytes")
+    for r in recs:
+        if r["status"] == "infeasible":
+            print(f"  {r['technique']:9s} infeasible: smallest reachable peak "
+                  f"{r['smallest_peak']} bytes")
+            continue
+        line = (f"  {r['technique']:9s} peak {r['peak']} bytes (baseline {r['baseline_peak']}), "
+                f"extra MACs {r['extra_macs']} ({100 * r['extra_macs_ratio']:.2f} %)")
+        if r["technique"] == "patch":
+            line += f", stage end {r['stage_end']}, grid {r['grid']}, extra bytes read " \
+                    f"{r['extra_bytes']}"
+        if r["technique"] == "tiers":
+            line += (f", DRAM arena {r['dram_arena']} bytes, DRAM traffic {r['dram_traffic']} "
+                     f"bytes (of {r['total_traffic']}), moved {r['bytes_moved']} bytes")
+        print(line)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Stand-alone entry (``python -m experiments.cli_budget budget MODEL ...``)."""
+    import argparse
+    import sys
+
+    from planners import MemplanError
+
+    ap = argparse.ArgumentParser(prog="memplan")
+    add_parsers(ap.add_subparsers(dest="command", required=True))
+    args = ap.parse_args(argv)
+    try:
+        return run(args)
+    except (MemplanError, ValueError, FileNotFoundError) as e:
+        print(f"memplan: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    import sys
+
+    sys.exit(main())
