@@ -36,12 +36,42 @@ def _split(values: list[str] | None) -> list[str] | None:
     return out
 
 
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"time limit must be > 0 seconds, got {text}")
+    return v
+
+
+def _capacity(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected bytes (an integer), got {text!r}") from None
+    if not 0 <= v < 2**62:
+        raise argparse.ArgumentTypeError(f"capacity must be in [0, 2**62) bytes, got {text}")
+    return v
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("memplan")
+    except Exception:  # noqa: BLE001 - not installed as a distribution
+        return "unknown"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of ``memplan`` (exposed for documentation and tests)."""
     ap = argparse.ArgumentParser(
         prog="memplan",
         description="Static memory planning for neural-network inference: compare offset planners.",
     )
+    ap.add_argument("--version", action="version", version=f"memplan {_version()}")
     sub = ap.add_subparsers(dest="command", required=True)
 
     c = sub.add_parser("compare", help="compare planners on workloads; write tables and figures")
@@ -49,9 +79,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--workloads", nargs="*",
                    help="workload names, .csv or .onnx paths (default: bundled ONNX models and seed examples)")
     c.add_argument("--minimalloc-dir", help="also run every MiniMalloc CSV in this folder")
-    c.add_argument("--time-limit", type=float, default=10.0,
+    c.add_argument("--time-limit", type=_positive_float, default=10.0,
                    help="seconds per run for planners with a time limit (default 10)")
-    c.add_argument("--out", default="results", help="output folder (default results/)")
+    c.add_argument("--out", default="memplan-results",
+                   help="output folder (default memplan-results/; `make run` writes results/)")
     c.add_argument("--no-plots", action="store_true", help="skip the figures")
     c.add_argument("--quiet", action="store_true", help="no progress bar")
     c.add_argument("--schedulers", nargs="*",
@@ -65,17 +96,24 @@ def build_parser() -> argparse.ArgumentParser:
                         "rv64_cycles_c906) for planners with a C core")
 
     p = sub.add_parser("plan", help="plan one problem (MiniMalloc .csv, .onnx, or workload name)")
-    p.add_argument("input")
-    p.add_argument("--planner", default="greedy_by_size")
-    p.add_argument("--capacity", type=int, default=None, help="arena capacity in bytes")
-    p.add_argument("--time-limit", type=float, default=None, help="seconds (exact planners)")
+    p.add_argument("input", help="MiniMalloc .csv, .onnx or .tflite file, or a workload name "
+                                 "(see `memplan list`)")
+    p.add_argument("--planner", default="greedy_by_size",
+                   help="registered planner (default greedy_by_size; see `memplan list`)")
+    p.add_argument("--capacity", type=_capacity, default=None,
+                   help="arena capacity in bytes (default: from a NAME.CAPACITY.csv file name)")
+    p.add_argument("--time-limit", type=_positive_float, default=None,
+                   help="seconds (planners with a time limit)")
+    p.add_argument("--override", action="append", metavar="NAME=DIMS",
+                   help="ONNX: a symbolic dimension (N=1) or an input's static shape "
+                        "(input=1,3,224,224); repeatable")
     p.add_argument("--unified", action="store_true",
                    help="ONNX: one arena with weights and inputs as residents (seed 000 layout)")
     p.add_argument("-o", "--output", help="write the plan as a MiniMalloc CSV with an offset column")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
     r = sub.add_parser("rv64", help="run a planner's allocator core as emulated RV64 machine code")
-    r.add_argument("input", help="MiniMalloc .csv, .onnx, or workload name")
+    r.add_argument("input", help="MiniMalloc .csv, .onnx, or workload name (see `memplan list`)")
     r.add_argument("--planner", default="greedy_in_order",
                    help="one of the planners with a C core (greedy_in_order, first_fit, best_fit, "
                         "greedy_by_size, freelist_bump)")
@@ -113,9 +151,18 @@ def _cmd_list(args) -> int:
     print("schedulers:")
     for name, cls in SCHEDULERS.items():
         print(f"  {name:26s} {_summary(cls.__doc__)}")
-    print("workloads:")
+    from experiments.workloads import graph_workloads, tflite_workloads
+
+    print("workloads (problems; `plan`, `compare`):")
     for name, w in default_workloads().items():
         print(f"  {name:26s} {w.kind:10s} {w.source}")
+    for name, w in tflite_workloads().items():
+        print(f"  {name:26s} {w.kind:10s} {w.source}")
+    print("  minimalloc:NAME            minimalloc every CSV of --minimalloc-dir (NAME.CAPACITY.csv)")
+    print("graph workloads (any command; lifetimes from a schedule):")
+    for name in graph_workloads():
+        print(f"  {name}")
+    print("  mobilenet_v1[:alpha:resolution:dtype], mobilenet_v2[...]   e.g. mobilenet_v2:1.0:224:int8")
     return 0
 
 
@@ -124,8 +171,10 @@ def _cmd_plan(args) -> int:
     from experiments.workloads import load_problem
     from planners import write_minimalloc_csv
 
+    from experiments.workloads import parse_overrides
+
     problem = load_problem(args.input, capacity=args.capacity if args.capacity is not None else "auto",
-                           unified=args.unified)
+                           unified=args.unified, overrides=parse_overrides(args.override))
     planner = planner_for(args.planner, args.time_limit)
     if getattr(planner, "requires_capacity", False) and problem.capacity is None:
         from planners import lower_bound
@@ -153,7 +202,7 @@ def _cmd_plan(args) -> int:
         print(json.dumps(out))
     else:
         for k, v in out.items():
-            print(f"{k:12s} {v}")
+            print(f"{k:12s} {'-' if v is None else v}")
     if problem.capacity is not None and (not valid or not fits):
         print(f"memplan: error: planner {plan.planner!r} found no plan within the capacity "
               f"{problem.capacity} bytes (status {plan.status})", file=sys.stderr)
@@ -168,6 +217,10 @@ def _cmd_rv64(args) -> int:
     ok, reason = rv64.available()
     if not ok:
         raise rv64.Rv64Unavailable(reason)
+    from planners.registry import PLANNERS
+
+    if args.planner not in PLANNERS:
+        raise ValueError(f"unknown planner {args.planner!r}; registered planners: {', '.join(PLANNERS)}")
     if args.planner not in rv64.CORE_NAMES:
         raise ValueError(
             f"planner {args.planner!r} has no RV64 core; cores: {', '.join(rv64.CORE_NAMES)}"
@@ -180,7 +233,7 @@ def _cmd_rv64(args) -> int:
         print(json.dumps(rec, default=int))
     else:
         for k, v in rec.items():
-            print(f"{k:24s} {v}")
+            print(f"{k:24s} {'-' if v is None else v}")
     return 0 if est.offsets_match else 1
 
 
@@ -363,8 +416,15 @@ def _cmd_compare_pipeline(args) -> int:
     import pandas as pd
 
     from experiments.transforms_compare import BENCH_MODELS, compare_pipeline
+    from planners.registry import PLANNERS
 
+    from scheduling.transforms import parse_pipeline
+
+    parse_pipeline(args.pipeline)  # unknown pass names: an error before anything runs
     planners = _split(args.planners) or ["greedy_by_size"]
+    unknown = [p for p in planners if p not in PLANNERS]
+    if unknown:
+        raise ValueError(f"unknown planner(s) {unknown}; registered planners: {', '.join(PLANNERS)}")
     models = _split(args.workloads) or list(BENCH_MODELS)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

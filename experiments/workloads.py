@@ -123,11 +123,44 @@ def default_workloads() -> dict[str, Workload]:
     return out
 
 
+def parse_overrides(items) -> dict[str, list[int]] | None:
+    """``["N=1", "input=1,3,224,224"]`` (command-line ``--override``) -> ``{"N": [1], "input":
+    [1, 3, 224, 224]}`` for :func:`scheduling.onnx_import.load_onnx`: a symbolic dimension name
+    with one value, or a graph input name with its full static shape. :class:`ProblemError` on a
+    malformed item."""
+    if not items:
+        return None
+    out: dict[str, list[int]] = {}
+    for item in items:
+        name, sep, dims = str(item).partition("=")
+        try:
+            values = [int(d) for d in dims.split(",") if d.strip()]
+        except ValueError:
+            values = []
+        if not sep or not name or not values or any(v < 0 for v in values):
+            raise ProblemError(
+                f"override {item!r}: expected NAME=DIM (a symbolic dimension) or "
+                f"INPUT=D1,D2,... (a graph input's static shape), non-negative integers"
+            )
+        out[name] = values
+    return out
+
+
+def _onnx_overrides(o: dict[str, list[int]] | None) -> dict | None:
+    # load_onnx takes {dim_param: int} or {input_name: [dims]}
+    if not o:
+        return None
+    return {k: (v[0] if len(v) == 1 else v) for k, v in o.items()}
+
+
 def load_problem(spec: str | Path, capacity: int | None | str = "auto", unified: bool = False,
-                 schedule: str = "file_order") -> Problem:
-    """A problem from a MiniMalloc ``.csv`` path, an ``.onnx`` path or a workload name.
+                 schedule: str = "file_order", overrides: dict | None = None) -> Problem:
+    """A problem from a MiniMalloc ``.csv``, an ``.onnx`` or ``.tflite`` path, a workload name
+    (:func:`default_workloads`, ``minimalloc`` and TFLite names) or a graph workload
+    (:func:`load_graph`: ``mobilenet_v2``, ``gen:randwire``, ...; lifetimes from the ``schedule``).
 
     ``capacity``: bytes, ``None``, or ``"auto"`` (from a MiniMalloc file name, else none).
+    ``overrides``: static shapes for symbolic ONNX dimensions (:func:`parse_overrides`).
     Raises :class:`ProblemError` naming the input when it is none of these.
     """
     spec_s = str(spec)
@@ -137,7 +170,8 @@ def load_problem(spec: str | Path, capacity: int | None | str = "auto", unified:
     elif spec_s.endswith(".onnx"):
         if not path.exists():
             raise ProblemError(f"{path}: no such file")
-        p = onnx_problem(path, schedule=schedule, unified=unified)
+        p = onnx_problem(path, schedule=schedule, unified=unified,
+                         overrides=_onnx_overrides(overrides))
     elif spec_s.endswith(".tflite"):
         from scheduling.tflite_import import tflite_problem
 
@@ -148,12 +182,22 @@ def load_problem(spec: str | Path, capacity: int | None | str = "auto", unified:
             reg.update(default_workloads())
         if spec_s not in reg and ":" in spec_s:
             reg.update(tflite_workloads())
-        if spec_s not in reg:
-            raise ProblemError(
-                f"{spec_s!r} is neither a .csv/.onnx file nor a workload name; known workloads: "
-                f"{', '.join(reg)}"
-            )
-        p = reg[spec_s].problem()
+        if spec_s in reg:
+            p = reg[spec_s].problem()
+        else:
+            try:
+                graph = load_graph(spec_s)
+            except ProblemError:
+                raise ProblemError(
+                    f"{spec_s!r} is neither a .csv/.onnx/.tflite file nor a workload name; known: "
+                    f"{', '.join(reg)}, {', '.join(n for n in graph_workloads() if n not in reg)}, "
+                    f"mobilenet_v1[:alpha:resolution:dtype], mobilenet_v2[...]"
+                ) from None
+            from scheduling.lifetimes import problem_from_graph
+            from scheduling.schedulers import get_scheduler
+
+            order = get_scheduler(schedule).schedule(graph).order
+            p = problem_from_graph(graph, order, unified=unified, name=spec_s)
     if capacity not in ("auto", None) or (capacity is None and p.capacity is not None):
         p = p.with_capacity(None if capacity is None else int(capacity))
     return p

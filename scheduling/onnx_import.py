@@ -300,7 +300,8 @@ def load_onnx(
                 raise OnnxImportError(
                     f"{where}: tensor {tname!r} has an unknown size ({why}); give its graph "
                     "input a static shape with overrides={input_name: [dims]} or "
-                    "{dim_param: value}"
+                    "{dim_param: value} (command line: --override DIM_PARAM=VALUE or "
+                    "--override INPUT=D1,D2,...)"
                 )
             dt = vinfo[tname].type.tensor_type.elem_type
         try:
