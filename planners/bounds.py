@@ -47,10 +47,12 @@ def live_profile(problem: Problem, aligned: bool = False) -> tuple[np.ndarray, n
 def lower_bound(problem: Problem) -> int:
     """Max over time of the live bytes: a lower bound on the arena of any valid plan (bytes).
 
-    Sizes are rounded up to ``g``, the gcd of the alignments (every offset is a multiple of ``g``),
-    less the largest rounding slack of the problem (the top buffer of a stack need not be padded),
-    and never below the unrounded peak; when every size is a multiple
-    of its alignment this is exactly seed 000's ``peak``. Zero-size buffers count for nothing.
+    The result is the larger of two valid bounds (bytes): the plain peak of live bytes, and the
+    padded peak. For the padded peak, every offset is a multiple of ``g``, the gcd of the
+    alignments, so in any stack of live buffers each buffer but the topmost occupies its size
+    rounded up to ``g``; hence the peak of those rounded sizes, less the largest rounding
+    (``round_up(size, g) - size``) of any buffer, is also a bound. When every size is a multiple
+    of ``g`` both equal seed 000's ``peak``. Zero-size buffers count for nothing.
     Runs in ``O(n log n)``.
 
     >>> lower_bound(Problem.from_closed([("a", 0, 1, 10), ("b", 1, 2, 5)]))

@@ -65,7 +65,10 @@ def read_minimalloc_csv(
         capacity = capacity_from_name(path)
     if not path.exists():
         raise ProblemError(f"{path}: no such file")
-    text = path.read_text()
+    try:
+        text = path.read_text()
+    except UnicodeDecodeError as e:
+        raise ProblemError(f"{path}: not a text CSV file ({e.reason} at byte {e.start})") from None
     if not text.strip():
         raise ProblemError(f"{path}: empty file (expected a header 'id,lower,upper,size')")
     reader = csv.DictReader(text.splitlines())

@@ -43,15 +43,23 @@ KINDS = ("activation", "resident")
 STATUSES = ("optimal", "feasible", "heuristic", "infeasible", "timeout", "over_capacity")
 
 
+#: Bound on every integer of the model (steps, bytes), so sums stay within int64.
+_LIMIT = 2**62
+
+
 def _as_int(value: Any, what: str, item: str) -> int:
     """Return ``value`` as a Python int or raise a :class:`ProblemError` naming ``item``."""
     if isinstance(value, bool):
         raise ProblemError(f"{item}: {what} must be an integer, got {value!r}")
     if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)) and float(value).is_integer():
-        return int(value)
-    raise ProblemError(f"{item}: {what} must be an integer, got {value!r}")
+        out = int(value)
+    elif isinstance(value, (float, np.floating)) and float(value).is_integer():
+        out = int(value)
+    else:
+        raise ProblemError(f"{item}: {what} must be an integer, got {value!r}")
+    if not -_LIMIT < out < _LIMIT:
+        raise ProblemError(f"{item}: {what} {out} is out of range (|value| < 2**62)")
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,12 +172,6 @@ class Problem:
     name : str
         Label used in records and plots.
 
-    Attributes (read-only numpy int64 arrays of shape ``(n,)``)
-    ------------------------------------------------------------
-    starts, ends : half-open lifetimes ``[start, end)`` in steps.
-    sizes : bytes. alignments : effective alignment in bytes. aligned_sizes : ``size`` rounded up to
-    the buffer's alignment. resident : bool mask of ``kind == "resident"``.
-
     aliases : mapping or None
         Alias groups: ``{child_id: (parent_id, delta_bytes)}``: the child buffer occupies
         ``[offset(parent) + delta, offset(parent) + delta + size(child))``, inside its parent (a
@@ -188,6 +190,12 @@ class Problem:
         of one group may overlap in address. :meth:`collapse` builds that one-buffer-per-group
         problem; every planner plans it (:meth:`planners.base.Planner.plan`) and the validator
         checks it.
+
+    Attributes (read-only numpy int64 arrays of shape ``(n,)``)
+    ------------------------------------------------------------
+    starts, ends : half-open lifetimes ``[start, end)`` in steps.
+    sizes : bytes. alignments : effective alignment in bytes. aligned_sizes : ``size`` rounded up to
+    the buffer's alignment. resident : bool mask of ``kind == "resident"``.
 
     Raises
     ------

@@ -99,6 +99,10 @@ def get_planner(planner: str | Planner | type[Planner] | Any, **params: Any) -> 
 
 
 def plan(problem: Problem, planner: str | Planner | Any = "greedy_by_size", **params: Any) -> Plan:
-    """Plan ``problem`` with ``planner`` (name, instance, class or function) and return a validated
-    :class:`Plan`. See :meth:`planners.base.Planner.plan` for the errors raised."""
+    """Plan ``problem`` with ``planner`` (registry name, instance, class or function; default
+    ``"greedy_by_size"``) configured by ``params``, and return a validated :class:`Plan`.
+
+    Raises ``ValueError`` for an unknown planner or parameter, and what
+    :meth:`planners.base.Planner.plan` raises (:class:`CapacityError` when the capacity is below
+    the lower bound)."""
     return get_planner(planner, **params).plan(problem)

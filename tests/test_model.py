@@ -250,3 +250,10 @@ def test_optimal_means_arena_equals_the_proved_bound():
         return SolveResult(np.array([0, 180, 380, 530, 0]), "optimal", best_bound=780)
 
     assert plan(p, proves_optimal).status == "optimal"
+
+
+def test_out_of_range_values_are_named():
+    with pytest.raises(ProblemError, match=r"buffer 'x': size .* out of range"):
+        Buffer("x", 0, 1, 10**30)
+    with pytest.raises(ProblemError, match=r"capacity .* out of range"):
+        Problem([Buffer("x", 0, 1, 1)], capacity=10**30)
