@@ -7,7 +7,8 @@ with the U74 and C906 core models (:func:`experiments.rv64.estimate`). One CSV r
 planner): instructions by class, estimated cycles and cycles per buffer per core model, whether the
 emulated offsets equal the Python planner's, and the host wall-clock seconds of the estimate.
 
-Run: ``python -m experiments.bench_rv64 --out results/bench_rv64.csv`` (``make bench-rv64``).
+Run: ``python -m experiments.bench_rv64 --out results/bench_rv64.csv`` (``make bench-rv64``);
+``--figures-only`` redraws the figure from that CSV without rerunning the benchmark.
 """
 
 from __future__ import annotations
@@ -89,41 +90,46 @@ def run(sizes=SIZES, seed: int = 0, onnx: bool = True, planners=None):
 
 
 def plot(df, out_stem: Path) -> list[Path]:
-    """Log-log plot of estimated cycles vs buffer count (random problems; ONNX models as markers),
-    one panel per core model, one line per planner. Writes ``out_stem`` ``.png`` and ``.pdf``."""
-    import matplotlib
+    """Log-log plot of estimated cycles vs buffer count, one panel per core model (U74, C906).
 
-    matplotlib.use("Agg")
+    One line per planner (colour and marker from :func:`experiments.plots.distinct_styles`) over
+    the random problems; the ONNX models are hollow markers of the planner's colour. Axes: buffers
+    ``n`` (count) and estimated cycles of the allocator core. Writes ``out_stem`` ``.png`` and
+    ``.pdf`` with :func:`experiments.plots.save` (byte-identical for the same ``df``); returns the
+    paths."""
     import matplotlib.pyplot as plt
+    import matplotlib.ticker as mticker
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    from experiments.plots import distinct_styles, paper_style, save
+
+    paper_style()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+    groups = list(df.groupby("planner", sort=False))
+    styles = distinct_styles(len(groups))
     for ax, (col, title) in zip(
         axes,
         [("rv64_cycles_u74", "SiFive U74 model"), ("rv64_cycles_c906", "T-Head C906 model")],
         strict=True,
     ):
-        for k, (name, g) in enumerate(df.groupby("planner", sort=False)):
-            color = f"C{k}"
+        for (name, g), (colour, marker) in zip(groups, styles, strict=True):
             r = g[g["kind"] == "random"].sort_values("n")
-            ax.plot(r["n"], r[col], "o-", color=color, label=name)
+            ax.plot(r["n"], r[col], "-", marker=marker, color=colour, ms=4, lw=1.2,
+                    label=f"{name} (random)")
             o = g[g["kind"] == "onnx"]
             if len(o):
-                ax.scatter(o["n"], o[col], marker="x", color=color, s=25)
+                ax.scatter(o["n"], o[col], marker=marker, facecolor="none", edgecolor=colour,
+                           s=22, linewidth=0.9, label=f"{name} (ONNX models)")
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_xlabel("buffers n")
+        ax.xaxis.set_major_formatter(mticker.StrMethodFormatter("{x:,.0f}"))
+        ax.set_xlabel("buffers n (count, log scale)")
         ax.set_title(title)
-        ax.grid(True, which="both", alpha=0.3)
-    axes[0].set_ylabel("estimated cycles of the allocator core")
-    axes[1].legend(fontsize=8, title="lines: random; x: ONNX", title_fontsize=8)
-    fig.suptitle("Allocator cores on RV64 (emulated machine code, in-order core models)")
-    fig.tight_layout()
-    out_stem.parent.mkdir(parents=True, exist_ok=True)
-    paths = [out_stem.with_suffix(".png"), out_stem.with_suffix(".pdf")]
-    for p in paths:
-        fig.savefig(p, dpi=150)
-    plt.close(fig)
-    return paths
+        ax.grid(True, which="major", alpha=0.3)
+    axes[0].set_ylabel("estimated cycles of the allocator core\n(log scale)")
+    axes[1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False,
+                   title="lines: random problems\nhollow: ONNX models")
+    fig.suptitle("Allocator cores on RV64 (emulated machine code, in-order core models)", y=1.03)
+    return save(fig, out_stem)
 
 
 def main(argv=None) -> int:
@@ -134,7 +140,17 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-onnx", action="store_true", help="random problems only")
+    ap.add_argument("--figures-only", action="store_true",
+                    help="redraw the figure from the --out CSV without rerunning the benchmark")
     args = ap.parse_args(argv)
+    if args.figures_only:
+        import pandas as pd
+
+        if not Path(args.out).is_file():
+            ap.error(f"--figures-only: {args.out} does not exist; run the benchmark first")
+        paths = plot(pd.read_csv(args.out), Path(args.figure))
+        print(f"wrote {', '.join(map(str, paths))}", file=sys.stderr)
+        return 0
     from experiments import rv64
 
     ok, reason = rv64.available()

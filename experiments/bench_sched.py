@@ -11,7 +11,9 @@ Writes (``--out`` folder, default ``results/``):
   the ``exact_dp`` optimum, gap ``peak / optimum - 1``; ``bench_sched_gaps.csv`` the median and
   worst gap per scheduler, and the ``exact_dp`` time.
 * ``figures/sched_peaks.{png,pdf}`` (peaks relative to the file order) and
-  ``figures/sched_curves.{png,pdf}`` (live bytes over time, file order vs ``best_of``).
+  ``figures/sched_curves.{png,pdf}`` (live bytes over time, file order vs ``best_of`` vs ``anneal``
+  on the graph where file order and ``best_of`` differ most); ``--figures-only`` redraws both from
+  ``bench_sched.csv`` without rerunning the benchmark.
 
 Run: ``python -m experiments.bench_sched --out results`` (``make bench-sched``). Deterministic
 except the seconds columns.
@@ -34,7 +36,7 @@ from scheduling.lifetimes import peak_live_bytes
 from scheduling.schedulers import schedule
 from scheduling.workloads import load_light_model
 
-__all__ = ["GREEDY", "HEURISTICS", "branchy_graphs", "small_graphs", "run", "main"]
+__all__ = ["GREEDY", "HEURISTICS", "branchy_graphs", "small_graphs", "draw_figures", "run", "main"]
 
 #: The fast (greedy / traversal) schedulers.
 GREEDY = [
@@ -51,19 +53,58 @@ GREEDY = [
 HEURISTICS = GREEDY + ["anneal", "genetic", "best_of"]
 
 
-def branchy_graphs() -> dict:
-    """The branchy workloads: four ONNX light models and synthetic graphs (~100 operators)."""
-    graphs = {
-        name: load_light_model(name)
+def _branchy_builders() -> dict:
+    """Name -> zero-argument builder of each branchy workload (so one graph can be rebuilt)."""
+    builders = {
+        name: (lambda name=name: load_light_model(name))
         for name in ("inception_v1", "inception_v2", "densenet121", "shufflenet")
     }
     for seed in range(3):
-        graphs[f"randwire100_s{seed}"] = generate("randwire", seed=seed, n_nodes=100, k=4, p=0.75)
-    graphs["nas_cell_5x5"] = generate("nas_cell", seed=0, n_cells=5, nodes_per_cell=5)
-    graphs["unet_d5"] = generate("unet", seed=0, depth=5)
-    graphs["transformer_4x4"] = generate("transformer", seed=0, n_blocks=4, heads=4)
-    graphs["layered100"] = generate("random_layered", seed=0, n_ops=100, width=6)
-    return graphs
+        builders[f"randwire100_s{seed}"] = (
+            lambda seed=seed: generate("randwire", seed=seed, n_nodes=100, k=4, p=0.75))
+    builders["nas_cell_5x5"] = lambda: generate("nas_cell", seed=0, n_cells=5, nodes_per_cell=5)
+    builders["unet_d5"] = lambda: generate("unet", seed=0, depth=5)
+    builders["transformer_4x4"] = lambda: generate("transformer", seed=0, n_blocks=4, heads=4)
+    builders["layered100"] = lambda: generate("random_layered", seed=0, n_ops=100, width=6)
+    return builders
+
+
+def branchy_graphs() -> dict:
+    """The branchy workloads: four ONNX light models and synthetic graphs (~100 operators)."""
+    return {name: build() for name, build in _branchy_builders().items()}
+
+
+def draw_figures(bench: pd.DataFrame, out: Path) -> list[Path]:
+    """Draw ``figures/sched_peaks`` and ``figures/sched_curves`` (PNG + PDF) under ``out`` from
+    the rows of ``bench_sched.csv`` (``bench``) alone, without rerunning the benchmark.
+
+    The peaks figure shows the branchy workloads (relative to the file order); the curves figure
+    shows file order, ``best_of`` and ``anneal`` on the branchy graph where file order and
+    ``best_of`` differ most (:func:`experiments.compare_figures.most_different_workload`), the
+    only graph rebuilt and rescheduled. Returns the written paths."""
+    from experiments.compare_figures import most_different_workload
+
+    builders = _branchy_builders()
+    df = bench[bench["workload"].isin(list(builders))]
+    out = Path(out)
+    written = save(
+        plot_sched_peaks(
+            df,
+            relative_to="file_order",
+            schedulers=HEURISTICS + ["exact_dp", "cpsat_schedule"],
+            title="Peak live activation bytes relative to file order",
+        ),
+        out / "figures" / "sched_peaks",
+    )
+    name = most_different_workload(df, ["file_order", "best_of"]) or "randwire100_s0"
+    g = builders[name]()
+    orders = {s: schedule(g, s).order for s in ("file_order", "best_of", "anneal")}
+    written += save(
+        plot_schedule_curves(g, orders, title=f"Live activation bytes: {name} "
+                                              "(largest file_order vs best_of difference)"),
+        out / "figures" / "sched_curves",
+    )
+    return written
 
 
 def small_graphs(count: int = 60) -> dict:
@@ -183,31 +224,28 @@ def run(out: Path, small: int = 60, time_limit: float = 10.0, figures: bool = Tr
     detail.to_csv(out / "bench_sched_gaps_detail.csv", index=False)
     summ.to_csv(out / "bench_sched_gaps.csv", index=False)
     if figures:
-        fig = plot_sched_peaks(
-            df,
-            relative_to="file_order",
-            schedulers=HEURISTICS + ["exact_dp", "cpsat_schedule"],
-            title="Peak live activation bytes relative to file order",
-        )
-        save(fig, out / "figures" / "sched_peaks")
-        g = graphs["randwire100_s0"]
-        orders = {
-            "file_order": schedule(g, "file_order").order,
-            "best_of": schedule(g, "best_of").order,
-            "anneal": schedule(g, "anneal").order,
-        }
-        save(plot_schedule_curves(g, orders), out / "figures" / "sched_curves")
+        draw_figures(bench, out)
     return {"bench": bench, "gaps": summ, "detail": detail}
 
 
 def main(argv=None) -> None:
-    """Command line: ``python -m experiments.bench_sched [--out DIR] [--small N] [--time-limit S]``."""
+    """Command line: ``python -m experiments.bench_sched [--out DIR] [--small N] [--time-limit S]
+    [--no-figures | --figures-only]``."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="results", help="output folder (default results/)")
     ap.add_argument("--small", type=int, default=60, help="number of small random graphs")
     ap.add_argument("--time-limit", type=float, default=10.0, help="seconds per exact run")
     ap.add_argument("--no-figures", action="store_true")
+    ap.add_argument("--figures-only", action="store_true",
+                    help="redraw the figures from OUT/bench_sched.csv without rerunning")
     a = ap.parse_args(argv)
+    if a.figures_only:
+        csv = Path(a.out) / "bench_sched.csv"
+        if not csv.is_file():
+            ap.error(f"--figures-only: {csv} does not exist; run the benchmark first")
+        for p in draw_figures(pd.read_csv(csv), Path(a.out)):
+            print(p)
+        return
     res = run(Path(a.out), a.small, a.time_limit, not a.no_figures)
     pd.set_option("display.width", 200)
     b = res["bench"]

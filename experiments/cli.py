@@ -168,10 +168,8 @@ def _cmd_list(args) -> int:
 
 def _cmd_plan(args) -> int:
     from experiments.harness import planner_for
-    from experiments.workloads import load_problem
+    from experiments.workloads import load_problem, parse_overrides
     from planners import write_minimalloc_csv
-
-    from experiments.workloads import parse_overrides
 
     problem = load_problem(args.input, capacity=args.capacity if args.capacity is not None else "auto",
                            unified=args.unified, overrides=parse_overrides(args.override))
@@ -420,7 +418,6 @@ def _cmd_compare_pipeline(args) -> int:
 
     from experiments.transforms_compare import BENCH_MODELS, compare_pipeline
     from planners.registry import PLANNERS
-
     from scheduling.transforms import parse_pipeline
 
     parse_pipeline(args.pipeline)  # unknown pass names: an error before anything runs

@@ -3,7 +3,7 @@
 * :func:`compare_figures` -- for planner comparisons: the ratio heatmap and dot plot, and for a few
   representative workloads the memory-over-time curve with the plans' arenas and one arena layout.
 * :func:`sched_figures` -- for scheduler comparisons: peak per scheduler per graph, and the
-  live-bytes curves of two schedules of one graph.
+  live-bytes curves of two schedules of the graph where they differ most.
 
 Each returns the list of files written (PNG and PDF, via :func:`experiments.plots.save`).
 """
@@ -19,7 +19,7 @@ import pandas as pd
 from experiments import plots
 from experiments.harness import run_one
 
-__all__ = ["compare_figures", "sched_figures", "LAYOUT_WORKLOADS"]
+__all__ = ["compare_figures", "sched_figures", "most_different_workload", "LAYOUT_WORKLOADS"]
 
 #: Workloads whose memory-over-time curve and arena layout ``memplan compare`` draws when present.
 LAYOUT_WORKLOADS = ("seed000", "resnet50", "inception_v1", "minimalloc:C")
@@ -46,26 +46,56 @@ def compare_figures(df: pd.DataFrame, problems: Mapping, fig_dir: Path) -> list[
             if plan is not None:
                 plans.append(plan)
         safe = w.replace(":", "_")
-        written += plots.save(plots.plot_memory_over_time(problems[w], plans),
+        roles = ["best plan"] + ["reference"] * (len(plans) - 1)
+        ref = f" and {plans[1].planner} (reference)" if len(plans) > 1 else ""
+        title = (f"Memory over time: {w}\nbest plan ({plans[0].planner}){ref}" if plans
+                 else f"Memory over time: {w}")
+        written += plots.save(plots.plot_memory_over_time(problems[w], plans, title=title,
+                                                          plan_roles=roles),
                               fig_dir / f"memory_over_time_{safe}")
         if plans:
-            written += plots.save(plots.plot_arena_layout(plans[0]),
-                                  fig_dir / f"layout_{safe}_{plans[0].planner}")
+            written += plots.save(
+                plots.plot_arena_layout(plans[0], title=f"Arena layout: {w}, best plan "
+                                                        f"({plans[0].planner})"),
+                fig_dir / f"layout_{safe}_{plans[0].planner}")
     return written
+
+
+def most_different_workload(df: pd.DataFrame, pair: Sequence[str]) -> str | None:
+    """The workload whose two schedulers ``pair`` have the largest relative peak difference
+    ``|peak_a - peak_b| / max(peak_a, peak_b)`` (bytes/bytes) in the records ``df`` (columns
+    ``workload``, ``scheduler``, ``peak_bytes``); ties go to the first workload in ``df`` order.
+    ``None`` when no workload has both peaks. O(rows)."""
+    a, b = pair
+    ok = df.dropna(subset=["peak_bytes"]).drop_duplicates(["workload", "scheduler"])
+    tab = ok.pivot(index="workload", columns="scheduler", values="peak_bytes")
+    if a not in tab.columns or b not in tab.columns:
+        return None
+    tab = tab.reindex(list(dict.fromkeys(ok["workload"])))[[a, b]].astype(float).dropna()
+    if tab.empty:
+        return None
+    diff = (tab[a] - tab[b]).abs() / tab.max(axis=1).where(lambda m: m > 0, 1.0)
+    return str(diff.idxmax())  # first maximum in workload order
 
 
 def sched_figures(df: pd.DataFrame, graphs: Mapping, schedulers: Sequence[str], fig_dir: Path,
                   time_limit: float | None = None) -> list[Path]:
-    """Figures of a scheduler comparison: peaks per scheduler per graph, and the live-bytes
-    curves of two schedules (file order vs ``best_of`` when both ran) of the first graph."""
+    """Figures of a scheduler comparison in ``fig_dir``: peaks per scheduler per graph, and the
+    live-bytes curves of two schedules (file order vs ``best_of`` when both ran, else the first
+    two) of the graph where their peaks differ most (:func:`most_different_workload`) -- a chain,
+    where every order is the same, is never chosen over a graph with a difference."""
     from experiments.plots_sched import plot_sched_peaks, plot_schedule_curves
     from experiments.sched_compare import scheduler_for
 
     written = plots.save(plot_sched_peaks(df), fig_dir / "compare_sched_peaks")
-    first = next(iter(graphs))
     pair = [s for s in ("file_order", "best_of") if s in schedulers]
     pair = pair if len(pair) == 2 else list(schedulers)[:2]
-    orders = {s: scheduler_for(s, time_limit).schedule(graphs[first]).order for s in pair}
-    written += plots.save(plot_schedule_curves(graphs[first], orders),
-                          fig_dir / f"compare_sched_curves_{first.replace(':', '_')}")
+    if len(pair) < 2:
+        return written
+    chosen = most_different_workload(df, pair)
+    if chosen is None or chosen not in graphs:
+        chosen = next(iter(graphs))
+    orders = {s: scheduler_for(s, time_limit).schedule(graphs[chosen]).order for s in pair}
+    written += plots.save(plot_schedule_curves(graphs[chosen], orders),
+                          fig_dir / f"compare_sched_curves_{chosen.replace(':', '_')}")
     return written

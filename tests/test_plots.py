@@ -1,0 +1,173 @@
+"""Tests of the figure helpers and figures (experiments/plots.py, plots_sched.py,
+compare_figures.py): byte-axis ticks, byte strings, distinct series styles, deterministic files."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from experiments import plots
+from experiments.compare_figures import most_different_workload
+from experiments.plots_sched import plot_sched_peaks, plot_schedule_curves
+from planners import Buffer, Plan, Problem
+from planners.examples import seed000_problem
+
+KIB, MIB = 2**10, 2**20
+
+
+@pytest.mark.parametrize(
+    "x, text",
+    [(0, "0 B"), (1023, "1023 B"), (1015 * KIB, "1015 KiB"), (1039360, "1015 KiB"),
+     (int(0.99 * MIB) // KIB * KIB, "1013 KiB"), (1536 * KIB, "1.50 MiB"),
+     (int(19.5 * KIB), "19.5 KiB"), (5 * 2**30, "5.00 GiB")],
+)
+def test_format_bytes_strings(x, text):
+    assert plots.format_bytes(x) == text
+    assert "e+" not in plots.format_bytes(x)
+
+
+def test_byte_locator_examples_from_the_review():
+    loc = plots.BinaryByteLocator(nbins=6)
+    assert loc.tick_values(0, 6.2 * MIB).tolist() == [k * MIB for k in range(7)]
+    # 0..1.6 MiB: quarter-MiB steps (multiples of 256 KiB), never 977 KiB / 1.91 MiB
+    assert loc.tick_values(0, 1.6 * MIB).tolist() == [k * 256 * KIB for k in range(7)]
+    fmt = plots.BinaryByteFormatter()
+    assert fmt.format_ticks(loc.tick_values(0, 1.6 * MIB)) == [
+        "0", "0.25 MiB", "0.50 MiB", "0.75 MiB", "1.00 MiB", "1.25 MiB", "1.50 MiB"]
+    assert fmt.format_ticks(loc.tick_values(0, 1015 * KIB)) == [
+        "0", "200 KiB", "400 KiB", "600 KiB", "800 KiB", "1000 KiB"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(lo=st.integers(0, 2**40), span=st.integers(1, 2**40), nbins=st.integers(3, 9))
+@example(lo=251_576_081_153, span=255, nbins=3)  # a short span far from 0: 3 decimals of KiB
+@example(lo=1_073_741_817, span=7, nbins=3)  # just below 1 GiB: labelled in bytes, not "1.000 GiB"
+@example(lo=0, span=10_737_418_235, nbins=3)  # no tick above the view
+def test_byte_ticks_are_multiples_of_a_binary_unit(lo, span, nbins):
+    ticks = plots.BinaryByteLocator(nbins).tick_values(lo, lo + span)
+    assert len(ticks) >= 1
+    assert len(ticks) <= nbins + 1
+    assert np.all((ticks >= lo - 1e-6) & (ticks <= lo + span + 1e-6))
+    steps = np.diff(ticks)
+    if len(steps):
+        assert np.allclose(steps, steps[0])  # evenly spaced
+        # the step is 1, 2 or 5 x 10^k units or 1/8, 1/4, 1/2 of a binary unit (B, KiB, MiB ...)
+        step = float(steps[0])
+        ok_ratios = {0.125, 0.25, 0.5} | {m * 10**k for m in (1, 2, 5) for k in range(13)}
+        units = [u for _, u in plots.BINARY_UNITS
+                 if any(abs(step / u - r) < 1e-9 * r for r in ok_ratios)]
+        assert units, step
+        unit = max(units)
+        # every tick is an integer multiple of 1/8 of that unit
+        assert np.allclose(ticks * 8 / unit, np.round(ticks * 8 / unit))
+    labels = plots.BinaryByteFormatter().format_ticks(ticks)
+    assert all("e" not in s.split()[0] for s in labels)  # no exponent anywhere
+    assert len(set(labels)) == len(labels)  # distinct ticks get distinct labels
+
+
+def test_distinct_styles_for_19_workloads_and_up_to_88():
+    styles = plots.distinct_styles(19)
+    assert len(set(styles)) == 19
+    assert len(set(plots.distinct_styles(88))) == 88
+    assert len({c for c, _ in styles[:8]}) == 8  # any 8 consecutive series differ in colour
+
+
+def test_ratio_by_planner_gives_every_workload_a_distinct_colour_marker_pair():
+    rows = [{"workload": f"w{k}", "planner": p, "ratio": 1.0 + 0.1 * (k % 3) * (j + 1),
+             "valid": True} for k in range(19) for j, p in enumerate(["a", "b"])]
+    fig = plots.plot_ratio_by_planner(pd.DataFrame(rows))
+    ax = fig.axes[0]
+    pairs = []
+    for coll in ax.collections:
+        face = tuple(np.round(coll.get_facecolor()[0], 4))
+        path = coll.get_paths()[0]
+        pairs.append((face, path.vertices.round(4).tobytes()))
+    assert len(pairs) == 19 and len(set(pairs)) == 19
+    assert ax.get_xscale() == "log" and ax.get_xlim()[0] <= 1.0  # ratios from 1 on a log axis
+    assert min(ax.get_xticks()) == 1.0
+
+
+def _seed_plan() -> Plan:
+    from planners import plan as run_plan
+
+    return run_plan(seed000_problem(), "greedy_by_size")
+
+
+def test_memory_over_time_marks_an_arena_equal_to_the_lower_bound_and_no_offset():
+    p = seed000_problem()
+    plan = _seed_plan()
+    assert plan.arena_size == plan.lower_bound  # greedy by size reaches the bound on seed 000
+    fig = plots.plot_memory_over_time(p, [plan], plan_roles=["best plan"])
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any("best plan: greedy_by_size" in s and "= lower bound" in s for s in labels)
+    # the arena band is wider than the dashed lower-bound line drawn on top of it
+    lines = {ln.get_label(): ln for ln in ax.get_lines()}
+    band = next(ln for lab, ln in lines.items() if "arena" in lab)
+    bound = next(ln for lab, ln in lines.items() if lab.startswith("lower bound"))
+    assert band.get_linewidth() > 2 * bound.get_linewidth()
+    assert bound.get_zorder() > band.get_zorder()
+    # long schedule-step axis: no "1e6" offset
+    big = Problem([Buffer("a", 0, 1_000_000, 100), Buffer("b", 999_990, 1_000_050, 40)])
+    fig2 = plots.plot_memory_over_time(big)
+    fig2.canvas.draw()
+    xa = fig2.axes[0].xaxis
+    assert xa.get_offset_text().get_text() == ""
+    assert "1,000,000" in [t.get_text() for t in xa.get_ticklabels()]
+
+
+def test_arena_layout_labels_only_rectangles_that_fit():
+    # one big buffer and one thin sliver: only the big one is labelled
+    p = Problem([Buffer("big", 0, 10, 1000), Buffer("thin", 0, 1, 5)])
+    plan = Plan(p, np.array([0, 1000]), "manual", "heuristic", lower_bound=1005)
+    fig = plots.plot_arena_layout(plan)
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert texts == ["big"]
+
+
+def test_sched_peaks_is_a_dot_plot_with_reference_line_and_short_labels():
+    df = pd.DataFrame({"workload": ["mobilenet_v1_first_layer_and_more"] * 2 + ["g"] * 2,
+                       "scheduler": ["file_order", "dfs"] * 2,
+                       "peak_bytes": [100, 80, 50, 55]})
+    fig = plot_sched_peaks(df)
+    ax = fig.axes[0]
+    assert not ax.patches  # no bars
+    assert any(np.allclose(ln.get_ydata(), 1.0) for ln in ax.get_lines())
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert all(max(len(s) for s in lab.split("\n")) <= 24 for lab in labels)
+    assert plots.short_label("mobilenet_v1_first_layer") == "mobilenet_v1_\nfirst_layer"
+
+
+def test_most_different_workload_skips_a_chain_where_orders_agree():
+    df = pd.DataFrame({"workload": ["chain", "chain", "branchy", "branchy", "mid", "mid"],
+                       "scheduler": ["file_order", "best_of"] * 3,
+                       "peak_bytes": [100, 100, 200, 150, 100, 90]})
+    assert most_different_workload(df, ["file_order", "best_of"]) == "branchy"
+    assert most_different_workload(df, ["file_order", "nope"]) is None
+
+
+def test_figures_are_byte_identical_when_written_twice(tmp_path):
+    from scheduling.graph import Graph
+
+    g = Graph("trap")
+    g.add_tensor("x", (1,), "uint8", kind="input")
+    for t, b in {"A": 100, "C": 50, "V": 99, "Z": 1}.items():
+        g.add_tensor(t, (b,), "uint8")
+    for op, ins, out in [("a", ["x"], "A"), ("c", ["x"], "C"), ("v", ["A"], "V"),
+                         ("z", ["V", "C"], "Z")]:
+        g.add_op(op, "Op", ins, [out])
+    g.mark_output("Z")
+    plan = _seed_plan()
+    makers = {
+        "mot": lambda: plots.plot_memory_over_time(seed000_problem(), [plan]),
+        "layout": lambda: plots.plot_arena_layout(plan),
+        "curves": lambda: plot_schedule_curves(g, {"file": list("acvz"), "best": list("avcz")}),
+    }
+    for name, make in makers.items():
+        first = plots.save(make(), tmp_path / "one" / name, formats=("png", "pdf", "svg"))
+        second = plots.save(make(), tmp_path / "two" / name, formats=("png", "pdf", "svg"))
+        for a, b in zip(first, second, strict=True):
+            assert a.read_bytes() == b.read_bytes(), a.name
