@@ -18,6 +18,8 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 __all__ = ["run", "plot", "main", "SIZES"]
 
 SIZES = (16, 64, 256, 1024)
@@ -53,8 +55,13 @@ def _workloads(sizes, seed: int, onnx: bool):
         yield name, "onnx", p
 
 
-def run(sizes=SIZES, seed: int = 0, onnx: bool = True, planners=None):
+def run(sizes=SIZES, seed: int = 0, onnx: bool = True, planners=None, rvsim_max_n: int = 700):
     """Measure every (workload, planner); returns a pandas DataFrame (one row each).
+
+    When ``rvsim`` is installed (:mod:`experiments.rv64.rvsim_check`), workloads with at most
+    ``rvsim_max_n`` buffers (``-1``: none) also run in rvsim's U74-like and C906-like in-order
+    configurations: columns ``rvsim_cycles_{u74,c906}``, ``rvsim_instructions_{u74,c906}`` and
+    ``rvsim_offsets_match`` (empty for larger workloads: rvsim runs about 0.5 M instructions/s).
 
     Raises :class:`experiments.rv64.Rv64Unavailable` when ziglang or unicorn is missing.
     """
@@ -66,6 +73,12 @@ def run(sizes=SIZES, seed: int = 0, onnx: bool = True, planners=None):
     if not ok:
         raise rv64.Rv64Unavailable(reason)
     names = tuple(planners or rv64.CORE_NAMES)
+    from experiments.rv64 import rvsim_check
+
+    use_rvsim, why = rvsim_check.available()
+    use_rvsim = use_rvsim and rvsim_max_n >= 0
+    if not use_rvsim:
+        print(f"bench_rv64: rvsim columns skipped ({why or 'rvsim_max_n < 0'})", file=sys.stderr)
     rows = []
     for wname, kind, problem in _workloads(sizes, seed, onnx):
         for name in names:
@@ -75,6 +88,13 @@ def run(sizes=SIZES, seed: int = 0, onnx: bool = True, planners=None):
             rec = est.as_record()
             rec.pop("offsets")
             rec.update(workload=wname, kind=kind, seconds=round(seconds, 3))
+            if use_rvsim and est.n <= rvsim_max_n:
+                for core in rvsim_check.RVSIM_CORES:
+                    r = rvsim_check.run_rvsim(problem, name, core, check=False)
+                    rec[f"rvsim_cycles_{core}"] = r.cycles
+                    rec[f"rvsim_instructions_{core}"] = r.instructions
+                    ok_c = bool(np.array_equal(r.offsets, est.offsets))
+                    rec["rvsim_offsets_match"] = rec.get("rvsim_offsets_match", True) and ok_c
             rows.append(rec)
             print(
                 f"{wname:>14} n={est.n:<5} {name:<16} insn={est.instructions:>10} "
@@ -140,6 +160,9 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-onnx", action="store_true", help="random problems only")
+    ap.add_argument("--rvsim-max-n", type=int, default=700,
+                    help="rvsim cross-check only for workloads with at most this many buffers "
+                         "(-1: never; needs the rvsim extra)")
     ap.add_argument("--figures-only", action="store_true",
                     help="redraw the figure from the --out CSV without rerunning the benchmark")
     args = ap.parse_args(argv)
@@ -158,7 +181,7 @@ def main(argv=None) -> int:
         print(f"bench_rv64: {reason}", file=sys.stderr)
         return 2
     sizes = tuple(int(s) for s in args.sizes.split(","))
-    df = run(sizes, args.seed, onnx=not args.no_onnx)
+    df = run(sizes, args.seed, onnx=not args.no_onnx, rvsim_max_n=args.rvsim_max_n)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
