@@ -184,26 +184,3 @@ def run(args) -> int:
                      f"bytes (of {r['total_traffic']}), moved {r['bytes_moved']} bytes")
         print(line)
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry (``python -m experiments.cli_budget budget MODEL ...``)."""
-    import argparse
-    import sys
-
-    from planners import MemplanError
-
-    ap = argparse.ArgumentParser(prog="memplan")
-    add_parsers(ap.add_subparsers(dest="command", required=True))
-    args = ap.parse_args(argv)
-    try:
-        return run(args)
-    except (MemplanError, ValueError, FileNotFoundError) as e:
-        print(f"memplan: error: {e}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":  # pragma: no cover
-    import sys
-
-    sys.exit(main())

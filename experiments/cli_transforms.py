@@ -70,23 +70,3 @@ def run(args) -> int:
     else:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry (``python -m experiments.cli_transforms export MODEL ...``)."""
-    import argparse
-
-    from planners import MemplanError
-
-    ap = argparse.ArgumentParser(prog="memplan")
-    add_parsers(ap.add_subparsers(dest="command", required=True))
-    args = ap.parse_args(argv)
-    try:
-        return run(args)
-    except (MemplanError, ValueError, FileNotFoundError) as e:
-        print(f"memplan: error: {e}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -148,19 +148,28 @@ def _cpsat(problem: Problem, cap: int, traffic: np.ndarray, time_limit: float, s
     m.AddNoOverlap2D(tiv, xiv)
     m.Maximize(sum(int(traffic[i]) * pres[i] for i in range(n)))
     g, _ = _greedy(problem, cap, traffic)
-    for i in range(n):
-        m.AddHint(pres[i], bool(g[i] >= 0))
-        if g[i] >= 0:
-            m.AddHint(xs[i], int(g[i]))
+    return _solve_placement(m, pres, xs, g, time_limit, seed)
+
+
+def _solve_placement(m, pres, xs, hint, time_limit: float, seed: int):
+    """Solve a CP-SAT placement model whose item ``i`` is in SRAM iff ``pres[i]`` at offset
+    ``xs[i]``; ``hint`` (offsets, -1 = not in SRAM) is the greedy answer, used as the solution hint
+    and returned (status ``"heuristic"``) when the solver finds nothing in ``time_limit`` seconds.
+    Returns ``(offsets, status)``, offsets -1 for items left out."""
+    from ortools.sat.python import cp_model
+
+    for i, h in enumerate(hint.tolist()):
+        m.AddHint(pres[i], h >= 0)
+        if h >= 0:
+            m.AddHint(xs[i], int(h))
     s = cp_model.CpSolver()
     s.parameters.max_time_in_seconds = float(time_limit)
     s.parameters.num_search_workers = 1
     s.parameters.random_seed = int(seed)
     st = s.Solve(m)
     if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return g, "heuristic"
-    off = np.array([s.Value(xs[i]) if s.BooleanValue(pres[i]) else -1 for i in range(n)],
-                   np.int64)
+        return hint, "heuristic"
+    off = np.array([s.Value(x) if s.BooleanValue(q) else -1 for q, x in zip(pres, xs)], np.int64)
     return off, "optimal" if st == cp_model.OPTIMAL else "feasible"
 
 
@@ -580,20 +589,7 @@ def _slice_cpsat(sp: Problem, owner, acc, cap: int, time_limit: float, seed: int
         m.Add(mv >= pres[j + 1] - pres[j])
         cost.append(int(sp.sizes[j]) * mv)
     m.Maximize(sum(gain) - sum(cost))
-    for j in range(S):
-        m.AddHint(pres[j], bool(g[j] >= 0))
-        if g[j] >= 0:
-            m.AddHint(xs[j], int(g[j]))
-    s = cp_model.CpSolver()
-    s.parameters.max_time_in_seconds = float(time_limit)
-    s.parameters.num_search_workers = 1
-    s.parameters.random_seed = int(seed)
-    st = s.Solve(m)
-    if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return g, "heuristic"
-    off = np.array([s.Value(xs[j]) if s.BooleanValue(pres[j]) else -1 for j in range(S)],
-                   np.int64)
-    return off, "optimal" if st == cp_model.OPTIMAL else "feasible"
+    return _solve_placement(m, pres, xs, g, time_limit, seed)
 
 
 #: Name -> slice selection method ``f(slices, owner, accesses, capacity, ...) -> (offsets, status)``.

@@ -13,6 +13,7 @@ from experiments import rv64
 from experiments.rv64 import rvsim_check
 from experiments.rv64.build import load_elf
 from planners import Buffer, Problem, check_plan
+from planners.examples import seed000_problem
 
 OK, REASON = rvsim_check.available()
 needs_rvsim = pytest.mark.skipif(
@@ -21,24 +22,8 @@ needs_rvsim = pytest.mark.skipif(
 
 
 def seed_000_demo() -> Problem:
-    """Seed 000 section 8's graph (as tests/test_rv64.py): residents live the whole schedule."""
-    rows = [
-        ("input", 0, 0, 4096, 1),
-        ("conv_w", 0, 1, 65536, 1),
-        ("conv_y", 1, 2, 8192, 0),
-        ("skip", 0, 2, 4096, 0),
-        ("res", 2, 3, 8192, 0),
-        ("gemm_w", 3, 4, 262144, 1),
-        ("logits", 4, 5, 1024, 0),
-        ("probs", 5, 5, 1024, 0),
-    ]
-    bufs = [
-        Buffer(name, 0, 6, size, kind="resident")
-        if res
-        else Buffer.from_closed(name, f, last, size)
-        for name, f, last, size, res in rows
-    ]
-    return Problem(bufs, alignment=16, name="seed000")
+    """Seed 000 section 8's graph: residents live the whole schedule, alignment 16."""
+    return seed000_problem()
 
 
 # -- no rvsim needed -------------------------------------------------------------------------------
