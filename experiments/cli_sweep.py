@@ -3,6 +3,11 @@
 :mod:`experiments.cli` adds them with :func:`add_parsers` and dispatches :data:`COMMANDS` to
 :func:`run`. ``python -m experiments.cli_sweep sweep|report ...`` works on its own too (same exit codes:
 0 success, 1 a sweep finished with failed runs and ``--strict``, 2 bad input, 130 interrupted).
+
+``memplan sweep CONFIG`` runs only the runs without a record; ``--retry-failed`` also runs again
+those whose record has status ``error`` or ``timeout`` (keeping the finished ones), e.g. after a
+timeout on a loaded machine. ``--report`` writes the report afterwards (``--formats``, default PNG
+and PDF; add ``svg`` for vector figures for the web).
 """
 
 from __future__ import annotations
@@ -12,13 +17,21 @@ import sys
 
 __all__ = ["COMMANDS", "add_parsers", "run", "main"]
 
+#: Figure formats of ``memplan report`` and ``memplan sweep --report`` unless ``--formats``.
+DEFAULT_FORMATS = ("png", "pdf")
+
 #: Sub-command names handled by :func:`run`.
 COMMANDS = ("sweep", "report")
 
 
 def add_parsers(subparsers) -> None:
     """Add the ``sweep`` and ``report`` sub-commands to an argparse ``subparsers`` object."""
-    s = subparsers.add_parser("sweep", help="run a TOML sweep (resumable; only missing runs run)")
+    s = subparsers.add_parser(
+        "sweep", help="run a TOML sweep (resumable; only missing runs run)",
+        description="Run every run of a TOML sweep that has no record yet (records are keyed by "
+                    "a hash of workload, scheduler, planner, parameters and code version). Runs "
+                    "that failed (status error or timeout) are kept as records and not rerun, "
+                    "unless --retry-failed is given.")
     s.add_argument("config", help="sweep TOML file (see experiments/configs/default.toml)")
     s.add_argument("--out", help="output folder (default: the config's 'out')")
     s.add_argument("--jobs", "-j", type=int, default=1, help="worker processes (default 1)")
@@ -28,14 +41,30 @@ def add_parsers(subparsers) -> None:
     s.add_argument("--dry-run", action="store_true", help="list the runs that would run, run none")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
     s.add_argument("--strict", action="store_true", help="exit 1 when a run failed")
+    s.add_argument("--retry-failed", action="store_true",
+                   help="also rerun the runs whose record has status error or timeout (their "
+                        "record is replaced); finished runs are kept")
     s.add_argument("--report", action="store_true", help="run `memplan report` afterwards")
+    s.add_argument("--formats", default=",".join(DEFAULT_FORMATS),
+                   help="figure formats of --report (default %(default)s; add svg if wanted)")
 
     r = subparsers.add_parser("report", help="figures, tables and a markdown summary from records")
     r.add_argument("results_dir", help="a sweep output folder (with records/)")
     r.add_argument("--out", help="report folder (default RESULTS_DIR/report)")
-    r.add_argument("--formats", default="png,pdf,svg", help="figure formats (default png,pdf,svg)")
+    r.add_argument("--formats", default=",".join(DEFAULT_FORMATS),
+                   help="figure formats, comma-separated: png, pdf, svg (default %(default)s)")
+    r.add_argument("--all-versions", action="store_true",
+                   help="use the records of every code version (default: only the latest one's)")
     r.add_argument("--max-workload-figures", type=int, default=12,
                    help="memory-over-time and layout figures for at most this many workloads")
+
+
+def _formats(text: str) -> tuple[str, ...]:
+    formats = tuple(f.strip().lower() for f in text.split(",") if f.strip())
+    bad = [f for f in formats if f not in ("png", "pdf", "svg")]
+    if bad or not formats:
+        raise ValueError(f"--formats: unknown figure format(s) {bad}; use png, pdf, svg")
+    return formats
 
 
 def run(args) -> int:
@@ -47,23 +76,24 @@ def run(args) -> int:
         cfg = load_config(args.config, out=args.out)
         s = run_sweep(cfg, executor=args.executor, jobs=args.jobs,
                       scheduler_address=args.scheduler_address, dry_run=args.dry_run,
-                      progress=not args.quiet)
+                      progress=not args.quiet, retry_failed=args.retry_failed)
         if args.dry_run:
             return 0
-        print(f"{s['total']} runs: {s['already_done']} already recorded, {s['ran']} ran, "
+        again = f" ({s['retried']} failed ones again)" if args.retry_failed else ""
+        print(f"{s['total']} runs: {s['already_done']} already recorded, {s['ran']} ran{again}, "
               f"{s['errors']} with an error; records in {s['out']}/records/")
         if args.report:
             from experiments.report import build_report
 
-            written = build_report(s["out"])
+            written = build_report(s["out"], formats=_formats(args.formats))
             print(f"report: {len(written)} files in {s['out']}/report/")
         return 1 if (args.strict and s["errors"]) else 0
     if args.command == "report":
         from experiments.report import build_report
 
-        formats = tuple(f for f in args.formats.split(",") if f)
-        written = build_report(args.results_dir, out=args.out, formats=formats,
-                               max_workload_figures=args.max_workload_figures)
+        written = build_report(args.results_dir, out=args.out, formats=_formats(args.formats),
+                               max_workload_figures=args.max_workload_figures,
+                               all_versions=args.all_versions)
         print(f"wrote {len(written)} files; summary: "
               f"{[str(p) for p in written if p.suffix == '.md'][0]}")
         return 0

@@ -5,6 +5,10 @@ run each) and ``problems/DIGEST.csv`` (the planned problems, half-open ``[lower,
 in schedule steps, sizes in bytes). Nothing is re-planned: arena layouts use the offsets stored in
 the records.
 
+Only the records of the latest code version (:func:`latest_code_version`) are used unless
+``all_versions`` / ``--all-versions``: a sweep rerun after a code change writes a new complete set of
+records beside the old ones (the run key hashes the code version), and medians must not mix them.
+
 Output (``RESULTS_DIR/report/`` by default), deterministic -- the same records give byte-identical
 files (fixed metadata dates, ``svg.hashsalt``, sorted rows, no clock in the text):
 
@@ -20,7 +24,8 @@ files (fixed metadata dates, ``svg.hashsalt``, sorted rows, no clock in the text
 * ``figures/tflm_comparison`` -- our arenas vs TFLite Micro's planned head (when recorded).
 * ``tables/*.csv`` and ``report.md``, the summary for design reviews.
 
-Figures are PNG + PDF + SVG (``formats``) in the paper style of :mod:`experiments.plots`.
+Figures are PNG + PDF by default (``formats``; add ``"svg"`` for vector figures for the web, they
+are larger) in the paper style of :mod:`experiments.plots`.
 """
 
 from __future__ import annotations
@@ -33,7 +38,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["build_report", "case_label", "pareto_front", "MAX_PER_WORKLOAD_FIGURES"]
+__all__ = ["build_report", "case_label", "pareto_front", "latest_code_version",
+           "MAX_PER_WORKLOAD_FIGURES"]
 
 #: At most this many workloads get memory-over-time and layout figures (sorted by name).
 MAX_PER_WORKLOAD_FIGURES = 12
@@ -59,6 +65,22 @@ def pareto_front(seconds: Sequence[float], ratio: Sequence[float]) -> np.ndarray
             keep.append(i)
             best = r[i]
     return np.asarray(keep, dtype=np.int64)
+
+
+def latest_code_version(df: pd.DataFrame) -> str | None:
+    """The ``code_version`` of the most recently started record (greatest ``start_time``, UTC ISO
+    8601; ties: greatest version text), or ``None`` when no record has one.
+
+    A sweep rerun after a code change gets new run keys (the key hashes the code version), so its
+    folder then holds a complete set for the new version beside the old records; the report uses
+    the newest set unless asked for all. ``O(n)`` for ``n`` records.
+    """
+    if "code_version" not in df or df["code_version"].isna().all():
+        return None
+    t = df[df["code_version"].notna()]
+    start = t["start_time"].fillna("").astype(str) if "start_time" in t else pd.Series("", t.index)
+    i = max(range(len(t)), key=lambda k: (start.iloc[k], str(t["code_version"].iloc[k])))
+    return str(t["code_version"].iloc[i])
 
 
 def _config_label(planner: str, params: str, default_params: dict[str, str]) -> str:
@@ -112,17 +134,21 @@ def _safe(name: str) -> str:
 
 
 def build_report(results_dir: str | Path, out: str | Path | None = None,
-                 formats: Sequence[str] = ("png", "pdf", "svg"),
-                 max_workload_figures: int = MAX_PER_WORKLOAD_FIGURES) -> list[Path]:
+                 formats: Sequence[str] = ("png", "pdf"),
+                 max_workload_figures: int = MAX_PER_WORKLOAD_FIGURES,
+                 all_versions: bool = False) -> list[Path]:
     """Write the figures, tables and ``report.md`` of a sweep folder; return the written paths.
 
     Parameters
     ----------
     results_dir : a sweep output folder (``records/``, ``problems/``).
     out : report folder (default ``results_dir/report``).
-    formats : figure formats.
+    formats : figure formats (``"png"``, ``"pdf"``, ``"svg"``).
     max_workload_figures : memory-over-time and layout figures for at most this many workloads
         (the first by sorted name).
+    all_versions : use the records of every code version; by default only those of
+        :func:`latest_code_version` (``report.md`` says how many records were left out), so that
+        medians never mix code versions.
 
     Raises
     ------
@@ -141,6 +167,12 @@ def build_report(results_dir: str | Path, out: str | Path | None = None,
     df = load_records(results)
     if df.empty:
         raise ConfigError(f"{results}: the sweep has no records yet")
+    left_out = 0
+    latest = latest_code_version(df)
+    if not all_versions and latest is not None:
+        keep = df["code_version"].isna() | (df["code_version"] == latest)
+        left_out = int((~keep).sum())
+        df = df[keep].reset_index(drop=True)
     out = Path(out) if out is not None else results / "report"
     figs, tabs = out / "figures", out / "tables"
     figs.mkdir(parents=True, exist_ok=True)
@@ -334,7 +366,7 @@ def build_report(results_dir: str | Path, out: str | Path | None = None,
     written.append(_write_csv(per, tabs / "per_planner.csv"))
     bad = df[~df["valid"]][["case", "config", "status", "error"]].sort_values(["case", "config"])
     written.append(_write_csv(bad, tabs / "failed_runs.csv"))
-    md = _markdown(df, agg, pivot, per, bad, tf, rv, figs, out)
+    md = _markdown(df, agg, pivot, per, bad, tf, rv, figs, out, left_out, latest)
     path = out / "report.md"
     path.write_text(md)
     written.append(path)
@@ -346,7 +378,8 @@ def _write_csv(t: pd.DataFrame, path: Path) -> Path:
     return path
 
 
-def _markdown(df, agg, pivot, per, bad, tf, rv, figs: Path, out: Path) -> str:
+def _markdown(df, agg, pivot, per, bad, tf, rv, figs: Path, out: Path, left_out: int = 0,
+              latest: str | None = None) -> str:
     prov = df.groupby(["code_version", "git_commit", "cpu_model", "cpu_cores"], dropna=False) \
         .size().reset_index(name="runs") if "code_version" in df else pd.DataFrame()
     cases = agg.groupby("case", sort=True).agg(buffers=("buffers", "first"),
@@ -362,6 +395,17 @@ def _markdown(df, agg, pivot, per, bad, tf, rv, figs: Path, out: Path) -> str:
         "Regenerated from the records by `memplan report`; sizes in bytes, times in seconds "
         "(median over seeds and repetitions); every plan passed the independent validator.",
         "",
+    ]
+    versions = sorted(df["code_version"].dropna().astype(str).unique()) if "code_version" in df else []
+    if len(versions) > 1:
+        lines += [f"**Warning:** the records come from {len(versions)} code versions "
+                  f"({', '.join(versions)}); medians mix them. Delete the folder and run the sweep "
+                  "again for figures of one version.", ""]
+    if left_out:
+        lines += [f"Only the records of the latest code version `{latest}` are used; {left_out} "
+                  "records of older code versions were left out (`memplan report --all-versions` "
+                  "uses them too).", ""]
+    lines += [
         "## Workloads",
         "",
         cases.to_markdown(index=False),

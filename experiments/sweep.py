@@ -39,7 +39,13 @@ JSON file ``OUT/records/KEY.json`` written to a temporary file and renamed (``os
 on POSIX), so a sweep killed at any moment loses no finished run and leaves no partial record;
 running the sweep again runs only the keys without a record. A run that raises, or exceeds
 ``timeout``, is recorded with its error (``status = "error"`` / ``"timeout"``) and the sweep goes
-on. The problem each run planned is stored once as ``OUT/problems/DIGEST.csv`` (MiniMalloc
+on; such runs are not retried by a plain rerun (their record exists), but
+``memplan sweep CONFIG --retry-failed`` (``run_sweep(..., retry_failed=True)``) runs every run whose
+record has status ``error`` or ``timeout`` again, replaces its record atomically, and keeps the
+finished ones. A record's ``params`` is always the requested grid point (the JSON the key hashes,
+with the sweep's ``time_limit`` and seed filled in), also for a run whose planner could not be
+built, so grid points stay apart; ``resolved_params`` holds the planner's full parameters when it
+was built. The problem each run planned is stored once as ``OUT/problems/DIGEST.csv`` (MiniMalloc
 columns, half-open lifetimes) so that :mod:`experiments.report` can draw memory-over-time curves and
 arena layouts from the records alone.
 
@@ -99,6 +105,7 @@ __all__ = [
     "code_version",
     "machine_info",
     "EXECUTORS",
+    "RETRY_STATUSES",
 ]
 
 #: Executors accepted by :func:`run_sweep`.
@@ -192,6 +199,9 @@ def _expand_grid(kind: str, name: str, table: Any, allowed: list[str]) -> list[d
         for x in values:
             if isinstance(x, (list, dict)):
                 raise ConfigError(f"{where}: grid of {k!r} must hold scalars, got {x!r}")
+            if k == "time_limit" and (isinstance(x, bool) or not isinstance(x, (int, float))
+                                      or not x > 0):
+                raise ConfigError(f"{where}: time_limit must be a number > 0 (seconds), got {x!r}")
         axes.append([(k, x) for x in values])
     return [dict(combo) for combo in itertools.product(*axes)] if axes else [{}]
 
@@ -688,7 +698,11 @@ def execute_run(spec: RunSpec) -> tuple[dict[str, Any], str | None, str]:
             tb = r.pop("traceback", None)
             if tb and spec.planner:
                 r["error"] = r["error"] + " | " + tb.strip().splitlines()[-1]
+            # ``params`` is always the requested grid point (what the key hashes), also when the
+            # planner could not be built; the planner's full parameters go to ``resolved_params``.
+            r["resolved_params"] = r.pop("params", "") or None
             rec.update(r)
+            rec["params"] = spec.planner_params
             rec.update(extra)
             if plan is not None and rec.get("valid") and problem.n <= spec.keep_offsets:
                 rec["offsets"] = json.dumps(plan.offsets.tolist())
@@ -777,9 +791,27 @@ def _atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _done_keys(out: Path) -> set[str]:
+#: Record statuses that ``retry_failed`` (``memplan sweep --retry-failed``) runs again.
+RETRY_STATUSES = ("error", "timeout")
+
+
+def _done_keys(out: Path, retry_failed: bool = False) -> set[str]:
+    """Keys with a record in ``out/records``; with ``retry_failed``, only those whose record's
+    ``status`` is not in :data:`RETRY_STATUSES` (an unreadable record counts as failed)."""
     d = out / "records"
-    return {p.stem for p in d.glob("*.json")} if d.is_dir() else set()
+    if not d.is_dir():
+        return set()
+    if not retry_failed:
+        return {p.stem for p in d.glob("*.json")}
+    done = set()
+    for p in d.glob("*.json"):
+        try:
+            status = json.loads(p.read_text()).get("status")
+        except (OSError, ValueError):
+            continue
+        if status not in RETRY_STATUSES:
+            done.add(p.stem)
+    return done
 
 
 def _store(out: Path, rec: dict[str, Any], problem_csv: str | None, pdigest: str) -> None:
@@ -842,6 +874,7 @@ def run_sweep(
     dry_run: bool = False,
     progress: bool = True,
     echo: Callable[[str], None] = print,
+    retry_failed: bool = False,
 ) -> dict[str, Any]:
     """Run every missing run of ``cfg`` and write its records under ``cfg.out``.
 
@@ -853,12 +886,19 @@ def run_sweep(
     scheduler_address : ``tcp://host:port`` of a Dask scheduler (``executor="dask"``).
     dry_run : list the runs that would run (via ``echo``) and return without running.
     progress : tqdm bar with runs done / total and the ETA.
+    retry_failed : also run again the runs whose record has ``status`` ``"error"`` or
+        ``"timeout"`` (:data:`RETRY_STATUSES`); their new record replaces the old one atomically.
+        Finished runs (any other status) are kept.
 
     Returns
     -------
     dict
-        ``total``, ``already_done``, ``ran``, ``errors`` (runs recorded with an error or timeout
-        in this call) and ``out``.
+        ``total``, ``already_done`` (runs kept), ``retried`` (failed records run again),
+        ``ran``, ``errors`` (runs recorded with an error or timeout in this call) and ``out``.
+
+    Notes
+    -----
+    ``retry_failed`` reads every record of ``out/records`` once (``O(records)`` small files).
 
     Raises
     ------
@@ -879,12 +919,15 @@ def run_sweep(
                               "'dask[distributed]'") from None
     out = cfg.out
     runs = expand_runs(cfg, git_commit="" if dry_run else git_commit())
-    done = _done_keys(out)
+    done = _done_keys(out, retry_failed=retry_failed)
     todo = [r for r in runs if r.key not in done]
-    summary = {"total": len(runs), "already_done": len(runs) - len(todo), "ran": 0, "errors": 0,
-               "out": str(out)}
+    retried = len(_done_keys(out) & {r.key for r in todo}) if retry_failed else 0
+    summary = {"total": len(runs), "already_done": len(runs) - len(todo), "retried": retried,
+               "ran": 0, "errors": 0, "out": str(out)}
     if dry_run:
-        echo(f"{len(runs)} runs, {len(runs) - len(todo)} already recorded, {len(todo)} would run:")
+        again = f" ({retried} failed ones again)" if retry_failed else ""
+        echo(f"{len(runs)} runs, {len(runs) - len(todo)} already recorded, {len(todo)} would "
+             f"run{again}:")
         for r in todo:
             echo("  " + r.label())
         return summary

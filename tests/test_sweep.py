@@ -60,6 +60,8 @@ greedy_by_size = {}
         ('workloads = ["seed000"]\n[planners]\ncpsat = {time_limit = []}', "grid of 'time_limit' is empty"),
         ('workloads = ["seed000"]\n[planners]\ncpsat = {bogus = [1, 2]}', "unknown parameter 'bogus'"),
         ('workloads = ["seed000"]\n[planners]\ncpsat = {time_limit = [[1]]}', "must hold scalars"),
+        ('workloads = ["seed000"]\n[planners]\ncpsat = {time_limit = [1.0, -2.0]}',
+         "cpsat: time_limit must be a number > 0 (seconds), got -2.0"),
         ('workloads = ["missing/none.csv"]\n[planners]\nfirst_fit = {}', "no such file"),
         ('workloads = ["nothing/*.csv"]\n[planners]\nfirst_fit = {}', "matches no file"),
         ('workloads = ["no_such_workload"]\n[planners]\nfirst_fit = {}', "unknown workload 'no_such_workload'"),
@@ -176,6 +178,109 @@ def test_timeout_is_recorded(tmp_path):
     assert rec["status"] == "timeout" and "timeout of 0.05 s" in rec["error"]
 
 
+def test_per_planner_time_limit_grid_runs_every_point(tmp_path):
+    # issue 6: `cpsat = {time_limit = [0.5, 2.0]}` failed every run with "planner_for() got
+    # multiple values for argument 'time_limit'"
+    from planners import Problem, check_plan
+
+    cfg = load_config(write(tmp_path, 'out = "out"\ntime_limit = 7.0\nworkloads = ["seed002_ex5.1"]\n'
+                                      '[planners]\ncpsat = {time_limit = [0.5, 2.0]}\n'
+                                      'first_fit = {}\n'))
+    s = run_sweep(cfg, progress=False)
+    assert (s["ran"], s["errors"]) == (3, 0)
+    df = load_records(cfg.out)
+    cp = df[df.planner == "cpsat"]
+    assert sorted(json.loads(p)["time_limit"] for p in cp["params"]) == [0.5, 2.0]
+    assert cp["params"].is_unique and cp["key"].is_unique
+    for _, row in cp.iterrows():  # the planner really ran with its own grid point
+        assert json.loads(row["resolved_params"])["time_limit"] == json.loads(row["params"])["time_limit"]
+        assert row["valid"] and row["status"] == "optimal" and row["error"] == ""
+        # seed 002 exercise 5.1: greedy by size reaches the lower bound 780, so the optimum is 780
+        assert row["arena"] == 780 == row["lower_bound"]
+        t = __import__("pandas").read_csv(cfg.out / "problems" / f"{row['problem_digest']}.csv")
+        check_plan(Problem.from_arrays(t["lower"], t["upper"], t["size"]),
+                   np.asarray(json.loads(row["offsets"])))
+    # a planner without a grid gets the sweep's time limit only when it takes one
+    ff = df[df.planner == "first_fit"].iloc[0]
+    assert json.loads(ff["params"]) == {} and ff["arena"] == 880
+
+
+def _failing_greedy_by_size(monkeypatch):
+    from planners.greedy import GreedyBySize
+
+    def broken(self, problem):
+        raise RuntimeError("injected failure")
+
+    monkeypatch.setattr(GreedyBySize, "_solve", broken)
+
+
+def test_failed_run_record_keeps_the_requested_params(tmp_path, monkeypatch):
+    _failing_greedy_by_size(monkeypatch)
+    cfg = load_config(write(tmp_path, 'out = "out"\nworkloads = ["seed002_ex5.1"]\n'
+                                      '[planners]\ngreedy_by_size = {fit = ["first", "best"]}\n'))
+    s = run_sweep(cfg, progress=False)
+    assert (s["ran"], s["errors"]) == (2, 2)
+    df = load_records(cfg.out)
+    assert (df.status == "error").all() and df["error"].str.contains("injected failure").all()
+    # both grid points failed and can still be told apart (the record held params = "" before)
+    assert sorted(json.loads(p)["fit"] for p in df["params"]) == ["best", "first"]
+    assert [json.loads(p)["fit"] for p in df["resolved_params"]] == \
+        [json.loads(p)["fit"] for p in df["params"]]
+
+
+def test_retry_failed_reruns_error_and_timeout_records_only(tmp_path, monkeypatch, capsys):
+    from experiments import cli_sweep
+
+    cfg_path = write(tmp_path, 'out = "out"\nworkloads = ["seed002_ex5.1"]\n'
+                               '[planners]\nfirst_fit = {}\nbest_fit = {}\ngreedy_by_size = {}\n')
+    cfg = load_config(cfg_path)
+    with monkeypatch.context() as m:
+        _failing_greedy_by_size(m)
+        s = run_sweep(cfg, progress=False)
+    assert (s["ran"], s["errors"]) == (3, 1)
+    df = load_records(cfg.out)
+    rec_dir = cfg.out / "records"
+    gbs_key = df[df.planner == "greedy_by_size"]["key"].iloc[0]
+    ff_key = df[df.planner == "first_fit"]["key"].iloc[0]
+    bf_key = df[df.planner == "best_fit"]["key"].iloc[0]
+    # pretend first_fit's run timed out (e.g. on a loaded machine)
+    ff = json.loads((rec_dir / f"{ff_key}.json").read_text())
+    ff.update(status="timeout", valid=False, arena=None, error="run exceeded the timeout of 1 s")
+    (rec_dir / f"{ff_key}.json").write_text(json.dumps(ff))
+    kept = (rec_dir / f"{bf_key}.json").read_bytes()
+    # a plain rerun keeps failed records
+    assert run_sweep(cfg, progress=False)["ran"] == 0
+    # --dry-run --retry-failed lists exactly the two failed runs
+    assert cli_sweep.main(["sweep", str(cfg_path), "--dry-run", "--retry-failed"]) == 0
+    out = capsys.readouterr().out
+    assert "3 runs, 1 already recorded, 2 would run (2 failed ones again)" in out
+    assert gbs_key[:12] in out and ff_key[:12] in out and bf_key[:12] not in out
+    assert cli_sweep.main(["sweep", str(cfg_path), "--quiet", "--retry-failed", "--strict"]) == 0
+    out = capsys.readouterr().out
+    assert "3 runs: 1 already recorded, 2 ran (2 failed ones again), 0 with an error" in out
+    df = load_records(cfg.out)
+    assert len(df) == 3 and df["valid"].all() and (df["status"] != "error").all()
+    arenas = dict(zip(df.planner, df.arena))
+    assert (arenas["first_fit"], arenas["greedy_by_size"]) == (880, 780)  # seed 002 ex. 5.1
+    assert (rec_dir / f"{bf_key}.json").read_bytes() == kept  # the finished run was kept
+    assert not list(rec_dir.glob(".*.tmp"))
+
+
+def test_retry_failed_is_in_the_command_help():
+    import argparse
+
+    from experiments import cli_sweep
+
+    ap = argparse.ArgumentParser(prog="memplan")
+    sub = ap.add_subparsers(dest="command")
+    cli_sweep.add_parsers(sub)
+    text = sub.choices["sweep"].format_help()
+    assert "--retry-failed" in text and "status error or timeout" in " ".join(text.split())
+    from experiments import sweep
+
+    assert "--retry-failed" in sweep.__doc__
+
+
 def test_resume_after_kill_no_duplicates_no_losses(tmp_path):
     cfg_path = write(tmp_path, 'out = "out"\nseeds = [0, 1, 2, 3, 4, 5, 6, 7]\n'
                                'workloads = [{generator = "random_layered", params = {n_ops = 60}}]\n'
@@ -235,8 +340,10 @@ def test_report_is_deterministic_from_the_records(tmp_path):
                                       '[planners]\nfirst_fit = {}\ngreedy_by_size = {}\n'))
     run_sweep(cfg, progress=False)
     # two generations, in two processes, from the same records
-    a = build_report(cfg.out, out=tmp_path / "ra", max_workload_figures=2)
-    r = cli("report", str(cfg.out), "--out", str(tmp_path / "rb"), "--max-workload-figures", "2")
+    a = build_report(cfg.out, out=tmp_path / "ra", max_workload_figures=2,
+                     formats=("png", "pdf", "svg"))
+    r = cli("report", str(cfg.out), "--out", str(tmp_path / "rb"), "--max-workload-figures", "2",
+            "--formats", "png,pdf,svg")
     assert r.returncode == 0, r.stderr
     names_a = sorted(p.relative_to(tmp_path / "ra") for p in a)
     names_b = sorted(p.relative_to(tmp_path / "rb") for p in (tmp_path / "rb").rglob("*") if p.is_file())
@@ -255,3 +362,70 @@ def test_report_is_deterministic_from_the_records(tmp_path):
 def test_report_without_records(tmp_path):
     r = cli("report", str(tmp_path))
     assert r.returncode == 2 and "no records/ folder" in r.stderr
+
+
+def test_report_default_formats_are_png_and_pdf(tmp_path):
+    cfg = load_config(write(tmp_path, 'out = "out"\nworkloads = ["seed002_ex5.1"]\n'
+                                      '[planners]\nfirst_fit = {}\n'))
+    run_sweep(cfg, progress=False)
+    written = build_report(cfg.out, max_workload_figures=0)
+    assert {p.suffix for p in written if p.parent.name == "figures"} == {".png", ".pdf"}
+
+
+# -- notebooks: a failed sweep run must fail `make test`; no stray reprs --------------------------
+NOTEBOOKS = ["02_sweeps_and_figures", "03_scheduling", "04_rv64_cost"]
+
+
+def _code_cells(name: str) -> list[str]:
+    nb = json.loads((ROOT / "notebooks" / f"{name}.ipynb").read_text())
+    return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_cells_leave_no_matplotlib_repr(name):
+    """A code cell whose last statement is a bare plotting call (``ax.legend(...)``) shows
+    ``<matplotlib.legend.Legend at 0x...>``; such a cell must end with ``;``."""
+    import ast
+
+    for src in _code_cells(name):
+        body = ast.parse(src).body
+        if not body or not isinstance(body[-1], ast.Expr) or not isinstance(body[-1].value, ast.Call):
+            continue
+        f = body[-1].value.func
+        root = f
+        while isinstance(root, (ast.Attribute, ast.Call)):
+            root = root.value if isinstance(root, ast.Attribute) else root.func
+        if isinstance(root, ast.Name) and root.id in ("ax", "axes", "plt", "fig"):
+            assert src.rstrip().endswith(";"), f"{name}: cell ends with a bare plot call:\n{src}"
+
+
+def test_sweep_notebook_asserts_no_failed_runs():
+    cells = _code_cells("02_sweeps_and_figures")
+    i = next(k for k, c in enumerate(cells) if "run_sweep(cfg" in c)
+    checks = "\n".join(cells[i:i + 2])
+    assert "assert summary['errors'] == 0" in checks and "assert df['valid'].all()" in "\n".join(cells)
+
+
+def test_report_uses_only_the_latest_code_version(tmp_path):
+    cfg = load_config(write(tmp_path, 'out = "out"\nworkloads = ["seed002_ex5.1"]\n'
+                                      '[planners]\nfirst_fit = {}\n'))
+    run_sweep(cfg, progress=False)
+    rec_dir = cfg.out / "records"
+    (new,) = [json.loads(p.read_text()) for p in rec_dir.glob("*.json")]
+    # a record of an older code version, with another arena, beside the new one
+    old = dict(new, key="0" * 64, code_version="0.0.1+old", start_time="2000-01-01T00:00:00+00:00",
+               arena=1000, ratio=1000 / 780)
+    (rec_dir / f"{old['key']}.json").write_text(json.dumps(old))
+    from experiments.report import latest_code_version
+
+    assert latest_code_version(load_records(cfg.out)) == new["code_version"] != "0.0.1+old"
+    build_report(cfg.out, out=tmp_path / "r1", max_workload_figures=0, formats=("png",))
+    agg = __import__("pandas").read_csv(tmp_path / "r1" / "tables" / "runs_aggregated.csv")
+    assert agg["arena"].tolist() == [880] and agg["runs"].tolist() == [1]
+    md = (tmp_path / "r1" / "report.md").read_text()
+    assert "1 records of older code versions were left out" in md and "Warning" not in md
+    build_report(cfg.out, out=tmp_path / "r2", max_workload_figures=0, formats=("png",),
+                 all_versions=True)
+    agg = __import__("pandas").read_csv(tmp_path / "r2" / "tables" / "runs_aggregated.csv")
+    assert agg["arena"].tolist() == [940] and agg["runs"].tolist() == [2]  # median of 880, 1000
+    assert "come from 2 code versions" in (tmp_path / "r2" / "report.md").read_text()
