@@ -383,7 +383,7 @@ def plot_ratio_heatmap(records: pd.DataFrame, title: str = "Arena / lower bound"
 
     Returns
     -------
-    matplotlib Figure (one annotated cell per run, colour bar from 1.0 = optimal).
+    matplotlib Figure (one annotated cell per run, colour bar from 1.0 = lower bound).
     """
     paper_style()
     ok = records[records["valid"].astype(bool)]
@@ -404,7 +404,7 @@ def plot_ratio_heatmap(records: pd.DataFrame, title: str = "Arena / lower bound"
             ax.text(c, r, f"{v:.2f}", ha="center", va="center", fontsize=6.5,
                     color="white" if v > 1 + 0.6 * (vmax - 1) else "black")
     cb = fig.colorbar(im, ax=ax, fraction=0.03, pad=0.02)
-    cb.set_label("arena / lower bound (bytes/bytes; 1.0 = optimal)")
+    cb.set_label("arena / lower bound (bytes/bytes; 1.0 = lower bound)")
     ax.set_xlabel("planner")
     ax.set_ylabel("workload")
     ax.set_title(title)
@@ -459,7 +459,7 @@ def plot_ratio_by_planner(records: pd.DataFrame, title: str = "Arena / lower bou
     ax.grid(axis="y", visible=False)
     for i in range(1, len(planners)):
         ax.axhline(i - 0.5, color="0.85", lw=0.5, zorder=1)
-    ax.set_xlabel("arena / lower bound (bytes/bytes, log scale; 1 = optimal)")
+    ax.set_xlabel("arena / lower bound (bytes/bytes, log scale; 1 = lower bound)")
     ax.set_ylabel("planner")
     ax.set_title(title)
     _legend_right(ax, title="workload", ncol=1 if nw <= 24 else 2, markerscale=1.2)

@@ -410,7 +410,7 @@ def _markdown(df, agg, pivot, per, bad, tf, rv, figs: Path, out: Path, left_out:
         "",
         cases.to_markdown(index=False),
         "",
-        "## Arena / lower bound (1.000 = optimal)",
+        "## Arena / lower bound (1.000 = lower bound)",
         "",
         pivot.reset_index().to_markdown(index=False, floatfmt=".3f"),
         "",
