@@ -72,7 +72,7 @@ def bench_exact_search(
                 "lower_bound": lower_bound(prob),
                 "capacity": prob.capacity,
                 "status": best.status,
-                "arena": best.arena_size if best.status == "optimal" else None,
+                "arena": best.arena_size if best.status in ("optimal", "feasible") else None,
                 "best_bound": best.best_bound,
                 "seconds": statistics.median(r.seconds for r in runs),
                 "nodes": best.info["nodes"],
