@@ -15,7 +15,7 @@ label, params, status, arena, best_bound, seconds``
 
 ``arena``, ``lower_bound``, ``best_bound`` and ``capacity`` are bytes; ``seconds`` is the median
 wall clock of ``repeats`` solves (default 3). A run that ends at its time limit (status ``timeout``,
-or ``feasible`` without a proof) is not repeated: its time is the limit, so ``repeats`` is 1. ``status`` is the planner's (``optimal`` / ``feasible`` / ``infeasible`` / ``timeout`` /
+or within 10 % of the limit) is not repeated: its time is the limit, so ``repeats`` is 1. ``status`` is the planner's (``optimal`` / ``feasible`` / ``infeasible`` / ``timeout`` /
 ``over_capacity`` / ``heuristic``); a run that raised records ``error: ...``. Rows are appended and
 flushed one by one, so an interrupted run keeps what it measured.
 
@@ -161,7 +161,8 @@ def run(out: Path, problems, confs, labels: list[str] | None = None, repeats: in
                         arena=r.arena_size if r.status not in ("infeasible", "timeout") else "",
                         best_bound=r.best_bound,
                     )
-                    if r.status in ("timeout", "feasible"):
+                    limit = params.get("time_limit")
+                    if r.status == "timeout" or (limit and r.seconds >= 0.9 * limit):
                         break  # ended by its limit: repeating only measures the limit again
                 row.update(seconds=round(statistics.median(times), 3), repeats=len(times))
                 w.writerow(row)
