@@ -174,7 +174,7 @@ class Minimize(Planner):
             rec = {
                 "capacity": cap,
                 "status": p.status,
-                "arena": p.arena_size if p.status == "optimal" else None,
+                "arena": p.arena_size if p.status in ("optimal", "feasible") else None,
                 "seconds": round(p.seconds, 4),
                 "nodes": p.info.get("nodes"),
             }
