@@ -1,11 +1,13 @@
-"""Speed benchmark of the heuristic offset planners on seeded random problems.
+"""Speed benchmark of every registered offset planner on seeded random problems.
 
-For every registered planner whose class has ``family == "greedy"`` (or the names given with
-``--planners``) and every problem size (default 1k, 10k, 100k buffers) it plans one
-:func:`planners.random_problems.random_problem` (mean lifetime 50 steps over ``n`` steps, so about
-50 buffers live at a step; lognormal sizes) and writes one row per run:
+For every registered heuristic planner (or the names given with ``--planners``) and every problem
+size (default 1k, 10k, 100k buffers) it plans one :func:`planners.random_problems.random_problem`
+(mean lifetime 50 steps over ``n`` steps, so about 50 buffers live at a step; lognormal sizes).
+The exact planners (those with a ``time_limit``) run on the smallest size only, under
+:data:`EXACT_TIME_LIMIT` seconds; decision planners get the lower bound as capacity. One row per
+run:
 
-``planner, n_buffers, seconds, arena, lower_bound, ratio, seed, mean_lifetime``
+``planner, n_buffers, seconds, arena, lower_bound, ratio, status, seed, mean_lifetime``
 
 ``seconds`` is the planner's solve time (:attr:`planners.Plan.seconds`, wall clock, excluding the
 validation that :meth:`planners.Planner.plan` does after every solve); ``arena`` and
@@ -26,12 +28,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from planners import get_planner
+from planners import get_planner, lower_bound
 from planners.greedy import GreedyPlanner
 from planners.random_problems import random_problem
 from planners.registry import PLANNERS
 
-__all__ = ["COLUMNS", "benchmark_planners", "default_planners", "main"]
+__all__ = ["COLUMNS", "benchmark_planners", "default_planners", "exact_planners", "main"]
 
 #: Columns of the CSV, in order.
 COLUMNS = [
@@ -41,19 +43,30 @@ COLUMNS = [
     "arena",
     "lower_bound",
     "ratio",
+    "status",
     "seed",
     "mean_lifetime",
 ]
 
 
-def default_planners(family: str = "greedy") -> list[str]:
-    """Registered planners of ``family``, registry order, without the bare engine entry
-    ``greedy`` (its defaults duplicate ``greedy_by_size``)."""
+def default_planners() -> list[str]:
+    """Every registered planner without a time limit (the heuristics), registry order, without
+    the bare engine entry ``greedy`` (its defaults duplicate ``greedy_by_size``)."""
     return [
         name
         for name, cls in PLANNERS.items()
-        if getattr(cls, "family", None) == family and cls is not GreedyPlanner
+        if "time_limit" not in cls._param_names() and cls is not GreedyPlanner
     ]
+
+
+def exact_planners() -> list[str]:
+    """Registered planners with a time limit (exact methods); benchmarked on the smallest size
+    only, under :data:`EXACT_TIME_LIMIT` seconds, with their status."""
+    return [name for name, cls in PLANNERS.items() if "time_limit" in cls._param_names()]
+
+
+#: Seconds given to each exact planner in the benchmark.
+EXACT_TIME_LIMIT = 10.0
 
 
 def benchmark_planners(
@@ -76,22 +89,34 @@ def benchmark_planners(
     rows = []
     for n in sizes:
         problem = random_problem(n, seed=seed, mean_lifetime=mean_lifetime)
+        lb = lower_bound(problem)
         for name in planners:
-            result = get_planner(name).plan(problem)
+            params = {}
+            target = problem
+            if "time_limit" in PLANNERS[name]._param_names():
+                if n != min(sizes):
+                    continue
+                params["time_limit"] = EXACT_TIME_LIMIT
+                if PLANNERS[name].requires_capacity:
+                    target = problem.with_capacity(lb)  # does the optimum reach the lower bound?
+            result = get_planner(name, **params).plan(target)
+            found = result.status not in ("infeasible", "timeout")
             row = {
                 "planner": name,
                 "n_buffers": n,
                 "seconds": round(result.seconds, 4),
-                "arena": result.arena_size,
+                "arena": result.arena_size if found else None,
                 "lower_bound": result.lower_bound,
-                "ratio": round(result.ratio, 5),
+                "ratio": round(result.ratio, 5) if found else None,
+                "status": result.status,
                 "seed": seed,
                 "mean_lifetime": mean_lifetime,
             }
             rows.append(row)
             if verbose:
                 print(
-                    f"{name:>24} n={n:>7} {row['seconds']:8.3f} s  ratio {row['ratio']:.4f}",
+                    f"{name:>24} n={n:>7} {row['seconds']:8.3f} s  {result.status:10s} "
+                    f"ratio {row['ratio']}",
                     file=sys.stderr,
                     flush=True,
                 )
@@ -108,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--mean-lifetime", type=float, default=50.0, help="schedule steps")
     args = ap.parse_args(argv)
-    names = args.planners.split(",") if args.planners else default_planners()
+    names = args.planners.split(",") if args.planners else default_planners() + exact_planners()
     unknown = [x for x in names if x not in PLANNERS]
     if unknown:
         ap.error(f"unknown planner(s) {unknown}; registered: {', '.join(PLANNERS)}")
