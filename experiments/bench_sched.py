@@ -34,21 +34,13 @@ from experiments.sched_compare import compare_schedules
 from scheduling.generators import generate
 from scheduling.lifetimes import peak_live_bytes
 from scheduling.schedulers import schedule
+from scheduling.schedulers.best_of import DEFAULT_CANDIDATES
 from scheduling.workloads import load_light_model
 
 __all__ = ["GREEDY", "HEURISTICS", "branchy_graphs", "small_graphs", "draw_figures", "run", "main"]
 
-#: The fast (greedy / traversal) schedulers.
-GREEDY = [
-    "file_order",
-    "dfs",
-    "bfs",
-    "min_live",
-    "earliest_free",
-    "list_xla",
-    "lpmf",
-    "critical_path",
-]
+#: The fast (greedy / traversal) schedulers: the candidates of ``best_of``.
+GREEDY = list(DEFAULT_CANDIDATES)
 #: Every non-exact scheduler compared against the optimum.
 HEURISTICS = GREEDY + ["anneal", "genetic", "best_of"]
 
