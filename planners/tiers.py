@@ -125,13 +125,25 @@ def _greedy(problem: Problem, cap: int, traffic: np.ndarray):
 
 
 def _cpsat(problem: Problem, cap: int, traffic: np.ndarray, time_limit: float, seed: int):
+
+    n = problem.n
+    m, pres, xs = _placement_model(problem, cap)
+    m.Maximize(sum(int(traffic[i]) * pres[i] for i in range(n)))
+    g, _ = _greedy(problem, cap, traffic)
+    return _solve_placement(m, pres, xs, g, time_limit, seed)
+
+
+def _placement_model(problem: Problem, cap: int):
+    """CP-SAT model of an optional SRAM placement: item ``i`` is in SRAM iff ``pres[i]``, at an
+    aligned offset ``xs[i]`` in ``[0, cap - aligned size]``; present items never overlap in time
+    (half-open ``[start, end)``) x address (``NoOverlap2D``). Items larger than ``cap`` or of size 0
+    stay out. Returns ``(model, pres, xs)``; the caller adds the objective."""
     from ortools.sat.python import cp_model
 
     m = cp_model.CpModel()
-    n = problem.n
     pres, xs, xiv, tiv = [], [], [], []
     sz = problem.aligned_sizes
-    for i in range(n):
+    for i in range(problem.n):
         p = m.NewBoolVar(f"p{i}")
         a = int(problem.alignments[i])
         hi = max(0, cap - int(sz[i]))
@@ -146,9 +158,7 @@ def _cpsat(problem: Problem, cap: int, traffic: np.ndarray, time_limit: float, s
         pres.append(p)
         xs.append(x)
     m.AddNoOverlap2D(tiv, xiv)
-    m.Maximize(sum(int(traffic[i]) * pres[i] for i in range(n)))
-    g, _ = _greedy(problem, cap, traffic)
-    return _solve_placement(m, pres, xs, g, time_limit, seed)
+    return m, pres, xs
 
 
 def _solve_placement(m, pres, xs, hint, time_limit: float, seed: int):
@@ -554,30 +564,12 @@ def _slice_cpsat(sp: Problem, owner, acc, cap: int, time_limit: float, seed: int
     optional (time x address) rectangle per slice in one ``NoOverlap2D``; equal offsets for
     consecutive SRAM slices of a buffer; a move boolean ``m >= |p_j - p_{j+1}|`` per consecutive
     pair; maximise ``sum size x accesses x p - sum size x m``. Hinted with the greedy."""
-    from ortools.sat.python import cp_model
 
     S = sp.n
     g, _ = _slice_greedy(sp, owner, acc, cap)
     if S == 0:
         return g, "optimal"
-    m = cp_model.CpModel()
-    sz = sp.aligned_sizes
-    pres, xs, xiv, tiv = [], [], [], []
-    for j in range(S):
-        p = m.NewBoolVar(f"p{j}")
-        a = int(sp.alignments[j])
-        hi = max(0, cap - int(sz[j]))
-        k = m.NewIntVar(0, hi // a, f"k{j}")
-        x = m.NewIntVar(0, hi, f"x{j}")
-        m.Add(x == a * k)
-        if sz[j] > cap or sp.sizes[j] == 0:
-            m.Add(p == 0)
-        xiv.append(m.NewOptionalFixedSizeIntervalVar(x, int(sz[j]), p, f"xi{j}"))
-        tiv.append(m.NewOptionalFixedSizeIntervalVar(
-            int(sp.starts[j]), int(sp.ends[j] - sp.starts[j]), p, f"ti{j}"))
-        pres.append(p)
-        xs.append(x)
-    m.AddNoOverlap2D(tiv, xiv)
+    m, pres, xs = _placement_model(sp, cap)
     gain = [int(sp.sizes[j]) * int(acc[j]) * pres[j] for j in range(S) if acc[j] and sp.sizes[j]]
     cost = []
     for j in range(S - 1):
