@@ -78,7 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--planners", nargs="*", help="planner names (default: all registered)")
     c.add_argument("--workloads", nargs="*",
                    help="workload names, .csv or .onnx paths (default: bundled ONNX models and seed examples)")
-    c.add_argument("--minimalloc-dir", help="also run every MiniMalloc CSV in this folder")
+    c.add_argument("--minimalloc-dir",
+                   help="also run every MiniMalloc CSV in this folder (only the folder where "
+                        "minimalloc:NAME workloads are looked up when --workloads names some)")
     c.add_argument("--time-limit", type=_positive_float, default=10.0,
                    help="seconds per run for planners with a time limit (default 10)")
     c.add_argument("--out", default="memplan-results",
@@ -104,6 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="arena capacity in bytes (default: from a NAME.CAPACITY.csv file name)")
     p.add_argument("--time-limit", type=_positive_float, default=None,
                    help="seconds (planners with a time limit)")
+    p.add_argument("--minimalloc-dir", help="where minimalloc:NAME is looked up (default "
+                   "$MEMPLAN_MINIMALLOC_DIR or ../shared/benchmarks/minimalloc)")
     p.add_argument("--override", action="append", metavar="NAME=DIMS",
                    help="ONNX: a symbolic dimension (N=1) or an input's static shape "
                         "(input=1,3,224,224); repeatable")
@@ -158,7 +162,8 @@ def _cmd_list(args) -> int:
         print(f"  {name:26s} {w.kind:10s} {w.source}")
     for name, w in tflite_workloads().items():
         print(f"  {name:26s} {w.kind:10s} {w.source}")
-    print("  minimalloc:NAME            minimalloc every CSV of --minimalloc-dir (NAME.CAPACITY.csv)")
+    print("  minimalloc:NAME            minimalloc NAME.CAPACITY.csv of --minimalloc-dir, "
+          "$MEMPLAN_MINIMALLOC_DIR or ../shared/benchmarks/minimalloc")
     print("graph workloads (any command; lifetimes from a schedule):")
     for name in graph_workloads():
         print(f"  {name}")
@@ -172,7 +177,8 @@ def _cmd_plan(args) -> int:
     from planners import write_minimalloc_csv
 
     problem = load_problem(args.input, capacity=args.capacity if args.capacity is not None else "auto",
-                           unified=args.unified, overrides=parse_overrides(args.override))
+                           unified=args.unified, overrides=parse_overrides(args.override),
+                           minimalloc_folder=args.minimalloc_dir)
     planner = planner_for(args.planner, args.time_limit)
     if getattr(planner, "requires_capacity", False) and problem.capacity is None:
         from planners import lower_bound
@@ -337,11 +343,13 @@ def _cmd_compare(args) -> int:
     problems = {}
     if names:
         for n in names:
-            problems[Path(n).stem if n.endswith((".csv", ".onnx")) else n] = load_problem(n)
+            key = Path(n).stem if n.endswith((".csv", ".onnx", ".tflite")) else n
+            problems[key] = load_problem(n, minimalloc_folder=args.minimalloc_dir)
     else:
         for n, w in default_workloads().items():
             problems[n] = w.problem()
-    if args.minimalloc_dir:
+    named_minimalloc = any(n.startswith("minimalloc:") for n in names or [])
+    if args.minimalloc_dir and not named_minimalloc:
         for n, w in minimalloc_workloads(args.minimalloc_dir).items():
             problems[n] = w.problem()
     out = Path(args.out)

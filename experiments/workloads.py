@@ -101,6 +101,19 @@ def _seed_workloads() -> dict[str, Workload]:
     }
 
 
+#: Where ``minimalloc:NAME`` is looked up when no folder is given: ``$MEMPLAN_MINIMALLOC_DIR``, else
+#: ``../shared/benchmarks/minimalloc`` beside the repository.
+DEFAULT_MINIMALLOC_DIR = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "minimalloc"
+
+
+def minimalloc_dir(folder: str | Path | None = None) -> Path:
+    """The MiniMalloc folder: ``folder``, else ``$MEMPLAN_MINIMALLOC_DIR``, else
+    :data:`DEFAULT_MINIMALLOC_DIR`."""
+    import os
+
+    return Path(folder or os.environ.get("MEMPLAN_MINIMALLOC_DIR") or DEFAULT_MINIMALLOC_DIR)
+
+
 def minimalloc_workloads(folder: str | Path, pattern: str = "*.csv") -> dict[str, Workload]:
     """Every MiniMalloc CSV in ``folder`` (capacity from the ``NAME.CAPACITY.csv`` file name), named
     ``minimalloc:NAME``. Raises :class:`ProblemError` if the folder has none."""
@@ -154,17 +167,34 @@ def _onnx_overrides(o: dict[str, list[int]] | None) -> dict | None:
 
 
 def load_problem(spec: str | Path, capacity: int | None | str = "auto", unified: bool = False,
-                 schedule: str = "file_order", overrides: dict | None = None) -> Problem:
+                 schedule: str = "file_order", overrides: dict | None = None,
+                 minimalloc_folder: str | Path | None = None) -> Problem:
     """A problem from a MiniMalloc ``.csv``, an ``.onnx`` or ``.tflite`` path, a workload name
     (:func:`default_workloads`, ``minimalloc`` and TFLite names) or a graph workload
     (:func:`load_graph`: ``mobilenet_v2``, ``gen:randwire``, ...; lifetimes from the ``schedule``).
 
     ``capacity``: bytes, ``None``, or ``"auto"`` (from a MiniMalloc file name, else none).
     ``overrides``: static shapes for symbolic ONNX dimensions (:func:`parse_overrides`).
+    ``minimalloc:NAME`` reads ``NAME.*.csv`` from :func:`minimalloc_dir` (``minimalloc_folder``).
     Raises :class:`ProblemError` naming the input when it is none of these.
     """
     spec_s = str(spec)
     path = Path(spec_s)
+    if spec_s.startswith("minimalloc:"):
+        folder = minimalloc_dir(minimalloc_folder)
+        stem = spec_s.split(":", 1)[1]
+        files = sorted(folder.glob(f"{stem}.*csv")) if folder.is_dir() else []
+        files = [f for f in files if f.name.split(".")[0] == stem]
+        if not files:
+            raise ProblemError(
+                f"{spec_s!r}: no {stem}.CAPACITY.csv in {folder} (set --minimalloc-dir or "
+                f"MEMPLAN_MINIMALLOC_DIR)"
+            )
+        spec_s, path = str(files[0]), files[0]
+        p = read_minimalloc_csv(path, capacity=capacity, name=f"minimalloc:{stem}")
+        if capacity not in ("auto", None) or (capacity is None and p.capacity is not None):
+            p = p.with_capacity(None if capacity is None else int(capacity))
+        return p
     if spec_s.endswith(".csv"):
         p = read_minimalloc_csv(path, capacity=capacity)
     elif spec_s.endswith(".onnx"):

@@ -156,3 +156,24 @@ def test_rv64_command_json():
 def test_rv64_planner_without_core(tmp_path):
     r = memplan("rv64", "seed000", "--planner", "cpsat")
     assert r.returncode == 2 and "has no RV64 core" in r.stderr
+
+
+def test_minimalloc_names_work_in_plan_and_compare(tmp_path):
+    folder = tmp_path / "mm"
+    folder.mkdir()
+    (folder / "ex51.880.csv").write_text(
+        "id,lower,upper,size\nT1,0,4,100\nT2,1,5,200\nT3,2,6,150\nT4,3,7,250\nT5,4,8,180\n"
+    )
+    r = memplan("plan", "minimalloc:ex51", "--minimalloc-dir", str(folder), "--planner",
+                "first_fit", "--json")
+    assert r.returncode == 0, r.stderr
+    obj = json.loads(r.stdout)
+    assert (obj["arena"], obj["capacity"], obj["fits"]) == (880, 880, True)
+    out = tmp_path / "res"
+    r = memplan("compare", "--workloads", "minimalloc:ex51", "--minimalloc-dir", str(folder),
+                "--planners", "first_fit", "--out", str(out), "--quiet", "--no-plots")
+    assert r.returncode == 0, r.stderr
+    df = pd.read_csv(out / "compare.csv")
+    assert df["workload"].tolist() == ["minimalloc:ex51"] and df["arena"].tolist() == [880]
+    r = memplan("plan", "minimalloc:nothing", "--minimalloc-dir", str(folder))
+    assert r.returncode == 2 and "no nothing.CAPACITY.csv" in r.stderr
