@@ -27,6 +27,7 @@ from planners.colouring import (
     layout_blocks,
     max_live_count,
 )
+from planners.examples import exercise_5_1_problem
 from planners.ilp_blocks import maximal_cliques
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "benchmarks" / "minimalloc"
@@ -36,16 +37,7 @@ EXACT_KW = dict(time_limit=20, warm_start=True)
 
 def seed_exercise_5_1() -> Problem:
     """Seed 002 exercise 5.1 (closed lifetimes, sizes in MB used as bytes)."""
-    return Problem.from_closed(
-        [
-            ("T1", 0, 3, 100),
-            ("T2", 1, 4, 200),
-            ("T3", 2, 5, 150),
-            ("T4", 3, 6, 250),
-            ("T5", 4, 7, 180),
-        ],
-        name="seed002_ex5_1",
-    )
+    return exercise_5_1_problem()
 
 
 def greedy_trap() -> Problem:

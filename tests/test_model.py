@@ -26,15 +26,15 @@ from planners import (
     read_minimalloc_csv,
     write_minimalloc_csv,
 )
+from planners.examples import exercise_5_1_problem
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks" / "minimalloc"
 
 
 def exercise_51() -> Problem:
-    # Seed 002 exercise 5.1, closed intervals.
-    return Problem.from_closed(
-        [("T1", 0, 3, 100), ("T2", 1, 4, 200), ("T3", 2, 5, 150), ("T4", 3, 6, 250), ("T5", 4, 7, 180)]
-    )
+    # Seed 002 exercise 5.1, closed intervals T1[0,3] 100, T2[1,4] 200, T3[2,5] 150, T4[3,6] 250,
+    # T5[4,7] 180.
+    return exercise_5_1_problem()
 
 
 # -- model ----------------------------------------------------------------------------------------
