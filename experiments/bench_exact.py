@@ -175,6 +175,7 @@ def run(out: Path, problems, confs, labels: list[str] | None = None, repeats: in
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Command-line entry (``python -m experiments.bench_exact --help``); returns the exit status."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path("results/bench_exact.csv"))
     ap.add_argument("--minimalloc-dir", type=Path, default=DEFAULT_MINIMALLOC)

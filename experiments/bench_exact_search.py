@@ -101,6 +101,7 @@ def bench_exact_search(
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Command-line entry (``python -m experiments.bench_exact_search --help``); returns the exit status."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--minimalloc-dir", default="../shared/benchmarks/minimalloc")
     ap.add_argument("--problems", default="A,B,C,D,E,F")

@@ -124,6 +124,7 @@ def benchmark_planners(
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Command-line entry (``python -m experiments.bench_planners --help``); returns the exit status."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="results/bench_planners.csv", help="output CSV path")
     ap.add_argument("--sizes", default="1000,10000,100000", help="comma-separated buffer counts")

@@ -188,6 +188,7 @@ class FunctionPlanner(Planner):
         self.params = params
 
     def get_params(self) -> dict[str, Any]:
+        """The keyword parameters passed to the wrapped function."""
         return dict(self.params)
 
     def _solve(self, problem: Problem) -> SolveResult:

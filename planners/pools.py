@@ -144,6 +144,8 @@ class FixedBlockPool(Pool):
         self._free = list(range(self.pool_size // self.block_size))
 
     def alloc(self, bid: str, size: int) -> int:
+        """Give ``bid`` (``size`` bytes) the lowest free block; returns its offset (bytes).
+        :class:`PoolError` when ``size`` exceeds the block size or every block is taken."""
         self._check_new(bid, size)
         if size > self.block_size:
             raise PoolError(f"fixed_block: allocation {bid!r} of {size} bytes exceeds the block "
@@ -155,6 +157,7 @@ class FixedBlockPool(Pool):
         return self._record(bid, i * self.block_size, size, self.block_size)
 
     def free(self, bid: str) -> None:
+        """Return ``bid``'s block to the pool (:class:`ProblemError` for an unknown id)."""
         off, _, _ = self._pop(bid)
         heapq.heappush(self._free, off // self.block_size)
 
@@ -208,6 +211,9 @@ class BuddyAllocator(Pool):
         return b
 
     def alloc(self, bid: str, size: int) -> int:
+        """Give ``bid`` (``size`` bytes, rounded up to a power-of-two block) the lowest free block
+        of the smallest order that fits, splitting larger ones; returns its offset (bytes).
+        :class:`PoolError` when no block that large is free."""
         self._check_new(bid, size)
         block = self.block_size(size)
         order = (block // self.min_block).bit_length() - 1
@@ -228,6 +234,7 @@ class BuddyAllocator(Pool):
         return self._record(bid, off, size, block)
 
     def free(self, bid: str) -> None:
+        """Free ``bid``'s block and merge it with its free buddies, order by order."""
         off, _, block = self._pop(bid)
         order = (block // self.min_block).bit_length() - 1
         while order < self.max_order:
@@ -271,6 +278,8 @@ class RingBuffer(Pool):
         return (self.read_ptr - self.write_ptr - 1) % self.pool_size
 
     def alloc(self, bid: str, size: int) -> int:
+        """Write ``bid`` (``size`` bytes) at the write pointer, wrapping to 0 when the tail is too
+        short; returns its offset (bytes). :class:`PoolError` when it does not fit."""
         self._check_new(bid, size)
         if not self.live:
             self.write_ptr = self.read_ptr = 0
@@ -293,6 +302,8 @@ class RingBuffer(Pool):
         return off
 
     def free(self, bid: str) -> None:
+        """Release ``bid``, which must be the oldest live allocation (FIFO order), else
+        :class:`ProblemError`."""
         oldest = next(iter(self._fifo), None)
         if bid != oldest:
             raise ProblemError(f"ring: free of {bid!r} out of FIFO order (oldest live is "

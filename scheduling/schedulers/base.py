@@ -88,6 +88,7 @@ class FunctionScheduler(Scheduler):
         self.params = params
 
     def get_params(self) -> dict[str, Any]:
+        """The keyword parameters passed to the wrapped function."""
         return dict(self.params)
 
     def _schedule(self, graph: Graph) -> Sequence[str] | ScheduleResult:
