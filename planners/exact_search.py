@@ -39,11 +39,20 @@ point. With several rankings the search runs them round robin with a node budget
 each round (MiniMalloc's default is the three rankings ``WAT``, ``TAW``, ``TWA``), which protects
 against one unlucky order; a completed search under any ranking is a proof.
 
+``heuristic_first``
+    Before searching, run the cheap heuristics of :func:`planners.warmstart.best_heuristic` (the
+    greedy family, the colouring planners, ``naive``) and stop at the first whose arena fits the
+    capacity: the answer is then "fits" at once (``info["answered_by"]`` names the heuristic), so
+    the search is never worse than a heuristic it could have run. Their time counts against
+    ``time_limit``. This shortcut leaves the search itself unchanged (still complete).
+
 Zero-size buffers take no space and get offset 0. Offsets respect each buffer's alignment
 (min offsets are rounded up to it), so the method is complete for aligned problems as well.
 """
 
 from __future__ import annotations
+
+import time
 
 import numpy as np
 
@@ -51,6 +60,7 @@ from .base import Planner, SolveResult
 from .bounds import lower_bound
 from .errors import ProblemError
 from .model import Problem
+from .warmstart import best_heuristic
 
 __all__ = ["ExactSearch", "sections", "PREORDER_KEYS"]
 
@@ -123,24 +133,30 @@ class ExactSearch(Planner):
     capacity : int or None
         Capacity in bytes; ``None`` takes ``problem.capacity``. One of them is required.
     time_limit : float
-        Seconds of search before giving up with status ``"timeout"``.
+        Seconds for the whole call (heuristics included) before giving up with status
+        ``"timeout"``.
     node_limit : int or None
         Maximum search nodes (``None``: no limit); reaching it also gives status ``"timeout"``
         (``info["stopped_by"] == "node_limit"``).
     canonical_only, section_inference, dynamic_ordering, check_dominance, decompose : bool
         The search techniques described in the module docstring (all on by default; switching
         any off keeps the search complete, only slower).
+    heuristic_first : bool
+        Answer "fits" with the first cheap heuristic whose arena fits the capacity, before any
+        search (module docstring; on by default, off for ablations).
     preorderings : tuple of str
         Static rankings tried round robin (keys in :data:`PREORDER_KEYS`); one string disables
         the round robin.
 
     Returns (via :meth:`plan`)
     --------------------------
-    A :class:`planners.model.Plan` with status ``"optimal"`` (a layout within the capacity was
-    found: the decision question is answered yes), ``"infeasible"`` (the search finished: no
+    A :class:`planners.model.Plan` with status ``"optimal"`` or ``"feasible"`` (a layout within
+    the capacity was found: the decision question is answered yes; ``optimal`` only when its arena
+    equals the lower bound), ``"infeasible"`` (the search finished: no
     layout fits; ``best_bound = capacity + 1``) or ``"timeout"`` (offsets all zero, nothing
     proved). ``info`` holds ``nodes`` (search nodes), ``attempts`` (round-robin attempts),
-    ``sections`` and ``capacity``.
+    ``sections``, ``capacity`` and ``answered_by`` (``"search"`` or the heuristic's name), plus
+    the heuristics' arenas when ``heuristic_first`` ran them.
 
     Raises
     ------
@@ -185,6 +201,7 @@ class ExactSearch(Planner):
         check_dominance: bool = True,
         decompose: bool = True,
         preorderings: tuple[str, ...] = ("WAT", "TAW", "TWA"),
+        heuristic_first: bool = True,
     ) -> None:
         self.capacity = capacity
         self.time_limit = time_limit
@@ -195,6 +212,7 @@ class ExactSearch(Planner):
         self.check_dominance = check_dominance
         self.decompose = decompose
         self.preorderings = preorderings
+        self.heuristic_first = heuristic_first
 
     def _solve(self, problem: Problem) -> SolveResult:
         cap = self.capacity if self.capacity is not None else problem.capacity
@@ -204,6 +222,7 @@ class ExactSearch(Planner):
                 "problem; set problem.capacity or the planner's capacity parameter (bytes)"
             )
         cap = int(cap)
+        t0 = time.perf_counter()
         if not self.time_limit or self.time_limit <= 0:
             raise ProblemError(
                 f"exact_search: time_limit must be > 0 seconds, got {self.time_limit}"
@@ -213,27 +232,44 @@ class ExactSearch(Planner):
         )
         if not prefs:
             raise ProblemError("exact_search: preorderings must name at least one ranking")
-        n = problem.n
-        offsets = np.zeros(n, np.int64)
-        lb = lower_bound(problem)
-        info = {"capacity": cap, "nodes": 0, "attempts": 0, "sections": 0}
-        if lb > cap:
-            return SolveResult(None, "infeasible", best_bound=lb, info=info)
-        live = np.flatnonzero(problem.sizes > 0)
-        if live.size == 0:
-            return SolveResult(offsets, "optimal", info=info)
-        sizes = problem.sizes[live]
-        starts, ends = problem.starts[live], problem.ends[live]
-        aligns = problem.alignments[live]
-        _, slo, shi = sections(starts, ends)
-        ns = int(shi.max())
-        info["sections"] = ns
         for k in prefs:
             if not isinstance(k, str) or not 1 <= len(k) <= 8 or set(k) - set(PREORDER_KEYS):
                 raise ProblemError(
                     f"exact_search: preordering {k!r} must be 1-8 characters from "
                     f"{''.join(PREORDER_KEYS)}"
                 )
+        n = problem.n
+        offsets = np.zeros(n, np.int64)
+        lb = lower_bound(problem)
+        info = {"capacity": cap, "nodes": 0, "attempts": 0, "sections": 0}
+        if lb > cap:
+            info["answered_by"] = "lower_bound"
+            return SolveResult(None, "infeasible", best_bound=lb, info=info)
+        live = np.flatnonzero(problem.sizes > 0)
+        if live.size == 0:
+            info["answered_by"] = "search"
+            return SolveResult(offsets, "optimal", info=info)
+        if self.heuristic_first:
+            warm, arena, winfo = best_heuristic(
+                problem, stop_at=cap, deadline=t0 + float(self.time_limit)
+            )
+            info["heuristic_arenas"] = winfo["heuristic_arenas"]
+            info["heuristic_seconds"] = winfo["heuristic_seconds"]
+            if arena <= cap:
+                info["answered_by"] = winfo["warm_start"]
+                # the decision answer "fits", as for the search (plan() keeps "optimal" only
+                # when the arena equals the lower bound)
+                return SolveResult(warm, "optimal", lb, info)
+        sizes = problem.sizes[live]
+        starts, ends = problem.starts[live], problem.ends[live]
+        aligns = problem.alignments[live]
+        _, slo, shi = sections(starts, ends)
+        ns = int(shi.max())
+        info["sections"] = ns
+        left = float(self.time_limit) - (time.perf_counter() - t0)
+        if left <= 0:
+            info["stopped_by"] = "time_limit"
+            return SolveResult(None, "timeout", best_bound=lb, info=info)
         flags = (
             bool(self.canonical_only),
             bool(self.section_inference),
@@ -251,10 +287,12 @@ class ExactSearch(Planner):
             cap,
             list(prefs),
             flags,
-            float(self.time_limit),
+            left,
             int(self.node_limit or 0),
         )
         info.update(nodes=int(nodes), attempts=int(attempts))
+        if status in ("found", "infeasible"):
+            info["answered_by"] = "search"
         if status == "found":
             offsets[live] = offs
             return SolveResult(offsets, "optimal", best_bound=lb, info=info)

@@ -1,9 +1,11 @@
 """``minimize``: turn any fixed-capacity decision planner into an arena minimiser by bisection.
 
 The optimal arena lies between the lower bound (max live bytes, :func:`planners.bounds.lower_bound`)
-and the best arena a heuristic reaches. :class:`Minimize` runs the registered greedy heuristics for
-that upper bound, then binary-searches the capacity with a decision planner (by default
-:class:`planners.exact_search.ExactSearch`):
+and the best arena a heuristic reaches. :class:`Minimize` runs the registered cheap heuristics
+(:func:`planners.warmstart.best_heuristic`) for that upper bound and keeps the best plan as the
+incumbent, so the result is never worse than any of them; then it binary-searches the capacity
+with a decision planner (by default :class:`planners.exact_search.ExactSearch`; its own heuristic
+shortcut is switched off in the probes, as those heuristics already ran):
 
 * a probe that finds a layout at capacity ``c`` lowers the best arena to that layout's arena
   (which may be below ``c``), and the search continues below it;
@@ -29,19 +31,13 @@ from .base import Planner, SolveResult
 from .bounds import lower_bound
 from .errors import ProblemError
 from .model import Plan, Problem
+from .warmstart import HEURISTICS, best_heuristic
 
 __all__ = ["Minimize", "UPPER_BOUND_HEURISTICS", "arena_quantum"]
 
-#: Heuristics run (when registered) for the starting upper bound; ``naive`` is the fallback.
-UPPER_BOUND_HEURISTICS = (
-    "greedy_by_size",
-    "greedy_by_size_best_fit",
-    "greedy_by_breadth",
-    "greedy_by_conflicts",
-    "best_fit",
-    "first_fit",
-    "naive",
-)
+#: Heuristics run (when registered) for the starting upper bound: the exact planners' warm-start
+#: list :data:`planners.warmstart.HEURISTICS` (greedy family, colouring, ``naive`` as fallback).
+UPPER_BOUND_HEURISTICS = HEURISTICS
 
 
 def arena_quantum(problem: Problem) -> int:
@@ -77,6 +73,12 @@ class Minimize(Planner):
     probe_lower_bound_first : bool
         Probe the lower bound itself before bisecting: on many real problems it is feasible, and
         then one probe proves optimality.
+    heuristic_incumbent : bool
+        Start from the best heuristic plan (incumbent and upper bound) and switch the solver's
+        own heuristic shortcut off in the probes (``heuristic_first=False`` when the solver has
+        that parameter), since every probe capacity is below the heuristics' best arena. With
+        ``False`` (ablation) only ``naive`` gives the starting upper bound and the solver runs
+        with its own defaults.
 
     Returns (via :meth:`plan`)
     --------------------------
@@ -117,6 +119,7 @@ class Minimize(Planner):
         probe_time_limit: float | None = None,
         heuristics: tuple[str, ...] = UPPER_BOUND_HEURISTICS,
         probe_lower_bound_first: bool = True,
+        heuristic_incumbent: bool = True,
     ) -> None:
         self.solver = solver
         self.solver_params = solver_params
@@ -124,19 +127,13 @@ class Minimize(Planner):
         self.probe_time_limit = probe_time_limit
         self.heuristics = heuristics
         self.probe_lower_bound_first = probe_lower_bound_first
+        self.heuristic_incumbent = heuristic_incumbent
 
-    def _upper_bound(self, problem: Problem) -> tuple[Plan, str]:
-        from .registry import PLANNERS, get_planner
-
-        free = problem.with_capacity(None)
-        best: Plan | None = None
-        names = [h for h in self.heuristics if h in PLANNERS] or ["naive"]
-        for h in names:
-            p = get_planner(h).plan(free)
-            if best is None or p.arena_size < best.arena_size:
-                best = p
-        assert best is not None
-        return best, best.planner
+    def _upper_bound(self, problem: Problem, deadline: float) -> tuple[np.ndarray, int, str]:
+        """The incumbent: offsets, arena (bytes) and name of the best heuristic run."""
+        names = tuple(self.heuristics) if self.heuristic_incumbent else ("naive",)
+        offsets, arena, info = best_heuristic(problem, names, deadline=deadline)
+        return offsets, arena, info["warm_start"]
 
     def _probe(self, problem: Problem, capacity: int, seconds: float) -> Plan:
         from .registry import get_planner
@@ -144,6 +141,12 @@ class Minimize(Planner):
         params = dict(self.solver_params or {})
         limit = params.get("time_limit")
         params["time_limit"] = max(1e-3, min(seconds, limit) if limit else seconds)
+        if self.heuristic_incumbent and "heuristic_first" not in params:
+            from .registry import PLANNERS
+
+            cls = PLANNERS.get(self.solver) if isinstance(self.solver, str) else self.solver
+            if "heuristic_first" in getattr(cls, "_param_names", lambda: [])():
+                params["heuristic_first"] = False
         try:
             solver = get_planner(self.solver, **params)
         except ValueError as e:
@@ -155,9 +158,10 @@ class Minimize(Planner):
             raise ProblemError(f"minimize: time_limit must be > 0 seconds, got {self.time_limit}")
         t0 = time.perf_counter()
         lb = lower_bound(problem)
-        best, heuristic = self._upper_bound(problem)
-        best_offsets = np.asarray(best.offsets, np.int64)
-        best_arena = best.arena_size
+        best_offsets, best_arena, heuristic = self._upper_bound(
+            problem, t0 + float(self.time_limit)
+        )
+        upper_bound, first_heuristic = best_arena, heuristic
         g = arena_quantum(problem)
         proved = -(-lb // g) * g  # every arena is >= proved
         probes: list[dict[str, Any]] = []
@@ -192,8 +196,8 @@ class Minimize(Planner):
         status = "optimal" if best_arena <= proved else "feasible"
         info = {
             "probes": probes,
-            "upper_bound": best.arena_size,
-            "heuristic": best.planner,
+            "upper_bound": upper_bound,
+            "heuristic": first_heuristic,
             "improved_by_solver": heuristic is None,
             "best_arena": best_arena,
             "proved_bound": proved,

@@ -34,7 +34,12 @@ HEURISTICS = (
 )
 
 
-def best_heuristic(problem: Problem, names: tuple[str, ...] | None = None):
+def best_heuristic(
+    problem: Problem,
+    names: tuple[str, ...] | None = None,
+    stop_at: int | None = None,
+    deadline: float | None = None,
+):
     """Run the registered heuristics and return the best plan's offsets.
 
     Parameters
@@ -43,6 +48,13 @@ def best_heuristic(problem: Problem, names: tuple[str, ...] | None = None):
         Any capacity is ignored (the heuristics minimise the arena).
     names : tuple of str, optional
         Registry names to try (default :data:`HEURISTICS`); unregistered names are skipped.
+    stop_at : int or None
+        Arena in bytes that is good enough: stop at the first heuristic whose arena is
+        ``<= stop_at`` (the exact planners' "does it fit the capacity?" shortcut). ``None`` runs all.
+    deadline : float or None
+        A :func:`time.perf_counter` instant after which no further heuristic is started (the one
+        running finishes); heuristics run until one has succeeded (``naive`` last), so a plan is
+        always returned.
 
     Returns
     -------
@@ -52,7 +64,9 @@ def best_heuristic(problem: Problem, names: tuple[str, ...] | None = None):
     info : dict
         ``{"warm_start": name, "warm_start_arena": arena, "heuristic_arenas": {name: arena},
         "heuristic_seconds": s}``; a heuristic that raised a toolkit error is recorded as
-        ``"error: ..."`` and skipped.
+        ``"error: ..."`` and skipped. Heuristics not run (``stop_at`` met or ``deadline`` passed)
+        are absent from ``heuristic_arenas``; ``info["heuristics_stopped_by"]`` is ``"stop_at"``
+        or ``"deadline"`` then. Ties go to the earlier name.
 
     Notes
     -----
@@ -68,9 +82,16 @@ def best_heuristic(problem: Problem, names: tuple[str, ...] | None = None):
     t0 = time.perf_counter()
     arenas: dict[str, object] = {}
     best = None
+    stopped = None
     for name in names:
         if name not in PLANNERS:
             continue
+        if best is not None and stop_at is not None and best[1] <= stop_at:
+            stopped = "stop_at"
+            break
+        if deadline is not None and best is not None and time.perf_counter() > deadline:
+            stopped = "deadline"
+            break
         try:
             p = PLANNERS[name]().plan(free)
         except MemplanError as e:  # a broken heuristic must not stop an exact solve; recorded
@@ -86,4 +107,6 @@ def best_heuristic(problem: Problem, names: tuple[str, ...] | None = None):
         "heuristic_arenas": arenas,
         "heuristic_seconds": time.perf_counter() - t0,
     }
+    if stopped is not None:
+        info["heuristics_stopped_by"] = stopped
     return best[2], int(best[1]), info

@@ -113,12 +113,16 @@ def test_infeasible_capacity_is_proved_not_timed_out():
     assert r.status == "infeasible"
     assert r.best_bound == 10
     assert r.info["nodes"] > 0
-    ok = ExactSearch(capacity=10, time_limit=10).plan(p)
+    ok = ExactSearch(capacity=10, time_limit=10, heuristic_first=False).plan(p)
     # A plan within the capacity answers the decision problem; arena 10 > lower bound 9, so it is
     # "feasible" here, and minimize (below) proves 10 optimal.
     assert ok.status == "feasible" and ok.arena_size == 10
-    assert ok.info["solver_claim"] == "optimal"
+    assert ok.info["solver_claim"] == "optimal" and ok.info["answered_by"] == "search"
     assert np.all(ok.offsets[:3] % 4 == 0)
+    # With the heuristic shortcut (default) a greedy plan of arena 10 answers before any search.
+    h = ExactSearch(capacity=10, time_limit=10).plan(p)
+    assert h.status == "feasible" and h.arena_size == 10 and h.info["nodes"] == 0
+    assert h.info["answered_by"] in h.info["heuristic_arenas"]
 
 
 def test_minimize_proves_gap_above_lower_bound():
