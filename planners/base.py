@@ -33,7 +33,7 @@ class SolveResult:
     """What :meth:`Planner._solve` returns.
 
     offsets : int array of shape ``(problem.n,)`` in bytes, problem order; ``None`` when no plan was
-        found (status ``infeasible`` or ``timeout``).
+        found (status ``infeasible``, ``timeout`` or ``skipped``).
     status : one of :data:`planners.model.STATUSES`.
     best_bound : proved lower bound on the optimal arena (bytes), if the method proves one.
     info : free-form statistics recorded with the plan.
@@ -137,7 +137,7 @@ class Planner(Configurable):
         status = res.status
         if res.offsets is None:
             offsets = np.zeros(problem.n, np.int64)
-            if status not in ("infeasible", "timeout"):
+            if status not in ("infeasible", "timeout", "skipped"):
                 raise RuntimeError(f"planner {self.name!r} returned no offsets with status {status}")
         else:
             offsets = np.asarray(res.offsets, dtype=np.int64)

@@ -39,8 +39,11 @@ KINDS = ("activation", "resident")
 #: restricted model such as shared blocks); ``heuristic``: a valid plan from a heuristic;
 #: ``infeasible``: proved that nothing fits the capacity; ``timeout``: the time limit ended the solve
 #: before any plan was found; ``over_capacity``: a valid layout whose arena exceeds the problem's
-#: capacity (a heuristic that did not fit, nothing proved).
-STATUSES = ("optimal", "feasible", "heuristic", "infeasible", "timeout", "over_capacity")
+#: capacity (a heuristic that did not fit, nothing proved); ``skipped``: the method declined to
+#: run because its estimated model could not be built within its time limit (no plan, nothing
+#: proved; the estimate and the reason are in ``plan.info``).
+STATUSES = ("optimal", "feasible", "heuristic", "infeasible", "timeout", "over_capacity",
+            "skipped")
 
 
 #: Bound on every integer of the model (steps, bytes), so sums stay within int64.

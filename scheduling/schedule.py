@@ -17,8 +17,10 @@ __all__ = ["Schedule", "check_schedule", "is_valid_schedule", "SCHEDULE_STATUSES
 
 #: ``optimal``: proved to minimise the scheduler's objective; ``feasible``: from an exact method
 #: that did not prove optimality; ``heuristic``: from a heuristic (or a fixed rule such as the file
-#: order); ``timeout``: the time limit ended the search, the order is the best one found.
-SCHEDULE_STATUSES = ("optimal", "feasible", "heuristic", "timeout")
+#: order); ``timeout``: the time limit ended the search, the order is the best one found;
+#: ``skipped``: the exact method declined to build its model (estimated too large for its time
+#: limit, reason in ``info``) and returned its fallback order.
+SCHEDULE_STATUSES = ("optimal", "feasible", "heuristic", "timeout", "skipped")
 
 
 def check_schedule(graph: Graph, order: Sequence[str]) -> None:
