@@ -32,7 +32,8 @@ from pathlib import Path
 
 from planners.errors import MemplanError
 
-__all__ = ["TflmUnavailable", "TflmArena", "tflm_available", "tflm_arena", "parse_allocations"]
+__all__ = ["TflmUnavailable", "TflmArena", "tflm_available", "tflm_arena", "parse_allocations",
+           "tflm_min_arena", "parse_breakdown"]
 
 _SCRIPT = r"""
 import sys
@@ -43,6 +44,19 @@ it.print_allocations()
 """
 
 _LINE = re.compile(r"Arena allocation (total|head|tail) (\d+) bytes")
+_PART = re.compile(r"'([^']+)' used (\d+) bytes with alignment overhead \(requested (\d+) bytes for (\d+) ")
+
+# One probe per child process: the interpreter can crash (SIGSEGV) rather than fail cleanly when
+# the arena is a little too small, so a probe that does not print OK counts as rejected.
+_PROBE = r"""
+import sys
+from tflite_micro.python.tflite_micro import runtime
+try:
+    runtime.Interpreter.from_file(sys.argv[1], arena_size=int(sys.argv[2]))
+except RuntimeError:
+    sys.exit(3)
+print("OK")
+"""
 
 
 class TflmUnavailable(MemplanError, RuntimeError):
@@ -117,3 +131,65 @@ def tflm_arena(path: str | Path, arena_size: int | None = None, timeout: float =
     data = p.read_bytes()
     size = int(arena_size) if arena_size else max(10 * len(data), 16 << 20)
     return _cached(str(p.resolve()), hashlib.sha256(data).hexdigest(), size, float(timeout))
+
+
+def parse_breakdown(text: str) -> dict[str, tuple[int, int, int]]:
+    """The per-kind lines of the ``print_allocations`` report: ``{kind: (used bytes with alignment,
+    requested bytes, count)}``, e.g. ``{"TfLiteEvalTensor data": (96, 96, 4), ...}``."""
+    return {k: (int(u), int(r), int(c)) for k, u, r, c in _PART.findall(text)}
+
+
+def _accepts(path: str, arena_size: int, timeout: float) -> bool:
+    try:
+        r = subprocess.run([sys.executable, "-c", _PROBE, path, str(arena_size)],
+                           capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise TflmUnavailable(f"{path}: TFLite Micro probe at arena_size {arena_size} did not "
+                              f"finish in {timeout:g} s") from None
+    return r.returncode == 0 and r.stdout.strip().endswith("OK")
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_min(path: str, digest: str, hi: int, timeout: float) -> int:
+    lo = 0  # invariant: lo is rejected (an empty arena holds nothing), hi is accepted
+    while not _accepts(path, hi, timeout):  # the reported total can be short of the need
+        lo, hi = hi, 2 * hi
+        if hi > (1 << 31):
+            raise TflmUnavailable(f"{path}: TFLite Micro rejects every arena_size up to {lo}")
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _accepts(path, mid, timeout):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def tflm_min_arena(path: str | Path, timeout: float = 120.0) -> int:
+    """The smallest ``arena_size`` (bytes) with which the TFLite Micro interpreter accepts the
+    model at ``path`` (``AllocateTensors`` succeeds), by bisection.
+
+    The search starts from the ``total`` that :func:`tflm_arena` reports for a large arena, doubled
+    until accepted (the report can be short of the need: on the pymicro-wakeword models the total
+    reported for a large arena is rejected as ``arena_size``); the lower end is 0. Each probe builds a fresh ``tflite_micro`` interpreter (recording
+    allocator, as ``tflite_micro.python.tflite_micro.runtime.Interpreter`` does) in its own child
+    process; a probe that fails or crashes (the interpreter can segfault on a slightly short
+    arena) counts as rejected. Assumes acceptance is monotone in ``arena_size`` (a larger arena never fails where a
+    smaller one succeeds), which holds for TFLM's two-ended arena: every allocation either fits
+    between head and tail or not, independently of the bytes beyond.
+
+    Raises
+    ------
+    TflmUnavailable
+        ``tflite-micro`` missing, or the interpreter rejects the model at any size.
+
+    Notes
+    -----
+    About ``log2(total)`` interpreter builds (15-20 child processes, a few seconds), cached per
+    file content. ``timeout`` is per probe.
+    """
+    total = tflm_arena(path).total
+    p = Path(path)
+    data = p.read_bytes()
+    return _cached_min(str(p.resolve()), hashlib.sha256(data).hexdigest(), int(total),
+                       float(timeout))
