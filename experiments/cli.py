@@ -93,6 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--pipeline",
                    help="graph passes, e.g. simplify,views,fuse,inplace: record peak and arena "
                         "before and after each pass (graph workloads) in compare_pipeline.csv")
+    c.add_argument("--size-attr", default="cost_ram",
+                   help="node-link .json workloads: the node attribute with the output bytes "
+                        "(default cost_ram)")
     c.add_argument("--rv64", action="store_true",
                    help="add emulated RV64 cost columns (rv64_instructions, rv64_cycles_u74, "
                         "rv64_cycles_c906) for planners with a C core")
@@ -113,6 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "(input=1,3,224,224); repeatable")
     p.add_argument("--unified", action="store_true",
                    help="ONNX: one arena with weights and inputs as residents (seed 000 layout)")
+    p.add_argument("--size-attr", default="cost_ram",
+                   help="node-link .json graphs: the node attribute with the output bytes "
+                        "(default cost_ram, as Checkmate and MOCCASIN write it)")
     p.add_argument("-o", "--output", help="write the plan as a MiniMalloc CSV with an offset column")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -132,9 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _extensions():
     """Command modules that add subcommands: each has ``add_parsers(subparsers)``, ``COMMANDS``
     and ``run(args) -> int``."""
-    from experiments import cli_budget, cli_sweep, cli_transforms
+    from experiments import cli_budget, cli_schedule, cli_sweep, cli_transforms
 
-    return [cli_sweep, cli_transforms, cli_budget]
+    return [cli_sweep, cli_transforms, cli_budget, cli_schedule]
 
 
 def _summary(doc: str | None, width: int = 96) -> str:
@@ -178,7 +184,7 @@ def _cmd_plan(args) -> int:
 
     problem = load_problem(args.input, capacity=args.capacity if args.capacity is not None else "auto",
                            unified=args.unified, overrides=parse_overrides(args.override),
-                           minimalloc_folder=args.minimalloc_dir)
+                           minimalloc_folder=args.minimalloc_dir, size_attr=args.size_attr)
     planner = planner_for(args.planner, args.time_limit)
     if getattr(planner, "requires_capacity", False) and problem.capacity is None:
         from planners import lower_bound
@@ -343,8 +349,9 @@ def _cmd_compare(args) -> int:
     problems = {}
     if names:
         for n in names:
-            key = Path(n).stem if n.endswith((".csv", ".onnx", ".tflite")) else n
-            problems[key] = load_problem(n, minimalloc_folder=args.minimalloc_dir)
+            key = Path(n).stem if n.endswith((".csv", ".onnx", ".tflite", ".json")) else n
+            problems[key] = load_problem(n, minimalloc_folder=args.minimalloc_dir,
+                                         size_attr=args.size_attr)
     else:
         for n, w in default_workloads().items():
             problems[n] = w.problem()
@@ -395,7 +402,8 @@ def _cmd_compare_schedules(args) -> int:
         raise ValueError(f"unknown scheduler(s) {unknown}; registered: {', '.join(SCHEDULERS)}")
     planners = _split(args.planners) or ["greedy_by_size"]
     names = _split(args.workloads) or list(graph_workloads())
-    graphs = {Path(n).stem if n.endswith(".onnx") else n: load_graph(n) for n in names}
+    graphs = {Path(n).stem if n.endswith((".onnx", ".json")) else n:
+              load_graph(n, size_attr=args.size_attr) for n in names}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     frames = []

@@ -168,7 +168,8 @@ def _onnx_overrides(o: dict[str, list[int]] | None) -> dict | None:
 
 def load_problem(spec: str | Path, capacity: int | None | str = "auto", unified: bool = False,
                  schedule: str = "file_order", overrides: dict | None = None,
-                 minimalloc_folder: str | Path | None = None) -> Problem:
+                 minimalloc_folder: str | Path | None = None,
+                 size_attr: str = "cost_ram") -> Problem:
     """A problem from a MiniMalloc ``.csv``, an ``.onnx`` or ``.tflite`` path, a workload name
     (:func:`default_workloads`, ``minimalloc`` and TFLite names) or a graph workload
     (:func:`load_graph`: ``mobilenet_v2``, ``gen:randwire``, ...; lifetimes from the ``schedule``).
@@ -176,6 +177,8 @@ def load_problem(spec: str | Path, capacity: int | None | str = "auto", unified:
     ``capacity``: bytes, ``None``, or ``"auto"`` (from a MiniMalloc file name, else none).
     ``overrides``: static shapes for symbolic ONNX dimensions (:func:`parse_overrides`).
     ``minimalloc:NAME`` reads ``NAME.*.csv`` from :func:`minimalloc_dir` (``minimalloc_folder``).
+    A ``.json`` path is a node-link graph (:mod:`scheduling.nodelink`; ``size_attr`` names the
+    node attribute with the output bytes, ``cost_ram`` as in Checkmate and MOCCASIN).
     Raises :class:`ProblemError` naming the input when it is none of these.
     """
     spec_s = str(spec)
@@ -206,6 +209,13 @@ def load_problem(spec: str | Path, capacity: int | None | str = "auto", unified:
         from scheduling.tflite_import import tflite_problem
 
         p = tflite_problem(path, schedule=schedule)
+    elif spec_s.endswith(".json"):
+        from scheduling.lifetimes import problem_from_graph
+        from scheduling.schedulers import get_scheduler
+
+        graph = load_graph(path, size_attr=size_attr)
+        order = get_scheduler(schedule).schedule(graph).order
+        p = problem_from_graph(graph, order, unified=unified, name=path.stem)
     else:
         reg = dict(WORKLOADS)
         if spec_s not in reg:
@@ -304,10 +314,12 @@ def graph_workloads(synthetic: bool = True) -> dict[str, Callable]:
     return out
 
 
-def load_graph(spec):
-    """A :class:`scheduling.graph.Graph` from a graph, an ``.onnx`` path, a graph workload name
-    (:func:`graph_workloads`), or a MobileNet spec ``mobilenet_v1[:alpha:resolution:dtype]`` /
-    ``mobilenet_v2[...]`` (e.g. ``mobilenet_v2:1.0:224:int8``).
+def load_graph(spec, size_attr: str = "cost_ram"):
+    """A :class:`scheduling.graph.Graph` from a graph, an ``.onnx`` path, a node-link ``.json``
+    path (:func:`scheduling.nodelink.read_nodelink` with the size attribute ``size_attr``), a graph
+    workload name (:func:`graph_workloads`), or a MobileNet spec
+    ``mobilenet_v1[:alpha:resolution:dtype]`` / ``mobilenet_v2[...]`` (e.g.
+    ``mobilenet_v2:1.0:224:int8``).
 
     Raises :class:`ProblemError` naming the input (and listing the known names) otherwise.
     """
@@ -322,6 +334,10 @@ def load_graph(spec):
         if not Path(spec_s).exists():
             raise ProblemError(f"{spec_s}: no such file")
         return load_onnx(spec_s)
+    if spec_s.endswith(".json"):
+        from scheduling.nodelink import read_nodelink
+
+        return read_nodelink(spec_s, size=size_attr)
     reg = graph_workloads()
     if spec_s in reg:
         return reg[spec_s]()

@@ -379,6 +379,32 @@ class Graph:
             )
         return g
 
+    @classmethod
+    def from_networkx(cls, G: nx.DiGraph, size: Any = "cost_ram", name: str | None = None) -> Graph:
+        """A graph from a networkx directed graph with one operation per node (Checkmate/MOCCASIN).
+
+        Node ``n`` becomes operator ``n`` writing tensor ``n`` of ``size`` bytes; an edge
+        ``u -> v`` means ``v`` reads ``u``'s output; nodes without successors are graph outputs.
+        Full rules in :mod:`scheduling.nodelink` (:func:`~scheduling.nodelink.graph_from_networkx`).
+
+        Parameters
+        ----------
+        G : networkx.DiGraph or MultiDiGraph
+        size : str or callable
+            Node attribute with the output bytes (default ``"cost_ram"``), or
+            ``size(node, attrs) -> int``.
+        name : str, optional
+
+        Raises
+        ------
+        GraphError
+            (:class:`~scheduling.nodelink.NodeLinkError`) undirected graph, a missing (node
+            named), non-integer or negative size; :class:`CycleError` naming the cycle's nodes.
+        """
+        from .nodelink import graph_from_networkx
+
+        return graph_from_networkx(G, size=size, name=name)
+
     # -- queries ------------------------------------------------------------------------------
     def __len__(self) -> int:
         return len(self.ops)

@@ -1,0 +1,280 @@
+"""Import node-link JSON graphs (networkx, Checkmate, MOCCASIN) as a dataflow :class:`Graph`.
+
+Scheduling and rematerialisation research (Checkmate, Jain et al. MLSys 2020; MOCCASIN, Bartan et
+al. ICML 2023) stores a computation graph as node-link JSON: one **node per operation**, whose
+output tensor has the size held in a node attribute (``cost_ram`` in both projects' graphs), and
+one **edge** ``u -> v`` when operation ``v`` reads the output of ``u``.
+
+The model
+---------
+Node ``n`` becomes operator ``n`` (``op_type`` from the node's ``op_type``/``type`` attribute, else
+``"node"``) writing one tensor named ``n`` of ``size`` bytes; it reads the tensors of its
+predecessors in node order (parallel edges of a multigraph read a tensor once). A node with no successor is a
+**graph output** (kept until the end of the run); every other tensor is an activation, live from
+its producer's step to its last reader's step (:mod:`scheduling.lifetimes`). A node with no
+predecessor is an operator with no input (e.g. the graph's input node in Checkmate, whose output
+is the input tensor). Node ids are turned into strings (``0 -> "0"``). Operators are stored in a
+topological order that keeps the file's node order wherever it can, so the ``file_order``
+scheduler gives a valid schedule.
+
+Accepted JSON
+-------------
+* networkx's ``node_link_data`` output, with edges under ``"links"`` (networkx < 3.6 default) or
+  ``"edges"`` (networkx >= 3.6 default);
+* the older d3-style format that :func:`networkx.node_link_graph` refuses or misreads: missing
+  ``"directed"`` / ``"multigraph"`` / ``"graph"`` keys (the graph is read as directed, parallel
+  edges allowed), nodes without ``"id"`` (the id is the node's position), and integer
+  ``"source"`` / ``"target"`` that **index the nodes list**. Endpoints are read as node ids when
+  every endpoint is a node id, else as indices when every endpoint is an integer in
+  ``range(len(nodes))``; otherwise the import fails naming the endpoint.
+
+``"directed": false`` is refused (a dataflow graph needs directions).
+
+Errors (:class:`NodeLinkError`, a :class:`GraphError`): unreadable or malformed JSON, a node
+without the size attribute (named), a size that is not an integer or is negative (an integral
+float such as ``4.0`` is accepted as ``4``), a cycle (its nodes named), an edge naming no node.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable, Hashable, Mapping
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from .errors import CycleError, GraphError
+from .graph import Graph
+
+__all__ = ["NodeLinkError", "read_nodelink", "nodelink_to_networkx", "graph_from_networkx",
+           "DEFAULT_SIZE_ATTR"]
+
+#: The size attribute of Checkmate's and MOCCASIN's graphs (bytes of the node's output).
+DEFAULT_SIZE_ATTR = "cost_ram"
+
+
+class NodeLinkError(GraphError):
+    """A node-link JSON graph cannot be imported: malformed JSON or structure, an unknown edge
+    endpoint, an undirected graph, a missing / non-integer / negative size, or a cycle."""
+
+
+def nodelink_to_networkx(data: Mapping[str, Any], where: str = "graph") -> nx.MultiDiGraph:
+    """A networkx ``MultiDiGraph`` from node-link data (both key spellings and the old format).
+
+    Parameters
+    ----------
+    data : mapping
+        The parsed JSON object (see the module docstring for the accepted forms).
+    where : str
+        Label for error messages (e.g. the file name).
+
+    Returns
+    -------
+    networkx.MultiDiGraph
+        Nodes in the listed order with their attributes (``id`` removed); graph attributes from
+        ``"graph"`` (a dict, or a list of ``[key, value]`` pairs as very old networkx wrote).
+
+    Raises
+    ------
+    NodeLinkError
+        Not an object with a ``"nodes"`` list, ``"directed": false``, a node that is not an object,
+        a duplicate node id, an edge without source/target, or an endpoint that names no node.
+
+    Notes
+    -----
+    ``O(#nodes + #edges)``.
+    """
+    if not isinstance(data, Mapping) or not isinstance(data.get("nodes"), list):
+        raise NodeLinkError(f"{where}: not a node-link graph (expected an object with a 'nodes' list)")
+    if data.get("directed", True) is False:
+        raise NodeLinkError(f"{where}: the graph is undirected ('directed': false); a dataflow "
+                            "graph needs directed edges u -> v (v reads the output of u)")
+    if "links" in data and "edges" in data:
+        raise NodeLinkError(f"{where}: both 'links' and 'edges' keys; expected one of them")
+    edges = data.get("links", data.get("edges", []))
+    if not isinstance(edges, list):
+        raise NodeLinkError(f"{where}: 'links'/'edges' must be a list")
+    G = nx.MultiDiGraph()
+    ginfo = data.get("graph", {})
+    if isinstance(ginfo, list):  # networkx 1.x wrote [[key, value], ...]
+        ginfo = {k: v for k, v in ginfo}
+    if isinstance(ginfo, Mapping):
+        G.graph.update(ginfo)
+    ids: list[Hashable] = []
+    for i, nd in enumerate(data["nodes"]):
+        if not isinstance(nd, Mapping):
+            raise NodeLinkError(f"{where}: node #{i} is not an object: {nd!r}")
+        attrs = dict(nd)
+        nid = attrs.pop("id", i)
+        if isinstance(nid, list):
+            nid = tuple(nid)
+        if nid in G:
+            raise NodeLinkError(f"{where}: duplicate node id {nid!r}")
+        G.add_node(nid, **attrs)
+        ids.append(nid)
+    ends = []
+    for j, e in enumerate(edges):
+        if not isinstance(e, Mapping) or "source" not in e or "target" not in e:
+            raise NodeLinkError(f"{where}: edge #{j} lacks 'source'/'target': {e!r}")
+        ends.append((e["source"], e["target"]))
+    as_ids = all(s in G and t in G for s, t in ends)
+    if not as_ids:
+        def index(v):
+            return (not isinstance(v, bool) and isinstance(v, int) and 0 <= v < len(ids))
+
+        bad = next(((j, v) for j, (s, t) in enumerate(ends) for v in (s, t) if not index(v)), None)
+        if bad is not None:
+            j, v = bad
+            raise NodeLinkError(f"{where}: edge #{j} endpoint {v!r} is neither a node id nor an "
+                                f"index into the {len(ids)} nodes")
+        ends = [(ids[s], ids[t]) for s, t in ends]
+    for (s, t), e in zip(ends, edges, strict=True):
+        attrs = {k: v for k, v in e.items() if k not in ("source", "target", "key")}
+        G.add_edge(s, t, **attrs)
+    return G
+
+
+def _size_of(node, value, size_name: str, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise NodeLinkError(f"{where}: node {node!r}: size {size_name!r} must be an integer number "
+                            f"of bytes, got {value!r}")
+    if isinstance(value, (float, np.floating)):
+        if not math.isfinite(value) or not float(value).is_integer():
+            raise NodeLinkError(f"{where}: node {node!r}: size {size_name!r} must be an integer "
+                                f"number of bytes, got {value!r}")
+        value = int(value)
+    if value < 0:
+        raise NodeLinkError(f"{where}: node {node!r}: size {size_name!r} must be >= 0 bytes, "
+                            f"got {value}")
+    return int(value)
+
+
+def graph_from_networkx(
+    G: nx.DiGraph,
+    size: str | Callable[[Hashable, dict], int] = DEFAULT_SIZE_ATTR,
+    name: str | None = None,
+    *,
+    where: str | None = None,
+) -> Graph:
+    """The dataflow :class:`Graph` of a networkx directed graph, one operator per node.
+
+    Parameters
+    ----------
+    G : networkx.DiGraph or MultiDiGraph
+        Node = operation; edge ``u -> v`` = ``v`` reads the output of ``u``.
+    size : str or callable
+        The node attribute holding the bytes of the node's output (default ``"cost_ram"``), or a
+        function ``size(node, attrs) -> int``.
+    name : str, optional
+        Graph name (default ``G.graph["name"]`` or ``""``).
+    where : str, optional
+        Label that starts error messages (default: the graph name, or ``"graph"``).
+
+    Returns
+    -------
+    Graph
+        See the module docstring for the model (sinks are graph outputs; node ids as strings).
+
+    Raises
+    ------
+    NodeLinkError
+        ``G`` undirected; a node without the size attribute (named); a size that is not an integer
+        or is negative (named); two node ids with the same string.
+    CycleError
+        ``G`` has a cycle; the message names the nodes along it.
+
+    Notes
+    -----
+    ``O(#nodes + #edges)`` plus a lexicographic topological sort, ``O((n + m) log n)``.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> G = nx.DiGraph([("a", "b"), ("b", "c"), ("a", "c")])
+    >>> nx.set_node_attributes(G, {"a": 4, "b": 8, "c": 2}, "cost_ram")
+    >>> g = graph_from_networkx(G)
+    >>> list(g.ops), g.tensors["c"].kind, g.ops["c"].inputs
+    (['a', 'b', 'c'], 'output', ('a', 'b'))
+    """
+    gname = str(name if name is not None else G.graph.get("name", ""))
+    where = where or gname or "graph"
+    if not G.is_directed():
+        raise NodeLinkError(f"{where}: the networkx graph is undirected; a dataflow graph needs "
+                            "directed edges u -> v (v reads the output of u)")
+    if callable(size):
+        size_name = getattr(size, "__name__", "size")
+        sizes = {n: _size_of(n, size(n, d), size_name, where) for n, d in G.nodes(data=True)}
+    else:
+        sizes = {}
+        for n, d in G.nodes(data=True):
+            if size not in d:
+                raise NodeLinkError(f"{where}: node {n!r} has no size attribute {size!r} (its "
+                                    f"attributes: {sorted(map(str, d))}); choose it with "
+                                    "--size-attr / size=")
+            sizes[n] = _size_of(n, d[size], size, where)
+    label = {}
+    for n in G.nodes:
+        s = str(n)
+        if s in label.values():
+            raise NodeLinkError(f"{where}: two nodes are both named {s!r} as strings")
+        label[n] = s
+    try:
+        cyc = nx.find_cycle(G)
+    except nx.NetworkXNoCycle:
+        cyc = None
+    if cyc:
+        nodes = [e[0] for e in cyc] + [cyc[0][0]]
+        raise CycleError(f"{where}: node {nodes[0]!r} is on a cycle "
+                         f"({' -> '.join(map(repr, nodes))}); a dataflow graph must be acyclic")
+    pos = {n: i for i, n in enumerate(G.nodes)}
+    order = list(nx.lexicographical_topological_sort(G, key=pos.__getitem__))
+    g = Graph(gname)
+    for n in order:
+        kind = "output" if G.out_degree(n) == 0 else "activation"
+        g.add_tensor(label[n], (sizes[n],), "uint8", kind=kind, nbytes=sizes[n])
+    for n in order:
+        d = G.nodes[n]
+        op_type = str(d.get("op_type") or d.get("type") or "node")
+        ins = [label[p] for p in sorted(set(G.predecessors(n)), key=pos.__getitem__)]
+        g.add_op(label[n], op_type, ins, [label[n]])
+    g.validate()
+    return g
+
+
+def read_nodelink(
+    path: str | os.PathLike,
+    size: str | Callable[[Hashable, dict], int] = DEFAULT_SIZE_ATTR,
+    name: str | None = None,
+) -> Graph:
+    """Read a node-link JSON file as a dataflow :class:`Graph` (rules in the module docstring).
+
+    Parameters
+    ----------
+    path : path-like
+    size : str or callable
+        Size attribute name (default ``"cost_ram"``) or ``size(node, attrs) -> int``.
+    name : str, optional
+        Graph name (default: the file name without ``.json``).
+
+    Raises
+    ------
+    NodeLinkError
+        Missing file, invalid JSON, or any error of :func:`nodelink_to_networkx` /
+        :func:`graph_from_networkx`, the message starting with the file name.
+    CycleError
+        The graph has a cycle (its nodes named).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise NodeLinkError(f"{path}: no such file")
+    try:
+        data = json.loads(path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise NodeLinkError(f"{path}: not valid JSON ({e})") from None
+    G = nodelink_to_networkx(data, where=str(path))
+    return graph_from_networkx(G, size=size, name=name if name is not None else path.stem,
+                               where=str(path))
