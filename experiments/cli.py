@@ -93,6 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--pipeline",
                    help="graph passes, e.g. simplify,views,fuse,inplace: record peak and arena "
                         "before and after each pass (graph workloads) in compare_pipeline.csv")
+    c.add_argument("--allow-peak-increase", action="store_true",
+                   help="with --pipeline: apply fusions that raise the peak (refused by default)")
     c.add_argument("--size-attr", default="cost_ram",
                    help="node-link .json workloads: the node attribute with the output bytes "
                         "(default cost_ram)")
@@ -432,6 +434,7 @@ def _cmd_compare_schedules(args) -> int:
 def _cmd_compare_pipeline(args) -> int:
     import pandas as pd
 
+    from experiments.cli_transforms import pipeline_params
     from experiments.transforms_compare import BENCH_MODELS, compare_pipeline
     from planners.registry import PLANNERS
     from scheduling.transforms import parse_pipeline
@@ -448,7 +451,8 @@ def _cmd_compare_pipeline(args) -> int:
     for m in models:  # each model's records are on disk before the next starts
         for p in planners:
             try:
-                rows += compare_pipeline(m, args.pipeline, p, time_limit=args.time_limit)
+                rows += compare_pipeline(m, args.pipeline, p, pipeline_params(args),
+                                         time_limit=args.time_limit)
             except Exception as e:  # noqa: BLE001 - a failing model must not lose the others
                 from planners import MemplanError
 

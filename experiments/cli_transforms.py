@@ -4,7 +4,9 @@
 -o plan.json`` writes the operator sequence, the buffer layout table, the reuse table and the
 arena size (:func:`scheduling.transforms.export.execution_plan`); ``--format c-header`` writes a C99
 header instead (:func:`scheduling.transforms.export.c_header`). MODEL is anything
-:func:`experiments.workloads.load_graph` accepts.
+:func:`experiments.workloads.load_graph` accepts. A fusion that raises the peak of live bytes is
+refused (one line on stderr names each, with the peak before and after, in bytes) unless
+``--allow-peak-increase`` is given (:func:`scheduling.transforms.fuse`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-__all__ = ["COMMANDS", "add_parsers", "run"]
+__all__ = ["COMMANDS", "add_parsers", "run", "pipeline_params", "report_peak_refusals"]
 
 #: Sub-command names handled by :func:`run`.
 COMMANDS = ("export",)
@@ -28,6 +30,8 @@ def add_parsers(subparsers) -> None:
                                  "mobilenet_v2[...], mobilenet_v1_first_layer, seed000 or PATH.onnx")
     e.add_argument("--pipeline", default="simplify,views,fuse,inplace",
                    help="comma-separated passes (default simplify,views,fuse,inplace; '' for none)")
+    e.add_argument("--allow-peak-increase", action="store_true",
+                   help="apply fusions that raise the peak of live bytes (refused by default)")
     e.add_argument("--planner", default="greedy_by_size")
     e.add_argument("--alignment", type=int, default=1, help="offset alignment in bytes")
     e.add_argument("--unified", action="store_true",
@@ -37,6 +41,27 @@ def add_parsers(subparsers) -> None:
     e.add_argument("--format", choices=("json", "c-header"), default="json")
     e.add_argument("--prefix", default="memplan", help="C identifier prefix (c-header)")
     e.add_argument("-o", "--output", help="output file (default: stdout)")
+
+
+def pipeline_params(args) -> dict[str, dict[str, bool]]:
+    """Per-pass keyword parameters from the options every pipeline command shares:
+    ``--allow-peak-increase`` -> ``{"fuse": {"allow_peak_increase": True}}``."""
+    if getattr(args, "allow_peak_increase", False):
+        return {"fuse": {"allow_peak_increase": True}}
+    return {}
+
+
+def report_peak_refusals(logs, file=None) -> None:
+    """One line on ``file`` (default stderr) naming the fusions refused because they raise the
+    peak (``refuse`` records with ``reason="raises_peak"`` in the pass logs), if any."""
+    refused = [c for lg in logs for c in lg.changes
+               if c.get("action") == "refuse" and c.get("reason") == "raises_peak"]
+    if not refused:
+        return
+    items = ", ".join(f"{c['fusion']} {'+'.join(map(str, c['group']))} ({c['peak_before']} -> "
+                      f"{c['peak_after']} bytes)" for c in refused)
+    print(f"memplan: refused {len(refused)} fusion(s) that raise the peak: {items}; "
+          "--allow-peak-increase applies them", file=file or sys.stderr)
 
 
 def run(args) -> int:
@@ -50,7 +75,8 @@ def run(args) -> int:
     from scheduling.transforms.export import c_header, execution_plan
 
     g = load_graph(args.model)
-    g2, _ = run_pipeline(g, args.pipeline or None)
+    g2, logs = run_pipeline(g, args.pipeline or None, pipeline_params(args))
+    report_peak_refusals(logs)
     p = transformed_problem(g2, unified=args.unified, alignment=args.alignment)
     planner = planner_for(args.planner, args.time_limit)
     if getattr(planner, "requires_capacity", False) and p.capacity is None:

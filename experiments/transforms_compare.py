@@ -56,7 +56,9 @@ def compare_pipeline(
     planner : str
         Registry name of the offset planner measuring the arena.
     params : mapping, optional
-        Per-pass keyword parameters, ``{"fuse": {"vlen": 64}}``.
+        Per-pass keyword parameters, ``{"fuse": {"vlen": 64}}``; ``{"fuse":
+        {"allow_peak_increase": True}}`` applies fusions that raise the peak (refused by
+        default, :func:`scheduling.transforms.fuse`).
     unified, alignment :
         Passed to :func:`scheduling.transforms.transformed_problem` (stored operator order).
     time_limit : float or None
@@ -67,8 +69,9 @@ def compare_pipeline(
     list of dict
         One record per stage (``stage`` 0 is the input graph, pass ``"-"``), with keys
         ``model, stage, pass, ops, buffers, alias_links, peak, arena, planner, status,
-        saved_bytes, changes, pass_seconds``; ``peak`` and ``arena`` in bytes. Planning runs on
-        the transformed problem, so every planner honours the alias groups.
+        saved_bytes, changes, refused_peak, pass_seconds``; ``peak`` and ``arena`` in bytes;
+        ``refused_peak`` counts the fusions the pass refused because they raise the peak.
+        Planning runs on the transformed problem, so every planner honours the alias groups.
     """
     g = load_graph(model)
     params = dict(params or {})
@@ -85,7 +88,9 @@ def compare_pipeline(
             "arena": pl.arena_size if pl.status not in ("infeasible", "timeout") else None,
             "planner": pl.planner, "status": pl.status,
             "saved_bytes": int(log.stats.get("saved_bytes", 0)) if log else 0,
-            "changes": len(log.changes) if log else 0, "pass_seconds": round(seconds, 4),
+            "changes": len(log.changes) if log else 0,
+            "refused_peak": sum(c.get("reason") == "raises_peak" for c in log.changes) if log else 0,
+            "pass_seconds": round(seconds, 4),
         }
 
     out = [record(0, "-", g)]
@@ -104,19 +109,24 @@ def bench_transforms(
     planner: str = "greedy_by_size",
     fused_pipeline: str = "simplify,views,fuse,inplace",
     unfused_pipeline: str = "simplify,views",
+    *,
+    allow_peak_increase: bool = False,
 ) -> list[dict[str, Any]]:
     """One row per model: peak and arena of the imported graph, without fusion
     (``unfused_pipeline``) and with fusion (``fused_pipeline``), and fusion's saved bytes
-    (``2 x size(intermediate) x steps_eliminated`` summed) and refusal counts."""
+    (``2 x size(intermediate) x steps_eliminated`` summed) and refusal counts (``refused``: all
+    refusals; ``refused_peak``: those of fusions that would raise the peak, applied instead when
+    ``allow_peak_increase``)."""
     from scheduling.transforms import run_pipeline
 
+    params = {"fuse": {"allow_peak_increase": True}} if allow_peak_increase else {}
     rows = []
     for m in models:
         g = load_graph(m)
         base = compare_pipeline(g, [], planner)[0]
         t0 = time.perf_counter()
         g_un, _ = run_pipeline(g, unfused_pipeline)
-        g_f, logs = run_pipeline(g, fused_pipeline)
+        g_f, logs = run_pipeline(g, fused_pipeline, params)
         dt = time.perf_counter() - t0
         un = compare_pipeline(g_un, [], planner)[0]
         fu = compare_pipeline(g_f, [], planner)[0]
@@ -128,6 +138,7 @@ def bench_transforms(
             "saved_bytes": int(fl.stats.get("saved_bytes", 0)) if fl else 0,
             "fusions": (fl.count("fuse") + fl.count("fold_bn")) if fl else 0,
             "refused": fl.count("refuse") if fl else 0,
+            "refused_peak": sum(c.get("reason") == "raises_peak" for c in fl.changes) if fl else 0,
             "would_be_spills": int(fl.stats.get("would_be_spills", 0)) if fl else 0,
             "alias_links": fu["alias_links"], "planner": planner,
             "pipeline": fused_pipeline, "seconds": round(dt, 4),
@@ -143,8 +154,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="results/bench_transforms.csv")
     ap.add_argument("--planner", default="greedy_by_size")
     ap.add_argument("--models", nargs="*", default=list(BENCH_MODELS))
+    ap.add_argument("--allow-peak-increase", action="store_true",
+                    help="apply fusions that raise the peak (refused by default)")
     args = ap.parse_args(argv)
-    df = pd.DataFrame(bench_transforms(args.models, args.planner))
+    df = pd.DataFrame(bench_transforms(args.models, args.planner,
+                                       allow_peak_increase=args.allow_peak_increase))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")

@@ -40,12 +40,22 @@
    earliest member's step (one kernel launch).
 
 Every merge is logged with ``saved_bytes = 2 x size(intermediate) x steps_eliminated`` (totals in
-``stats["saved_bytes"]``). A fusion that raises the peak of live bytes (horizontal fusion keeps
-several outputs alive together; a fused operator placed later keeps its inputs longer) is logged
-as ``raises_peak`` and refused when ``refuse_peak_increase=True``.
+``stats["saved_bytes"]``).
+
+**Peak.** No fusion of any of the five patterns raises the peak of live bytes by default
+(:mod:`.legality`, "Peak"): each step's candidates are judged on the peak of the whole transformed
+graph under its stored order (the schedule the export and the comparisons plan), and one that
+raises it is refused and logged (``refuse``, ``reason="raises_peak"``, ``fusion``, ``group``,
+``peak_before``, ``peak_after``). Horizontal fusion keeps several outputs alive together; a fused
+operator placed at its last member's step keeps its anchor's inputs longer (two MatMul +
+ReduceSum branches joined by an Add: 1032 -> 2052 bytes); one placed at its anchor's step
+produces a widened (cast) output early; a Concat written in place is live from its first input
+on. ``allow_peak_increase=True`` (``memplan ... --allow-peak-increase``) applies them, logged as
+``raises_peak``. ``stats["peak_before"]`` / ``stats["peak_after"]`` hold the pass's peaks.
 
 Complexity: ``O(#ops + #tensor uses)`` per step, plus one peak computation (``O(n log n)``) per
-horizontal group and per fused operator that must be placed at its last member's step.
+step, per horizontal group, and per fused operator that must be placed at its last member's step
+or extends a cast's input (each candidate alone when a step's joint check fails).
 """
 
 from __future__ import annotations
@@ -55,6 +65,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import GraphError
 from ..graph import Graph, Operator, Tensor
 from .base import (
     ELEMENTWISE,
@@ -68,6 +79,7 @@ from .base import (
 )
 from .legality import (
     VectorRegisterModel,
+    accept_without_peak_increase,
     consumes_partial_result,
     prologue_refusal,
     saved_bytes,
@@ -121,13 +133,9 @@ def _members(op: Operator) -> tuple[list[str], list[str]]:
             list(op.attributes.get("fused_types") or [op.op_type]))
 
 
-def _fold_bn(g: Graph, log: PassLog) -> Graph:
-    ops: list[Operator] = []
-    new_tensors: dict[str, Tensor] = {}
-    skip: set[str] = set()
+def _fold_bn(g: Graph, log: PassLog, allow: bool) -> Graph:
+    cands: list[tuple[str, str]] = []  # (conv, bn)
     for op in g.ops.values():
-        if op.name in skip:
-            continue
         if op.op_type == "Conv" and len(op.outputs) == 1 and "aliases" not in op.attributes:
             t = g.tensors[op.outputs[0]]
             bn = g.ops[t.consumers[0]] if len(t.consumers) == 1 else None
@@ -140,38 +148,59 @@ def _fold_bn(g: Graph, log: PassLog) -> Graph:
                 and all(g.tensors[p].kind == "weight" for p in bn.inputs[1:])
                 and len(bn.outputs) == 1
             ):
-                w = g.tensors[op.inputs[1]]
-                cout = t.shape[1] if len(t.shape) > 1 else w.shape[0]
-                w2 = Tensor(f"{w.name}_bnfold", w.shape, w.dtype, w.nbytes, "weight")
-                new_tensors[w2.name] = w2
-                if len(op.inputs) > 2:
-                    b = g.tensors[op.inputs[2]]
-                    b2 = Tensor(f"{b.name}_bnfold", b.shape, b.dtype, b.nbytes, "weight")
-                else:
-                    dt = "int32" if np.dtype(w.dtype).kind in "iu" else w.dtype
-                    b2 = Tensor(f"{op.name}_bias", (cout,), dt,
-                                cout * np.dtype(dt).itemsize, "weight")
-                new_tensors[b2.name] = b2
-                names, types = _members(op)
-                attrs = dict(op.attributes)
-                attrs.update(fused_ops=names + [bn.name], fused_types=types + [bn.op_type],
-                             folded_bn=bn.name, epsilon=bn.attributes.get("epsilon", 1e-5))
-                attrs.setdefault("epilogue", [])
-                attrs["kernel"] = kernel_name([op.op_type], has_bias=True)
-                ops.append(Operator(op.name, op.op_type, (op.inputs[0], w2.name, b2.name),
-                                    bn.outputs, attrs, op.macs))
-                skip.add(bn.name)
-                log.add("fold_bn", op=op.name, bn=bn.name, intermediate=t.name,
-                        intermediate_bytes=t.nbytes, steps_eliminated=1,
-                        saved_bytes=saved_bytes(t.nbytes),
-                        removed_weights=list(bn.inputs[1:]),
-                        new_weight=w2.name, new_bias=b2.name)
-                log.stats["saved_bytes"] = log.stats.get("saved_bytes", 0) + saved_bytes(t.nbytes)
-                continue
-        ops.append(op)
-    if not skip:
+                cands.append((op.name, bn.name))
+    if not cands:
         return g
-    return rebuild(g, ops, new_tensors)
+
+    def folded(conv: str, bn_name: str) -> tuple[Operator, Tensor, Tensor]:
+        op, bn = g.ops[conv], g.ops[bn_name]
+        t = g.tensors[op.outputs[0]]
+        w = g.tensors[op.inputs[1]]
+        cout = t.shape[1] if len(t.shape) > 1 else w.shape[0]
+        w2 = Tensor(f"{w.name}_bnfold", w.shape, w.dtype, w.nbytes, "weight")
+        if len(op.inputs) > 2:
+            b = g.tensors[op.inputs[2]]
+            b2 = Tensor(f"{b.name}_bnfold", b.shape, b.dtype, b.nbytes, "weight")
+        else:
+            dt = "int32" if np.dtype(w.dtype).kind in "iu" else w.dtype
+            b2 = Tensor(f"{op.name}_bias", (cout,), dt, cout * np.dtype(dt).itemsize, "weight")
+        names, types = _members(op)
+        attrs = dict(op.attributes)
+        attrs.update(fused_ops=names + [bn.name], fused_types=types + [bn.op_type],
+                     folded_bn=bn.name, epsilon=bn.attributes.get("epsilon", 1e-5))
+        attrs.setdefault("epilogue", [])
+        attrs["kernel"] = kernel_name([op.op_type], has_bias=True)
+        return (Operator(op.name, op.op_type, (op.inputs[0], w2.name, b2.name), bn.outputs,
+                         attrs, op.macs), w2, b2)
+
+    def build(chosen: Sequence[tuple[str, str]]) -> Graph:
+        new: dict[str, Operator] = {}
+        new_tensors: dict[str, Tensor] = {}
+        for conv, bn in chosen:
+            new[conv], w2, b2 = folded(conv, bn)
+            new_tensors[w2.name] = w2
+            new_tensors[b2.name] = b2
+        skip = {bn for _, bn in chosen}
+        return rebuild(g, [new.get(n, op) for n, op in g.ops.items() if n not in skip],
+                       new_tensors)
+
+    # the conv keeps its step and writes the BN output, of the intermediate's shape and dtype:
+    # no lifetime grows, so the folds are checked together (one peak computation)
+    chosen = accept_without_peak_increase(g, cands, build, log, "fold_bn", risky=lambda c: False,
+                                          allow_peak_increase=allow)
+    if not chosen:
+        return g
+    for conv, bn_name in chosen:
+        op, bn = g.ops[conv], g.ops[bn_name]
+        t = g.tensors[op.outputs[0]]
+        _, w2, b2 = folded(conv, bn_name)
+        log.add("fold_bn", op=op.name, bn=bn.name, intermediate=t.name,
+                intermediate_bytes=t.nbytes, steps_eliminated=1,
+                saved_bytes=saved_bytes(t.nbytes),
+                removed_weights=list(bn.inputs[1:]),
+                new_weight=w2.name, new_bias=b2.name)
+        log.stats["saved_bytes"] = log.stats.get("saved_bytes", 0) + saved_bytes(t.nbytes)
+    return build(chosen)
 
 
 def _epilogue_ok(g: Graph, t: str, c: Operator) -> bool:
@@ -194,8 +223,7 @@ def _epilogue_ok(g: Graph, t: str, c: Operator) -> bool:
     return True
 
 
-def _fuse_epilogues(g: Graph, log: PassLog, regs: VectorRegisterModel,
-                    refuse_peak_increase: bool) -> Graph:
+def _fuse_epilogues(g: Graph, log: PassLog, regs: VectorRegisterModel, allow: bool) -> Graph:
     aliases = graph_aliases(g)
     aliased = set(aliases) | {p for p, _ in aliases.values()}
     pos = {n: i for i, n in enumerate(g.ops)}
@@ -284,20 +312,14 @@ def _fuse_epilogues(g: Graph, log: PassLog, regs: VectorRegisterModel,
                 ops.append(op)
         return rebuild(g, ops)
 
-    late = [gr for gr in groups if place(gr) != pos[gr[0]]]
-    early = [gr for gr in groups if place(gr) == pos[gr[0]]]
-    chosen = list(early)
-    if late:
-        base_peak = transformed_peak(build(chosen))
-        for gr in late:
-            trial = transformed_peak(build(chosen + [gr]))
-            if trial > base_peak:
-                log.add("raises_peak", group=gr, peak_before=base_peak, peak_after=trial,
-                        refused=refuse_peak_increase)
-                if refuse_peak_increase:
-                    continue
-            chosen.append(gr)
-            base_peak = trial
+    # a group placed at its anchor's step extends no input's lifetime, but still produces its
+    # last output earlier (larger than the intermediates after a widening Cast): checked together;
+    # a group placed at its last member's step keeps the anchor's inputs longer: one at a time
+    chosen = accept_without_peak_increase(g, groups, build, log, "epilogue",
+                                          risky=lambda gr: place(gr) != pos[gr[0]],
+                                          allow_peak_increase=allow)
+    if not chosen:
+        return g
     for gr in chosen:
         inter = [(g.ops[n].outputs[0], g.tensors[g.ops[n].outputs[0]].nbytes) for n in gr[:-1]]
         sb = sum(saved_bytes(b) for _, b in inter)
@@ -325,8 +347,7 @@ def _absorb_prologue(g: Graph, cast: Operator, cons: Operator, need: int) -> Ope
     return Operator(cons.name, cons.op_type, tuple(inputs), cons.outputs, attrs, cons.macs)
 
 
-def _fuse_prologues(g: Graph, log: PassLog, regs: VectorRegisterModel,
-                    refuse_peak_increase: bool) -> Graph:
+def _fuse_prologues(g: Graph, log: PassLog, regs: VectorRegisterModel, allow: bool) -> Graph:
     aliases = graph_aliases(g)
     aliased = set(aliases) | {p for p, _ in aliases.values()}
     pos = {n: i for i, n in enumerate(g.ops)}
@@ -375,20 +396,11 @@ def _fuse_prologues(g: Graph, log: PassLog, regs: VectorRegisterModel,
             return False  # graph inputs / weights are not activation buffers here
         return max(pos[c] for c in x.consumers) < pos[cons]
 
-    chosen = [cc for cc in cands if not extends(*cc)]
-    late = [cc for cc in cands if extends(*cc)]
-    if late:
-        base_peak = transformed_peak(build(chosen))
-        for cc in late:
-            trial = transformed_peak(build(chosen + [cc]))
-            if trial > base_peak:
-                log.add("raises_peak", group=list(cc), peak_before=base_peak, peak_after=trial,
-                        refused=refuse_peak_increase)
-                if refuse_peak_increase:
-                    continue
-            chosen.append(cc)
-            base_peak = trial
-    chosen.sort(key=lambda cc: pos[cc[0]])
+    chosen = accept_without_peak_increase(g, cands, build, log, "prologue",
+                                          risky=lambda cc: extends(*cc),
+                                          allow_peak_increase=allow)
+    if not chosen:
+        return g
     for c, n in chosen:
         xq = g.tensors[g.ops[c].outputs[0]]
         sb = saved_bytes(xq.nbytes)
@@ -398,48 +410,74 @@ def _fuse_prologues(g: Graph, log: PassLog, regs: VectorRegisterModel,
     return build(chosen)
 
 
-def _concat_in_place(g: Graph, log: PassLog, alignment: int) -> Graph:
-    g = g.copy()
-    aliases = graph_aliases(g)
-    for op in g.ops.values():
-        if op.op_type != "Concat" or len(op.outputs) != 1:
-            continue
-        out = g.tensors[op.outputs[0]]
-        rank = len(out.shape)
-        axis = int(op.attributes.get("axis", 1))
-        axis = axis + rank if axis < 0 else axis
-        if not 0 <= axis < rank or int(np.prod(out.shape[:axis])) != 1:
-            log.add("skip", op=op.name, reason=f"axis {axis} of {out.shape} is not outermost")
-            continue
-        counts = {x: op.inputs.count(x) for x in op.inputs}
-        delta = 0
-        done = []
-        for x in op.inputs:
-            t = g.tensors[x]
-            ok = (t.producer is not None and t.kind == "activation" and counts[x] == 1
-                  and x not in aliases and t.dtype == out.dtype and delta % alignment == 0)
-            if ok:
-                add_alias(op, x, out.name, delta)
-                aliases[x] = (out.name, delta)
-                done.append(x)
-            delta += t.nbytes
-        if delta != out.nbytes:
-            op.attributes.pop("aliases", None)
-            for x in done:
-                aliases.pop(x, None)
-            log.add("skip", op=op.name, reason=f"inputs total {delta} bytes, output {out.nbytes}")
-            continue
-        if done:
-            full = len(done) == len(op.inputs)
-            op.attributes["kernel"] = "concat_in_place" if full else "concat_partial"
-            copied = [x for x in op.inputs if x not in done]
-            sb = sum(saved_bytes(g.tensors[x].nbytes) for x in done)
-            log.add("concat_in_place", op=op.name, aliased=done, copied=copied, saved_bytes=sb)
-            log.stats["saved_bytes"] = log.stats.get("saved_bytes", 0) + sb
-    return g
+def _concat_in_place(g: Graph, log: PassLog, alignment: int, allow: bool) -> Graph:
+    def apply(names: set[str] | None, lg: PassLog | None) -> tuple[Graph, list[str]]:
+        """Write the Concats in ``names`` (``None``: all) in place; the ones that changed."""
+        h = g.copy()
+        aliases = graph_aliases(h)
+        changed = []
+        for op in h.ops.values():
+            if op.op_type != "Concat" or len(op.outputs) != 1:
+                continue
+            if names is not None and op.name not in names:
+                continue
+            out = h.tensors[op.outputs[0]]
+            rank = len(out.shape)
+            axis = int(op.attributes.get("axis", 1))
+            axis = axis + rank if axis < 0 else axis
+            if not 0 <= axis < rank or int(np.prod(out.shape[:axis])) != 1:
+                if lg is not None:
+                    lg.add("skip", op=op.name,
+                           reason=f"axis {axis} of {out.shape} is not outermost")
+                continue
+            counts = {x: op.inputs.count(x) for x in op.inputs}
+            delta = 0
+            done = []
+            for x in op.inputs:
+                t = h.tensors[x]
+                ok = (t.producer is not None and t.kind == "activation" and counts[x] == 1
+                      and x not in aliases and t.dtype == out.dtype and delta % alignment == 0)
+                if ok:
+                    add_alias(op, x, out.name, delta)
+                    aliases[x] = (out.name, delta)
+                    done.append(x)
+                delta += t.nbytes
+            if delta != out.nbytes:
+                op.attributes.pop("aliases", None)
+                for x in done:
+                    aliases.pop(x, None)
+                if lg is not None:
+                    lg.add("skip", op=op.name,
+                           reason=f"inputs total {delta} bytes, output {out.nbytes}")
+                continue
+            if done:
+                changed.append(op.name)
+                full = len(done) == len(op.inputs)
+                op.attributes["kernel"] = "concat_in_place" if full else "concat_partial"
+                if lg is not None:
+                    copied = [x for x in op.inputs if x not in done]
+                    sb = sum(saved_bytes(h.tensors[x].nbytes) for x in done)
+                    lg.add("concat_in_place", op=op.name, aliased=done, copied=copied,
+                           saved_bytes=sb)
+                    lg.stats["saved_bytes"] = lg.stats.get("saved_bytes", 0) + sb
+        return h, changed
+
+    skips = PassLog(log.name)
+    _, cands = apply(None, skips)
+    for c in skips.changes:
+        if c["action"] == "skip":
+            log.add(**c)
+    if not cands:
+        return g.copy()
+    # the concat buffer becomes live at its first aliased input's producer: checked together,
+    # one at a time when together they raise the peak
+    chosen = accept_without_peak_increase(
+        g, cands, lambda ch: apply(set(ch), None)[0], log, "concat_in_place",
+        risky=lambda c: False, describe=lambda c: [c], allow_peak_increase=allow)
+    return apply(set(chosen), log)[0]
 
 
-def _horizontal(g: Graph, log: PassLog, refuse_peak_increase: bool) -> Graph:
+def _horizontal(g: Graph, log: PassLog, allow: bool) -> Graph:
     pos = {n: i for i, n in enumerate(g.ops)}
     groups: list[list[str]] = []
     used: set[str] = set()
@@ -487,18 +525,10 @@ def _horizontal(g: Graph, log: PassLog, refuse_peak_increase: bool) -> Graph:
                 ops.append(op)
         return rebuild(g, ops)
 
-    chosen: list[list[str]] = []
-    base = transformed_peak(g)
-    for gr in groups:
-        trial = transformed_peak(build(chosen + [gr]))
-        raised = trial > base
-        if raised:
-            log.add("raises_peak", group=gr, peak_before=base, peak_after=trial,
-                    refused=refuse_peak_increase)
-            if refuse_peak_increase:
-                continue
-        chosen.append(gr)
-        base = trial
+    # several outputs live together from the earliest member's step: one group at a time
+    chosen = accept_without_peak_increase(g, groups, build, log, "horizontal",
+                                          allow_peak_increase=allow)
+    for gr in chosen:
         log.add("horizontal", ops=gr, launches_saved=len(gr) - 1, saved_bytes=0)
     return build(chosen) if chosen else g
 
@@ -515,7 +545,8 @@ def fuse(
     num_registers: int = 32,
     tile_elems: int = 16,
     acc_bits: int = 32,
-    refuse_peak_increase: bool = False,
+    allow_peak_increase: bool = False,
+    refuse_peak_increase: bool | None = None,
     alignment: int = 1,
 ) -> tuple[Graph, PassLog]:
     """The fusion pass (module docstring).
@@ -525,12 +556,19 @@ def fuse(
     graph : Graph
     fold_bn, epilogues, prologues, concat_in_place, horizontal : bool
         Named switches for the five fusions (horizontal fusion is off by default: it often raises
-        the peak, see the log's ``raises_peak`` records).
+        the peak, see the log's ``refuse`` records with ``reason="raises_peak"``).
     vlen, num_registers, tile_elems, acc_bits : int
         The :class:`~.legality.VectorRegisterModel` (VLEN bits, registers, tile elements,
         accumulator bits).
-    refuse_peak_increase : bool
-        Refuse a fusion that raises the peak of live bytes (it is logged either way).
+    allow_peak_increase : bool
+        ``False`` (default): a fusion of any pattern that would raise the peak of live bytes of
+        the graph under its stored order is refused and logged (``refuse``,
+        ``reason="raises_peak"``, ``fusion``, ``group``, ``peak_before`` and ``peak_after`` in
+        bytes); the fused graph's peak is at most the input's
+        (:func:`~.legality.accept_without_peak_increase`). ``True``: such fusions are applied
+        and logged as ``raises_peak`` (``refused=False``).
+    refuse_peak_increase : bool, optional
+        Former name: ``refuse_peak_increase=False`` means ``allow_peak_increase=True``.
     alignment : int
         Concat slice offsets must be multiples of it (bytes) to be written in place.
 
@@ -540,22 +578,61 @@ def fuse(
         The fused graph (a valid DAG; input untouched) and the log (``stats["saved_bytes"]``
         total, ``stats["would_be_spills"]``, actions ``fold_bn``, ``fuse``, ``fuse_prologue``,
         ``refuse``, ``concat_in_place``, ``horizontal``, ``raises_peak``).
+
+    Raises
+    ------
+    GraphError
+        Only on an internal fault: the fused graph's peak exceeds the input's although no
+        increase was allowed (never silently returned).
+
+    Examples
+    --------
+    Two MatMul + ReduceSum branches joined by an Add: fusing ``ReduceSum + Add`` places the
+    fused operator at the Add, which keeps the first MatMul's 1024-byte output alive next to
+    the second's, so it is refused by default:
+
+    >>> from scheduling.graph import Graph
+    >>> g = Graph("two_branches")
+    >>> _ = g.add_tensor("x", (1, 16), kind="input")
+    >>> for k in "12":
+    ...     _ = g.add_tensor(f"w{k}", (16, 256), kind="weight")
+    ...     _ = g.add_tensor(f"m{k}", (1, 256))
+    ...     _ = g.add_tensor(f"r{k}", (1, 1))
+    ...     _ = g.add_op(f"mm{k}", "MatMul", [f"x", f"w{k}"], [f"m{k}"])
+    ...     _ = g.add_op(f"rs{k}", "ReduceSum", [f"m{k}"], [f"r{k}"])
+    >>> _ = g.add_tensor("y", (1, 1))
+    >>> _ = g.add_op("add", "Add", ["r1", "r2"], ["y"])
+    >>> g.mark_output("y")
+    >>> g2, log = fuse(g)
+    >>> [(c["group"], c["peak_before"], c["peak_after"]) for c in log.changes
+    ...  if c.get("reason") == "raises_peak"]
+    [(['rs1', 'add'], 1032, 2052)]
+    >>> transformed_peak(g2), transformed_peak(fuse(g, allow_peak_increase=True)[0])
+    (1032, 2052)
     """
+    allow = bool(allow_peak_increase)
+    if refuse_peak_increase is not None:
+        allow = not refuse_peak_increase
     log = PassLog("fuse")
     log.stats["saved_bytes"] = 0
     log.stats["would_be_spills"] = 0
     regs = VectorRegisterModel(vlen, num_registers, tile_elems, acc_bits)
     g = graph
     if fold_bn:
-        g = _fold_bn(g, log)
+        g = _fold_bn(g, log, allow)
     if epilogues:
-        g = _fuse_epilogues(g, log, regs, refuse_peak_increase)
+        g = _fuse_epilogues(g, log, regs, allow)
     if prologues:
-        g = _fuse_prologues(g, log, regs, refuse_peak_increase)
+        g = _fuse_prologues(g, log, regs, allow)
     if concat_in_place:
-        g = _concat_in_place(g, log, alignment)
+        g = _concat_in_place(g, log, alignment, allow)
     if horizontal:
-        g = _horizontal(g, log, refuse_peak_increase)
+        g = _horizontal(g, log, allow)
     if g is graph:
         g = graph.copy()
+    before, after = transformed_peak(graph), transformed_peak(g)
+    if after > before and not allow:  # each step above guarantees it; a wrong number is worse
+        raise GraphError(f"graph {graph.name!r}: fusion raised the peak from {before} to {after} "
+                         "bytes although no increase was allowed (a fault in the fusion pass)")
+    log.stats["peak_before"], log.stats["peak_after"] = before, after
     return g, log

@@ -26,6 +26,17 @@
   contraction re-applies the cast on every reload of an input element (``k_h x k_w`` times for a
   convolution without im2col); that is compute, not memory, and is not modelled. The register
   budget is checked like an epilogue's, the cast's input tile added to the group's values.
+* **Peak** (:func:`accept_without_peak_increase`): a fusion changes lifetimes. A fused operator
+  placed at its last member's step keeps the anchor's inputs alive longer; one placed at the
+  anchor's step produces the last member's output earlier (a widening cast in the chain makes it
+  larger than the intermediates it replaces); a horizontal group keeps several outputs alive
+  together; a Concat written in place makes the whole concat buffer live from its first input's
+  producer on. So every fusion of every pattern is judged on the whole schedule: the peak (max
+  live bytes, alias groups collapsed, :func:`~.base.transformed_peak`) of the transformed graph
+  under its stored operator order -- the schedule that ``memplan export``, ``memplan compare
+  --pipeline`` and ``make bench-transforms`` plan -- never rises above the peak before the
+  fusion. A fusion that would raise it is refused (log action ``refuse``, ``reason="raises_peak"``,
+  with ``peak_before`` / ``peak_after`` in bytes) unless the caller allows it.
 * **Saved bytes**: ``saved_bytes = 2 x size(intermediate) x steps_eliminated`` (one write and one
   read of each intermediate tensor no longer stored; each merge eliminates one step).
 """
@@ -33,13 +44,14 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ..graph import Graph, Operator
-from .base import ELEMENTWISE
+from .base import ELEMENTWISE, PassLog, transformed_peak
 
 __all__ = [
     "SEMANTIC_REDUCTIONS",
@@ -51,6 +63,7 @@ __all__ = [
     "prologue_refusal",
     "VectorRegisterModel",
     "saved_bytes",
+    "accept_without_peak_increase",
 ]
 
 #: Operators whose every output element depends on a reduction over many producer elements.
@@ -171,3 +184,81 @@ def saved_bytes(intermediate_bytes: int, steps_eliminated: int = 1) -> int:
     802816
     """
     return 2 * int(intermediate_bytes) * int(steps_eliminated)
+
+
+def accept_without_peak_increase(
+    graph: Graph,
+    candidates: Sequence[Any],
+    build: Callable[[list[Any]], Graph],
+    log: PassLog,
+    fusion: str,
+    *,
+    risky: Callable[[Any], bool] | None = None,
+    describe: Callable[[Any], Any] = list,
+    allow_peak_increase: bool = False,
+) -> list[Any]:
+    """The candidate fusions to apply so that the peak of ``graph`` does not rise (module
+    docstring, "Peak").
+
+    Candidates that cannot raise the peak by construction (``risky(c)`` false) are tried together
+    and accepted with one peak computation when, together, they do not raise it. Otherwise (the
+    construction argument failed) and for every ``risky`` candidate, candidates are judged one at
+    a time in the given order: candidate ``c`` is accepted when the peak of ``build(chosen +
+    [c])`` is at most the peak of ``build(chosen)``. So the peak never rises above
+    :func:`~.base.transformed_peak` ``(graph)``, and each refusal names the fusion and the bytes.
+
+    Parameters
+    ----------
+    graph : Graph
+        The graph before these fusions (its stored order is the schedule judged).
+    candidates : sequence
+        Candidate fusions in stored order (any objects ``build`` understands).
+    build : callable
+        ``build(list of candidates) -> Graph``: the graph with exactly those fusions applied.
+    log : PassLog
+        Receives ``refuse`` records (``reason="raises_peak"``, ``fusion``, ``group``,
+        ``peak_before``, ``peak_after``, bytes) and, when allowed, ``raises_peak`` records
+        (``group``, ``peak_before``, ``peak_after``, ``refused=False``).
+    fusion : str
+        Name of the fusion pattern for the log (``"epilogue"``, ``"horizontal"``, ...).
+    risky : callable, optional
+        ``risky(c)``: ``c`` may raise the peak by construction (default: every candidate).
+    describe : callable
+        ``describe(c)``: the ``group`` recorded in the log (default ``list``).
+    allow_peak_increase : bool
+        Accept fusions that raise the peak (they are still logged as ``raises_peak``).
+
+    Returns
+    -------
+    list
+        The accepted candidates, in the order of ``candidates``.
+
+    Notes
+    -----
+    ``O(n log n)`` for the joint check plus ``O(n log n)`` per candidate judged alone, ``n`` the
+    number of tensors.
+    """
+    idx = list(range(len(candidates)))
+    risky_idx = [i for i in idx if risky is None or risky(candidates[i])]
+    safe_idx = [i for i in idx if not (risky is None or risky(candidates[i]))]
+    peak = transformed_peak(graph)
+    chosen: list[int] = []
+    todo = risky_idx
+    if safe_idx:
+        trial = transformed_peak(build([candidates[i] for i in safe_idx]))
+        if trial <= peak:
+            chosen, peak = list(safe_idx), trial
+        else:
+            todo = idx
+    for i in todo:
+        trial = transformed_peak(build([candidates[j] for j in sorted(chosen + [i])]))
+        if trial > peak:
+            if not allow_peak_increase:
+                log.add("refuse", reason="raises_peak", fusion=fusion,
+                        group=describe(candidates[i]), peak_before=peak, peak_after=trial)
+                continue
+            log.add("raises_peak", group=describe(candidates[i]), peak_before=peak,
+                    peak_after=trial, refused=False)
+        chosen.append(i)
+        peak = trial
+    return [candidates[i] for i in sorted(chosen)]
