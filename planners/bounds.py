@@ -9,6 +9,10 @@ All lifetimes are half-open ``[start, end)`` in schedule steps; sizes in bytes. 
 groups is measured on :meth:`Problem.collapse` (one buffer per group, lifetime the hull of its
 members', size its root's), which is what any plan must reserve. Each function runs in
 ``O(n log n)`` time (a sort of the ``2n`` lifetime end points and a prefix sum).
+
+The int64 prefix sums are exact: every live sum, rounded size and the naive arena are at most the
+problem's worst-case arena, which :class:`~planners.model.Problem` guarantees is ``<= 2**63 - 1``
+(the range rule of :mod:`planners.model`).
 """
 
 from __future__ import annotations

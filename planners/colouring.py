@@ -38,7 +38,7 @@ import numpy as np
 from .base import Planner, SolveResult
 from .errors import ProblemError
 from .interference import interference_edges as shared_interference_edges
-from .model import Problem
+from .model import INT64_MAX, Problem
 
 __all__ = [
     "Chaitin",
@@ -127,7 +127,10 @@ def layout_blocks(problem: Problem, block_of: np.ndarray, order: np.ndarray | No
     block_sizes : int64 array, shape ``(m,)``: largest member size per block (bytes).
 
     Each block starts at the next multiple of the lcm of its members' alignments; with alignment 1
-    the arena is exactly ``block_sizes.sum()``. ``O(n + m)``.
+    the arena is exactly ``block_sizes.sum()``. ``O(n + m)``. The layout is computed in Python
+    integers: with alignments that are not powers of two the lcm padding can exceed the problem's
+    worst-case arena, and a layout whose top exceeds ``2**63 - 1`` bytes raises
+    :class:`ProblemError` (never a wrapped offset).
     """
     block_of = np.asarray(block_of, dtype=np.int64)
     n = problem.n
@@ -136,17 +139,23 @@ def layout_blocks(problem: Problem, block_of: np.ndarray, order: np.ndarray | No
     m = int(block_of.max()) + 1 if used.any() else 0
     sizes = np.zeros(m, np.int64)
     np.maximum.at(sizes, block_of[used], problem.sizes[used])
-    align = np.ones(m, np.int64)
+    align = [1] * m  # Python ints: an lcm of alignments may exceed int64
     for b, a in zip(block_of[used].tolist(), problem.alignments[used].tolist(), strict=True):
-        align[b] = math.lcm(int(align[b]), a)
-    start = np.zeros(m, np.int64)
+        align[b] = math.lcm(align[b], a)
+    start = [0] * m
     top = 0
     for b in range(m) if order is None else np.asarray(order).tolist():
-        a = int(align[b])
+        a = align[b]
         top = -(-top // a) * a
         start[b] = top
         top += int(sizes[b])
-    offsets[used] = start[block_of[used]]
+    if top > INT64_MAX:
+        raise ProblemError(
+            f"problem {problem.name!r}: the shared-block layout needs {top} bytes (blocks aligned "
+            f"to the lcm of their members' alignments), above 2**63 - 1 = {INT64_MAX} bytes, the "
+            "largest offset int64 arithmetic represents"
+        )
+    offsets[used] = np.asarray(start, np.int64)[block_of[used]]
     return offsets, sizes
 
 
@@ -194,7 +203,8 @@ class Chaitin(Planner):
     Raises
     ------
     ProblemError
-        ``k < 1`` or an unknown spill rule.
+        ``k < 1``, an unknown spill rule, or a block layout above ``2**63 - 1`` bytes
+        (:func:`layout_blocks`).
 
     Notes
     -----
@@ -316,7 +326,8 @@ class IntervalColouring(Planner):
     Notes
     -----
     ``O(n log n)`` (a sort, a busy min-heap and a free max-heap by block size). Zero-size buffers get
-    offset 0. Status ``heuristic``. No parameters.
+    offset 0. Status ``heuristic``. No parameters. Raises :class:`ProblemError` when the block
+    layout exceeds ``2**63 - 1`` bytes (:func:`layout_blocks`).
 
     References
     ----------

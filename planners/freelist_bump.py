@@ -21,6 +21,11 @@ plan). Zero-size buffers get offset 0 and never touch the pool. The problem's ca
 The freelist is a list kept sorted by ``(block size, free sequence number)``, so best fit is a binary
 search: ``O(n log n)`` comparisons plus list insertions (memmove) over ``n`` buffers.
 
+The simulation runs on Python integers. Rounding every request up to the granule can take the bump
+pointer beyond the problem's worst-case arena; when it passes ``2**63 - 1`` bytes (the int64 range
+of offsets, see :mod:`planners.model`) the planner raises one :class:`ProblemError` instead of
+returning wrapped offsets.
+
 References
 ----------
 Seed 001 section 3, ``freelist_find_best_fit``, ``tensor_alloc``, ``tensor_free``,
@@ -36,7 +41,7 @@ import numpy as np
 
 from .base import Planner, SolveResult
 from .errors import ProblemError
-from .model import Problem
+from .model import INT64_MAX, Problem
 
 __all__ = ["FreelistBump", "freelist_granule"]
 
@@ -61,6 +66,12 @@ class FreelistBump(Planner):
     ----------
     granule : int, default 16
         Requests are rounded up to a multiple of this many bytes (and of every alignment).
+
+    Raises
+    ------
+    ProblemError
+        ``granule < 1``, or the bump pointer (bytes) exceeds ``2**63 - 1``, the largest offset
+        int64 represents.
 
     Examples
     --------
@@ -107,6 +118,12 @@ class FreelistBump(Planner):
             else:
                 offsets[c], block[c] = bump, req
                 bump += req
+        if bump > INT64_MAX:
+            raise ProblemError(
+                f"freelist_bump: problem {problem.name!r}: the bump pointer reaches {bump} bytes "
+                f"(requests rounded up to the granule {g} bytes), above 2**63 - 1 = {INT64_MAX} "
+                "bytes, the largest offset int64 represents"
+            )
         return SolveResult(
             np.asarray(offsets, np.int64),
             "heuristic",

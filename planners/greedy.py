@@ -20,7 +20,9 @@ with any fit. The named planners of the literature are thin subclasses with fixe
 
 Conventions: half-open lifetimes ``[start, end)`` in schedule steps, sizes and offsets in bytes,
 every offset a multiple of the buffer's alignment. Zero-size buffers take no space and are placed
-at offset 0.
+at offset 0. Placement runs on Python integers; each offset is 0, the aligned round-up of a placed
+neighbour's top, or inside a gap, so every top stays within the problem's worst-case arena
+(``<= 2**63 - 1``, the range rule of :mod:`planners.model`) and the int64 result is exact.
 
 Complexity
 ----------
@@ -46,7 +48,7 @@ from .base import Planner, SolveResult
 from .bounds import live_profile
 from .errors import ProblemError
 from .interference import interference_degrees, sweep_pairs
-from .model import Problem
+from .model import Problem, arena_top
 
 __all__ = [
     "ORDERS",
@@ -104,9 +106,17 @@ def order_by_size(problem: Problem) -> np.ndarray:
 
 def order_by_lifetime_area(problem: Problem) -> np.ndarray:
     """Priority ``(end - start) * size`` descending (seed 002 section 5.1.4, lifetime-aware
-    allocation); ties: earlier start, then problem order. ``O(n log n)``."""
-    area = (problem.ends - problem.starts) * problem.sizes
-    return np.lexsort((np.arange(problem.n), problem.starts, -area)).astype(np.int64)
+    allocation); ties: earlier start, then problem order. ``O(n log n)``.
+
+    The area (up to ``2**124`` bytes x steps) is compared exactly: in int64 when the largest
+    product fits, else as Python integers."""
+    n = problem.n
+    width = problem.ends - problem.starts
+    if not n or int(width.max()) * int(problem.sizes.max()) <= 2**63 - 1:
+        area = width * problem.sizes
+        return np.lexsort((np.arange(n), problem.starts, -area)).astype(np.int64)
+    w, z, st = width.tolist(), problem.sizes.tolist(), problem.starts.tolist()
+    return np.asarray(sorted(range(n), key=lambda i: (-w[i] * z[i], st[i], i)), np.int64)
 
 
 def order_by_conflicts(problem: Problem) -> np.ndarray:
@@ -383,11 +393,9 @@ def greedy_offsets(
 
 
 def arena_of(problem: Problem, offsets) -> int:
-    """Arena in bytes of ``offsets``: the highest ``offset + size`` over non-zero-size buffers."""
-    if problem.n == 0:
-        return 0
-    off = np.asarray(offsets, dtype=np.int64)
-    return int(np.where(problem.sizes > 0, off + problem.sizes, 0).max())
+    """Arena in bytes of ``offsets``: the highest ``offset + size`` over non-zero-size buffers
+    (0 if none), exact for any offsets (:func:`planners.model.arena_top`)."""
+    return arena_top(offsets, problem.sizes)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -58,7 +58,9 @@ def read_minimalloc_csv(
     ------
     ProblemError
         Empty file, missing header columns, a missing or non-integer field (naming file, line and
-        column), negative size, ``upper <= lower``, duplicate ids.
+        column), negative size, ``upper <= lower``, a value with ``|value| >= 2**62``, duplicate
+        ids, or a worst-case arena above ``2**63 - 1`` bytes (the range rule of
+        :mod:`planners.model`).
     """
     path = Path(path)
     if capacity == "auto":
@@ -98,19 +100,24 @@ def read_minimalloc_csv(
             raise ProblemError(f"{where}: {e}") from None
     if not buffers:
         raise ProblemError(f"{path}: header only, no buffers")
-    return Problem(
-        buffers,
-        capacity=capacity,
-        alignment=alignment,
-        name=name if name is not None else path.name.removesuffix(".csv"),
-    )
+    try:
+        return Problem(
+            buffers,
+            capacity=capacity,
+            alignment=alignment,
+            name=name if name is not None else path.name.removesuffix(".csv"),
+        )
+    except ProblemError as e:  # duplicate ids, capacity, the int64 range rule (planners.model)
+        raise ProblemError(f"{path}: {e}") from None
 
 
 def write_minimalloc_csv(problem: Problem, path: str | Path, plan: Plan | None = None) -> None:
     """Write ``problem`` as a MiniMalloc CSV (``id,lower,upper,size`` [,``alignment``] [,``offset``]).
 
     ``alignment`` is written when any buffer's alignment differs from 1; ``offset`` when a plan is
-    given. The file is written through a temporary file and renamed, so a crash leaves no half file.
+    given. Values are written as exact decimal integers, so reading the file back gives the same
+    problem (and offsets) for any admissible value, e.g. sizes near ``2**62``. The file is written
+    through a temporary file and renamed, so a crash leaves no half file.
     """
     path = Path(path)
     cols = ["id", "lower", "upper", "size"]

@@ -14,6 +14,31 @@ Conventions (used everywhere in the toolkit)
 
 The lower bound on any arena is the maximum over time of the live bytes (seed 000 section 1:
 ``peak = max_k sum{size(t) : first_use(t) <= k <= last_use(t)}``); see :mod:`planners.bounds`.
+
+Arithmetic range (one policy for the whole toolkit)
+---------------------------------------------------
+Offsets, sizes, bounds and arenas are stored and computed as **int64** (numpy arrays, the C
+extension, the RV64 cores), so a number above ``2**63 - 1`` would wrap silently. Two rules keep
+every such computation exact:
+
+* every integer of the model (steps, bytes, alignment, capacity, alias delta) has
+  ``|value| < 2**62`` (:class:`Buffer`, :class:`Problem`), so the sum or difference of any two
+  fits in int64;
+* :class:`Problem` refuses, with one :class:`~planners.errors.ProblemError` naming the problem and
+  this rule, a problem whose **worst-case arena** exceeds :data:`INT64_MAX` (``2**63 - 1``) bytes.
+  The worst-case arena (:attr:`Problem.worst_case_arena`) is
+  ``sum_i (round_up(size_i, align_i) + align_i - 1)`` over all buffers: every buffer stacked on
+  top of the others, each after the largest padding its alignment allows. A correct planner puts
+  each buffer at 0, at the aligned round-up of a placed buffer's top, or in a gap below a placed
+  buffer, so it never produces an ``offset + size``, an aligned round-up ``top + align - 1``, a live
+  sum or a lower bound above it. The same holds for the problem that
+  :meth:`Problem.collapse` builds for alias groups (built, and so checked, at construction).
+
+Anything that can still go beyond it (requests rounded up to a planner-specific granule, blocks
+aligned to an lcm of alignments, offsets a faulty planner returns) is computed in Python integers
+and refused with one clear error: :class:`~planners.errors.ProblemError` from the planner, or
+:class:`~planners.errors.InvalidPlanError` from :func:`planners.validate.check_plan` ("offset +
+size exceeds the representable range"). A number is never reported after it wrapped.
 """
 
 from __future__ import annotations
@@ -25,9 +50,9 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ProblemError
+from .errors import InvalidPlanError, ProblemError
 
-__all__ = ["Buffer", "Problem", "Plan", "STATUSES", "KINDS"]
+__all__ = ["Buffer", "Problem", "Plan", "STATUSES", "KINDS", "INT64_MAX", "arena_top"]
 
 #: Buffer kinds: ``activation`` buffers are planned with reuse; ``resident`` buffers (weights, graph
 #: inputs kept for the whole run; seed 000 section 8 "常驻") live for the whole schedule.
@@ -46,8 +71,13 @@ STATUSES = ("optimal", "feasible", "heuristic", "infeasible", "timeout", "over_c
             "skipped")
 
 
-#: Bound on every integer of the model (steps, bytes), so sums stay within int64.
+#: Bound on every integer of the model (steps, bytes): ``|value| < 2**62``, so the sum or difference
+#: of two stays within int64.
 _LIMIT = 2**62
+
+#: Largest value of int64 (bytes): no offset + size, bound or arena of an admissible problem
+#: exceeds it (see "Arithmetic range" in the module docstring).
+INT64_MAX = 2**63 - 1
 
 
 def _as_int(value: Any, what: str, item: str) -> int:
@@ -203,8 +233,20 @@ class Problem:
     Raises
     ------
     ProblemError
-        Duplicate ids, capacity < 0, alignment < 1, a buffer that is not a :class:`Buffer`, or an
-        alias that breaks a rule above.
+        Duplicate ids, capacity < 0, alignment < 1, a buffer that is not a :class:`Buffer`, an
+        alias that breaks a rule above, or a worst-case arena (:attr:`worst_case_arena`, of the
+        problem or of its alias-collapsed form) above :data:`INT64_MAX` bytes, which int64
+        arithmetic cannot represent (module docstring, "Arithmetic range").
+
+    Examples
+    --------
+    Three buffers of ``2**62 - 1`` bytes live at once need an arena of ``3 * (2**62 - 1)`` bytes,
+    more than int64 holds, so the problem is refused rather than planned with wrapped numbers:
+
+    >>> Problem.from_arrays([0, 0, 0], [1, 1, 1], [2**62 - 1] * 3, name="big")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    planners.errors.ProblemError: problem 'big': worst-case arena 13835058055282163709 bytes ...
     """
 
     def __init__(
@@ -251,8 +293,44 @@ class Problem:
         #: ``{child_id: (parent_id, delta_bytes)}``; empty when the problem has no alias groups.
         self.aliases: dict[str, tuple[str, int]] = {}
         self._collapsed = None
+        self._check_range()
         if aliases:
             self._set_aliases(aliases)
+            try:
+                self.collapse()  # cached; its own construction applies the range rule
+            except ProblemError as e:
+                raise ProblemError(f"{e} (after collapsing the alias groups)") from None
+
+    # -- arithmetic range -------------------------------------------------------------------------
+    @property
+    def worst_case_arena(self) -> int:
+        """``sum_i (aligned_size_i + alignment_i - 1)`` in bytes, a Python int (exact).
+
+        An upper bound on every ``offset + size``, aligned round-up, live sum and lower bound that a
+        correct planner computes for this problem (module docstring, "Arithmetic range"); the
+        constructor refuses a problem where it exceeds :data:`INT64_MAX`. ``O(n)``.
+        """
+        return sum(self.aligned_sizes.tolist()) + sum(self.alignments.tolist()) - self.n
+
+    def _check_range(self) -> None:
+        """Refuse a problem whose worst-case arena exceeds :data:`INT64_MAX` (ProblemError)."""
+        if not self.n:
+            return
+        # Cheap screen in float64 (relative error <= n * 2**-53, far below the 2x margin); the
+        # exact Python-int sum only when the screen cannot decide.
+        approx = float(self.aligned_sizes.sum(dtype=np.float64)) + float(
+            self.alignments.sum(dtype=np.float64)
+        )
+        if approx < 2.0**62:
+            return
+        w = self.worst_case_arena
+        if w > INT64_MAX:
+            raise ProblemError(
+                f"problem {self.name!r}: worst-case arena {w} bytes (sum of sizes rounded up to "
+                f"their alignment, plus alignment - 1 padding per buffer) exceeds 2**63 - 1 = "
+                f"{INT64_MAX} bytes, the largest offset int64 arithmetic represents; every "
+                "problem must satisfy sum(aligned size + alignment - 1) <= 2**63 - 1"
+            )
 
     # -- alias groups ---------------------------------------------------------------------------
     def _set_aliases(self, aliases: Mapping[str, tuple[str, int]]) -> None:
@@ -475,6 +553,33 @@ class Problem:
         )
 
 
+def arena_top(offsets, sizes) -> int:
+    """Highest ``offset + size`` over the buffers with ``size > 0`` (bytes), exact; 0 if none.
+
+    Parameters
+    ----------
+    offsets, sizes : array-like of int, shape ``(n,)``
+        Bytes, problem order.
+
+    Returns
+    -------
+    int
+        A Python int, computed in int64 when no sum can wrap and in Python integers otherwise, so
+        an offset near ``2**63`` (e.g. from a faulty planner) gives its true top, never a wrapped
+        one. ``O(n)``.
+    """
+    off = np.asarray(offsets)
+    size = np.asarray(sizes)
+    mask = size > 0
+    if not mask.any():
+        return 0
+    off, size = off[mask], size[mask]
+    if off.dtype.kind == "i" and size.dtype.kind == "i" and int(off.max()) < INT64_MAX - _LIMIT \
+            and int(size.max()) < _LIMIT:
+        return int((off.astype(np.int64) + size.astype(np.int64)).max())
+    return max(int(o) + int(z) for o, z in zip(off.tolist(), size.tolist(), strict=True))
+
+
 @dataclass
 class Plan:
     """The result of a planner: one offset per buffer of a problem.
@@ -511,17 +616,24 @@ class Plan:
     info: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.offsets = np.asarray(self.offsets, dtype=np.int64)
+        try:
+            self.offsets = np.asarray(self.offsets, dtype=np.int64)
+        except OverflowError:
+            big = [(i, int(o)) for i, o in enumerate(np.asarray(self.offsets).tolist())
+                   if not -INT64_MAX - 1 <= int(o) <= INT64_MAX]
+            i, o = big[0] if big else (0, None)
+            raise InvalidPlanError(
+                f"buffer {self.problem.buffers[i].id!r}: offset {o} exceeds the representable "
+                f"range of int64 offsets (|offset| <= 2**63 - 1 bytes)"
+            ) from None
         if self.status not in STATUSES:
             raise ValueError(f"plan status must be one of {STATUSES}, got {self.status!r}")
 
     @property
     def arena_size(self) -> int:
-        """Bytes from address 0 to the highest end ``offset + size`` (0 when nothing takes space)."""
-        if self.offsets.size == 0:
-            return 0
-        tops = np.where(self.problem.sizes > 0, self.offsets + self.problem.sizes, 0)
-        return int(tops.max())
+        """Bytes from address 0 to the highest end ``offset + size`` (0 when nothing takes space),
+        exact (:func:`arena_top`)."""
+        return arena_top(self.offsets, self.problem.sizes)
 
     @property
     def ratio(self) -> float:

@@ -15,7 +15,9 @@ run time, request by request, and pays for it with fragmentation. Three designs:
 
 All three share :class:`Pool`'s statistics (bytes): ``used`` (requested sizes of live
 allocations), ``allocated`` (block bytes they hold), ``internal_fragmentation = allocated -
-used``, the fragmentation ratio ``(allocated - used) / allocated`` and the peaks.
+used``, the fragmentation ratio ``(allocated - used) / allocated`` and the peaks. The pools compute
+in Python integers; a pool is at most ``2**63 - 1`` bytes, so every offset it hands out fits the
+int64 offsets of a plan (the range rule of :mod:`planners.model`).
 :func:`replay` runs a :class:`~planners.model.Problem`'s allocation and free events through a
 pool to measure the pool size it needs against a static plan's arena.
 
@@ -38,7 +40,7 @@ from collections import OrderedDict
 import numpy as np
 
 from .errors import InfeasibleError, ProblemError
-from .model import Problem
+from .model import INT64_MAX, Problem
 
 __all__ = ["PoolError", "Pool", "FixedBlockPool", "BuddyAllocator", "RingBuffer", "POOLS",
            "replay"]
@@ -62,15 +64,20 @@ class Pool:
         Maxima over the run.
     high_water : int
         Highest ``offset + block size`` ever handed out (the address space actually touched).
+
+    Raises
+    ------
+    ProblemError
+        ``pool_size`` is not an integer in ``1 .. 2**63 - 1`` bytes.
     """
 
     name = "pool"
 
     def __init__(self, pool_size: int) -> None:
         if isinstance(pool_size, bool) or not isinstance(pool_size, (int, np.integer)) \
-                or pool_size <= 0:
-            raise ProblemError(f"{self.name}: pool size must be an integer > 0 bytes, "
-                               f"got {pool_size!r}")
+                or not 0 < pool_size <= INT64_MAX:
+            raise ProblemError(f"{self.name}: pool size must be an integer in 1..2**63 - 1 "
+                               f"bytes, got {pool_size!r}")
         self.pool_size = int(pool_size)
         self.live: dict[str, tuple[int, int, int]] = {}  # id -> (offset, size, block)
         self.used = self.allocated = 0

@@ -2,7 +2,8 @@
 
 It checks, for a problem and one offset per buffer (bytes):
 
-1. offsets are integers ``>= 0`` and multiples of each buffer's alignment;
+1. offsets are integers ``>= 0``, multiples of each buffer's alignment, and ``offset + size`` is
+   representable in int64 (``<= 2**63 - 1`` bytes; the range rule of :mod:`planners.model`);
 2. no two buffers that are live at the same step (half-open ``[start, end)`` lifetimes) overlap in
    address (``[offset, offset + size)``); zero-size buffers take no space and never conflict;
 3. when a capacity is given, every buffer ends at or below it.
@@ -19,6 +20,10 @@ buffers sorted by offset: when a buffer becomes live it can only collide with it
 address order (the live set is disjoint if no error was found so far), so the check runs in
 ``O(n log n + n k)`` for ``k`` buffers live at once (list insertion is a memmove), not over all
 pairs. The first offending pair in sweep order is named in the error.
+
+Its own arithmetic never wraps: offsets outside int64 are refused before any numpy arithmetic,
+``offset + size`` is compared as ``offset > 2**63 - 1 - size`` (no sum formed), and the overlap
+sweep, the capacity and the alias checks work on Python integers.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ import bisect
 import numpy as np
 
 from .errors import InvalidPlanError
-from .model import Problem
+from .model import INT64_MAX, Problem
 
 __all__ = ["check_plan", "is_valid"]
 
@@ -47,22 +52,83 @@ def check_plan(problem: Problem, offsets, capacity: int | None = None) -> None:
     Raises
     ------
     InvalidPlanError
-        Naming the rule and the buffer(s): wrong length, negative or misaligned offset, the first pair
-        live at the same step whose address ranges overlap (for alias groups: the roots' ids), a
-        buffer above the capacity, or an alias child not at its parent's offset + delta.
+        Naming the rule and the buffer(s): wrong length, non-integer, negative or misaligned
+        offset, ``offset + size`` beyond the representable range (``2**63 - 1`` bytes), the first
+        pair live at the same step whose address ranges overlap (for alias groups: the roots'
+        ids), a buffer above the capacity, or an alias child not at its parent's offset + delta.
     """
-    off = np.asarray(offsets)
     n = problem.n
-    if off.shape != (n,):
-        raise InvalidPlanError(f"plan has {off.shape} offsets for {n} buffers")
+    off = _as_offsets(problem, offsets)
     if n == 0:
         return
-    if not np.issubdtype(off.dtype, np.integer):
-        if not np.all(np.isfinite(off)) or not np.all(np.mod(off, 1) == 0):
-            raise InvalidPlanError("offsets must be integers (bytes)")
-        off = off.astype(np.int64)
-    off = off.astype(np.int64)
     ids = problem.ids
+    sizes = problem.sizes
+    # offset + size <= INT64_MAX, tested without forming the sum (sizes are >= 0 and < 2**62).
+    big = np.flatnonzero(off > INT64_MAX - sizes)
+    if big.size:
+        i = int(big[0])
+        o, z = int(off[i]), int(sizes[i])
+        raise InvalidPlanError(
+            f"buffer {ids[i]!r}: offset {o} + size {z} = {o + z} bytes exceeds the representable "
+            f"range (2**63 - 1 = {INT64_MAX} bytes)"
+        )
+    if capacity is not None and int(capacity) < INT64_MAX:
+        top = off + sizes  # no wrap: every offset + size was checked above
+        over = np.flatnonzero((top > int(capacity)) & (sizes > 0))
+        if over.size:
+            i = int(over[np.argmax(top[over])])
+            raise InvalidPlanError(
+                f"buffer {ids[i]!r}: ends at byte {int(top[i])}, above the capacity {capacity}"
+            )
+    if problem.aliases:
+        index = problem.index
+        for child, (parent, delta) in problem.aliases.items():
+            c, p = index[child], index[parent]
+            want = int(off[p]) + int(delta)
+            if int(off[c]) != want:
+                raise InvalidPlanError(
+                    f"buffer {child!r}: offset {int(off[c])} must equal its alias parent "
+                    f"{parent!r}'s offset {int(off[p])} + delta {delta} = {want}"
+                )
+        collapsed = problem.collapse()[0]
+        # collapsed buffer k is the group of the k-th root in problem order; it sits at the root.
+        _sweep(collapsed, off[np.unique(problem.alias_root)])
+        return
+    _sweep(problem, off)
+
+
+def _as_offsets(problem: Problem, offsets) -> np.ndarray:
+    """``offsets`` as an int64 array after checking shape, integrality, sign and alignment.
+
+    Values are inspected as Python numbers before any conversion, so an offset outside int64 (a
+    Python int, uint64 or float beyond ``2**63 - 1``) is named instead of wrapping.
+    """
+    n = problem.n
+    # A list of Python ints beyond int64 would become float64 (rounded) in np.asarray.
+    seq = isinstance(offsets, (list, tuple))
+    off = np.asarray(offsets, dtype=object if seq else None)
+    if off.shape != (n,):
+        raise InvalidPlanError(f"plan has {off.shape} offsets for {n} buffers")
+    ids = problem.ids
+    if off.dtype.kind != "i" or off.dtype.itemsize > 8:
+        vals = off.tolist()
+        for i, v in enumerate(vals):
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+                raise InvalidPlanError(f"buffer {ids[i]!r}: offset {v!r} is not an integer (bytes)")
+            if isinstance(v, (float, np.floating)) and not float(v).is_integer():
+                raise InvalidPlanError("offsets must be integers (bytes)")
+            v = int(v)
+            if v < 0:
+                raise InvalidPlanError(f"buffer {ids[i]!r}: offset {v} is negative")
+            if v > INT64_MAX:
+                raise InvalidPlanError(
+                    f"buffer {ids[i]!r}: offset {v} exceeds the representable range "
+                    f"(2**63 - 1 = {INT64_MAX} bytes)"
+                )
+            vals[i] = v
+        off = np.asarray(vals, dtype=np.int64).reshape(n)
+    else:
+        off = off.astype(np.int64)
     neg = np.flatnonzero(off < 0)
     if neg.size:
         i = int(neg[0])
@@ -74,29 +140,7 @@ def check_plan(problem: Problem, offsets, capacity: int | None = None) -> None:
             f"buffer {ids[i]!r}: offset {int(off[i])} is not a multiple of its alignment "
             f"{int(problem.alignments[i])}"
         )
-    sizes = problem.sizes
-    if capacity is not None:
-        top = off + sizes
-        over = np.flatnonzero((top > capacity) & (sizes > 0))
-        if over.size:
-            i = int(over[np.argmax(top[over])])
-            raise InvalidPlanError(
-                f"buffer {ids[i]!r}: ends at byte {int(top[i])}, above the capacity {capacity}"
-            )
-    if problem.aliases:
-        index = problem.index
-        for child, (parent, delta) in problem.aliases.items():
-            c, p = index[child], index[parent]
-            if off[c] != off[p] + delta:
-                raise InvalidPlanError(
-                    f"buffer {child!r}: offset {int(off[c])} must equal its alias parent "
-                    f"{parent!r}'s offset {int(off[p])} + delta {delta} = {int(off[p]) + delta}"
-                )
-        collapsed = problem.collapse()[0]
-        # collapsed buffer k is the group of the k-th root in problem order; it sits at the root.
-        _sweep(collapsed, off[np.unique(problem.alias_root)])
-        return
-    _sweep(problem, off)
+    return off
 
 
 def _sweep(problem: Problem, off: np.ndarray) -> None:

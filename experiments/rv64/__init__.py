@@ -19,6 +19,13 @@ and ``rv64_cycles_c906`` the C906 model over the ``baseline_rv64`` build's trace
 
 Nothing here is imported by :mod:`planners`; a missing ``ziglang``/``unicorn`` only makes
 :func:`available` return ``(False, reason)`` and :func:`estimate` raise :class:`Rv64Unavailable`.
+
+Range: the cores hold every value in ``int64_t``. For the greedy cores the range rule of
+:mod:`planners.model` (worst-case arena ``<= 2**63 - 1`` bytes, enforced by ``Problem``) bounds
+every top, round-up and sum they form. The ``freelist_bump`` core rounds requests up to a granule,
+which can go beyond that bound; :func:`core_range_error` finds such problems and :func:`estimate`
+declines them with :class:`Rv64OutOfRange` (one line naming the value), never reporting offsets
+that wrapped in the emulated core.
 """
 
 from __future__ import annotations
@@ -34,7 +41,9 @@ from planners.errors import MemplanError
 __all__ = [
     "Rv64Estimate",
     "Rv64Unavailable",
+    "Rv64OutOfRange",
     "available",
+    "core_range_error",
     "estimate",
     "CORE_NAMES",
     "INSTRUCTION_CLASSES",
@@ -51,6 +60,59 @@ _INSTALL = "pip install 'memplan[rv64]'  (or: .venv/bin/pip install ziglang unic
 
 class Rv64Unavailable(MemplanError, RuntimeError):
     """The RV64 toolchain (``ziglang``) or emulator (``unicorn``) is missing or broken."""
+
+
+class Rv64OutOfRange(MemplanError, ValueError):
+    """A problem's values do not fit the ``int64_t`` fields of an RV64 core (see
+    :func:`core_range_error`); the estimate is declined rather than reported with wrapped
+    offsets."""
+
+
+_INT64_MAX = 2**63 - 1
+
+
+def core_range_error(problem, planner_name: str, granule: int = 16) -> str | None:
+    """Why the RV64 core ``planner_name`` cannot represent ``problem``, or ``None`` if it can.
+
+    Every value the cores hold is an ``int64_t`` (bytes, steps). The greedy cores form only tops,
+    aligned round-ups and sums bounded by the problem's worst-case arena, which ``Problem``
+    keeps ``<= 2**63 - 1`` (the range rule of :mod:`planners.model`); the check repeats that rule.
+    The ``freelist_bump`` core also computes ``size + granule - 1`` (round-up of a request) and a
+    bump pointer that grows by whole requests; both are checked exactly by replaying the Python
+    planner of the same name (:class:`planners.freelist_bump.FreelistBump`, Python integers).
+
+    Parameters
+    ----------
+    problem : planners.Problem
+    planner_name : one of :data:`CORE_NAMES`.
+    granule : int
+        The ``freelist_bump`` request granule in bytes (:func:`planners.freelist_bump.freelist_granule`).
+
+    Returns
+    -------
+    str or None
+        A one-line reason naming the value and the limit ``2**63 - 1``; ``None`` when it fits.
+    """
+    from planners.errors import ProblemError
+
+    w = problem.worst_case_arena
+    if w > _INT64_MAX:  # unreachable for a Problem; kept so the check stands on its own
+        return (f"problem {problem.name!r}: worst-case arena {w} bytes exceeds the cores' int64 "
+                f"range (2**63 - 1)")
+    if planner_name != "freelist_bump" or not int((problem.sizes > 0).sum()):
+        return None
+    top = int(problem.sizes.max()) + int(granule) - 1
+    if top > _INT64_MAX:
+        return (f"problem {problem.name!r}: the freelist_bump core rounds requests up to the "
+                f"granule {granule} bytes, which needs {top} bytes, beyond its int64 range "
+                "(2**63 - 1)")
+    from planners.freelist_bump import FreelistBump
+
+    try:
+        FreelistBump(granule=granule)._solve(problem)
+    except ProblemError as e:
+        return f"the freelist_bump core cannot represent it: {e}"
+    return None
 
 
 def available() -> tuple[bool, str]:
@@ -198,6 +260,9 @@ def estimate(problem, planner_name: str, check: bool = True) -> Rv64Estimate:
     ------
     Rv64Unavailable
         ziglang or unicorn missing (the message says how to install them).
+    Rv64OutOfRange
+        A value the core would compute does not fit its ``int64_t`` fields
+        (:func:`core_range_error`).
     ValueError
         ``planner_name`` has no RV64 core.
     RuntimeError
@@ -223,6 +288,9 @@ def estimate(problem, planner_name: str, check: bool = True) -> Rv64Estimate:
     from .cycles import simulate_trace
 
     granule = freelist_granule(problem) if planner_name == "freelist_bump" else 16
+    reason = core_range_error(problem, planner_name, granule)
+    if reason:
+        raise Rv64OutOfRange(f"rv64 estimate of {planner_name!r} declined: {reason}")
     base_img = build_image("baseline_rv64")
     u74_img = build_image("sifive_u74")
     run_b, ids_b, blocks_b, by_class = _measure(base_img, planner_name, problem, granule)
@@ -241,7 +309,9 @@ def estimate(problem, planner_name: str, check: bool = True) -> Rv64Estimate:
     else:
         py = np.zeros(0, np.int64)
         match = None
-    arena = int(np.where(problem.sizes > 0, offsets + problem.sizes, 0).max()) if n else 0
+    from planners.model import arena_top
+
+    arena = arena_top(offsets, problem.sizes)
     cycles = {"u74": int(sim_u["cycles"]), "c906": int(sim_c["cycles"])}
     return Rv64Estimate(
         planner=planner_name,

@@ -18,9 +18,17 @@
  *   - decomposition: when no unplaced buffer crosses a section boundary, the two sides are
  *     independent subproblems solved one after the other;
  *   - round robin over several static rankings with doubling node budgets.
+ *
+ * Range: planners.model admits only problems whose worst-case arena
+ * W = sum(round_up(size, align) + align - 1) is <= 2^63 - 1. Every offset this search forms is 0
+ * or the round-up of a placed top, so (by induction over the chain of placed buffers below it)
+ * min offsets, tops, "min offset + size", "offset + unplaced section total" and "floor + total"
+ * are all <= W and never overflow i64. The capacity is clamped to 2^63 - 1 (larger values are
+ * equivalent), and the area key width * size, which can exceed i64, saturates.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -71,7 +79,11 @@ static int push_undo(Ctx *c, int idx, i64 old) {
     return 0;
 }
 
-static i64 round_up(i64 x, i64 a) { i64 r = x % a; return r ? x + a - r : x; }
+/* x + (a - r) <= x + a - 1 <= W: no intermediate above the result. */
+static i64 round_up(i64 x, i64 a) { i64 r = x % a; return r ? x + (a - r) : x; }
+
+/* w * z for w, z >= 0, saturated at 2^63 - 1 (a ranking key only). */
+static i64 mul_sat(i64 w, i64 z) { return (w > 0 && z > LLONG_MAX / w) ? LLONG_MAX : w * z; }
 
 /* Place buffer b at offset o; returns -1 on out-of-memory. Undo entries are pushed above the
    caller's saved stack height. */
@@ -232,7 +244,7 @@ static int rank_part(Ctx *c, const int *part, int np) {
             switch (c->heur[k]) {
             case 'T': for (int s = c->slo[b]; s < c->shi[b]; s++) if (c->total[s] > v) v = c->total[s]; break;
             case 'W': v = c->width[b]; break;
-            case 'A': v = c->width[b] * c->size[b]; break;
+            case 'A': v = mul_sat(c->width[b], c->size[b]); break;
             case 'C': v = c->shi[b] - c->slo[b]; break;
             case 'Z': v = c->size[b]; break;
             default: v = 0;
@@ -313,13 +325,18 @@ PyDoc_STRVAR(search_doc,
 
 static PyObject *py_search(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *py_size, *py_align, *py_slo, *py_shi, *py_width, *py_ranks, *py_flags;
-    int ns;
+    PyObject *py_size, *py_align, *py_slo, *py_shi, *py_width, *py_ranks, *py_flags, *py_cap;
+    int ns, cap_over = 0;
     long long cap, node_limit;
     double time_limit;
-    if (!PyArg_ParseTuple(args, "OOOOOiLOOdL", &py_size, &py_align, &py_slo, &py_shi, &py_width,
-                          &ns, &cap, &py_ranks, &py_flags, &time_limit, &node_limit))
+    if (!PyArg_ParseTuple(args, "OOOOOiOOOdL", &py_size, &py_align, &py_slo, &py_shi, &py_width,
+                          &ns, &py_cap, &py_ranks, &py_flags, &time_limit, &node_limit))
         return NULL;
+    /* A capacity above 2^63 - 1 is equivalent to 2^63 - 1: no top exceeds W <= 2^63 - 1. */
+    cap = PyLong_AsLongLongAndOverflow(py_cap, &cap_over);
+    if (cap == -1 && PyErr_Occurred()) return NULL;
+    if (cap_over > 0) cap = LLONG_MAX;
+    if (cap_over < 0 || cap < 0) { PyErr_SetString(PyExc_ValueError, "capacity: must be >= 0 bytes"); return NULL; }
     Py_ssize_t n = PySequence_Size(py_size);
     Py_ssize_t nr = PySequence_Size(py_ranks);
     if (n < 0 || nr < 0) return NULL;
