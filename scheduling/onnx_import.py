@@ -3,11 +3,13 @@
 Steps of :func:`load_onnx`:
 
 1. read the protobuf (a clear :class:`OnnxImportError` for a missing, empty or malformed file);
-2. apply the caller's ``overrides`` of symbolic input dimensions (a whole input shape by input
-   name, or a value per ``dim_param`` name);
-3. run ``onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)`` (data
-   propagation gives static shapes to ``ConstantOfShape(Shape(x))`` and similar shape
-   computations);
+2. apply the caller's ``overrides`` (a whole shape by tensor name -- graph input, graph output,
+   ``value_info`` or node output -- or a value per ``dim_param`` name; ``-1`` dims in the file
+   are unknown until overridden);
+3. resolve every tensor's shape with :func:`scheduling.onnx_shapes.resolve_shapes`: strict ONNX
+   inference, with data propagation, constant folding of shape-only subgraphs, ONNX Runtime's
+   symbolic inference (or, ``shapes="measured"``, one ONNX Runtime run); the source of each
+   shape is kept on ``graph.shape_source``;
 4. **constant folding of kinds**: initializers, and every output of a node whose inputs are all
    constants (``Constant``, ``ConstantOfShape`` of an initializer shape, ``Unsqueeze`` of a weight
    ...) are weights, and so is the output of a ``Shape`` node whose input has a static shape
@@ -22,12 +24,12 @@ Steps of :func:`load_onnx`:
    evaluated with numpy by :func:`scheduling.constfold.evaluate_constant_op`. Larger or
    non-foldable constants stay weights without a value;
 5. IR v3 files list initializers among the graph inputs: those are weights, not inputs;
-6. operators in file order; an output that no operator reads and that is not a graph output
-   (e.g. the mask of an inference ``Dropout``, which has no inferred shape) is dropped when its
-   node has another output that is used; a node whose outputs are all unused keeps them (a dead
-   operator; its outputs live one step);
-7. every kept tensor must have a static shape; otherwise :class:`OnnxImportError` names the tensor
-   and its unknown (symbolic) dimensions;
+6. operators in file order with every named output: the operator writes it even if nothing
+   reads it (e.g. the mask of an inference ``Dropout``, or a ``Split`` piece), so it lives at its
+   producer's step; only an empty output name (an omitted optional output) is absent;
+7. every kept tensor must have a static shape; otherwise :class:`OnnxImportError` names the first
+   node whose output stays unknown, its operator type, and the ``--override`` that would help
+   (:func:`scheduling.onnx_shapes.unknown_shape_error`);
 8. empty (omitted optional) input names are left out of :attr:`Operator.inputs`;
 9. MACs estimates for ``Conv``, ``ConvTranspose``, ``Gemm`` and ``MatMul`` (:func:`estimate_macs`).
 
@@ -46,11 +48,12 @@ from typing import Any
 import numpy as np
 import onnx
 from google.protobuf.message import DecodeError
-from onnx import helper, numpy_helper, shape_inference
+from onnx import helper, numpy_helper
 
 from .constfold import evaluate_constant_op
 from .errors import OnnxImportError
 from .graph import Graph
+from .onnx_shapes import resolve_shapes, unknown_shape_error
 
 __all__ = ["load_onnx", "estimate_macs"]
 
@@ -72,72 +75,6 @@ def _read_model(path: str | os.PathLike | onnx.ModelProto) -> tuple[onnx.ModelPr
     if not model.HasField("graph") or len(model.graph.node) == 0:
         raise OnnxImportError(f"{p}: the file parses but holds no graph nodes (malformed ONNX)")
     return model, p.stem
-
-
-def _apply_overrides(model: onnx.ModelProto, overrides: Overrides, where: str) -> None:
-    """Set input dims in place: ``{input_name: [dims]}`` or ``{dim_param: value}``."""
-    inputs = {i.name: i for i in model.graph.input}
-    used: set[str] = set()
-    for vi in model.graph.input:
-        dims = vi.type.tensor_type.shape.dim
-        if vi.name in overrides:
-            new = overrides[vi.name]
-            if isinstance(new, (int, np.integer)):
-                raise OnnxImportError(
-                    f"{where}: override for input {vi.name!r} must be a list of dims, got {new!r}"
-                )
-            new = [int(d) for d in new]
-            if len(dims) and len(new) != len(dims):
-                raise OnnxImportError(
-                    f"{where}: override for input {vi.name!r} has rank {len(new)}, the input has "
-                    f"rank {len(dims)}"
-                )
-            vi.type.tensor_type.shape.Clear()
-            for d in new:
-                vi.type.tensor_type.shape.dim.add().dim_value = d
-            used.add(vi.name)
-            continue
-        for d in dims:
-            if d.HasField("dim_param") and d.dim_param in overrides:
-                val = overrides[d.dim_param]
-                if not isinstance(val, (int, np.integer)) or isinstance(val, bool) or val < 0:
-                    raise OnnxImportError(
-                        f"{where}: override for dim {d.dim_param!r} must be an int >= 0, got {val!r}"
-                    )
-                used.add(d.dim_param)
-                d.dim_value = int(val)
-    unknown = [k for k in overrides if k not in used]
-    if unknown:
-        params = sorted(
-            {
-                d.dim_param
-                for vi in model.graph.input
-                for d in vi.type.tensor_type.shape.dim
-                if d.HasField("dim_param")
-            }
-        )
-        raise OnnxImportError(
-            f"{where}: override key(s) {unknown} match no graph input ({sorted(inputs)[:10]}) "
-            f"and no symbolic dimension ({params})"
-        )
-
-
-def _static_shape(vi: onnx.ValueInfoProto | None) -> tuple[list[int] | None, str]:
-    """(shape or None, description of the unknown part)."""
-    if vi is None or not vi.type.HasField("tensor_type"):
-        return None, "no type or shape was inferred"
-    tt = vi.type.tensor_type
-    if not tt.HasField("shape"):
-        return None, "no shape was inferred (unknown rank)"
-    dims, bad = [], []
-    for k, d in enumerate(tt.shape.dim):
-        if d.HasField("dim_value"):
-            dims.append(int(d.dim_value))
-        else:
-            bad.append(f"dim {k} = {d.dim_param!r}" if d.dim_param else f"dim {k} unknown")
-    if bad:
-        return None, "symbolic or unknown " + ", ".join(bad)
-    return dims, ""
 
 
 def estimate_macs(
@@ -185,6 +122,7 @@ def load_onnx(
     overrides: Overrides | None = None,
     name: str | None = None,
     max_value_elems: int = 4096,
+    shapes: str = "infer",
 ) -> Graph:
     """Import an ONNX model as a :class:`Graph` (steps in the module docstring).
 
@@ -193,14 +131,19 @@ def load_onnx(
     path : path-like or onnx.ModelProto
         The ``.onnx`` file (or an in-memory model, which is not modified).
     overrides : mapping, optional
-        Static values for symbolic input dimensions: ``{"input_name": [1, 3, 224, 224]}`` replaces
-        a whole input shape; ``{"batch": 1}`` sets every dimension whose ``dim_param`` is
-        ``"batch"``.
+        Static shapes: ``{"tensor_name": [1, 3, 224, 224]}`` replaces the whole shape of any
+        tensor (graph input, graph output, ``value_info`` entry or node output); ``{"batch": 1}``
+        sets every declared dimension whose ``dim_param`` is ``"batch"``. A ``-1`` dim in the
+        file is unknown until overridden (:func:`scheduling.onnx_shapes.apply_overrides`).
     name : str, optional
         Graph name (default: the file name without ``.onnx``).
     max_value_elems : int
         Constants (weights) of at most this many elements keep their values as numpy arrays on
         :attr:`Tensor.value <scheduling.graph.Tensor.value>` (step 4); ``0`` keeps none.
+    shapes : {"infer", "measured"}
+        Where shapes come from: the inference chain of :mod:`scheduling.onnx_shapes`, or one
+        ONNX Runtime run on random inputs (:func:`scheduling.onnx_shapes.measured_shapes`; a
+        cross-check: value-dependent shapes are those of that run).
 
     Returns
     -------
@@ -208,6 +151,8 @@ def load_onnx(
         Operators in file order (constant subgraphs removed), tensors of kind weight / input /
         output / activation with static shapes, dtype names and bytes. Not yet validated for
         acyclicity beyond what ONNX guarantees; call :meth:`Graph.validate` to check.
+        ``graph.shape_source`` maps each tensor to the source of its shape (one of
+        :data:`scheduling.onnx_shapes.SHAPE_SOURCES`).
 
     Raises
     ------
@@ -223,20 +168,10 @@ def load_onnx(
     """
     model, stem = _read_model(path)
     where = str(path) if not isinstance(path, onnx.ModelProto) else f"model {stem!r}"
-    if overrides:
-        m2 = onnx.ModelProto()
-        m2.CopyFrom(model)
-        model = m2
-        _apply_overrides(model, overrides, where)
-    try:
-        model = shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
-    except Exception as e:  # onnx raises InferenceError / ValidationError / RuntimeError
-        raise OnnxImportError(f"{where}: strict ONNX shape inference failed: {e}") from None
+    res = resolve_shapes(model, overrides, mode=shapes, where=where)
+    model = res.model
     g = model.graph
 
-    vinfo: dict[str, onnx.ValueInfoProto] = {}
-    for vi in list(g.input) + list(g.value_info) + list(g.output):
-        vinfo[vi.name] = vi
     init_names = {t.name for t in g.initializer}
     init_info = {t.name: (list(t.dims), t.data_type) for t in g.initializer}
     graph_outputs = [o.name for o in g.output]
@@ -256,7 +191,8 @@ def load_onnx(
     def known_shape(tname: str) -> list[int] | None:
         if tname in init_info:
             return init_info[tname][0]
-        return _static_shape(vinfo.get(tname))[0]
+        sh = res.shapes.get(tname)
+        return None if sh is None else list(sh)
 
     def fold_values(node: onnx.NodeProto, ins: list[str]) -> None:
         outs = [o for o in node.output if o]
@@ -287,23 +223,13 @@ def load_onnx(
         else:
             op_nodes.append(node)
 
-    used: set[str] = set()
-    for node in op_nodes:
-        used.update(i for i in node.input if i)
-
     def tensor_spec(tname: str) -> tuple[list[int], str]:
-        if tname in init_info and tname not in vinfo:
+        if tname in init_info:
             dims, dt = init_info[tname]
         else:
-            dims, why = _static_shape(vinfo.get(tname))
-            if dims is None:
-                raise OnnxImportError(
-                    f"{where}: tensor {tname!r} has an unknown size ({why}); give its graph "
-                    "input a static shape with overrides={input_name: [dims]} or "
-                    "{dim_param: value} (command line: --override DIM_PARAM=VALUE or "
-                    "--override INPUT=D1,D2,...)"
-                )
-            dt = vinfo[tname].type.tensor_type.elem_type
+            if tname not in res.shapes or tname not in res.elem_types:
+                raise unknown_shape_error(res, tname, where)
+            dims, dt = list(res.shapes[tname]), res.elem_types[tname]
         try:
             np_dt = helper.tensor_dtype_to_np_dtype(dt)
         except Exception:
@@ -338,13 +264,11 @@ def load_onnx(
             if i and i in const:
                 add(i, "weight")
 
-    # Operators in file order.
+    # Operators in file order. Every named output is written, read or not (an empty name is an
+    # omitted optional output).
     seen_names: dict[str, int] = {}
     for k, node in enumerate(op_nodes):
-        outs = [o for o in node.output if o]
-        keep = [o for o in outs if o in used or o in out_set]
-        if not keep:
-            keep = outs  # a dead operator keeps its outputs (they live one step)
+        keep = [o for o in node.output if o]
         for o in keep:
             add(o, "output" if o in out_set else "activation")
         for i in node.input:
@@ -376,4 +300,5 @@ def load_onnx(
             # an output computed only from constants, or passed straight through from an input
             kind = "weight" if o in const else "input"
             add(o, kind)
+    graph.shape_source = {t: res.source.get(t, "declared") for t in graph.tensors}
     return graph

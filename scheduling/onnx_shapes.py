@@ -1,0 +1,735 @@
+"""Shape resolution for ONNX import: a chain of sources, and which one gave each tensor's shape.
+
+Exporters write models whose intermediate shapes ``onnx.shape_inference`` alone cannot settle:
+pads or Reshape targets computed by ``Shape -> Gather -> Concat`` or ``Transpose -> Reshape`` of
+constants, ``-1`` in declared shapes, masks that old operator versions leave untyped.
+:func:`resolve_shapes` settles them with these sources, in order; a tensor keeps the first
+source that gave it a fully static shape (:attr:`ShapeResolution.source`):
+
+``"declared"``
+    a static shape written in the file (graph input, graph output, ``value_info``) or an
+    initializer's dims;
+``"override"``
+    the caller's ``overrides`` (a tensor's whole shape, or a value per ``dim_param``);
+``"onnx_strict"``
+    ``onnx.shape_inference.infer_shapes(strict_mode=True)``;
+``"onnx_data_prop"``
+    the same with ``data_prop=True`` (shape arithmetic on ``Shape`` outputs);
+``"constant_folding"``
+    shape-only subgraphs evaluated with the ONNX reference evaluator
+    (:class:`onnx.reference.ReferenceEvaluator`), then strict inference again on a copy where the
+    folded values are initializers. A node folds only when every input is an initializer that is
+    not also a graph input, a ``Constant``, an already folded value, or for ``Shape``/``Size``,
+    a tensor whose shape is static. A value that depends on runtime input data never folds;
+``"onnx_spec"``
+    output shapes the ONNX specification fixes but its inference functions omit (today: the mask
+    of ``Dropout`` opset 7 to 9, the input's shape and type);
+``"ort_symbolic"``
+    ONNX Runtime's symbolic shape inference
+    (:class:`onnxruntime.tools.symbolic_shape_infer.SymbolicShapeInference`), kept only where it
+    gives a static shape;
+``"measured"``
+    ``mode="measured"``: one ONNX Runtime run on random inputs with every node output exposed as
+    a graph output (:func:`measured_shapes`). A cross-check, not an inference: a shape that
+    depends on input *values* is the shape for these inputs.
+
+A tensor no source settles is absent from :attr:`ShapeResolution.shapes`; the importer raises
+:func:`unknown_shape_error`, which names the first node (file order, which ONNX requires to be
+topological) whose output stays unknown, its operator type, and the ``--override`` that would
+help.
+
+Overrides (:func:`apply_overrides`) work on any tensor of the model by name (graph input, graph
+output, ``value_info`` entry, node output) and on any ``dim_param``; a ``-1`` (or other negative)
+``dim_value`` in a declared shape, which some exporters write for "dynamic", is treated as
+unknown rather than as a size.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper, shape_inference
+
+from .errors import OnnxImportError
+
+__all__ = [
+    "SHAPE_SOURCES",
+    "ShapeResolution",
+    "apply_overrides",
+    "resolve_shapes",
+    "measured_shapes",
+    "measured_sizes",
+    "unknown_shape_error",
+]
+
+Overrides = Mapping[str, Sequence[int] | int]
+
+#: Shape sources in the order :func:`resolve_shapes` tries them (``"measured"`` replaces the
+#: inference sources in measured mode).
+SHAPE_SOURCES = (
+    "declared", "override", "onnx_strict", "onnx_data_prop", "constant_folding", "onnx_spec",
+    "ort_symbolic", "measured",
+)
+
+#: Operators never folded although their inputs may all be constants: random, stateful or with
+#: subgraphs.
+_NEVER_FOLD = frozenset({
+    "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
+    "Bernoulli", "Dropout", "If", "Loop", "Scan",
+})
+
+_EVAL_ONLY_SHAPE = frozenset({"Shape", "Size"})
+
+#: Operators whose output shape follows the *value* of an input after the first.
+_VALUE_SHAPED = frozenset({
+    "Reshape", "Expand", "Pad", "Tile", "Slice", "Resize", "Upsample", "Range", "TopK", "OneHot",
+    "Squeeze", "Unsqueeze", "ConstantOfShape", "ReduceSum", "ReduceMean", "ReduceMax",
+    "ReduceMin", "ReduceProd", "Split", "NonMaxSuppression",
+})
+
+
+@dataclass
+class ShapeResolution:
+    """Result of :func:`resolve_shapes`.
+
+    Attributes
+    ----------
+    shapes : dict[str, tuple[int, ...]]
+        Static shape (elements per dimension) of every tensor some source settled.
+    elem_types : dict[str, int]
+        ONNX element type (``onnx.TensorProto`` code) of each tensor in ``shapes``.
+    source : dict[str, str]
+        The source of each shape, one of :data:`SHAPE_SOURCES`.
+    values : dict[str, numpy.ndarray]
+        Values computed by constant folding (shape computations; small).
+    why : dict[str, str]
+        For tensors with a type but no static shape: the unknown part (``"dim 0 = 'N'"``).
+    model : onnx.ModelProto
+        The model after overrides (a copy; the caller's model is never modified).
+    opset : int
+        Default-domain opset of the model.
+    """
+
+    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    elem_types: dict[str, int] = field(default_factory=dict)
+    source: dict[str, str] = field(default_factory=dict)
+    values: dict[str, np.ndarray] = field(default_factory=dict)
+    why: dict[str, str] = field(default_factory=dict)
+    model: onnx.ModelProto | None = field(default=None, repr=False)
+    opset: int = 0
+
+    def nbytes(self, name: str) -> int | None:
+        """Bytes of tensor ``name`` (``prod(shape) * itemsize``), or ``None`` if unknown."""
+        if name not in self.shapes or name not in self.elem_types:
+            return None
+        try:
+            item = np.dtype(helper.tensor_dtype_to_np_dtype(self.elem_types[name])).itemsize
+        except Exception:
+            return None
+        return math.prod(self.shapes[name]) * item
+
+
+def _opset(model: onnx.ModelProto) -> int:
+    for o in model.opset_import:
+        if o.domain in ("", "ai.onnx"):
+            return int(o.version)
+    return 0
+
+
+def _load(model_or_path: str | os.PathLike | onnx.ModelProto) -> tuple[onnx.ModelProto, str]:
+    if isinstance(model_or_path, onnx.ModelProto):
+        return model_or_path, f"model {model_or_path.graph.name or 'model'!r}"
+    p = Path(model_or_path)
+    if not p.is_file():
+        raise OnnxImportError(f"{p}: no such ONNX file")
+    try:
+        return onnx.load(str(p)), str(p)
+    except Exception as e:  # DecodeError, ValueError, OSError
+        raise OnnxImportError(f"{p}: not a valid ONNX protobuf ({type(e).__name__}: {e})") from None
+
+
+def _node_outputs(model: onnx.ModelProto) -> list[str]:
+    return [o for n in model.graph.node for o in n.output if o]
+
+
+def apply_overrides(model: onnx.ModelProto, overrides: Overrides | None, where: str) -> set[str]:
+    """Apply ``overrides`` to ``model`` in place and clear negative declared dims.
+
+    Parameters
+    ----------
+    model : onnx.ModelProto
+        Modified in place (pass a copy).
+    overrides : mapping or None
+        ``{tensor_name: [d0, d1, ...]}`` sets the whole shape of any tensor (graph input, graph
+        output, ``value_info`` entry or node output; an int is a rank-1 shape);
+        ``{dim_param: value}`` sets every dimension of that name in every declared shape. A key
+        that names a tensor is a tensor override.
+    where : str
+        File or model label for error messages.
+
+    Returns
+    -------
+    set of str
+        Names of the tensors whose shape the overrides fixed completely.
+
+    Raises
+    ------
+    OnnxImportError
+        An override matching no tensor and no ``dim_param``, a negative or non-integer value, a
+        tensor override whose rank differs from the declared rank, or one naming an initializer.
+    """
+    g = model.graph
+    declared: dict[str, onnx.ValueInfoProto] = {}
+    for vi in list(g.input) + list(g.output) + list(g.value_info):
+        declared.setdefault(vi.name, vi)
+    init_names = {t.name for t in g.initializer}
+    produced = set(_node_outputs(model))
+    overrides = dict(overrides or {})
+    done: set[str] = set()
+    used: set[str] = set()
+
+    def as_dims(key, val) -> list[int]:
+        vals = [val] if isinstance(val, (int, np.integer)) else list(val)
+        if not vals or any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0
+                           for v in vals):
+            raise OnnxImportError(
+                f"{where}: override for tensor {key!r} must be non-negative integer dims, "
+                f"got {val!r}")
+        return [int(v) for v in vals]
+
+    for key, val in overrides.items():
+        if key in init_names and key not in {i.name for i in g.input}:
+            raise OnnxImportError(
+                f"{where}: override {key!r} names an initializer; weights have fixed shapes")
+        if key in declared or key in produced:
+            dims = as_dims(key, val)
+            vi = declared.get(key)
+            if vi is None:  # a node output without value_info: declare its shape
+                vi = g.value_info.add()
+                vi.name = key
+                declared[key] = vi
+            tt = vi.type.tensor_type
+            if tt.HasField("shape") and len(tt.shape.dim) and len(tt.shape.dim) != len(dims):
+                raise OnnxImportError(
+                    f"{where}: override for tensor {key!r} has rank {len(dims)}, the file "
+                    f"declares rank {len(tt.shape.dim)}")
+            tt.shape.Clear()
+            for d in dims:
+                tt.shape.dim.add().dim_value = d
+            done.add(key)
+            used.add(key)
+    for vi in declared.values():
+        if vi.name in done or not vi.type.HasField("tensor_type"):
+            continue
+        tt = vi.type.tensor_type
+        for d in tt.shape.dim:
+            if d.HasField("dim_param") and d.dim_param in overrides:
+                val = overrides[d.dim_param]
+                if isinstance(val, (list, tuple)) and len(val) == 1:
+                    val = val[0]
+                if not isinstance(val, (int, np.integer)) or isinstance(val, bool) or val < 0:
+                    raise OnnxImportError(
+                        f"{where}: override for dim {d.dim_param!r} must be an int >= 0, "
+                        f"got {val!r}")
+                used.add(d.dim_param)
+                d.dim_value = int(val)
+            elif d.HasField("dim_value") and d.dim_value < 0:
+                d.Clear()  # "-1" written for a dynamic dim: unknown, not a size
+    unknown = [k for k in overrides if k not in used]
+    if unknown:
+        params = sorted({d.dim_param for vi in declared.values()
+                         for d in vi.type.tensor_type.shape.dim if d.HasField("dim_param")})
+        inputs = [i.name for i in g.input if i.name not in init_names]
+        raise OnnxImportError(
+            f"{where}: override key(s) {unknown} match no graph input ({inputs[:10]}), no "
+            f"tensor of the model and no symbolic dimension ({params})")
+    return done
+
+
+def _static(vi: onnx.ValueInfoProto) -> tuple[tuple[int, ...] | None, str]:
+    if not vi.type.HasField("tensor_type"):
+        return None, "not a tensor type"
+    tt = vi.type.tensor_type
+    if not tt.HasField("shape"):
+        return None, "no shape was inferred (unknown rank)"
+    dims, bad = [], []
+    for k, d in enumerate(tt.shape.dim):
+        if d.HasField("dim_value") and d.dim_value >= 0:
+            dims.append(int(d.dim_value))
+        else:
+            bad.append(f"dim {k} = {d.dim_param!r}" if d.dim_param else f"dim {k} unknown")
+    if bad:
+        return None, "symbolic or unknown " + ", ".join(bad)
+    return tuple(dims), ""
+
+
+def _harvest(res: ShapeResolution, model: onnx.ModelProto, src: str) -> int:
+    """Take every newly static shape of ``model``'s value infos with source ``src``."""
+    new = 0
+    g = model.graph
+    for vi in list(g.input) + list(g.output) + list(g.value_info):
+        tt = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
+        if tt is not None and tt.elem_type and vi.name not in res.elem_types:
+            res.elem_types[vi.name] = int(tt.elem_type)
+        if vi.name in res.shapes:
+            continue
+        shape, why = _static(vi)
+        if shape is None:
+            res.why.setdefault(vi.name, why)
+            continue
+        if tt is None or not tt.elem_type:
+            continue
+        res.shapes[vi.name] = shape
+        res.elem_types[vi.name] = int(tt.elem_type)
+        res.source[vi.name] = src
+        res.why.pop(vi.name, None)
+        new += 1
+    return new
+
+
+def _infer(model: onnx.ModelProto, data_prop: bool, where: str, stage: str) -> onnx.ModelProto:
+    try:
+        return shape_inference.infer_shapes(model, strict_mode=True, data_prop=data_prop)
+    except Exception as e:  # InferenceError / ValidationError / RuntimeError
+        msg = " ".join(str(e).split())
+        msg = msg if len(msg) <= 600 else msg[:600] + " ..."
+        raise OnnxImportError(f"{where}: strict ONNX shape inference failed{stage}: {msg}") from None
+
+
+def _fold(model: onnx.ModelProto, res: ShapeResolution, max_elems: int) -> int:
+    """Evaluate foldable nodes; returns how many new values were computed."""
+    from onnx.reference import ReferenceEvaluator
+
+    g = model.graph
+    graph_inputs = {i.name for i in g.input}
+    new = 0
+    for node in g.node:
+        outs = [o for o in node.output if o]
+        if not outs or all(o in res.values for o in outs):
+            continue
+        if node.domain not in ("", "ai.onnx") or node.op_type in _NEVER_FOLD:
+            continue
+        if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+               for a in node.attribute):
+            continue
+        ins = [i for i in node.input if i]
+        if node.op_type in _EVAL_ONLY_SHAPE and len(ins) == 1 and ins[0] in res.shapes:
+            shape = np.array(res.shapes[ins[0]], np.int64)
+            if node.op_type == "Size":
+                val = np.array(int(np.prod(shape)), np.int64)
+            else:
+                attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+                start, end = attrs.get("start", 0), attrs.get("end")
+                val = shape[start:] if end is None else shape[start:end]
+            res.values[outs[0]] = val
+            new += 1
+            continue
+        if not all(i in res.values for i in ins):
+            continue  # reads a runtime value (or one too large to keep): never folded
+        if any(res.values[i].size > max_elems for i in ins) or any(
+            o in res.shapes and math.prod(res.shapes[o]) > max_elems for o in outs
+        ) or (node.op_type == "ConstantOfShape" and ins
+              and math.prod(int(d) for d in np.ravel(res.values[ins[0]])) > max_elems):
+            continue  # too large to evaluate here (weights, not shape arithmetic)
+        try:
+            ev = ReferenceEvaluator(node, opsets={"": res.opset or 1})
+            got = ev.run(None, {i: res.values[i] for i in ins})
+        except Exception:  # noqa: BLE001 - an operator the evaluator cannot run: no value
+            continue
+        vals = [np.asarray(v) for v in got if isinstance(v, np.ndarray) or np.isscalar(v)]
+        if len(vals) < len(node.output) or any(v.size > max_elems or v.dtype.kind in "OUS"
+                                               for v in vals):
+            continue
+        for o, v in zip(node.output, vals):
+            if o:
+                res.values[o] = v
+                new += 1
+    return new
+
+
+def _folded_copy(model: onnx.ModelProto, res: ShapeResolution) -> onnx.ModelProto:
+    """A copy where every folded node is replaced by initializers holding its values."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    g = m.graph
+    keep = []
+    have = {t.name for t in g.initializer}
+    for node in g.node:
+        outs = [o for o in node.output if o]
+        if outs and all(o in res.values for o in outs):
+            for o in outs:
+                if o not in have:
+                    g.initializer.append(numpy_helper.from_array(res.values[o], o))
+                    if m.ir_version < 4:  # IR v3: every initializer is also a graph input
+                        g.input.append(helper.make_tensor_value_info(
+                            o, helper.np_dtype_to_tensor_dtype(res.values[o].dtype),
+                            list(res.values[o].shape)))
+                    have.add(o)
+            continue
+        keep.append(node)
+    del g.node[:]
+    g.node.extend(keep)
+    return m
+
+
+def _spec_rules(model: onnx.ModelProto, res: ShapeResolution) -> int:
+    """Outputs whose shape the operator spec fixes but ONNX inference leaves out."""
+    new = 0
+    for node in model.graph.node:
+        if node.op_type == "Dropout" and len(node.output) > 1 and node.output[1]:
+            mask, x = node.output[1], node.input[0]
+            if mask in res.shapes or x not in res.shapes:
+                continue
+            res.shapes[mask] = res.shapes[x]
+            # Dropout-7..9: mask has type T (the input's); Dropout-10 and later: bool
+            res.elem_types[mask] = (res.elem_types[x] if res.opset < 10
+                                    else onnx.TensorProto.BOOL)
+            res.source[mask] = "onnx_spec"
+            new += 1
+    return new
+
+
+def _ort_symbolic(model: onnx.ModelProto) -> onnx.ModelProto | None:
+    """ONNX Runtime's symbolic shape inference, keeping partial results (``None`` on failure).
+
+    ``SymbolicShapeInference.infer_shapes`` raises on an incomplete result and writes a file to
+    the working directory; we run its loop ourselves to keep what it did settle.
+    """
+    try:
+        from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+    except ImportError:  # sympy missing or an onnxruntime without the tool
+        return None
+    if _opset(model) < 7:
+        return None
+    log = logging.getLogger("onnxruntime.tools.symbolic_shape_infer")
+    level = log.level
+    log.setLevel(logging.CRITICAL)
+    try:
+        ssi = SymbolicShapeInference(2**31 - 1, False, False, 0)
+        ssi._preprocess(model)
+        while ssi.run_:
+            ssi._infer_impl()
+        ssi._update_output_from_vi()
+        out = ssi.out_mp_
+        del out.graph.value_info[:]
+        out.graph.value_info.extend(v for k, v in ssi.known_vi_.items())
+        return out
+    except Exception:  # noqa: BLE001 - any failure of the tool means "no contribution"
+        return None
+    finally:
+        log.setLevel(level)
+
+
+def resolve_shapes(
+    model_or_path: str | os.PathLike | onnx.ModelProto,
+    overrides: Overrides | None = None,
+    *,
+    mode: str = "infer",
+    where: str | None = None,
+    max_fold_elems: int = 1 << 16,
+    seed: int = 0,
+) -> ShapeResolution:
+    """Resolve every tensor's static shape through the chain of the module docstring.
+
+    Parameters
+    ----------
+    model_or_path : path-like or onnx.ModelProto
+        The model (never modified).
+    overrides : mapping, optional
+        See :func:`apply_overrides`.
+    mode : {"infer", "measured"}
+        ``"infer"``: the inference chain. ``"measured"``: node outputs from one ONNX Runtime run
+        (:func:`measured_shapes`); graph inputs must then be static (declared or overridden).
+    where : str, optional
+        Label for error messages (default: the path or the graph name).
+    max_fold_elems : int
+        Largest value (elements) constant folding evaluates or keeps.
+    seed : int
+        Seed of the random inputs in measured mode.
+
+    Returns
+    -------
+    ShapeResolution
+        Tensors no source settled are absent from ``shapes`` (see :func:`unknown_shape_error`).
+
+    Raises
+    ------
+    OnnxImportError
+        A bad override; strict shape inference finds a conflict (e.g. a declared shape that
+        disagrees with the operators); measured mode with a non-static input or a failed run.
+
+    Notes
+    -----
+    Each inference pass is linear in the model size; constant folding repeats (folding may make
+    a ``Shape`` input static) at most once per node and in practice two or three times.
+    """
+    src_model, label = _load(model_or_path)
+    where = where or label
+    if mode not in ("infer", "measured"):
+        raise ValueError(f"mode {mode!r}: expected 'infer' or 'measured'")
+    model = onnx.ModelProto()
+    model.CopyFrom(src_model)
+    overridden = apply_overrides(model, overrides, where)
+    res = ShapeResolution(model=model, opset=_opset(model))
+    g = model.graph
+    for t in g.initializer:
+        res.shapes[t.name] = tuple(int(d) for d in t.dims)
+        res.elem_types[t.name] = int(t.data_type)
+        res.source[t.name] = "declared"
+    for vi in list(src_model.graph.input) + list(src_model.graph.output):
+        neg = [f"dim {k} = {d.dim_value}" for k, d in enumerate(vi.type.tensor_type.shape.dim)
+               if d.HasField("dim_value") and d.dim_value < 0]
+        if neg:  # "-1" written for a dynamic dimension
+            res.why[vi.name] = f"declared {', '.join(neg)} in the file, a dynamic dimension"
+    for vi in list(g.input) + list(g.output) + list(g.value_info):
+        if vi.name in res.shapes:
+            continue
+        n0 = len(res.shapes)
+        _harvest_one(res, vi)
+        if len(res.shapes) > n0 and (vi.name in overridden or _had_param(src_model, vi.name)):
+            res.source[vi.name] = "override"
+
+    # values of constants: inline initializers (not overridable graph inputs) and Constant nodes
+    graph_inputs = {i.name for i in g.input}
+    for t in g.initializer:
+        if (t.name not in graph_inputs or model.ir_version < 4) and \
+                t.data_location != onnx.TensorProto.EXTERNAL and math.prod(t.dims) <= max_fold_elems:
+            try:
+                res.values[t.name] = numpy_helper.to_array(t)
+            except Exception:  # noqa: BLE001 - unsupported element type: no value
+                pass
+
+    if mode == "measured":
+        for vi in g.input:
+            if vi.name not in res.shapes:
+                raise unknown_shape_error(res, vi.name, where)
+        for name, (shape, et) in measured_shapes(model, seed=seed, where=where).items():
+            if name not in graph_inputs:
+                res.shapes[name] = shape
+                res.elem_types[name] = et
+                res.source[name] = "measured"
+        _fold(model, res, max_fold_elems)
+        return res
+
+    inferred = _infer(model, False, where, "")
+    _harvest(res, inferred, "onnx_strict")
+    inferred = _infer(model, True, where, " (with data propagation)")
+    _harvest(res, inferred, "onnx_data_prop")
+    current = inferred
+    for _ in range(len(g.node) + 1):
+        if not _fold(model, res, max_fold_elems):
+            break
+        for name, v in res.values.items():
+            if name not in res.shapes:
+                res.shapes[name] = tuple(v.shape)
+                res.elem_types[name] = int(helper.np_dtype_to_tensor_dtype(v.dtype))
+                res.source[name] = "constant_folding"
+        current = _infer(_folded_copy(model, res), True, where, " after constant folding")
+        if not _harvest(res, current, "constant_folding"):
+            # no new shape, but new values may still let the next Shape fold
+            continue
+    _spec_rules(model, res)
+    missing = [o for o in _node_outputs(model) if o not in res.shapes]
+    if missing:
+        sym = _ort_symbolic(_folded_copy(model, res) if res.values else model)
+        if sym is not None:
+            _harvest(res, sym, "ort_symbolic")
+            _spec_rules(model, res)
+    return res
+
+
+def _had_param(model: onnx.ModelProto, name: str) -> bool:
+    g = model.graph
+    for vi in list(g.input) + list(g.output) + list(g.value_info):
+        if vi.name == name:
+            return any(d.HasField("dim_param") or (d.HasField("dim_value") and d.dim_value < 0)
+                       for d in vi.type.tensor_type.shape.dim)
+    return False
+
+
+def _harvest_one(res: ShapeResolution, vi: onnx.ValueInfoProto) -> None:
+    if not vi.type.HasField("tensor_type"):
+        return
+    tt = vi.type.tensor_type
+    shape, why = _static(vi)
+    if tt.elem_type:
+        res.elem_types.setdefault(vi.name, int(tt.elem_type))
+    if shape is None:
+        res.why.setdefault(vi.name, why)
+    elif tt.elem_type:
+        res.shapes[vi.name] = shape
+        res.source[vi.name] = "declared"
+
+
+def _random_input(shape: Sequence[int], elem_type: int, rng: np.random.Generator) -> np.ndarray:
+    dt = np.dtype(helper.tensor_dtype_to_np_dtype(elem_type))
+    if dt.kind == "f":
+        return rng.standard_normal(tuple(shape)).astype(dt)
+    if dt.kind == "b":
+        return np.zeros(tuple(shape), dt)
+    return np.zeros(tuple(shape), dt)  # integers: 0 is a valid index and a valid count
+
+
+def measured_shapes(
+    model_or_path: str | os.PathLike | onnx.ModelProto,
+    overrides: Overrides | None = None,
+    seed: int = 0,
+    *,
+    where: str | None = None,
+) -> dict[str, tuple[tuple[int, ...], int]]:
+    """Run the model once with ONNX Runtime and return every node output's shape and type.
+
+    A copy of the model lists every non-empty node output as a graph output; ONNX Runtime runs it
+    on the CPU with graph optimisations off, on random inputs: standard normal floats (``seed``),
+    zeros for integer and bool inputs (0 is a valid index, count and flag).
+
+    Parameters
+    ----------
+    model_or_path : path-like or onnx.ModelProto
+    overrides : mapping, optional
+        As :func:`apply_overrides`; graph inputs must end up with static shapes.
+    seed : int
+        Seed of :func:`numpy.random.default_rng` for the float inputs.
+    where : str, optional
+        Label for error messages.
+
+    Returns
+    -------
+    dict
+        ``{tensor name: (shape, onnx element type)}`` for every node output ONNX Runtime
+        returned (node order). A shape that depends on input *values* is the one for these
+        inputs.
+
+    Raises
+    ------
+    OnnxImportError
+        A graph input without a static shape (named, with the ``--override`` to give), or ONNX
+        Runtime failing to load or run the model (its message).
+    """
+    import onnxruntime as ort
+
+    src, label = _load(model_or_path)
+    where = where or label
+    m = onnx.ModelProto()
+    m.CopyFrom(src)
+    if overrides:
+        apply_overrides(m, overrides, where)
+    g = m.graph
+    init_names = {t.name for t in g.initializer}
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for vi in g.input:
+        if vi.name in init_names:
+            continue
+        shape, why = _static(vi)
+        if shape is None:
+            raise OnnxImportError(
+                f"{where}: graph input {vi.name!r} has an unknown shape ({why}); measured shapes "
+                f"need static inputs: --override {vi.name}=D1,D2,... "
+                f"(overrides={{{vi.name!r}: [...]}})")
+        feeds[vi.name] = _random_input(shape, vi.type.tensor_type.elem_type, rng)
+    have = {o.name for o in g.output}
+    extra = [o for o in _node_outputs(m) if o not in have and o not in init_names]
+    g.output.extend(onnx.ValueInfoProto(name=o) for o in dict.fromkeys(extra))
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    opts.log_severity_level = 3
+    try:
+        sess = ort.InferenceSession(m.SerializeToString(), opts,
+                                    providers=["CPUExecutionProvider"])
+        names = [o.name for o in sess.get_outputs()]
+        got = sess.run(names, {k: v for k, v in feeds.items()
+                               if k in {i.name for i in sess.get_inputs()}})
+    except Exception as e:  # noqa: BLE001 - onnxruntime raises its own exception types
+        msg = " ".join(str(e).split())
+        raise OnnxImportError(f"{where}: ONNX Runtime could not run the model: {msg}") from None
+    produced = set(_node_outputs(m))
+    out = {}
+    for name, v in zip(names, got):
+        if name not in produced or not isinstance(v, np.ndarray):
+            continue
+        out[name] = (tuple(int(d) for d in v.shape), int(helper.np_dtype_to_tensor_dtype(v.dtype)))
+    return out
+
+
+def measured_sizes(
+    model_or_path: str | os.PathLike | onnx.ModelProto,
+    overrides: Overrides | None = None,
+    seed: int = 0,
+) -> dict[str, int]:
+    """Bytes of every node output in one ONNX Runtime run (:func:`measured_shapes`).
+
+    Returns
+    -------
+    dict
+        ``{tensor name: prod(shape) * itemsize}`` in bytes.
+
+    Raises
+    ------
+    OnnxImportError
+        As :func:`measured_shapes`.
+
+    Examples
+    --------
+    >>> from onnx import helper, TensorProto
+    >>> x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    >>> y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    >>> m = helper.make_model(helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+    ...                                        [x], [y]), opset_imports=[helper.make_opsetid("", 13)])
+    >>> measured_sizes(m)
+    {'y': 24}
+    """
+    out = {}
+    for name, (shape, et) in measured_shapes(model_or_path, overrides, seed).items():
+        item = np.dtype(helper.tensor_dtype_to_np_dtype(et)).itemsize
+        out[name] = math.prod(shape) * item
+    return out
+
+
+def unknown_shape_error(res: ShapeResolution, tensor: str, where: str) -> OnnxImportError:
+    """The error for a tensor whose shape no source settled.
+
+    Names the file, the tensor and the unknown part; for a node output, the node (its position
+    in file order, which ONNX requires to be topological), its operator type and, for operators
+    whose output shape follows an input's *value*, that input when it is not a constant (it
+    depends on runtime data, so it was not folded); and the ``--override`` that would help: the
+    graph inputs without static shapes and their symbolic dimensions, or the tensor itself.
+    """
+    g = res.model.graph
+    why = res.why.get(tensor, "no shape was inferred")
+    params = sorted({d.dim_param for vi in g.input for d in vi.type.tensor_type.shape.dim
+                     if d.HasField("dim_param") and not d.HasField("dim_value")})
+    init_names = {t.name for t in g.initializer}
+    unknown_inputs = [vi.name for vi in g.input
+                      if vi.name not in res.shapes and vi.name not in init_names]
+    head = f"{where}: tensor {tensor!r} has an unknown size ({why})"
+    own = f"--override {tensor}=D1,D2,... (overrides={{{tensor!r}: [...]}})"
+    for k, node in enumerate(g.node):
+        if tensor not in node.output:
+            continue
+        runtime = [i for i in node.input[1:] if i and i not in res.values]
+        hint = ""
+        if runtime and node.op_type in _VALUE_SHAPED:
+            hint = (f"; its shape follows the value of {runtime[0]!r}, which depends on runtime "
+                    "data and is never constant-folded")
+        help_ = own
+        if unknown_inputs:
+            help_ = (f"give graph input(s) {unknown_inputs} static shapes with --override "
+                     "INPUT=D1,D2,..." + (f" or --override DIM=VALUE for {params}" if params
+                                          else "") + f", or this tensor's with {own}")
+        return OnnxImportError(
+            f"{head}: it is output {list(node.output).index(tensor)} of node "
+            f"{node.name or node.op_type!r} (op {node.op_type}, node {k} in topological order), "
+            "the first whose output shape stays unknown after ONNX shape inference, data "
+            f"propagation, constant folding and ONNX Runtime symbolic inference{hint}; {help_}")
+    kind = "a graph input" if tensor in {vi.name for vi in g.input} else "a graph tensor"
+    return OnnxImportError(
+        f"{head}: it is {kind}; give it a static shape with {own}"
+        + (f" or set its symbolic dims with --override DIM=VALUE ({params})" if params else ""))
