@@ -33,16 +33,20 @@ session_state.h`` ``GetSubgraphSessionState``; ``core/providers/cpu/controlflow/
   operator reads, so it lives exactly during that step. Its size:
 
   - ``If``: the larger of the two branches' needs. Branch outputs are written into the ``If``'s
-    outputs (``IfImpl`` pre-allocates them as the subgraph's fetches), so they are not counted;
+    outputs (``IfImpl::Execute`` gives the subgraph fetch allocators that allocate the ``If``
+    outputs), so they are not counted;
   - ``Loop``: the body's need, where the body holds its feeds (iteration number, condition,
     loop-carried inputs) for the whole iteration and its fetched outputs (condition, carried
-    outputs, per-iteration scan values) from their producer to its end -- ``LoopStateVariable``
-    keeps the previous and the next carried value. ORT keeps every iteration's scan value and
-    concatenates them into the output at the end, so with ``S`` the bytes of one iteration's
-    scan values and ``O`` those of the outputs: ``max(need(body) + O - S, O)``;
-  - ``Scan``: the body's need, with the state inputs and outputs counted as for ``Loop``; scan
+    outputs, per-iteration scan values) from their producer to its end: one iteration's fetches
+    become the next one's feeds (``LoopImpl::SaveOutputsAndUpdateFeeds``), so the previous and
+    the next carried values coexist. ORT keeps every iteration's scan value and concatenates
+    them into the output after the last one (``LoopImpl::ConcatenateLoopOutput``), so with ``S``
+    the bytes of one iteration's scan values and ``O`` those of the outputs:
+    ``max(need(body) + O - S, O)``;
+  - ``Scan``: the body's need, with the state inputs and outputs counted as for ``Loop``
+    (``LoopStateVariable`` in ``scan_utils.h`` keeps the previous and the next value); scan
     input slices are views of the outer input and scan output slices are written into the outer
-    output (``OutputIterator``), so neither is counted. Non-zero scan axes (ORT transposes into
+    output (``OutputIterator`` through fetch allocators), so neither is counted. Non-zero scan axes (ORT transposes into
     a temporary) and the opset-8 form are refused as not modelled.
 
   ``need(G)`` is the **planned arena** of ``G``'s own buffers: its temporaries (outputs of its

@@ -31,7 +31,14 @@ Steps of :func:`load_onnx`:
    node whose output stays unknown, its operator type, and the ``--override`` that would help
    (:func:`scheduling.onnx_shapes.unknown_shape_error`);
 8. empty (omitted optional) input names are left out of :attr:`Operator.inputs`;
-9. MACs estimates for ``Conv``, ``ConvTranspose``, ``Gemm`` and ``MatMul`` (:func:`estimate_macs`).
+9. MACs estimates for ``Conv``, ``ConvTranspose``, ``Gemm`` and ``MatMul`` (:func:`estimate_macs`);
+10. control flow (:mod:`scheduling.onnx_control_flow`): model-local functions are expanded and an
+    ``If`` with a truly constant condition is inlined before step 3; a node with a subgraph
+    (``If``, ``Loop``, ``Scan``) never folds into a weight, reads its implicit (outer-scope)
+    inputs at its own step (they are added to :attr:`Operator.inputs`, names kept in the
+    attribute ``implicit_inputs``) and writes an extra ``uint8`` output ``<op>_subgraph_ws``
+    that no operator reads: its subgraphs' workspace, live exactly during its step. Sequence,
+    optional and map values, and any construct the module cannot model, are a clear error.
 
 Element sizes come from ``onnx.helper.tensor_dtype_to_np_dtype``; bytes are
 ``prod(shape) * itemsize``.
@@ -53,6 +60,12 @@ from onnx import helper, numpy_helper
 from .constfold import evaluate_constant_op
 from .errors import OnnxImportError
 from .graph import Graph
+from .onnx_control_flow import (
+    control_flow_nodes,
+    infer_subgraphs,
+    is_foldable_node,
+    prepare_model,
+)
 from .onnx_shapes import resolve_shapes, unknown_shape_error
 
 __all__ = ["load_onnx", "estimate_macs"]
@@ -74,7 +87,33 @@ def _read_model(path: str | os.PathLike | onnx.ModelProto) -> tuple[onnx.ModelPr
         raise OnnxImportError(f"{p}: not a valid ONNX protobuf ({type(e).__name__}: {e})") from None
     if not model.HasField("graph") or len(model.graph.node) == 0:
         raise OnnxImportError(f"{p}: the file parses but holds no graph nodes (malformed ONNX)")
+    bad = _undecodable_name(model.graph)
+    if bad is not None:
+        raise OnnxImportError(f"{p}: name {bad!r} is not valid UTF-8 (malformed ONNX string field)")
     return model, p.stem
+
+
+def _undecodable_name(graph: onnx.GraphProto) -> bytes | None:
+    """The first tensor, node or dimension name of ``graph`` or its subgraphs that protobuf left
+    as ``bytes`` because it is not valid UTF-8, else ``None``."""
+    for vi in (*graph.input, *graph.output, *graph.value_info):
+        names = [vi.name] + [d.dim_param for d in vi.type.tensor_type.shape.dim]
+        for s in names:
+            if not isinstance(s, str):
+                return s
+    for t in graph.initializer:
+        if not isinstance(t.name, str):
+            return t.name
+    for node in graph.node:
+        for s in (node.name, node.op_type, node.domain, *node.input, *node.output):
+            if not isinstance(s, str):
+                return s
+        for a in node.attribute:
+            for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                bad = _undecodable_name(sub)
+                if bad is not None:
+                    return bad
+    return None
 
 
 def estimate_macs(
@@ -168,9 +207,11 @@ def load_onnx(
     """
     model, stem = _read_model(path)
     where = str(path) if not isinstance(path, onnx.ModelProto) else f"model {stem!r}"
+    model = prepare_model(model, where)  # control flow: local functions, constant-condition If
     res = resolve_shapes(model, overrides, mode=shapes, where=where)
     model = res.model
     g = model.graph
+    flow_model = infer_subgraphs(model, res.shapes, res.elem_types, where)
 
     init_names = {t.name for t in g.initializer}
     init_info = {t.name: (list(t.dims), t.data_type) for t in g.initializer}
@@ -213,9 +254,9 @@ def load_onnx(
     op_nodes = []
     for node in g.node:
         ins = [i for i in node.input if i]
-        folds = all(i in const for i in ins) or (
+        folds = is_foldable_node(node) and (all(i in const for i in ins) or (
             node.op_type == "Shape" and len(ins) == 1 and known_shape(ins[0]) is not None
-        )
+        ))
         if folds and not any(o in out_set for o in node.output):
             const.update(o for o in node.output if o)
             if max_value_elems > 0:
@@ -258,10 +299,20 @@ def load_onnx(
     for vi in g.input:
         if vi.name not in init_names:
             add(vi.name, "input")
+    # control flow: implicit (outer-scope) inputs are read at the step of their node
+    pos = {id(n): k for k, n in enumerate(g.node)}
+    flow = control_flow_nodes(flow_model, [pos[id(n)] for n in op_nodes], const, where)
+    reads = {
+        id(n): list(dict.fromkeys(
+            [i for i in n.input if i]
+            + list(flow[pos[id(n)]].implicit_inputs if pos[id(n)] in flow else ())
+        ))
+        for n in op_nodes
+    }
     # Weights read by some operator, in first-use order.
     for node in op_nodes:
-        for i in node.input:
-            if i and i in const:
+        for i in reads[id(node)]:
+            if i in const:
                 add(i, "weight")
 
     # Operators in file order. Every named output is written, read or not (an empty name is an
@@ -271,8 +322,8 @@ def load_onnx(
         keep = [o for o in node.output if o]
         for o in keep:
             add(o, "output" if o in out_set else "activation")
-        for i in node.input:
-            if i and i not in graph.tensors:
+        for i in reads[id(node)]:
+            if i not in graph.tensors:
                 raise OnnxImportError(
                     f"{where}: node {node.name or node.op_type!r} reads tensor {i!r} that is "
                     "neither a graph input, an initializer nor an output of any node"
@@ -293,7 +344,17 @@ def load_onnx(
         in_shapes = [graph.tensors[i].shape if i else None for i in node.input]
         out_shapes = [graph.tensors[o].shape if o in graph.tensors else None for o in node.output]
         macs = estimate_macs(node.op_type, attrs, in_shapes, out_shapes)
-        graph.add_op(opname, node.op_type, [i for i in node.input if i], keep, attrs, macs)
+        cf = flow.get(pos[id(node)])
+        if cf is not None:  # the subgraph workspace lives during this step (onnx_control_flow)
+            attrs["implicit_inputs"] = cf.implicit_inputs
+            attrs["subgraph_lower_bound"] = cf.lower_bound
+            if cf.workspace > 0:
+                ws = f"{opname}_subgraph_ws"
+                while ws in graph.tensors:
+                    ws += "_"
+                graph.add_tensor(ws, (cf.workspace,), "uint8")
+                keep = keep + [ws]
+        graph.add_op(opname, node.op_type, reads[id(node)], keep, attrs, macs)
 
     for o in graph_outputs:
         if o not in graph.tensors:
