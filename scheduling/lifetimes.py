@@ -12,6 +12,11 @@ The closed lifetime ``[first, last]`` of a tensor (seed 000 section 5, seed 001 
 * a weight: from step 0 to its last consumer's step (informational: in a unified arena weights and
   inputs are *residents* that live for the whole schedule, as ``span_of`` in seed 000 section 8).
 
+Control flow needs no rule of its own: an imported ``If``/``Loop``/``Scan`` operator lists the
+outer-scope tensors its subgraphs read among its inputs (so they live until its step) and its
+subgraph workspace ``<op>_subgraph_ws`` among its outputs, read by no operator (so it lives
+exactly during its step); see :mod:`scheduling.onnx_control_flow`.
+
 Graph inputs are **not** activations by default (``include_inputs=False``): like seed 000
 section 8, which keeps ``input`` in the resident area, the caller provides the input buffer. This
 is the convention behind the independent cross-check on ``light_resnet50`` in file order: 176

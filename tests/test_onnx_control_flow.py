@@ -3,6 +3,10 @@ constant-condition inlining and clear errors (scheduling/onnx_control_flow.py)."
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -16,6 +20,7 @@ from scheduling.errors import OnnxImportError
 from scheduling.lifetimes import lifetime_problem, tensor_lifetimes
 from scheduling.onnx_control_flow import outer_reads
 from scheduling.onnx_import import load_onnx
+from scheduling.schedulers import schedule
 
 F, B, I64 = TensorProto.FLOAT, TensorProto.BOOL, TensorProto.INT64
 
@@ -404,3 +409,26 @@ def test_model_local_function_is_expanded():
     gr = load_onnx(m)
     assert [o.op_type for o in gr.ops.values()] == ["Add", "Relu"]
     assert lower_bound(lifetime_problem(gr)) == 2 * 128
+
+
+def test_schedulers_keep_the_implicit_read_before_the_if():
+    g = load_onnx(shared_case("if_outer.onnx"))
+    for name in ("file_order", "min_live"):
+        order = list(schedule(g, name).order)
+        assert order.index("Relu_0") < order.index("If_2")  # a is produced before the If
+        assert tensor_lifetimes(g, order)["a"][1] == order.index("If_2")
+
+
+def test_cli_reports_an_unmodelled_construct_in_one_line(tmp_path):
+    m = model([helper.make_node("SequenceConstruct", ["x", "x"], ["s"]),
+               helper.make_node("ConcatFromSequence", ["s"], ["y"], axis=0)],
+              [vi("x", [1, 4])], [vi("y", [2, 4])])
+    path = tmp_path / "seq.onnx"
+    onnx.save(m, str(path))
+    r = subprocess.run([sys.executable, "-m", "experiments.cli", "plan", str(path)],
+                       cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("memplan: error: ")
+    assert "SequenceConstruct" in lines[0] and "not modelled" in lines[0]
