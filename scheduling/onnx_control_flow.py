@@ -659,6 +659,10 @@ def _workspace(
         fallback = {bin_[2 + k].name: vinfo[node.input[2 + k]]
                     for k in range(n_carried)
                     if 2 + k < len(bin_) and node.input[2 + k] in vinfo}
+        # the spec fixes the iteration number (int64) and the condition (bool) as scalars
+        for k, et in ((0, onnx.TensorProto.INT64), (1, onnx.TensorProto.BOOL)):
+            if k < len(bin_):
+                fallback[bin_[k].name] = helper.make_tensor_value_info(bin_[k].name, et, [])
         outs = [vi.name for vi in body.output]
         for k in range(min(n_carried, len(bin_) - 2)):
             name = bin_[2 + k].name

@@ -432,3 +432,27 @@ def test_cli_reports_an_unmodelled_construct_in_one_line(tmp_path):
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("memplan: error: ")
     assert "SequenceConstruct" in lines[0] and "not modelled" in lines[0]
+
+
+def test_if_inside_a_loop_body_extends_the_body_tensor_it_reads():
+    then_b = branch("then", [helper.make_node("Neg", ["t"], ["o1"])], [vi("o1", [1, 16])])
+    else_b = branch("else", [helper.make_node("Concat", ["t", "t"], ["c"], axis=0),
+                             helper.make_node("ReduceSum", ["c", "ax"], ["o2"], keepdims=1)],
+                    [vi("o2", [1, 16])], [helper.make_tensor("ax", I64, [1], [0])])
+    body = helper.make_graph(
+        [helper.make_node("Mul", ["s_in", "x"], ["t"]),
+         helper.make_node("If", ["cond_in"], ["u"], then_branch=then_b, else_branch=else_b),
+         helper.make_node("Add", ["u", "x"], ["s_out"]),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"])],
+        "body", [vi("i", [], I64), vi("cond_in", [], B), vi("s_in", [1, 16])],
+        [vi("cond_out", [], B), vi("s_out", [1, 16])])
+    nodes = [helper.make_node("Relu", ["x0"], ["x"]),
+             helper.make_node("Loop", ["M", "cond", "s0"], ["s_fin"], body=body)]
+    m = model(nodes, [vi("x0", [1, 16]), vi("s0", [1, 16])], [vi("s_fin", [1, 16])], LOOP_INITS)
+    (s_fin,) = run_ort(m, {"x0": np.ones((1, 16), np.float32), "s0": np.ones((1, 16), np.float32)})
+    np.testing.assert_allclose(s_fin, 1.0)  # s <- 1 - s*1 alternates 1, 0, 1, 0, 1 (M = 4)
+    g = load_onnx(m)
+    # body step 1 (the If): feeds i 8 + cond 1 + s_in 64, t 64 (read inside the If), u 64 and
+    # the If's workspace max(0, Concat 128) = 329 bytes; without t it would be 265
+    assert g.ops["Loop_1"].attributes["subgraph_lower_bound"] == 329
+    assert ws_of(g, "Loop_1") == 329
