@@ -140,9 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _extensions():
     """Command modules that add subcommands: each has ``add_parsers(subparsers)``, ``COMMANDS``
     and ``run(args) -> int``."""
-    from experiments import cli_budget, cli_schedule, cli_sweep, cli_transforms
+    from experiments import cli_budget, cli_check, cli_schedule, cli_sweep, cli_transforms
 
-    return [cli_sweep, cli_transforms, cli_budget, cli_schedule]
+    return [cli_sweep, cli_transforms, cli_budget, cli_schedule, cli_check]
 
 
 def _summary(doc: str | None, width: int = 96) -> str:
@@ -180,10 +180,12 @@ def _cmd_list(args) -> int:
 
 
 def _cmd_plan(args) -> int:
+    from experiments.cli_check import note_offsets_ignored
     from experiments.harness import planner_for
     from experiments.workloads import load_problem, parse_overrides
     from planners import write_minimalloc_csv
 
+    note_offsets_ignored(args.input)
     problem = load_problem(args.input, capacity=args.capacity if args.capacity is not None else "auto",
                            unified=args.unified, overrides=parse_overrides(args.override),
                            minimalloc_folder=args.minimalloc_dir, size_attr=args.size_attr)

@@ -1,0 +1,161 @@
+"""``memplan check PLAN.csv``: validate a plan made by any tool.
+
+PLAN.csv is a solved MiniMalloc CSV: ``id,lower,upper,size`` (half-open lifetimes ``[lower,
+upper)`` in steps, sizes in bytes), optional ``alignment``, and an ``offset`` column (bytes), as
+``memplan plan -o`` and MiniMalloc write it. :func:`planners.validate.plan_violations` collects
+every violation: each pair of buffers live at the same step whose address ranges overlap, each
+misaligned or negative offset, each buffer that ends above the capacity (``--capacity``, else the
+``NAME.CAPACITY.csv`` file name, else none).
+
+Exit status: 0 for a valid plan (printing the arena, the lower bound -- max live bytes,
+:func:`planners.lower_bound` -- and their ratio), 1 for an invalid one (listing every violation
+on stdout, one summary line on stderr), 2 for a malformed file (one ``memplan: error:`` line).
+``--json`` prints one JSON object instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+__all__ = ["COMMANDS", "add_parsers", "run", "read_offsets", "check_report",
+           "note_offsets_ignored"]
+
+#: Sub-command names handled by :func:`run`.
+COMMANDS = ("check",)
+
+
+def _bytes(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected bytes (an integer), got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"capacity must be >= 0 bytes, got {text}")
+    return v
+
+
+def add_parsers(subparsers) -> None:
+    """Add the ``check`` sub-command to an argparse ``subparsers`` object."""
+    c = subparsers.add_parser(
+        "check", help="validate a solved MiniMalloc CSV (offset column) made by any tool",
+        description="Check a plan: list every overlapping pair, misalignment and capacity "
+                    "overflow (exit 1), or print the arena, the lower bound and their ratio "
+                    "(exit 0). A malformed file exits 2.")
+    c.add_argument("plan", help="MiniMalloc CSV with columns id,lower,upper,size[,alignment],offset")
+    c.add_argument("--capacity", type=_bytes, default=None,
+                   help="arena capacity in bytes (default: from a NAME.CAPACITY.csv file name)")
+    c.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _header(path: Path) -> list[str]:
+    with path.open(newline="") as f:
+        return [h.strip() for h in next(csv.reader(f), [])]
+
+
+def note_offsets_ignored(path: str | Path, file=None) -> None:
+    """For ``memplan plan``: one line on ``file`` (default stderr) when ``path`` is a CSV with an
+    ``offset`` column, which ``plan`` ignores (it plans again)."""
+    p = Path(path)
+    if p.suffix != ".csv" or not p.is_file():
+        return
+    try:
+        has = "offset" in _header(p)
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return  # the reader names the fault
+    if has:
+        print(f"memplan: note: {p} has an offset column; plan re-plans it, ignoring the given "
+              f"offsets (use `memplan check {p}` to validate them)", file=file or sys.stderr)
+
+
+def read_offsets(path: str | Path, ids: list[str]) -> list[int]:
+    """The ``offset`` column of a solved MiniMalloc CSV, in the order of ``ids`` (bytes).
+
+    The other columns are read (and checked) by :func:`planners.read_minimalloc_csv`; this reads
+    the same rows again for the offsets.
+
+    Raises
+    ------
+    ProblemError
+        No ``offset`` column, or a row whose offset is missing or not an integer (naming the file,
+        line and value).
+    """
+    from planners.errors import ProblemError
+
+    path = Path(path)
+    rows = csv.DictReader(path.read_text().splitlines())
+    header = [h.strip() for h in (rows.fieldnames or [])]
+    rows.fieldnames = header
+    if "offset" not in header:
+        raise ProblemError(f"{path}: header {header} has no column 'offset' (a plan to check "
+                           "needs one offset per buffer; `memplan plan -o` writes it)")
+    by_id: dict[str, int] = {}
+    for row in rows:
+        raw = str(row.get("offset") or "").strip()
+        try:
+            by_id[str(row.get("id") or "").strip()] = int(raw)
+        except ValueError:
+            what = "missing value" if not raw else f"not an integer: {raw!r}"
+            raise ProblemError(f"{path}:{rows.line_num}: column 'offset': {what}") from None
+    return [by_id[i] for i in ids]
+
+
+def check_report(path: str | Path, capacity: int | None = None) -> dict:
+    """Validate the plan in ``path`` (module docstring).
+
+    Returns
+    -------
+    dict
+        ``input``, ``buffers``, ``arena`` (highest ``offset + size`` over buffers with a valid
+        offset, bytes), ``lower_bound`` (bytes), ``ratio`` (arena / lower bound, ``None`` for a
+        zero bound), ``capacity``, ``valid``, ``counts`` (violations per rule) and
+        ``violations`` (each ``{"rule", "buffers", "message"}``).
+
+    Raises
+    ------
+    ProblemError
+        A malformed file (see :func:`planners.read_minimalloc_csv` and :func:`read_offsets`).
+    """
+    from planners import lower_bound, read_minimalloc_csv
+    from planners.io import capacity_from_name
+    from planners.validate import plan_violations
+
+    problem = read_minimalloc_csv(path, capacity=None)
+    offsets = read_offsets(path, problem.ids)
+    cap = capacity if capacity is not None else capacity_from_name(path)
+    violations = plan_violations(problem, offsets, cap)
+    sizes = problem.sizes.tolist()
+    arena = max((o + z for o, z in zip(offsets, sizes, strict=True) if o >= 0), default=0)
+    lb = lower_bound(problem)
+    return {
+        "input": str(path), "buffers": problem.n, "arena": int(arena), "lower_bound": int(lb),
+        "ratio": round(arena / lb, 6) if lb else None, "capacity": cap,
+        "valid": not violations, "counts": dict(Counter(v.rule for v in violations)),
+        "violations": [v.as_dict() for v in violations],
+    }
+
+
+def run(args) -> int:
+    """Run ``memplan check`` with parsed ``args``: 0 valid, 1 invalid. A malformed file raises
+    :class:`planners.MemplanError` for the caller to report (exit 2)."""
+    rep = check_report(args.plan, args.capacity)
+    if args.json:
+        print(json.dumps(rep))
+    else:
+        for k in ("input", "buffers", "arena", "lower_bound", "ratio", "capacity", "valid"):
+            v = rep[k]
+            print(f"{k:12s} {'-' if v is None else v}")
+        if not rep["valid"]:
+            print(f"{'violations':12s} {len(rep['violations'])}")
+            for v in rep["violations"]:
+                print(f"  {v['rule']:9s} {v['message']}")
+    if rep["valid"]:
+        return 0
+    counts = ", ".join(f"{n} {rule}" for rule, n in rep["counts"].items())
+    print(f"memplan: invalid plan {rep['input']}: {len(rep['violations'])} violation(s) ({counts})",
+          file=sys.stderr)
+    return 1
