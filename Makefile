@@ -7,7 +7,7 @@ MINIMALLOC_DIR ?= ../shared/benchmarks/minimalloc
 MINIMALLOC_ARG := $(if $(wildcard $(MINIMALLOC_DIR)/*.csv),--minimalloc-dir $(MINIMALLOC_DIR),)
 PYTEST_WORKERS ?= 2
 
-.PHONY: venv run test lint bench bench-rv64 bench-exact bench-sched bench-transforms bench-budget sweep clean
+.PHONY: venv run test lint bench bench-rv64 bench-exact bench-sched bench-transforms bench-budget soak sweep clean
 
 $(STAMP): pyproject.toml $(wildcard setup.py) $(wildcard planners/_ext/*.c)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -57,6 +57,12 @@ bench-transforms: $(STAMP)
 ## multi-model curves on the nine ONNX models -> results/bench_budget.csv + figures/budget_vs_overhead
 bench-budget: $(STAMP)
 	$(PY) -m experiments.bench_budget --out results/bench_budget.csv
+
+## Soak: 10^5 seeded random problems through every planner and 10^4 mutated CSV/ONNX/TFLite files
+## through the importers (2 workers, under 30 min); counts of invalid plans, wrong bounds, tracebacks
+## and hangs -> results/soak.csv, results/soak.md, first failing inputs in results/soak_failures/
+soak: $(STAMP)
+	$(PY) -m experiments.soak --problems 100000 --files 10000 --seed 1 --jobs 2 --out results/soak.csv
 
 ## The small default sweep (resumable: only runs without a record run; add --retry-failed by hand
 ## to rerun failed ones) and its report -> results/sweeps/default/{records,problems,report}
