@@ -38,6 +38,19 @@ def _int_field(row: dict, key: str, where: str) -> int:
         raise ProblemError(f"{where}: column {key!r} must be an integer, got {raw!r}") from None
 
 
+def _checked_rows(reader: csv.DictReader, path: Path):
+    """The rows of ``reader``; a ``csv.Error`` (a field above the csv module's size limit, a NUL
+    byte, ...) becomes a :class:`ProblemError` naming the file and line."""
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as e:
+            raise ProblemError(f"{path}:{reader.line_num + 1}: malformed CSV row ({e})") from None
+        yield row
+
+
 def read_minimalloc_csv(
     path: str | Path,
     capacity: int | None | str = "auto",
@@ -74,15 +87,18 @@ def read_minimalloc_csv(
     if not text.strip():
         raise ProblemError(f"{path}: empty file (expected a header 'id,lower,upper,size')")
     reader = csv.DictReader(text.splitlines())
-    header = [h.strip() for h in (reader.fieldnames or [])]
+    try:
+        header = [h.strip() for h in (reader.fieldnames or [])]
+    except csv.Error as e:  # e.g. a field longer than the csv module's limit
+        raise ProblemError(f"{path}:{reader.line_num + 1}: malformed CSV header ({e})") from None
     reader.fieldnames = header
     missing = [c for c in _REQUIRED if c not in header]
     if missing:
         raise ProblemError(f"{path}: header {header} lacks column(s) {missing}")
     has_align = "alignment" in header
     buffers = []
-    for lineno, row in enumerate(reader, start=2):
-        where = f"{path}:{lineno}"
+    for row in _checked_rows(reader, path):
+        where = f"{path}:{reader.line_num}"
         if None in row:  # more fields than the header
             raise ProblemError(f"{where}: more fields than the header's {len(header)}")
         bid = (row.get("id") or "").strip()
