@@ -439,6 +439,49 @@ def _exact_trip_count(
     return max(int(consts[m_name].ravel()[0]), 0)
 
 
+_LEND_MAX_ELEMS = 1024
+
+
+def _lend_outer_constants(
+    g: onnx.GraphProto, available: Mapping[str, onnx.TensorProto], overridable: set[str]
+) -> set[str]:
+    """Copy the small outer-scope constants each subgraph of ``g`` reads into its initializers,
+    so that shape inference, which reads constant *values* (``Pad`` pads, ``Reshape`` targets)
+    only from a graph's own initializers, sees them. Returns the copied names (taken back by
+    :func:`_take_back_constants` after inference; the model's meaning is unchanged)."""
+    here = dict(available)
+    for t in g.initializer:
+        if t.name not in overridable and math.prod(t.dims) <= _LEND_MAX_ELEMS:
+            here[t.name] = t
+    copied: set[str] = set()
+    for n in g.node:
+        if n.op_type == "Constant" and len(n.output) == 1 and n.domain in _DEFAULT_DOMAINS:
+            attrs = {a.name: helper.get_attribute_value(a) for a in n.attribute}
+            res = evaluate_constant_op("Constant", attrs, [])
+            if res is not None and res[0].size <= _LEND_MAX_ELEMS:
+                try:
+                    here[n.output[0]] = numpy_helper.from_array(np.asarray(res[0]), n.output[0])
+                except Exception:  # an element type ONNX cannot hold: no value to lend
+                    pass
+        for _, sub in _subgraphs(n):
+            for name in outer_reads(sub):
+                if name in here and name not in _defined(sub):
+                    sub.initializer.append(here[name])
+                    copied.add(name)
+            copied |= _lend_outer_constants(sub, here, set())
+    return copied
+
+
+def _take_back_constants(g: onnx.GraphProto, names: set[str]) -> None:
+    for n in g.node:
+        for _, sub in _subgraphs(n):
+            keep = [t for t in sub.initializer if t.name not in names]
+            if len(keep) != len(sub.initializer):
+                del sub.initializer[:]
+                sub.initializer.extend(keep)
+            _take_back_constants(sub, names)
+
+
 def infer_subgraphs(
     model: onnx.ModelProto,
     shapes: dict[str, tuple[int, ...]],
@@ -482,6 +525,8 @@ def infer_subgraphs(
             vi.type.tensor_type.shape.Clear()
             for d in dims:
                 vi.type.tensor_type.shape.dim.add().dim_value = int(d)
+    overridable = {i.name for i in g.input} if m.ir_version >= 4 else set()
+    copied = _lend_outer_constants(g, {}, overridable)
     try:
         m = shape_inference.infer_shapes(m, strict_mode=True, data_prop=True)
     except Exception as e:  # InferenceError / ValidationError / RuntimeError
@@ -489,6 +534,7 @@ def infer_subgraphs(
         raise OnnxImportError(
             f"{where}: strict ONNX shape inference of the subgraphs failed: {msg}"
         ) from None
+    _take_back_constants(m.graph, copied)
     _check_types(m, where, inferred=True)
 
     def visit(g: onnx.GraphProto, consts: dict[str, np.ndarray], top: bool) -> None:

@@ -456,3 +456,23 @@ def test_if_inside_a_loop_body_extends_the_body_tensor_it_reads():
     # the If's workspace max(0, Concat 128) = 329 bytes; without t it would be 265
     assert g.ops["Loop_1"].attributes["subgraph_lower_bound"] == 329
     assert ws_of(g, "Loop_1") == 329
+
+
+def test_branch_reads_outer_constant_shape_data():
+    # Pad's pads are an initializer of the main graph: shape inference of the branch needs its
+    # value, which it reads only from the branch's own initializers
+    then_b = branch("then", [helper.make_node("Pad", ["a", "pads"], ["p"]),
+                             helper.make_node("Slice", ["p", "st", "en", "axs"], ["o"])],
+                    [vi("o", [1, 16])],
+                    [helper.make_tensor("st", I64, [1], [2]), helper.make_tensor("en", I64, [1], [18]),
+                     helper.make_tensor("axs", I64, [1], [1])])
+    else_b = branch("else", [helper.make_node("Neg", ["a"], ["o2"])], [vi("o2", [1, 16])])
+    nodes = [helper.make_node("Relu", ["x"], ["a"]),
+             helper.make_node("If", ["flag"], ["y"], then_branch=then_b, else_branch=else_b)]
+    m = model(nodes, [vi("x", [1, 16]), vi("flag", [], B)], [vi("y", [1, 16])],
+              [helper.make_tensor("pads", I64, [4], [0, 2, 0, 2])])
+    x = np.arange(16, dtype=np.float32).reshape(1, 16)
+    np.testing.assert_allclose(run_ort(m, {"x": x, "flag": np.array(True)})[0], x)
+    g = load_onnx(m)
+    assert ws_of(g, "If_1") == 20 * 4  # the padded [1, 20] float32 temporary
+    assert "pads" in g.ops["If_1"].inputs and g.tensors["pads"].kind == "weight"
