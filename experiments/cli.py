@@ -78,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--planners", nargs="*", help="planner names (default: all registered)")
     c.add_argument("--workloads", nargs="*",
                    help="workload names, .csv or .onnx paths (default: bundled ONNX models and seed examples)")
+    c.add_argument("--override", action="append", metavar="NAME=DIMS",
+                   help="ONNX/TFLite workloads named in --workloads: a symbolic dimension (N=1) "
+                        "or a tensor's static shape (input=1,3,224,224); repeatable")
     c.add_argument("--minimalloc-dir",
                    help="also run every MiniMalloc CSV in this folder (only the folder where "
                         "minimalloc:NAME workloads are looked up when --workloads names some)")
@@ -114,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--minimalloc-dir", help="where minimalloc:NAME is looked up (default "
                    "$MEMPLAN_MINIMALLOC_DIR or ../shared/benchmarks/minimalloc)")
     p.add_argument("--override", action="append", metavar="NAME=DIMS",
-                   help="ONNX: a symbolic dimension (N=1) or an input's static shape "
+                   help="ONNX/TFLite: a symbolic dimension (N=1) or a tensor's static shape "
                         "(input=1,3,224,224); repeatable")
     p.add_argument("--unified", action="store_true",
                    help="ONNX: one arena with weights and inputs as residents (seed 000 layout)")
@@ -130,6 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="one of the planners with a C core (greedy_in_order, first_fit, best_fit, "
                         "greedy_by_size, freelist_bump)")
     r.add_argument("--json", action="store_true", help="print one JSON object")
+    r.add_argument("--override", action="append", metavar="NAME=DIMS",
+                   help="ONNX/TFLite: a symbolic dimension (N=1) or a tensor's static shape "
+                        "(input=1,3,224,224); repeatable")
 
     sub.add_parser("list", help="list registered planners and workloads")
     for ext in _extensions():
@@ -226,7 +232,7 @@ def _cmd_plan(args) -> int:
 
 def _cmd_rv64(args) -> int:
     from experiments import rv64
-    from experiments.workloads import load_problem
+    from experiments.workloads import load_problem, parse_overrides
 
     ok, reason = rv64.available()
     if not ok:
@@ -239,7 +245,7 @@ def _cmd_rv64(args) -> int:
         raise ValueError(
             f"planner {args.planner!r} has no RV64 core; cores: {', '.join(rv64.CORE_NAMES)}"
         )
-    problem = load_problem(args.input)
+    problem = load_problem(args.input, overrides=parse_overrides(args.override))
     est = rv64.estimate(problem, args.planner)
     rec = est.as_record()
     rec = {"input": str(args.input), **rec}
@@ -338,7 +344,12 @@ def _cmd_compare(args) -> int:
 
     from experiments.compare_figures import compare_figures
     from experiments.harness import RECORD_COLUMNS, compare, default_planners
-    from experiments.workloads import default_workloads, load_problem, minimalloc_workloads
+    from experiments.workloads import (
+        default_workloads,
+        load_problem,
+        minimalloc_workloads,
+        parse_overrides,
+    )
     from planners.registry import PLANNERS
 
     if args.schedulers is not None:
@@ -350,12 +361,15 @@ def _cmd_compare(args) -> int:
     if unknown:
         raise ValueError(f"unknown planner(s) {unknown}; registered planners: {', '.join(PLANNERS)}")
     names = _split(args.workloads)
+    if args.override and not names:
+        raise ValueError("--override needs --workloads naming the ONNX/TFLite models it applies to")
     problems = {}
     if names:
         for n in names:
             key = Path(n).stem if n.endswith((".csv", ".onnx", ".tflite", ".json")) else n
             problems[key] = load_problem(n, minimalloc_folder=args.minimalloc_dir,
-                                         size_attr=args.size_attr)
+                                         size_attr=args.size_attr,
+                                         overrides=parse_overrides(args.override))
     else:
         for n, w in default_workloads().items():
             problems[n] = w.problem()
@@ -396,7 +410,7 @@ def _cmd_compare_schedules(args) -> int:
 
     from experiments.compare_figures import sched_figures
     from experiments.sched_compare import SCHED_COLUMNS, compare_schedules
-    from experiments.workloads import graph_workloads, load_graph
+    from experiments.workloads import graph_workloads, load_graph, parse_overrides
     from scheduling.schedulers import SCHEDULERS
 
     schedulers = _split(args.schedulers) or ["file_order", "dfs", "min_live", "earliest_free",
@@ -407,7 +421,8 @@ def _cmd_compare_schedules(args) -> int:
     planners = _split(args.planners) or ["greedy_by_size"]
     names = _split(args.workloads) or list(graph_workloads())
     graphs = {Path(n).stem if n.endswith((".onnx", ".json")) else n:
-              load_graph(n, size_attr=args.size_attr) for n in names}
+              load_graph(n, size_attr=args.size_attr, overrides=parse_overrides(args.override))
+              for n in names}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     frames = []
@@ -438,6 +453,7 @@ def _cmd_compare_pipeline(args) -> int:
 
     from experiments.cli_transforms import pipeline_params
     from experiments.transforms_compare import BENCH_MODELS, compare_pipeline
+    from experiments.workloads import load_graph, parse_overrides
     from planners.registry import PLANNERS
     from scheduling.transforms import parse_pipeline
 
@@ -453,7 +469,9 @@ def _cmd_compare_pipeline(args) -> int:
     for m in models:  # each model's records are on disk before the next starts
         for p in planners:
             try:
-                rows += compare_pipeline(m, args.pipeline, p, pipeline_params(args),
+                model = load_graph(m, overrides=parse_overrides(args.override)) \
+                    if args.override else m
+                rows += compare_pipeline(model, args.pipeline, p, pipeline_params(args),
                                          time_limit=args.time_limit)
             except Exception as e:  # noqa: BLE001 - a failing model must not lose the others
                 from planners import MemplanError

@@ -154,15 +154,18 @@ def add_parsers(subparsers) -> None:
                    help="patch peak accounting (scheduling.patch)")
     b.add_argument("--max-grid", type=int, default=8, help="patch grids 1x1 .. NxN")
     b.add_argument("--json", action="store_true", help="print one JSON object")
+    b.add_argument("--override", action="append", metavar="NAME=DIMS",
+                   help="ONNX: a symbolic dimension (N=1) or a tensor's static shape "
+                        "(input=1,3,224,224); repeatable")
 
 
 def run(args) -> int:
     """Run ``memplan budget`` with parsed ``args``; returns 0. Errors raise
     :class:`planners.MemplanError` (``BudgetError`` for an unreachable budget) for the caller
     to report with exit status 2."""
-    from experiments.workloads import load_graph
+    from experiments.workloads import load_graph, parse_overrides
 
-    g = load_graph(args.model)
+    g = load_graph(args.model, overrides=parse_overrides(args.override))
     budget = parse_bytes(args.budget)
     recs = budget_report(g, budget, args.technique, args)
     if args.json:

@@ -41,6 +41,9 @@ def add_parsers(subparsers) -> None:
     e.add_argument("--format", choices=("json", "c-header"), default="json")
     e.add_argument("--prefix", default="memplan", help="C identifier prefix (c-header)")
     e.add_argument("-o", "--output", help="output file (default: stdout)")
+    e.add_argument("--override", action="append", metavar="NAME=DIMS",
+                   help="ONNX: a symbolic dimension (N=1) or a tensor's static shape "
+                        "(input=1,3,224,224); repeatable")
 
 
 def pipeline_params(args) -> dict[str, dict[str, bool]]:
@@ -69,12 +72,12 @@ def run(args) -> int:
     Errors (unknown model/pass/planner, bad input) raise :class:`planners.MemplanError` or
     ``ValueError`` for the caller to report."""
     from experiments.harness import planner_for
-    from experiments.workloads import load_graph
+    from experiments.workloads import load_graph, parse_overrides
     from planners.bounds import lower_bound
     from scheduling.transforms import run_pipeline, transformed_problem
     from scheduling.transforms.export import c_header, execution_plan
 
-    g = load_graph(args.model)
+    g = load_graph(args.model, overrides=parse_overrides(args.override))
     g2, logs = run_pipeline(g, args.pipeline or None, pipeline_params(args))
     report_peak_refusals(logs)
     p = transformed_problem(g2, unified=args.unified, alignment=args.alignment)

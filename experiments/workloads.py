@@ -139,8 +139,9 @@ def default_workloads() -> dict[str, Workload]:
 def parse_overrides(items) -> dict[str, list[int]] | None:
     """``["N=1", "input=1,3,224,224"]`` (command-line ``--override``) -> ``{"N": [1], "input":
     [1, 3, 224, 224]}`` for :func:`scheduling.onnx_import.load_onnx`: a symbolic dimension name
-    with one value, or a graph input name with its full static shape. :class:`ProblemError` on a
-    malformed item."""
+    with one value, or a tensor name (graph input or output, ``value_info`` entry, node output;
+    for ``.tflite`` models a tensor name) with its full static shape. :class:`ProblemError` on
+    a malformed item."""
     if not items:
         return None
     out: dict[str, list[int]] = {}
@@ -153,17 +154,24 @@ def parse_overrides(items) -> dict[str, list[int]] | None:
         if not sep or not name or not values or any(v < 0 for v in values):
             raise ProblemError(
                 f"override {item!r}: expected NAME=DIM (a symbolic dimension) or "
-                f"INPUT=D1,D2,... (a graph input's static shape), non-negative integers"
+                f"TENSOR=D1,D2,... (a tensor's static shape), non-negative integers"
             )
         out[name] = values
     return out
 
 
 def _onnx_overrides(o: dict[str, list[int]] | None) -> dict | None:
-    # load_onnx takes {dim_param: int} or {input_name: [dims]}
+    # load_onnx takes {dim_param: int} or {tensor_name: [dims]} (an int for a tensor: rank 1)
     if not o:
         return None
     return {k: (v[0] if len(v) == 1 else v) for k, v in o.items()}
+
+
+def _no_overrides(spec: str, overrides) -> None:
+    if overrides:
+        raise ProblemError(
+            f"{spec!r}: --override applies to ONNX and TFLite models only ({sorted(overrides)} "
+            "given)")
 
 
 def load_problem(spec: str | Path, capacity: int | None | str = "auto", unified: bool = False,
@@ -208,15 +216,21 @@ def load_problem(spec: str | Path, capacity: int | None | str = "auto", unified:
     elif spec_s.endswith(".tflite"):
         from scheduling.tflite_import import tflite_problem
 
-        p = tflite_problem(path, schedule=schedule)
+        p = tflite_problem(path, schedule=schedule, overrides=overrides or None)
     elif spec_s.endswith(".json"):
         from scheduling.lifetimes import problem_from_graph
         from scheduling.schedulers import get_scheduler
 
+        _no_overrides(spec_s, overrides)
         graph = load_graph(path, size_attr=size_attr)
         order = get_scheduler(schedule).schedule(graph).order
         p = problem_from_graph(graph, order, unified=unified, name=path.stem)
+    elif overrides and spec_s in onnx_workloads():
+        p = onnx_problem(onnx_workloads()[spec_s].source, schedule=schedule, unified=unified,
+                         overrides=_onnx_overrides(overrides))
+        p = Problem(p.buffers, capacity=p.capacity, alignment=p.alignment, name=spec_s)
     else:
+        _no_overrides(spec_s, overrides)
         reg = dict(WORKLOADS)
         if spec_s not in reg:
             reg.update(default_workloads())
@@ -314,26 +328,34 @@ def graph_workloads(synthetic: bool = True) -> dict[str, Callable]:
     return out
 
 
-def load_graph(spec, size_attr: str = "cost_ram"):
+def load_graph(spec, size_attr: str = "cost_ram", overrides: dict | None = None):
     """A :class:`scheduling.graph.Graph` from a graph, an ``.onnx`` path, a node-link ``.json``
     path (:func:`scheduling.nodelink.read_nodelink` with the size attribute ``size_attr``), a graph
     workload name (:func:`graph_workloads`), or a MobileNet spec
     ``mobilenet_v1[:alpha:resolution:dtype]`` / ``mobilenet_v2[...]`` (e.g.
     ``mobilenet_v2:1.0:224:int8``).
 
+    ``overrides`` (:func:`parse_overrides`, command-line ``--override``) give static shapes to an
+    ONNX model's tensors or symbolic dimensions (a path or one of the nine light model names);
+    any other workload with overrides is an error.
+
     Raises :class:`ProblemError` naming the input (and listing the known names) otherwise.
     """
     from scheduling.graph import Graph
 
-    if isinstance(spec, Graph):
-        return spec
     spec_s = str(spec)
-    if spec_s.endswith(".onnx"):
+    if isinstance(spec, Graph):
+        _no_overrides(spec.name, overrides)
+        return spec
+    if spec_s.endswith(".onnx") or (overrides and spec_s in onnx_workloads()):
         from scheduling.onnx_import import load_onnx
 
-        if not Path(spec_s).exists():
+        path = onnx_workloads()[spec_s].source if spec_s in onnx_workloads() else spec_s
+        if not Path(path).exists():
             raise ProblemError(f"{spec_s}: no such file")
-        return load_onnx(spec_s)
+        name = spec_s if spec_s in onnx_workloads() else None
+        return load_onnx(path, overrides=_onnx_overrides(overrides), name=name)
+    _no_overrides(spec_s, overrides)
     if spec_s.endswith(".json"):
         from scheduling.nodelink import read_nodelink
 

@@ -308,7 +308,6 @@ def _fold(model: onnx.ModelProto, res: ShapeResolution, max_elems: int) -> int:
     from onnx.reference import ReferenceEvaluator
 
     g = model.graph
-    graph_inputs = {i.name for i in g.input}
     new = 0
     for node in g.node:
         outs = [o for o in node.output if o]
@@ -493,6 +492,8 @@ def resolve_shapes(
             continue
         n0 = len(res.shapes)
         _harvest_one(res, vi)
+        if vi.name in overridden and vi.name not in res.shapes:  # node output: type inferred later
+            res.shapes[vi.name] = _static(vi)[0]
         if len(res.shapes) > n0 and (vi.name in overridden or _had_param(src_model, vi.name)):
             res.source[vi.name] = "override"
 
@@ -714,7 +715,8 @@ def unknown_shape_error(res: ShapeResolution, tensor: str, where: str) -> OnnxIm
     for k, node in enumerate(g.node):
         if tensor not in node.output:
             continue
-        runtime = [i for i in node.input[1:] if i and i not in res.values]
+        shaping = node.input[:1] if node.op_type == "ConstantOfShape" else node.input[1:]
+        runtime = [i for i in shaping if i and i not in res.values]
         hint = ""
         if runtime and node.op_type in _VALUE_SHAPED:
             hint = (f"; its shape follows the value of {runtime[0]!r}, which depends on runtime "

@@ -1,0 +1,252 @@
+"""Shapes that exporters really produce: the resolution chain of scheduling/onnx_shapes.py, its
+sources, overrides on any tensor, the errors for unknown shapes, measured shapes from ONNX Runtime,
+and the cases of ../shared/cases."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import shared_case
+from onnx import TensorProto, helper
+
+from planners.bounds import lower_bound
+from scheduling.errors import OnnxImportError
+from scheduling.lifetimes import lifetime_problem, tensor_lifetimes
+from scheduling.onnx_import import load_onnx
+from scheduling.onnx_shapes import SHAPE_SOURCES, measured_sizes, resolve_shapes
+from scheduling.workloads import onnx_light_models
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _model(nodes, inputs, outputs, value_info=(), initializers=(), opset=17):
+    g = helper.make_graph(nodes, "exported", inputs, outputs, initializer=list(initializers),
+                          value_info=list(value_info))
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _const(name, values):
+    return helper.make_node("Constant", [], [name],
+                            value=helper.make_tensor(name + "_v", TensorProto.INT64,
+                                                     [len(values)], values))
+
+
+def _vi(name, dims, elem=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, elem, dims)
+
+
+# -- the cases of ../shared/cases ---------------------------------------------------------------
+def test_pad_const_imports_with_folded_pads():
+    g = load_onnx(shared_case("pad_const.onnx"))
+    assert g.tensors["y"].shape == g.tensors["z"].shape == (1, 12)
+    assert g.tensors["y"].nbytes == g.tensors["z"].nbytes == 48
+    assert g.tensors["y"].dtype == "float32"
+    # the pads come from Transpose+Reshape of constants: a weight, not an operator
+    assert g.tensors["pads"].kind == "weight" and [op.op_type for op in g.ops.values()] == [
+        "Pad", "Relu"]
+    assert g.shape_source["y"] == "constant_folding" and g.shape_source["z"] == "declared"
+    assert lower_bound(lifetime_problem(g)) == 96
+
+
+def test_neg_dim_imports_with_override():
+    g = load_onnx(shared_case("neg_dim.onnx"), overrides={"x": [1, 4]})
+    assert g.tensors["y"].nbytes == g.tensors["z"].nbytes == 16
+    assert g.tensors["z"].shape == (1, 4) and g.tensors["z"].kind == "output"
+    assert g.shape_source["x"] == "override" and g.shape_source["z"] == "onnx_strict"
+
+
+def test_neg_dim_without_override_names_file_tensor_and_override():
+    path = shared_case("neg_dim.onnx")
+    with pytest.raises(OnnxImportError) as e:
+        load_onnx(path)
+    msg = str(e.value)
+    assert str(path) in msg and "tensor 'x'" in msg and "--override x=" in msg
+    assert "-1" in msg
+
+
+def test_unused_split_output_is_still_written():
+    g = load_onnx(shared_case("unused_split_output.onnx"))
+    q = g.tensors["Q"]
+    assert q.nbytes == 3072 and q.producer is not None and not q.consumers
+    lt = tensor_lifetimes(g)
+    assert lt["Q"] == (0, 0) and lt["P"] == (0, 1) and lt["Y"] == (1, 1)
+    assert lower_bound(lifetime_problem(g)) == 4096  # P and Q together at the Split
+
+
+# -- the resolution chain -----------------------------------------------------------------------
+def _shape_gather_concat_model():
+    """An exporter's dynamic-batch flatten: Reshape(x, Concat(Gather(Shape(x), 0), [-1]))."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        _const("i0", [0]),
+        helper.make_node("Gather", ["s", "i0"], ["n"], axis=0),
+        _const("m1", [-1]),
+        helper.make_node("Concat", ["n", "m1"], ["t"], axis=0),
+        helper.make_node("Reshape", ["x", "t"], ["r"]),
+        helper.make_node("Relu", ["r"], ["y"]),
+    ]
+    return _model(nodes, [_vi("x", [2, 3, 4])], [_vi("y", None)])
+
+
+def test_shape_gather_concat_reshape_is_resolved():
+    g = load_onnx(_shape_gather_concat_model())
+    assert g.tensors["r"].shape == g.tensors["y"].shape == (2, 12)
+    assert g.tensors["r"].nbytes == 96
+    assert g.shape_source["r"] == g.shape_source["y"] == "onnx_data_prop"
+    assert g.tensors["t"].kind == "weight"  # shape arithmetic on a static shape is folded
+    assert [op.op_type for op in g.ops.values()] == ["Reshape", "Relu"]
+    assert set(g.shape_source.values()) <= set(SHAPE_SOURCES)
+
+
+def test_transpose_cast_chain_needs_constant_folding():
+    """A Reshape target that ONNX inference cannot evaluate (a Transpose of a 2-D constant, then
+    a Cast): resolved by constant folding with the reference evaluator."""
+    nodes = [
+        helper.make_node("Constant", [], ["c"], value=helper.make_tensor(
+            "c_v", TensorProto.FLOAT, [2, 1], [3.0, 8.0])),
+        helper.make_node("Transpose", ["c"], ["ct"], perm=[1, 0]),
+        helper.make_node("Cast", ["ct"], ["ci"], to=TensorProto.INT64),
+        _const("flat", [2]),
+        helper.make_node("Reshape", ["ci", "flat"], ["t"]),
+        helper.make_node("Reshape", ["x", "t"], ["r"]),
+        helper.make_node("Relu", ["r"], ["y"]),
+    ]
+    m = _model(nodes, [_vi("x", [2, 12])], [_vi("y", None)])
+    res = resolve_shapes(m)
+    assert res.values["t"].tolist() == [3, 8]
+    g = load_onnx(m)
+    assert g.tensors["r"].shape == (3, 8) and g.tensors["y"].nbytes == 96
+    assert g.shape_source["r"] == "constant_folding"
+
+
+def _runtime_target_model(declared_out=None, value_info=()):
+    """Reshape whose target is computed from the *values* of input x (ReduceMax, Cast): it
+    depends on runtime data and must never be folded."""
+    nodes = [
+        helper.make_node("ReduceMax", ["x"], ["mx"], keepdims=0),
+        helper.make_node("Cast", ["mx"], ["mi"], to=TensorProto.INT64),
+        helper.make_node("Unsqueeze", ["mi", "ax"], ["mu"]),
+        _const("m1", [-1]),
+        helper.make_node("Concat", ["mu", "m1"], ["t"], axis=0),
+        helper.make_node("Reshape", ["x", "t"], ["r"]),
+        helper.make_node("Relu", ["r"], ["y"]),
+    ]
+    ax = helper.make_tensor("ax", TensorProto.INT64, [1], [0])
+    return _model(nodes, [_vi("x", [2, 12])], [_vi("y", declared_out)],
+                  value_info=value_info, initializers=[ax])
+
+
+def test_runtime_value_reshape_target_is_not_folded():
+    m = _runtime_target_model()
+    res = resolve_shapes(m)
+    assert "t" not in res.values and "mi" not in res.values and "r" not in res.shapes
+    with pytest.raises(OnnxImportError) as e:
+        load_onnx(m)
+    msg = str(e.value)
+    assert "tensor 'r'" in msg and "op Reshape" in msg and "node 5 in topological order" in msg
+    assert "'t'" in msg and "runtime" in msg and "--override r=" in msg
+
+
+def test_runtime_value_reshape_target_with_override():
+    g = load_onnx(_runtime_target_model(), overrides={"r": [3, 8]})
+    assert g.tensors["r"].shape == (3, 8) and g.shape_source["r"] == "override"
+    assert g.tensors["y"].nbytes == 96 and g.shape_source["y"] == "onnx_strict"
+    assert g.tensors["t"].kind == "activation"  # computed at run time, not a weight
+    assert g.tensors["t"].producer is not None
+
+
+def test_override_on_value_info_and_declared_output():
+    # value_info declares r with a -1 dim; the declared output y with symbolic dims
+    m = _runtime_target_model(declared_out=["a", "b"], value_info=[_vi("r", [-1, 8])])
+    g = load_onnx(m, overrides={"r": [3, 8]})
+    assert g.tensors["y"].shape == (3, 8) and g.shape_source["r"] == "override"
+    g = load_onnx(m, overrides={"y": [3, 8], "r": [3, 8]})
+    assert g.shape_source["y"] == "override" and g.tensors["y"].nbytes == 96
+    g = load_onnx(m, overrides={"a": 4, "b": 6, "r": [4, 6]})  # dim names of a declared output
+    assert g.tensors["y"].shape == (4, 6) and g.shape_source["y"] == "override"
+    with pytest.raises(OnnxImportError, match=r"override for tensor 'r' has rank 3"):
+        load_onnx(m, overrides={"r": [1, 3, 8]})
+    with pytest.raises(OnnxImportError, match=r"override key\(s\) \['nope'\]"):
+        load_onnx(m, overrides={"nope": 1, "r": [3, 8]})
+
+
+def test_dim_param_override_reaches_value_info():
+    nodes = [helper.make_node("Relu", ["x"], ["h"]), helper.make_node("Relu", ["h"], ["y"])]
+    m = _model(nodes, [_vi("x", ["N", 4])], [_vi("y", ["N", -1])],
+               value_info=[_vi("h", ["N", 4])])
+    g = load_onnx(m, overrides={"N": 3})
+    assert g.tensors["h"].nbytes == g.tensors["y"].nbytes == 48
+    assert g.shape_source["x"] == "override"
+
+
+# -- measured shapes ----------------------------------------------------------------------------
+@pytest.mark.parametrize("name", list(onnx_light_models()))
+def test_measured_equals_inferred_on_light_models(name):
+    path = onnx_light_models()[name]
+    g = load_onnx(path)
+    measured = measured_sizes(path)
+    acts = [t for t in g.tensors.values() if t.kind in ("activation", "output")]
+    assert len(acts) > 20
+    assert {t.name: t.nbytes for t in acts} == {t.name: measured[t.name] for t in acts}
+
+
+@pytest.mark.parametrize("case, overrides", [
+    ("pad_const.onnx", None), ("neg_dim.onnx", {"x": [1, 4]}),
+    ("unused_split_output.onnx", None),
+])
+def test_measured_equals_inferred_on_cases(case, overrides):
+    path = shared_case(case)
+    g = load_onnx(path, overrides=overrides)
+    gm = load_onnx(path, overrides=overrides, shapes="measured")
+    measured = measured_sizes(path, overrides=overrides)
+    acts = [t.name for t in g.tensors.values() if t.kind in ("activation", "output")]
+    assert {n: g.tensors[n].nbytes for n in acts} == {n: measured[n] for n in acts}
+    assert {n: gm.tensors[n].nbytes for n in acts} == {n: measured[n] for n in acts}
+    assert all(gm.shape_source[n] == "measured" for n in acts)
+
+
+def test_measured_needs_static_inputs():
+    with pytest.raises(OnnxImportError, match=r"graph input 'x'.*--override x="):
+        measured_sizes(shared_case("neg_dim.onnx"))
+
+
+# -- command line -------------------------------------------------------------------------------
+def _memplan(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "experiments.cli", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_cli_plan_with_override():
+    path = str(shared_case("neg_dim.onnx"))
+    r = _memplan("plan", path, "--override", "x=1,4", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["buffers"] == 2 and out["lower_bound"] == 32 and out["valid"]
+
+
+def test_cli_plan_without_override_exits_2():
+    path = str(shared_case("neg_dim.onnx"))
+    r = _memplan("plan", path, "--json")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("memplan: error: ")
+    assert path in lines[0] and "'x'" in lines[0] and "--override" in lines[0]
+
+
+def test_cli_export_and_budget_take_override(tmp_path):
+    path = str(shared_case("neg_dim.onnx"))
+    r = _memplan("export", path, "--override", "x=1,4", "--pipeline", "", "-o",
+                 str(tmp_path / "plan.json"))
+    assert r.returncode == 0, r.stderr
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    assert plan["arena_size"] == 32
+    r = _memplan("budget", path, "--override", "x=1,4", "--budget", "64", "--technique",
+                 "recompute", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["results"][0]["baseline_peak"] == 32
+    r = _memplan("plan", "seed000", "--override", "x=1")
+    assert r.returncode == 2 and "--override applies to ONNX" in r.stderr
