@@ -93,6 +93,27 @@ def _read_model(path: str | os.PathLike | onnx.ModelProto) -> tuple[onnx.ModelPr
     return model, p.stem
 
 
+#: Graph-valued attributes each control-flow operator of the default domain must have.
+_GRAPH_ATTRIBUTES = {"If": ("then_branch", "else_branch"), "Loop": ("body",), "Scan": ("body",)}
+
+
+def _check_graph_attributes(graph: onnx.GraphProto, where: str) -> None:
+    """Raise :class:`OnnxImportError` naming the first ``If``/``Loop``/``Scan`` node of ``graph``
+    (or of a subgraph) that lacks one of its graph attributes (:data:`_GRAPH_ATTRIBUTES`)."""
+    for node in graph.node:
+        subs = {a.name: a for a in node.attribute if a.type == onnx.AttributeProto.GRAPH}
+        if node.domain in ("", "ai.onnx"):
+            for attr in _GRAPH_ATTRIBUTES.get(node.op_type, ()):
+                if attr not in subs:
+                    raise OnnxImportError(
+                        f"{where}: node {node.name or node.op_type!r} ({node.op_type}) has no "
+                        f"graph attribute {attr!r} (malformed control flow)"
+                    )
+        for a in node.attribute:
+            for sub in ([a.g] if a.type == onnx.AttributeProto.GRAPH else []) + list(a.graphs):
+                _check_graph_attributes(sub, where)
+
+
 def _undecodable_name(graph: onnx.GraphProto) -> bytes | None:
     """The first tensor, node or dimension name of ``graph`` or its subgraphs that protobuf left
     as ``bytes`` because it is not valid UTF-8, else ``None``."""
@@ -207,6 +228,7 @@ def load_onnx(
     """
     model, stem = _read_model(path)
     where = str(path) if not isinstance(path, onnx.ModelProto) else f"model {stem!r}"
+    _check_graph_attributes(model.graph, where)
     model = prepare_model(model, where)  # control flow: local functions, constant-condition If
     res = resolve_shapes(model, overrides, mode=shapes, where=where)
     model = res.model

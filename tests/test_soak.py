@@ -145,3 +145,19 @@ def test_onnx_name_not_utf8_is_an_import_error(tmp_path):
     with pytest.raises(OnnxImportError, match=r"bad\.onnx: name b'y\\xff' is not valid UTF-8"):
         load_onnx(f)
     assert onnx  # the protobuf parses: only the name is malformed
+
+
+def test_onnx_if_without_branches_is_an_import_error(tmp_path):
+    from onnx import TensorProto, helper
+
+    from scheduling.errors import OnnxImportError
+    from scheduling.onnx_import import load_onnx
+
+    vi = helper.make_tensor_value_info
+    g = helper.make_graph([helper.make_node("If", ["c"], ["y"], name="branchy")], "g",
+                          [vi("c", TensorProto.BOOL, [])], [vi("y", TensorProto.FLOAT, [2])])
+    f = tmp_path / "if.onnx"
+    f.write_bytes(helper.make_model(g).SerializeToString())
+    with pytest.raises(OnnxImportError, match=r"node 'branchy' \(If\) has no graph attribute "
+                                              r"'then_branch'"):
+        load_onnx(f)
