@@ -77,7 +77,7 @@ def run(args) -> int:
     from scheduling.transforms import run_pipeline, transformed_problem
     from scheduling.transforms.export import c_header, execution_plan
 
-    g = load_graph(args.model, overrides=parse_overrides(args.override))
+    g = load_graph(args.model, overrides=parse_overrides(getattr(args, "override", None)))
     g2, logs = run_pipeline(g, args.pipeline or None, pipeline_params(args))
     report_peak_refusals(logs)
     p = transformed_problem(g2, unified=args.unified, alignment=args.alignment)
