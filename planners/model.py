@@ -21,9 +21,10 @@ Offsets, sizes, bounds and arenas are stored and computed as **int64** (numpy ar
 extension, the RV64 cores), so a number above ``2**63 - 1`` would wrap silently. Two rules keep
 every such computation exact:
 
-* every integer of the model (steps, bytes, alignment, capacity, alias delta) has
-  ``|value| < 2**62`` (:class:`Buffer`, :class:`Problem`), so the sum or difference of any two
-  fits in int64;
+* every integer of the model (steps, bytes, alignment, alias delta) has ``|value| < 2**62``
+  (:class:`Buffer`, :class:`Problem`), so the sum or difference of any two fits in int64; a
+  capacity may be up to ``2**63 - 1`` bytes (it is only compared with tops, never added to), so
+  a problem's own arena can always serve as its capacity;
 * :class:`Problem` refuses, with one :class:`~planners.errors.ProblemError` naming the problem and
   this rule, a problem whose **worst-case arena** exceeds :data:`INT64_MAX` (``2**63 - 1``) bytes.
   The worst-case arena (:attr:`Problem.worst_case_arena`) is
@@ -80,8 +81,11 @@ _LIMIT = 2**62
 INT64_MAX = 2**63 - 1
 
 
-def _as_int(value: Any, what: str, item: str) -> int:
-    """Return ``value`` as a Python int or raise a :class:`ProblemError` naming ``item``."""
+def _as_int(value: Any, what: str, item: str, wide: bool = False) -> int:
+    """Return ``value`` as a Python int or raise a :class:`ProblemError` naming ``item``.
+
+    The range is ``|value| < 2**62``, or ``|value| <= 2**63 - 1`` with ``wide=True`` (a capacity,
+    which is compared with tops but never added to anything)."""
     if isinstance(value, bool):
         raise ProblemError(f"{item}: {what} must be an integer, got {value!r}")
     if isinstance(value, (int, np.integer)):
@@ -90,7 +94,9 @@ def _as_int(value: Any, what: str, item: str) -> int:
         out = int(value)
     else:
         raise ProblemError(f"{item}: {what} must be an integer, got {value!r}")
-    if not -_LIMIT < out < _LIMIT:
+    if wide and not -INT64_MAX <= out <= INT64_MAX:
+        raise ProblemError(f"{item}: {what} {out} is out of range (|value| <= 2**63 - 1)")
+    if not wide and not -_LIMIT < out < _LIMIT:
         raise ProblemError(f"{item}: {what} {out} is out of range (|value| < 2**62)")
     return out
 
@@ -199,7 +205,7 @@ class Problem:
     ----------
     buffers : iterable of Buffer
     capacity : int or None
-        Arena capacity in bytes; ``None`` means "minimise the arena".
+        Arena capacity in bytes, ``0 .. 2**63 - 1``; ``None`` means "minimise the arena".
     alignment : int
         Default offset alignment in bytes for buffers whose own ``alignment`` is ``None``.
     name : str
@@ -263,7 +269,7 @@ class Problem:
         if self.alignment < 1:
             raise ProblemError(f"problem {name!r}: default alignment must be >= 1, got {alignment}")
         if capacity is not None:
-            capacity = _as_int(capacity, "capacity", f"problem {name!r}")
+            capacity = _as_int(capacity, "capacity", f"problem {name!r}", wide=True)
             if capacity < 0:
                 raise ProblemError(f"problem {name!r}: capacity must be >= 0 bytes, got {capacity}")
         self.capacity: int | None = capacity
