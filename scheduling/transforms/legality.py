@@ -202,9 +202,10 @@ def accept_without_peak_increase(
 
     Candidates that cannot raise the peak by construction (``risky(c)`` false) are tried together
     and accepted with one peak computation when, together, they do not raise it. Otherwise (the
-    construction argument failed) and for every ``risky`` candidate, candidates are judged one at
-    a time in the given order: candidate ``c`` is accepted when the peak of ``build(chosen +
-    [c])`` is at most the peak of ``build(chosen)``. So the peak never rises above
+    construction argument failed for some) the block is split in halves, each judged the same way
+    in order, down to single candidates. Every ``risky`` candidate is judged alone, in the given
+    order. A block ``B`` is accepted when the peak of ``build(chosen + B)`` is at most the peak of
+    ``build(chosen)``; a single candidate that fails is refused. So the peak never rises above
     :func:`~.base.transformed_peak` ``(graph)``, and each refusal names the fusion and the bytes.
 
     Parameters
@@ -235,30 +236,45 @@ def accept_without_peak_increase(
 
     Notes
     -----
-    ``O(n log n)`` for the joint check plus ``O(n log n)`` per candidate judged alone, ``n`` the
-    number of tensors.
+    One build and peak computation (``O(n log n)``, ``n`` the number of tensors) for the safe
+    candidates together, ``O(r log k)`` more when ``r`` of ``k`` of them raise the peak, and one
+    per risky candidate.
     """
     idx = list(range(len(candidates)))
-    risky_idx = [i for i in idx if risky is None or risky(candidates[i])]
-    safe_idx = [i for i in idx if not (risky is None or risky(candidates[i]))]
-    peak = transformed_peak(graph)
+    is_risky = [risky is None or bool(risky(c)) for c in candidates]
+    state = {"peak": transformed_peak(graph)}
     chosen: list[int] = []
-    todo = risky_idx
-    if safe_idx:
-        trial = transformed_peak(build([candidates[i] for i in safe_idx]))
-        if trial <= peak:
-            chosen, peak = list(safe_idx), trial
-        else:
-            todo = idx
-    for i in todo:
-        trial = transformed_peak(build([candidates[j] for j in sorted(chosen + [i])]))
-        if trial > peak:
-            if not allow_peak_increase:
-                log.add("refuse", reason="raises_peak", fusion=fusion,
-                        group=describe(candidates[i]), peak_before=peak, peak_after=trial)
-                continue
-            log.add("raises_peak", group=describe(candidates[i]), peak_before=peak,
-                    peak_after=trial, refused=False)
-        chosen.append(i)
-        peak = trial
+
+    def trial_peak(extra: list[int]) -> int:
+        return transformed_peak(build([candidates[j] for j in sorted(chosen + extra)]))
+
+    def judge(block: list[int]) -> None:
+        """Accept ``block`` when together it keeps the peak, else split it; a single candidate
+        that raises the peak is refused (or, allowed, accepted and logged)."""
+        trial = trial_peak(block)
+        if trial <= state["peak"]:
+            chosen.extend(block)
+            state["peak"] = trial
+            return
+        if len(block) > 1:
+            half = len(block) // 2
+            judge(block[:half])
+            judge(block[half:])
+            return
+        c = candidates[block[0]]
+        if not allow_peak_increase:
+            log.add("refuse", reason="raises_peak", fusion=fusion, group=describe(c),
+                    peak_before=state["peak"], peak_after=trial)
+            return
+        log.add("raises_peak", group=describe(c), peak_before=state["peak"], peak_after=trial,
+                refused=False)
+        chosen.extend(block)
+        state["peak"] = trial
+
+    safe = [i for i in idx if not is_risky[i]]
+    if safe:
+        judge(safe)  # one peak computation when, as expected, they keep the peak together
+    for i in idx:
+        if is_risky[i]:
+            judge([i])
     return [candidates[i] for i in sorted(chosen)]
