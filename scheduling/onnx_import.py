@@ -33,7 +33,8 @@ Steps of :func:`load_onnx`:
 8. empty (omitted optional) input names are left out of :attr:`Operator.inputs`;
 9. MACs estimates for ``Conv``, ``ConvTranspose``, ``Gemm`` and ``MatMul`` (:func:`estimate_macs`);
 10. control flow (:mod:`scheduling.onnx_control_flow`): model-local functions are expanded and an
-    ``If`` with a truly constant condition is inlined before step 3; a node with a subgraph
+    ``If`` with a truly constant condition (a constant, or decided by static shapes) is
+    inlined before step 3 (then step 3 runs again); a node with a subgraph
     (``If``, ``Loop``, ``Scan``) never folds into a weight, reads its implicit (outer-scope)
     inputs at its own step (they are added to :attr:`Operator.inputs`, names kept in the
     attribute ``implicit_inputs``) and writes an extra ``uint8`` output ``<op>_subgraph_ws``
@@ -65,6 +66,7 @@ from .onnx_control_flow import (
     infer_subgraphs,
     is_foldable_node,
     prepare_model,
+    shape_constant_conditions,
 )
 from .onnx_shapes import resolve_shapes, unknown_shape_error
 
@@ -230,10 +232,16 @@ def load_onnx(
     where = str(path) if not isinstance(path, onnx.ModelProto) else f"model {stem!r}"
     _check_graph_attributes(model.graph, where)
     model = prepare_model(model, where)  # control flow: local functions, constant-condition If
-    res = resolve_shapes(model, overrides, mode=shapes, where=where)
+    while True:  # an If whose condition static shapes decide is inlined; shapes resolved again
+        res = resolve_shapes(model, overrides, mode=shapes, where=where)
+        flow_model = infer_subgraphs(res.model, res.shapes, res.elem_types, where)
+        decided = shape_constant_conditions(flow_model) if flow_model is not None else {}
+        inlined = prepare_model(model, where, decided) if decided else model
+        if inlined is model:
+            break
+        model = inlined
     model = res.model
     g = model.graph
-    flow_model = infer_subgraphs(model, res.shapes, res.elem_types, where)
 
     init_names = {t.name for t in g.initializer}
     init_info = {t.name: (list(t.dims), t.data_type) for t in g.initializer}

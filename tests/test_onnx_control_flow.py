@@ -476,3 +476,41 @@ def test_branch_reads_outer_constant_shape_data():
     g = load_onnx(m)
     assert ws_of(g, "If_1") == 20 * 4  # the padded [1, 20] float32 temporary
     assert "pads" in g.ops["If_1"].inputs and g.tensors["pads"].kind == "weight"
+
+
+def shape_cond_model(runtime=False):
+    then_b = branch("then", [helper.make_node("Concat", ["a", "a"], ["t"], axis=0),
+                             helper.make_node("ReduceMax", ["t"], ["o"], axes=[0], keepdims=1)],
+                    [vi("o", [1, 16])])
+    else_b = branch("else", [helper.make_node("Neg", ["a"], ["o2"])], [vi("o2", [1, 16])])
+    if runtime:  # a condition on the values of x: decided at run time
+        cond = [helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+                helper.make_node("Greater", ["s", "zero"], ["c"])]
+    else:  # rank(x) == 2: decided by the static shape alone
+        cond = [helper.make_node("Shape", ["x"], ["sh"]), helper.make_node("Size", ["sh"], ["r"]),
+                helper.make_node("Equal", ["r", "two"], ["c"])]
+    nodes = [helper.make_node("Relu", ["x"], ["a"])] + cond + [
+        helper.make_node("If", ["c"], ["y"], then_branch=then_b, else_branch=else_b),
+        helper.make_node("Sigmoid", ["y"], ["z"])]
+    return model(nodes, [vi("x", [1, 16])], [vi("z", [1, 16])],
+                 [helper.make_tensor("two", I64, [], [2]), helper.make_tensor("zero", F, [], [0.0])])
+
+
+def test_condition_decided_by_static_shapes_is_inlined():
+    m = shape_cond_model()
+    x = np.linspace(-1, 1, 16, dtype=np.float32).reshape(1, 16)
+    np.testing.assert_allclose(run_ort(m, {"x": x})[0], 1 / (1 + np.exp(-np.maximum(x, 0))),
+                               rtol=1e-6)
+    g = load_onnx(m)
+    assert [o.op_type for o in g.ops.values()] == ["Relu", "Concat", "ReduceMax", "Sigmoid"]
+    # Concat step: a (64) + t (128); no workspace left
+    assert lower_bound(lifetime_problem(g)) == 64 + 128
+
+
+def test_condition_on_runtime_values_is_not_inlined():
+    m = shape_cond_model(runtime=True)
+    x = np.linspace(-1, 1, 16, dtype=np.float32).reshape(1, 16)
+    run_ort(m, {"x": x})
+    g = load_onnx(m)
+    ifs = [o for o in g.ops.values() if o.op_type == "If"]
+    assert len(ifs) == 1 and ws_of(g, ifs[0].name) == 128
