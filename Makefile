@@ -7,7 +7,7 @@ MINIMALLOC_DIR ?= ../shared/benchmarks/minimalloc
 MINIMALLOC_ARG := $(if $(wildcard $(MINIMALLOC_DIR)/*.csv),--minimalloc-dir $(MINIMALLOC_DIR),)
 PYTEST_WORKERS ?= 2
 
-.PHONY: venv run test lint bench bench-rv64 bench-exact bench-sched bench-transforms bench-budget soak sweep clean
+.PHONY: venv run test lint bench bench-rv64 bench-exact bench-sched bench-transforms bench-budget bench-tflm soak sweep clean
 
 $(STAMP): pyproject.toml $(wildcard setup.py) $(wildcard planners/_ext/*.c)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -63,6 +63,11 @@ bench-budget: $(STAMP)
 ## and hangs -> results/soak.csv, results/soak.md, first failing inputs in results/soak_failures/
 soak: $(STAMP)
 	$(PY) -m experiments.soak --problems 100000 --files 10000 --seed 1 --jobs 2 --out results/soak.csv
+
+## TFLite Micro arena model (head + persistent tail) vs the smallest arena_size the tflite-micro
+## interpreter accepts (bisection) on every bundled .tflite -> results/bench_tflm_arena.csv
+bench-tflm: $(STAMP)
+	$(PY) -m experiments.bench_tflm --out results/bench_tflm_arena.csv
 
 ## The small default sweep (resumable: only runs without a record run; add --retry-failed by hand
 ## to rerun failed ones) and its report -> results/sweeps/default/{records,problems,report}

@@ -218,11 +218,20 @@ def _cmd_plan(args) -> int:
         "fits": fits,
         "seconds": round(plan.seconds, 6),
     }
+    tfl = str(args.input) if str(args.input).endswith(".tflite") else None
+    if tfl is None and str(args.input).startswith(("wakeword:", "mediapipe:")):
+        from experiments.workloads import tflite_model_files
+
+        tfl = tflite_model_files().get(str(args.input))
+    if tfl is not None:  # TFLite Micro: the whole arena its interpreter needs (head + tail)
+        from experiments.tflm_oracle import runtime_arena
+
+        out.update(runtime_arena(tfl))
     if args.json:
         print(json.dumps(out))
     else:
         for k, v in out.items():
-            print(f"{k:12s} {'-' if v is None else v}")
+            print(f"{k:12s} {'-' if v is None or v == '' else v}")
     if problem.capacity is not None and (not valid or not fits):
         print(f"memplan: error: planner {plan.planner!r} found no plan within the capacity "
               f"{problem.capacity} bytes (status {plan.status})", file=sys.stderr)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import math
 import re
 import subprocess
 import sys
@@ -33,7 +34,8 @@ from pathlib import Path
 from planners.errors import MemplanError
 
 __all__ = ["TflmUnavailable", "TflmArena", "tflm_available", "tflm_arena", "parse_allocations",
-           "tflm_min_arena", "parse_breakdown"]
+           "tflm_min_arena", "parse_breakdown", "TflmArenaModel", "tflm_arena_model", "KERNELS",
+           "runtime_arena"]
 
 _SCRIPT = r"""
 import sys
@@ -193,3 +195,290 @@ def tflm_min_arena(path: str | Path, timeout: float = 120.0) -> int:
     data = p.read_bytes()
     return _cached_min(str(p.resolve()), hashlib.sha256(data).hexdigest(), int(total),
                        float(timeout))
+
+
+# --------------------------------------------------------------------------------------------
+# A model of the whole arena (head + persistent tail) that the TFLite Micro interpreter needs
+# --------------------------------------------------------------------------------------------
+
+#: Host struct sizes (bytes) and alignments of TFLite Micro on 64-bit x86 (LP64), from the TFLM
+#: headers named beside each entry. ``_OBJECTS`` is the one calibrated constant (see
+#: :func:`tflm_arena_model`).
+_SIZEOF = {
+    "TfLiteEvalTensor": (24, 8),          # c/common.h: data ptr, dims ptr, type
+    "NodeAndRegistration": (64, 8),       # micro_allocator.h: TfLiteNode (static memory) + ptr
+    "SubgraphAllocations": (16, 8),       # micro_allocator.h: node_and_registrations, tensors
+    "MicroBuiltinDataAllocator": (16, 8),  # micro_allocator.cc: vptr + persistent allocator ptr
+    "TfLiteTensor": (64, 8),              # c/common.h under TF_LITE_STATIC_MEMORY
+    "TfLiteAffineQuantization": (24, 8),  # c/common.h: scale ptr, zero_point ptr, dimension
+    "ScratchBufferHandle": (8, 8),        # micro_allocator.h: uint8_t* data
+    "ScratchBufferRequest": (16, 8),      # micro_allocator.h: bytes, node_idx, subgraph_idx
+    "AllocationInfo": (32, 8),            # micro_allocation_info.h
+    "GreedyPlannerPerBuffer": (40, 4),    # greedy_memory_planner.cc per_buffer_size:
+                                          # BufferRequirements 16 + 2 int + ListEntry 12 + int
+}
+#: ``sizeof`` RecordingSingleArenaBufferAllocator + GreedyMemoryPlanner + RecordingMicroAllocator
+#: (recording_micro_allocator.cc ``Create``), placed first in the tail; not exposed by the Python
+#: package, so calibrated once: the residual of ``add_chain.tflite`` (1152-byte tail) after every
+#: other modelled allocation.
+_OBJECTS = 456
+_ARENA_ALIGN = 16           # MicroArenaBufferAlignment()
+_MAX_SCRATCH_PER_OP = 12    # kMaxScratchBuffersPerOp, micro_allocator.cc
+
+#: Per-kernel persistent allocations of the TFLM reference kernels, verified against the
+#: interpreter: op -> (builtin options struct (size, alignment) parsed into the tail by
+#: MicroBuiltinDataAllocator, [operator-data AllocatePersistentBuffer sizes in Init/Prepare],
+#: scratch-buffer requests). Only kernels whose numbers have been checked are listed; any other
+#: kernel makes the model incomplete (it is never guessed).
+KERNELS: dict[str, tuple[tuple[int, int], tuple[int, ...], int]] = {
+    # kernels/add.h OpDataAdd (60 bytes on LP64); builtin_op_data.h TfLiteAddParams (8, align 4)
+    "ADD": ((8, 4), (60,), 0),
+}
+
+
+def _align_up(n: int, a: int) -> int:
+    return -(-n // a) * a
+
+
+class _Tail:
+    """The persistent tail grows down from the arena end: each allocation of ``size`` bytes with
+    ``alignment`` moves the tail pointer to ``AlignPointerDown(tail - size, alignment)``
+    (single_arena_buffer_allocator.cc ``AllocatePersistentBuffer``); with a 16-aligned end the used
+    bytes are ``align_up(used + size, alignment)``."""
+
+    def __init__(self) -> None:
+        self.used = 0
+        self.parts: dict[str, int] = {}
+
+    def alloc(self, part: str, size: int, alignment: int) -> None:
+        before = self.used
+        self.used = _align_up(self.used + int(size), int(alignment))
+        self.parts[part] = self.parts.get(part, 0) + self.used - before
+
+
+@dataclass(frozen=True)
+class TflmArenaModel:
+    """The modelled TFLite Micro arena of one model (bytes; see :func:`tflm_arena_model`).
+
+    ``head``: the planned non-persistent head (greedy by size over all subgraphs' tensors).
+    ``tail``: the persistent tail after ``AllocateTensors``, or ``None`` when a kernel is not
+    modelled. ``planning_need``: tail at plan time + the planner's temporary working memory.
+    ``runtime_arena``: ``max(head + tail, planning_need)``, or ``None``. ``unknown_kernels``: the
+    operators whose persistent allocations are not modelled. ``parts``: bytes per kind of
+    allocation (the known ones). ``planning_work``: head bytes the plan commit needs above the
+    tail of that moment (scratch requests of unknown kernels counted as none);
+    ``post_commit``: tail bytes allocated after the commit (input/output tensor structs).
+    """
+
+    head: int
+    tail: int | None
+    planning_need: int | None
+    runtime_arena: int | None
+    unknown_kernels: tuple[str, ...]
+    parts: dict
+    reason: str = ""
+    planning_work: int = 0
+    post_commit: int = 0
+
+
+def _flatbuffer_facts(path: Path) -> dict:
+    """What the arena model reads from the flatbuffer (all subgraphs)."""
+    from scheduling.tflite_import import _TYPES, TfliteImportError, _enum_names, tflite_available
+
+    ok, reason = tflite_available()
+    if not ok:
+        raise TfliteImportError(reason)
+    import tflite
+
+    data = Path(path).read_bytes()
+    if len(data) < 8 or data[4:8] != b"TFL3":
+        raise TfliteImportError(f"{path}: not a TFLite flatbuffer")
+    model = tflite.Model.GetRootAsModel(data, 0)
+    op_names = _enum_names(tflite.BuiltinOperator)
+    type_names = _enum_names(tflite.TensorType)
+    subs = []
+    for s in range(model.SubgraphsLength()):
+        sg = model.Subgraphs(s)
+        tensors = []
+        for j in range(sg.TensorsLength()):
+            t = sg.Tensors(j)
+            b = t.Buffer()
+            has = 0 < b < model.BuffersLength() and (model.Buffers(b).DataLength() > 0
+                                                     or model.Buffers(b).Offset() > 1)
+            code = type_names.get(t.Type())
+            item = _TYPES[code][1] if code in _TYPES else None
+            shape = t.ShapeAsNumpy().tolist() if t.ShapeLength() else []
+            nbytes = None if item is None or any(d < 0 for d in shape) else int(
+                math.ceil(math.prod(shape) * item))
+            q = t.Quantization()
+            channels = q.ScaleLength() if q is not None and q.ZeroPointLength() > 0 else 0
+            tensors.append({"data": has, "variable": bool(t.IsVariable()), "bytes": nbytes,
+                            "channels": channels, "type": code})
+        ops = []
+        for oi in range(sg.OperatorsLength()):
+            oc = model.OperatorCodes(sg.Operators(oi).OpcodeIndex())
+            code = max(oc.BuiltinCode(), oc.DeprecatedBuiltinCode())
+            name = op_names.get(code, f"BUILTIN_{code}")
+            if name == "CUSTOM" and oc.CustomCode():
+                name = "CUSTOM:" + oc.CustomCode().decode("utf-8", "replace")
+            ops.append(name)
+        subs.append({
+            "tensors": tensors, "ops": ops,
+            "inputs": sg.InputsAsNumpy().tolist() if sg.InputsLength() else [],
+            "outputs": sg.OutputsAsNumpy().tolist() if sg.OutputsLength() else [],
+        })
+    return {"subgraphs": subs, "resource_variables": sum(
+        op == "VAR_HANDLE" for s in subs for op in s["ops"])}
+
+
+def tflm_arena_model(path: str | Path, head: int | None = None) -> TflmArenaModel:
+    """A model of the ``arena_size`` the TFLite Micro interpreter needs: head plus persistent tail.
+
+    The tail is simulated allocation by allocation in the order of
+    ``MicroInterpreter::AllocateTensors`` (micro_interpreter.cc), each allocation moving the tail
+    pointer down with its alignment (single_arena_buffer_allocator.cc), with the 64-bit host
+    struct sizes of :data:`_SIZEOF`:
+
+    1. the allocator objects (recording_micro_allocator.cc ``Create``; one calibrated constant);
+    2. ``MicroResourceVariables`` when the model has ``VAR_HANDLE`` operators (not modelled: the
+       model is then incomplete);
+    3. ``StartModelAllocation`` (micro_allocator.cc): ``MicroBuiltinDataAllocator``, one
+       ``SubgraphAllocations`` per subgraph, per subgraph ``TfLiteEvalTensor`` x tensors and
+       ``NodeAndRegistration`` x operators;
+    4. per operator its parsed builtin options, then its operator data (kernel ``Init`` /
+       ``Prepare``), from :data:`KERNELS`; an operator missing there makes the tail unknown;
+    5. ``FinishModelAllocation``: scratch-buffer handles (once per subgraph, as the loop does),
+       variable tensors (``is_variable``, 16-byte aligned), then the plan is committed;
+    6. the input and output ``TfLiteTensor*`` arrays (16-byte aligned) and one persistent
+       ``TfLiteTensor`` per main-subgraph input and output, with its ``TfLiteAffineQuantization``
+       and zero-point array when quantised.
+
+    While the plan is committed (``CommitStaticMemoryPlan``) the head holds, above the tail of
+    that moment, the scratch-request buffer (``(requests + 12) x ScratchBufferRequest``), the
+    ``AllocationInfo`` array over every tensor of every subgraph and every scratch buffer, the
+    subgraph offsets, and the GreedyMemoryPlanner's working memory (40 bytes per planned buffer:
+    tensors without data, not variable, of non-zero size). The arena must hold both moments:
+    ``runtime_arena = max(head + tail, planning_need)``. Temporary ``TfLiteTensor`` structs that
+    kernels take during ``Prepare`` are not modelled (they are freed after each operator and, for
+    the modelled kernels, smaller than the planning moment).
+
+    Parameters
+    ----------
+    path : the ``.tflite`` file.
+    head : bytes of the planned head; default: ``greedy_by_size`` on
+        :func:`scheduling.tflite_import.tflite_problem` (TFLite Micro's GreedyMemoryPlanner, equal
+        to its reported head on the bundled models).
+
+    Returns
+    -------
+    TflmArenaModel
+        ``tail``/``runtime_arena`` are ``None`` (with ``reason``) when some kernel or resource
+        variables are not modelled; never an estimate.
+
+    Raises
+    ------
+    scheduling.tflite_import.TfliteImportError
+        The file cannot be read.
+
+    Notes
+    -----
+    Calibrated and checked against the ``tflite-micro`` interpreter (``make bench-tflm``,
+    ``results/bench_tflm_arena.csv``). Differences from a device build: a 32-bit target has
+    smaller structs (pointers of 4 bytes), and a build with optimised kernels (CMSIS-NN, ...)
+    has other operator data and scratch buffers.
+    """
+    facts = _flatbuffer_facts(Path(path))
+    if head is None:
+        from planners import plan
+        from scheduling.tflite_import import tflite_problem
+
+        head = plan(tflite_problem(path), "greedy_by_size").arena_size
+    subs = facts["subgraphs"]
+    unknown = sorted({op for s in subs for op in s["ops"] if op not in KERNELS})
+    reasons = []
+    if unknown:
+        reasons.append("no verified persistent-allocation model for kernel(s) " + ", ".join(unknown))
+    if facts["resource_variables"]:
+        reasons.append(f"resource variables ({facts['resource_variables']} VAR_HANDLE operators; "
+                       "MicroResourceVariables not modelled)")
+    if any(t["bytes"] is None for s in subs for t in s["tensors"]):
+        reasons.append("a tensor of unknown size (dynamic shape or unknown type)")
+    sz = _SIZEOF
+    tail = _Tail()
+    tail.alloc("allocator objects", _OBJECTS, 8)
+    tail.alloc("MicroBuiltinDataAllocator", *sz["MicroBuiltinDataAllocator"])
+    tail.alloc("SubgraphAllocations", sz["SubgraphAllocations"][0] * len(subs), 8)
+    for s in subs:
+        tail.alloc("TfLiteEvalTensor data", sz["TfLiteEvalTensor"][0] * len(s["tensors"]), 8)
+    for s in subs:
+        tail.alloc("NodeAndRegistration struct", sz["NodeAndRegistration"][0] * len(s["ops"]), 8)
+    scratch = 0
+    if not reasons:
+        for s in subs:  # builtin options, operator by operator (PrepareNodeAndRegistration...)
+            for op in s["ops"]:
+                size, align = KERNELS[op][0]
+                if size:
+                    tail.alloc("builtin options", size, align)
+        for s in subs:  # operator data (InitSubgraphs, then PrepareSubgraphs)
+            for op in s["ops"]:
+                for size in KERNELS[op][1]:
+                    tail.alloc("Persistent buffer data", size, _ARENA_ALIGN)
+                scratch += KERNELS[op][2]
+    for s in subs:  # FinishModelAllocation, per subgraph
+        if scratch:
+            tail.alloc("scratch buffer handles", sz["ScratchBufferHandle"][0] * scratch, 8)
+        for t in s["tensors"]:
+            if t["variable"] and t["bytes"]:
+                tail.alloc("variable tensor data", t["bytes"], _ARENA_ALIGN)
+    at_commit = tail.used
+    n_tensors = sum(len(s["tensors"]) for s in subs)
+    planned = sum(1 for s in subs for t in s["tensors"]
+                  if not t["data"] and not t["variable"] and t["bytes"])
+    work = _align_up(sz["ScratchBufferRequest"][0] * (scratch + _MAX_SCRATCH_PER_OP), _ARENA_ALIGN)
+    work = _align_up(work + sz["AllocationInfo"][0] * (n_tensors + scratch), 8)
+    work = _align_up(work + 8 * len(subs), _ARENA_ALIGN)
+    work += sz["GreedyPlannerPerBuffer"][0] * (planned + scratch)
+    before_io = tail.used
+    main = subs[0] if subs else {"inputs": [], "outputs": [], "tensors": []}
+    for key in ("inputs", "outputs"):
+        tail.alloc("TfLiteTensor* arrays", 8 * len(main[key]), _ARENA_ALIGN)
+        for j in main[key]:
+            tail.alloc("Persistent TfLiteTensor data", *sz["TfLiteTensor"])
+            ch = main["tensors"][j]["channels"]
+            if ch:
+                tail.alloc("Persistent TfLiteTensor quantization data",
+                           *sz["TfLiteAffineQuantization"])
+                tail.alloc("Persistent TfLiteTensor quantization data", 4 + 4 * ch, 4)
+    post = tail.used - before_io
+    if reasons:
+        return TflmArenaModel(int(head), None, None, None, tuple(unknown), dict(tail.parts),
+                              "; ".join(reasons), work, post)
+    planning = at_commit + work
+    return TflmArenaModel(int(head), tail.used, planning, max(int(head) + tail.used, planning),
+                          (), dict(tail.parts), "", work, post)
+
+
+def runtime_arena(path: str | Path, measure: bool = True) -> dict:
+    """The ``arena_size`` a TFLite Micro interpreter needs for ``path``, and where the number
+    comes from (the ``runtime_arena*`` fields of ``memplan plan MODEL.tflite --json``).
+
+    Returns ``{"tflm_head", "runtime_arena", "runtime_arena_source", "runtime_arena_model",
+    "runtime_arena_note"}`` (bytes). ``runtime_arena_source`` is ``"model"`` when
+    :func:`tflm_arena_model` covers every kernel of the model; else ``"measured"`` (the smallest
+    ``arena_size`` the ``tflite-micro`` interpreter accepts, :func:`tflm_min_arena`) when
+    ``measure`` and ``tflite-micro`` is installed, the model's value (``None``) beside it; else
+    ``runtime_arena`` is ``None``. ``runtime_arena_note`` says why the model is incomplete or why
+    nothing was measured. Never an estimate.
+    """
+    m = tflm_arena_model(path)
+    out = {"tflm_head": m.head, "runtime_arena": m.runtime_arena,
+           "runtime_arena_source": "model" if m.runtime_arena is not None else None,
+           "runtime_arena_model": m.runtime_arena, "runtime_arena_note": m.reason}
+    if m.runtime_arena is None and measure:
+        ok, why = tflm_available()
+        if ok:
+            out["runtime_arena"] = tflm_min_arena(path)
+            out["runtime_arena_source"] = "measured"
+        else:
+            out["runtime_arena_note"] = f"{m.reason}; not measured: {why}"
+    return out
