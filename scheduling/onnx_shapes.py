@@ -516,15 +516,16 @@ def resolve_shapes(
                 res.shapes[name] = shape
                 res.elem_types[name] = et
                 res.source[name] = "measured"
-        _fold(model, res, max_fold_elems)
         return res
 
     inferred = _infer(model, False, where, "")
     _harvest(res, inferred, "onnx_strict")
     inferred = _infer(model, True, where, " (with data propagation)")
     _harvest(res, inferred, "onnx_data_prop")
-    current = inferred
+    _spec_rules(model, res)
     for _ in range(len(g.node) + 1):
+        if all(o in res.shapes for o in _node_outputs(model)):
+            break  # nothing left to settle (the common case): no folding needed
         if not _fold(model, res, max_fold_elems):
             break
         for name, v in res.values.items():
@@ -532,11 +533,9 @@ def resolve_shapes(
                 res.shapes[name] = tuple(v.shape)
                 res.elem_types[name] = int(helper.np_dtype_to_tensor_dtype(v.dtype))
                 res.source[name] = "constant_folding"
-        current = _infer(_folded_copy(model, res), True, where, " after constant folding")
-        if not _harvest(res, current, "constant_folding"):
-            # no new shape, but new values may still let the next Shape fold
-            continue
-    _spec_rules(model, res)
+        folded = _infer(_folded_copy(model, res), True, where, " after constant folding")
+        _harvest(res, folded, "constant_folding")  # new values may let the next Shape fold
+        _spec_rules(model, res)
     missing = [o for o in _node_outputs(model) if o not in res.shapes]
     if missing:
         sym = _ort_symbolic(_folded_copy(model, res) if res.values else model)

@@ -18,6 +18,7 @@ from scheduling.errors import OnnxImportError
 from scheduling.lifetimes import lifetime_problem, tensor_lifetimes
 from scheduling.onnx_import import load_onnx
 from scheduling.onnx_shapes import SHAPE_SOURCES, measured_sizes, resolve_shapes
+from scheduling.uses import buffer_uses
 from scheduling.workloads import onnx_light_models
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,7 +75,11 @@ def test_unused_split_output_is_still_written():
     assert q.nbytes == 3072 and q.producer is not None and not q.consumers
     lt = tensor_lifetimes(g)
     assert lt["Q"] == (0, 0) and lt["P"] == (0, 1) and lt["Y"] == (1, 1)
-    assert lower_bound(lifetime_problem(g)) == 4096  # P and Q together at the Split
+    p = lifetime_problem(g)
+    assert lower_bound(p) == 4096  # P and Q together at the Split
+    uses = dict(zip(p.ids, buffer_uses(g, p)))
+    # the write is a use; a graph output is also read at the last step
+    assert uses["Q"] == [0] and uses["P"] == [0, 1] and uses["Y"] == [1, 1]
 
 
 # -- the resolution chain -----------------------------------------------------------------------
