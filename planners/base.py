@@ -140,7 +140,11 @@ class Planner(Configurable):
             if status not in ("infeasible", "timeout", "skipped"):
                 raise RuntimeError(f"planner {self.name!r} returned no offsets with status {status}")
         else:
-            offsets = np.asarray(res.offsets, dtype=np.int64)
+            try:
+                offsets = np.asarray(res.offsets, dtype=np.int64)
+            except OverflowError:  # an offset beyond int64: the validator names it
+                check_plan(target, res.offsets)
+                raise
             if group is not None:
                 if offsets.shape != (target.n,):
                     raise RuntimeError(
@@ -195,4 +199,4 @@ class FunctionPlanner(Planner):
         out = self.func(problem, **self.params)
         if isinstance(out, SolveResult):
             return out
-        return SolveResult(np.asarray(out, dtype=np.int64), "heuristic")
+        return SolveResult(out, "heuristic")  # converted (and range-checked) by Planner.plan

@@ -332,6 +332,8 @@ def test_validator_rejects_offsets_that_would_wrap():
 
     with pytest.raises(InvalidPlanError, match="buffer '0'.*representable range"):
         plan(p, wraps)
+    with pytest.raises(InvalidPlanError, match="buffer '1': offset 9223372036854775818 exceeds"):
+        plan(p, lambda problem: [0, 2**63 + 10])  # Python ints beyond int64: named, no traceback
 
 
 def test_alias_check_exact_near_int64():
