@@ -188,6 +188,34 @@ def test_dim_param_override_reaches_value_info():
     assert g.shape_source["x"] == "override"
 
 
+def test_contrib_operator_is_settled_by_ort_symbolic_inference():
+    """ONNX has no schema for com.microsoft Gelu (as ORT-optimised exports contain): only ONNX
+    Runtime's symbolic inference settles its output, and ONNX Runtime's run agrees."""
+    nodes = [helper.make_node("Gelu", ["x"], ["h"], domain="com.microsoft"),
+             helper.make_node("Relu", ["h"], ["y"])]
+    g = helper.make_graph(nodes, "contrib", [_vi("x", [2, 8])], [_vi("y", None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
+                                            helper.make_opsetid("com.microsoft", 1)])
+    gr = load_onnx(m)
+    assert gr.tensors["h"].shape == gr.tensors["y"].shape == (2, 8)
+    assert gr.shape_source["h"] == gr.shape_source["y"] == "ort_symbolic"
+    assert measured_sizes(m) == {"h": 64, "y": 64}
+
+
+def test_sweep_workload_overrides(tmp_path):
+    from experiments.sweep import execute_run, expand_runs, parse_config
+
+    path = str(shared_case("neg_dim.onnx"))
+    recs = []
+    for item in ({"path": path, "overrides": {"x": [1, 4]}}, {"path": path}):
+        cfg = parse_config({"name": "t", "out": str(tmp_path / "sweep"), "workloads": [item],
+                            "planners": {"greedy_by_size": {}}}, base=tmp_path)
+        (spec,) = expand_runs(cfg)
+        recs.append(execute_run(spec)[0])
+    assert recs[0]["status"] == "heuristic" and recs[0]["lower_bound"] == 32
+    assert recs[1]["status"] == "error" and "tensor 'x'" in recs[1]["error"]
+
+
 # -- measured shapes ----------------------------------------------------------------------------
 @pytest.mark.parametrize("name", list(onnx_light_models()))
 def test_measured_equals_inferred_on_light_models(name):
