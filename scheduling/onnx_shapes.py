@@ -300,7 +300,10 @@ def _infer(model: onnx.ModelProto, data_prop: bool, where: str, stage: str) -> o
     except Exception as e:  # InferenceError / ValidationError / RuntimeError
         msg = " ".join(str(e).split())
         msg = msg if len(msg) <= 600 else msg[:600] + " ..."
-        raise OnnxImportError(f"{where}: strict ONNX shape inference failed{stage}: {msg}") from None
+        raise OnnxImportError(
+            f"{where}: strict ONNX shape inference failed{stage}: {msg} (a declared or "
+            "overridden shape disagrees with the operators: correct it with --override "
+            "NAME=D1,D2,...)") from None
 
 
 def _fold(model: onnx.ModelProto, res: ShapeResolution, max_elems: int) -> int:
@@ -413,7 +416,9 @@ def _ort_symbolic(model: onnx.ModelProto) -> onnx.ModelProto | None:
     try:
         ssi = SymbolicShapeInference(2**31 - 1, False, False, 0)
         ssi._preprocess(model)
-        while ssi.run_:
+        for _ in range(8):  # the tool reruns only after a symbolic-dim merge; bound it anyway
+            if not ssi.run_:
+                break
             ssi._infer_impl()
         ssi._update_output_from_vi()
         out = ssi.out_mp_

@@ -179,6 +179,14 @@ def test_override_on_value_info_and_declared_output():
         load_onnx(m, overrides={"nope": 1, "r": [3, 8]})
 
 
+def test_wrong_declared_output_is_an_error_an_override_fixes():
+    m = _model([helper.make_node("Relu", ["x"], ["y"])], [_vi("x", [2, 4])], [_vi("y", [3, 4])])
+    with pytest.raises(OnnxImportError, match=r"strict ONNX shape inference failed.*--override"):
+        load_onnx(m)
+    g = load_onnx(m, overrides={"y": [2, 4]})
+    assert g.tensors["y"].nbytes == 32 and g.shape_source["y"] == "override"
+
+
 def test_dim_param_override_reaches_value_info():
     nodes = [helper.make_node("Relu", ["x"], ["h"]), helper.make_node("Relu", ["h"], ["y"])]
     m = _model(nodes, [_vi("x", ["N", 4])], [_vi("y", ["N", -1])],
