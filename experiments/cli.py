@@ -349,10 +349,8 @@ def _markdown(records, out: Path, figures: list[Path] = (), command: str = "memp
 
 
 def _cmd_compare(args) -> int:
-    import pandas as pd
-
     from experiments.compare_figures import compare_figures
-    from experiments.harness import RECORD_COLUMNS, compare, default_planners
+    from experiments.harness import compare, default_planners, records_frame
     from experiments.workloads import (
         default_workloads,
         load_problem,
@@ -393,8 +391,7 @@ def _cmd_compare(args) -> int:
 
     def keep(rec):  # every finished run is on disk before the next starts
         records.append(rec)
-        _atomic_write_text(csv_path, pd.DataFrame.from_records(records, columns=RECORD_COLUMNS)
-                           .to_csv(index=False))
+        _atomic_write_text(csv_path, records_frame(records).to_csv(index=False))
 
     df = compare(problems, planners, time_limit=args.time_limit, progress=not args.quiet,
                  on_record=keep)

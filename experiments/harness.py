@@ -31,7 +31,8 @@ from planners import (
 )
 from planners.registry import PLANNERS
 
-__all__ = ["RECORD_COLUMNS", "run_one", "compare", "planner_for", "default_planners"]
+__all__ = ["RECORD_COLUMNS", "INT_COLUMNS", "records_frame", "run_one", "compare", "planner_for",
+           "default_planners"]
 
 #: Columns of a comparison record, in order.
 RECORD_COLUMNS = [
@@ -51,6 +52,22 @@ RECORD_COLUMNS = [
     "fits",
     "error",
 ]
+
+
+#: Columns holding bytes or counts: exact integers in pandas' nullable ``Int64`` (up to 2**63 - 1),
+#: so a failed run's empty cell does not turn the column into float64, which rounds above 2**53.
+INT_COLUMNS = ("buffers", "capacity", "lower_bound", "naive", "arena", "best_bound")
+
+
+def records_frame(records: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    """Records as a DataFrame with :data:`RECORD_COLUMNS`; :data:`INT_COLUMNS` are ``Int64``
+    built from the records' Python ints (exact, never through float64). ``O(rows)``."""
+    df = pd.DataFrame.from_records(list(records), columns=RECORD_COLUMNS)
+    for c in INT_COLUMNS:
+        vals = [r.get(c) for r in records]
+        df[c] = pd.array([None if v is None or (isinstance(v, float) and math.isnan(v)) else int(v)
+                          for v in vals], dtype="Int64")
+    return df
 
 
 def default_planners() -> list[str]:
@@ -191,4 +208,4 @@ def compare(
             bar.update(1)
     if bar is not None:
         bar.close()
-    return pd.DataFrame.from_records(records, columns=RECORD_COLUMNS)
+    return records_frame(records)

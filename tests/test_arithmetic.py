@@ -470,3 +470,50 @@ def test_c_header_small_arena_keeps_32_bit_fields():
     ep["arena_size"] = ep["buffers"][0]["length"] = 2**32
     assert "typedef uint64_t memplan_size_t;" in c_header(ep)
     assert "4294967296ull" in c_header(ep)
+
+
+# -- records and the RV64 cores --------------------------------------------------------------------
+
+
+def test_comparison_records_keep_exact_integers_next_to_a_failed_run(tmp_path):
+    from experiments.harness import compare
+
+    p = Problem.from_arrays([0, 0], [1, 1], [2**62 - 1, 2**62 - 1], name="two")
+    df = compare({"two": p}, ["freelist_bump", "greedy_by_size"], progress=False)
+    row = df.set_index("planner").loc["greedy_by_size"]
+    assert row["arena"] == 2**63 - 2 and row["best_bound"] == 2**63 - 2  # not 9.223372e18
+    failed = df.set_index("planner").loc["freelist_bump"]
+    assert failed["status"] == "error" and "2**63 - 1" in failed["error"]
+    f = tmp_path / "records.csv"
+    df.to_csv(f, index=False)
+    assert "9223372036854775806" in f.read_text() and "e+18" not in f.read_text()
+
+
+def test_rv64_freelist_core_declines_values_beyond_int64():
+    from experiments import rv64
+
+    p = Problem.from_arrays([0, 0], [1, 1], [2**62 - 1, 2**62 - 1], name="two")
+    reason = rv64.core_range_error(p, "freelist_bump", 16)
+    assert reason and "9223372036854775808" in reason and "2**63 - 1" in reason
+    for core in ("greedy_in_order", "first_fit", "best_fit", "greedy_by_size"):
+        assert rv64.core_range_error(p, core) is None  # tops stay within the worst-case arena
+    assert rv64.core_range_error(Problem.from_arrays([0], [1], [2**61]), "freelist_bump") is None
+    q = Problem([Buffer("a", 0, 1, 2**62 - 1, 2**61 + 1)], name="granule")
+    assert "rounds requests up to the granule" in rv64.core_range_error(
+        q, "freelist_bump", math.lcm(16, 2**61 + 1))
+
+
+def test_rv64_cli_declines_in_one_line(tmp_path, capsys):
+    from experiments import rv64
+
+    if not rv64.available()[0]:
+        pytest.skip(rv64.available()[1])
+    f = tmp_path / "two.csv"
+    write_minimalloc_csv(Problem.from_arrays([0, 0], [1, 1], [2**62 - 1] * 2), f)
+    assert memplan_main(["rv64", str(f), "--planner", "freelist_bump"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("memplan: error: rv64 estimate of 'freelist_bump' declined")
+    assert err.count("\n") == 1
+    assert memplan_main(["rv64", str(f), "--planner", "greedy_by_size", "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["arena"] == 2**63 - 2 and rec["offsets_match"] is True
