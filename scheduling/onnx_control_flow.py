@@ -17,9 +17,10 @@
    condition input or a constant true one, and the body passes its condition through
    unchanged). Otherwise the output keeps its unknown size and the import fails naming it --
    the size is never guessed.
-   :func:`shape_constant_conditions` then finds the ``If`` conditions that static shapes
-   decide (``Not(Equal(Size(Shape(x)), 3))``, as exporters write them); the importer inlines
-   those with :func:`prepare_model` and resolves the shapes again, until none is left. On
+   It also returns the ``If`` conditions that static shapes decide
+   (``Not(Equal(Size(Shape(x)), 3))``, as exporters write them; rules of
+   :func:`shape_constant_conditions`); the importer inlines those with :func:`prepare_model`
+   and resolves the shapes again, until none is left. On
    silero-vad's ``silero_vad_16k_op15.onnx`` this removes all 12 ``If`` nodes (3 in the main
    graph, 9 nested) and ONNX Runtime gives bit-identical outputs for the inlined model.
 3. :func:`control_flow_nodes`, after constant folding: for each control-flow node of the main
@@ -310,7 +311,7 @@ def _rename(g: onnx.GraphProto, mapping: Mapping[str, str]) -> None:
                 n.output[k] = mapping[o]
         for _, sub in _subgraphs(n):
             _rename(sub, mapping)
-    for vi in list(g.value_info) + list(g.output):
+    for vi in list(g.input) + list(g.value_info) + list(g.output):
         if vi.name in mapping:
             vi.name = mapping[vi.name]
     for t in g.initializer:
@@ -491,6 +492,34 @@ def _lend_outer_constants(
     return copied
 
 
+def _constants_in_place(
+    g: onnx.GraphProto, produced: Mapping[tuple, Mapping[int, list[np.ndarray]]], path: tuple,
+    depth: int,
+) -> int:
+    """Replace each single-output subgraph node whose value :func:`_fold_scopes` computed (a
+    constant: shape arithmetic, constants) by a ``Constant`` node with the same output, for
+    shape inference only (positions unchanged); return how many were replaced."""
+    changed = 0
+    here = produced.get(path, {}) if depth > 0 else {}
+    for k, n in enumerate(g.node):
+        for name, sub in _subgraphs(n):
+            changed += _constants_in_place(sub, produced, path + ((k, name),), depth + 1)
+        if k in here and n.op_type != "Constant" and len(n.output) == 1:
+            try:
+                value = numpy_helper.from_array(np.asarray(here[k][0]), n.output[0])
+            except Exception:  # an element type ONNX cannot hold: keep the node
+                continue
+            n.CopyFrom(helper.make_node("Constant", [], [n.output[0]], name=n.name, value=value))
+            changed += 1
+    return changed
+
+
+def _node_at(g: onnx.GraphProto, path: tuple) -> onnx.NodeProto:
+    for k, name in path[:-1]:
+        g = dict(_subgraphs(g.node[k]))[name]
+    return g.node[path[-1]]
+
+
 def _take_back_constants(g: onnx.GraphProto, names: set[str]) -> None:
     for n in g.node:
         for _, sub in _subgraphs(n):
@@ -506,7 +535,7 @@ def infer_subgraphs(
     shapes: dict[str, tuple[int, ...]],
     elem_types: dict[str, int],
     where: str,
-) -> onnx.ModelProto | None:
+) -> tuple[onnx.ModelProto | None, dict[tuple, bool]]:
     """Step 2 of the module docstring: shapes inside the subgraphs.
 
     Writes the main graph's resolved shapes (``shapes``, ``elem_types``: name -> dims and ONNX
@@ -516,10 +545,21 @@ def infer_subgraphs(
     iteration dimension is unknown the exact trip count where it is exact (also in ``shapes``
     for the main graph). Nothing else is guessed.
 
+    Subgraph shapes that need constant values (``Pad`` pads, ``Reshape`` targets computed in
+    the subgraph or read from the outer scope) are found in rounds: the values of
+    :func:`shape_constant_conditions`' rules are lent to inference as ``Constant`` nodes and
+    initializers of the copy, and an ``If`` those values decide gets its other branch replaced
+    by the taken one in the copy (static shapes may make the other one fail inference).
+
     Returns
     -------
     onnx.ModelProto or None
-        The inferred copy, or ``None`` when no node of the main graph has a subgraph.
+        The inferred copy, or ``None`` when no node of the main graph has a subgraph. When the
+        second item is not empty, the copy's untaken branches are not the model's: inline those
+        ``If`` nodes (:func:`prepare_model`) and call again before planning.
+    dict
+        ``{node path: taken}`` of the ``If`` nodes whose condition the values decide (paths as
+        :func:`prepare_model` takes them).
 
     Raises
     ------
@@ -527,7 +567,7 @@ def infer_subgraphs(
         Strict inference fails; a value of a sequence, optional or map type.
     """
     if not any(has_subgraph(n) for n in model.graph.node):
-        return None
+        return None, {}
     m = onnx.ModelProto()
     m.CopyFrom(model)
     g = m.graph
@@ -544,15 +584,55 @@ def infer_subgraphs(
             vi.type.tensor_type.shape.Clear()
             for d in dims:
                 vi.type.tensor_type.shape.dim.add().dim_value = int(d)
+    for sub in _walk_graphs(g):  # declared inner shapes may describe another trace: re-infer
+        if sub is not g:
+            del sub.value_info[:]
     overridable = {i.name for i in g.input} if m.ir_version >= 4 else set()
-    copied = _lend_outer_constants(g, {}, overridable)
-    try:
-        m = shape_inference.infer_shapes(m, strict_mode=True, data_prop=True)
-    except Exception as e:  # InferenceError / ValidationError / RuntimeError
-        msg = " ".join(str(e).split())
+    copied: set[str] = set()
+    n_nodes = sum(len(sub.node) for sub in _walk_graphs(g))
+    decided: dict[tuple, bool] = {}
+    pruned: set[tuple] = set()  # graph paths of branches that static shapes rule out
+    for _ in range(n_nodes + 1):  # each round folds or decides at least one more node
+        copied |= _lend_outer_constants(g, {}, overridable)
+        failure = None
+        try:
+            inferred = shape_inference.infer_shapes(m, strict_mode=True, data_prop=True)
+        except Exception as e:  # InferenceError / ValidationError / RuntimeError
+            failure = " ".join(str(e).split())
+            if not decided:
+                break
+            # the failure may lie in a branch that the new values rule out: decide with the
+            # shapes lenient inference still gives; a strict round must succeed at the end
+            inferred = shape_inference.infer_shapes(m, strict_mode=False, data_prop=True)
+        now, produced = _fold_scopes(inferred)
+        changed = _constants_in_place(g, produced, (), 0)
+        for path, taken in now.items():
+            if path in decided or any(path[:i] in pruned for i in range(1, len(path))):
+                continue
+            # for inference only, the branch not taken becomes a copy of the taken one, so
+            # that shapes it rules out (a Squeeze of a dimension that is not 1) cannot fail
+            decided[path] = taken
+            node = _node_at(g, path)
+            subs = dict(_subgraphs(node))
+            keep, drop = ("then_branch", "else_branch") if taken else ("else_branch", "then_branch")
+            twin = onnx.GraphProto()
+            twin.CopyFrom(subs[keep])
+            inner = set()
+            for sub in _walk_graphs(twin):
+                inner |= _defined(sub)
+            _rename(twin, {x: f"{x}::{drop}" for x in inner})  # SSA: no shared names
+            for a in node.attribute:
+                if a.name == drop:
+                    a.g.CopyFrom(twin)
+            pruned.add(path[:-1] + ((path[-1], drop),))
+            changed += 1
+        if not changed:
+            break
+    if failure is not None:
         raise OnnxImportError(
-            f"{where}: strict ONNX shape inference of the subgraphs failed: {msg}"
-        ) from None
+            f"{where}: strict ONNX shape inference of the subgraphs failed: {failure}"
+        )
+    m = inferred
     _take_back_constants(m.graph, copied)
     _check_types(m, where, inferred=True)
 
@@ -591,7 +671,7 @@ def infer_subgraphs(
                     elem_types[o] = int(vi.type.tensor_type.elem_type)
 
     visit(m.graph, {}, True)
-    return m
+    return m, decided
 
 
 _COND_MAX_ELEMS = 4096
@@ -614,12 +694,21 @@ def shape_constant_conditions(inferred: onnx.ModelProto) -> dict[tuple, bool]:
         name), ..., node index)`` from the main graph down, as :func:`prepare_model` takes it.
         Nodes that already have a constant condition are included too.
     """
+    return _fold_scopes(inferred)[0]
+
+
+def _fold_scopes(
+    inferred: onnx.ModelProto,
+) -> tuple[dict[tuple, bool], dict[tuple, dict[int, list[np.ndarray]]]]:
+    """(decided ``If`` conditions, ``{graph path: {node index: output values}}`` of the nodes
+    whose every output is a constant); rules of :func:`shape_constant_conditions`."""
     from onnx.reference import ReferenceEvaluator
 
     opset = next((o.version for o in inferred.opset_import if o.domain in _DEFAULT_DOMAINS), 1)
     top = inferred.graph
     overridable = {i.name for i in top.input} if inferred.ir_version >= 4 else set()
     out: dict[tuple, bool] = {}
+    produced: dict[tuple, dict[int, list[np.ndarray]]] = {}
 
     def visit(g: onnx.GraphProto, values: dict[str, np.ndarray],
               outer_vinfo: Mapping[str, onnx.ValueInfoProto], path: tuple) -> None:
@@ -668,8 +757,14 @@ def shape_constant_conditions(inferred: onnx.ModelProto) -> dict[tuple, bool]:
                 if o and v.dtype.kind not in "OUSV" and v.size <= _COND_MAX_ELEMS:
                     values[o] = v
 
+        here = produced.setdefault(path, {})
+        for k, n in enumerate(g.node):
+            outs = [o for o in n.output if o]
+            if outs and len(outs) == len(n.output) and all(o in values for o in outs):
+                here[k] = [values[o] for o in outs]
+
     visit(top, {}, {}, ())
-    return out
+    return out, produced
 
 
 # -- 3. implicit inputs and workspaces ------------------------------------------------------------

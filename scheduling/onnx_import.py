@@ -66,7 +66,6 @@ from .onnx_control_flow import (
     infer_subgraphs,
     is_foldable_node,
     prepare_model,
-    shape_constant_conditions,
 )
 from .onnx_shapes import resolve_shapes, unknown_shape_error
 
@@ -234,11 +233,12 @@ def load_onnx(
     model = prepare_model(model, where)  # control flow: local functions, constant-condition If
     while True:  # an If whose condition static shapes decide is inlined; shapes resolved again
         res = resolve_shapes(model, overrides, mode=shapes, where=where)
-        flow_model = infer_subgraphs(res.model, res.shapes, res.elem_types, where)
-        decided = shape_constant_conditions(flow_model) if flow_model is not None else {}
-        inlined = prepare_model(model, where, decided) if decided else model
-        if inlined is model:
+        flow_model, decided = infer_subgraphs(res.model, res.shapes, res.elem_types, where)
+        if not decided:
             break
+        inlined = prepare_model(model, where, decided)
+        if inlined is model:  # cannot happen: every decided node is an If of the model
+            raise OnnxImportError(f"{where}: If conditions {sorted(decided)} were not inlined")
         model = inlined
     model = res.model
     g = model.graph
