@@ -366,8 +366,9 @@ def tflm_arena_model(path: str | Path, head: int | None = None) -> TflmArenaMode
     ----------
     path : the ``.tflite`` file.
     head : bytes of the planned head; default: ``greedy_by_size`` on
-        :func:`scheduling.tflite_import.tflite_problem` (TFLite Micro's GreedyMemoryPlanner, equal
-        to its reported head on the bundled models).
+        :func:`scheduling.tflite_import.tflite_problem` with every size rounded up to 16 bytes as
+        TFLM's ``CreatePlan`` does (its GreedyMemoryPlanner; equal to the reported head on the
+        bundled models and on a constructed IF model).
 
     Returns
     -------
@@ -388,11 +389,14 @@ def tflm_arena_model(path: str | Path, head: int | None = None) -> TflmArenaMode
     has other operator data and scratch buffers.
     """
     facts = _flatbuffer_facts(Path(path))
-    if head is None:
-        from planners import plan
+    if head is None:  # TFLM's CreatePlan rounds every buffer up to 16 bytes before planning
+        from planners import Buffer, Problem, plan
         from scheduling.tflite_import import tflite_problem
 
-        head = plan(tflite_problem(path), "greedy_by_size").arena_size
+        p = tflite_problem(path)
+        p = Problem([Buffer(b.id, b.start, b.end, _align_up(b.size, _ARENA_ALIGN))
+                     for b in p.buffers], alignment=_ARENA_ALIGN)
+        head = plan(p, "greedy_by_size").arena_size if p.n else 0
     subs = facts["subgraphs"]
     unknown = sorted({op for s in subs for op in s["ops"] if op not in KERNELS})
     reasons = []

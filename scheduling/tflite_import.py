@@ -1,10 +1,31 @@
 """Import a TensorFlow Lite flatbuffer (``.tflite``) as a dataflow :class:`Graph`.
 
 The flatbuffer is read with the ``tflite`` PyPI package (the generated Python bindings of the
-TFLite schema; optional dependency, ``pip install 'memplan[tflite]'``). Only the **main subgraph**
-(index 0, the one ``Interpreter.invoke`` runs) becomes the graph; other subgraphs (e.g. the
-``NoOp`` initialiser that ``CALL_ONCE`` runs once to set streaming state variables) are counted in
-:attr:`TfliteModel.subgraphs` but not scheduled.
+TFLite schema; optional dependency, ``pip install 'memplan[tflite]'``). The **main subgraph**
+(index 0, the one ``Interpreter.invoke`` runs) becomes the graph; every subgraph it calls is read
+too (recursively) and enters the graph as a workspace of the calling operator.
+
+Subgraphs (control flow)
+------------------------
+``CALL_ONCE`` (its initialisation subgraph), ``IF`` (then/else), ``WHILE`` (cond/body) and ``CALL``
+run other subgraphs inside their own step. A called subgraph's activations are live only during
+the step of the operator that runs it, so that operator gets one extra output, the 0-reader
+tensor ``"<op>:subgraphs"`` (live at its step only), of the callee's **need**: the arena of the
+callee's own activation problem (its inputs, which the kernel copies in, included; file order;
+16-byte alignment; ``greedy_by_size``, recursively with the callee's own calls). ``IF`` needs the
+``max`` over its branches (one runs); ``WHILE`` the **sum** of cond and body (the kernel copies the
+body's outputs into the cond's inputs, so both are live at once); ``CALL_ONCE`` and ``CALL`` their
+callee. A workspace of 0 bytes is not added, and ``CALL_ONCE`` without one is dropped as before.
+:attr:`TfliteModel.workspaces` lists the workspaces. This models the callee as one block planned
+on its own. TFLite Micro instead plans the tensors of all subgraphs in one arena
+(``MicroAllocator::CommitStaticMemoryPlan``, micro_allocator.cc), inlining each callee's
+operators into the calling operator's step (``AllocationInfoBuilder::MarkSubgraphLifetimesIfNecessary``,
+micro_allocation_info.cc; ``MicroGraph::InvokeSubgraph``, micro_graph.cc) and rounding every
+buffer up to 16 bytes, so the two plans can differ either way (on the IF model built in
+``tests/test_tflite_subgraphs.py`` TFLM's head, 1296, equals ours with sizes rounded to 16).
+Our plan is valid for a runtime that runs each callee inside its block. Subgraph recursion, a
+subgraph index out of range, and StableHLO operators with body subgraphs (``STABLEHLO_WHILE``,
+``STABLEHLO_COMPOSITE``, ...) raise :class:`TfliteImportError`.
 
 Tensor kinds (what the activation arena holds and what it does not)
 ------------------------------------------------------------------
@@ -87,7 +108,7 @@ class TfliteModel:
         The main subgraph, constant-folded operators removed, in file (execution) order.
     path : str
     subgraphs : int
-        Number of subgraphs in the file (only subgraph 0 is in ``graph``).
+        Number of subgraphs in the file (subgraph 0 is ``graph``; called ones are workspaces).
     persistent_bytes : int
         Bytes of persistent tensors kept out of the activation arena (constants, variables,
         dequantised / densified constants, resource handles).
@@ -95,6 +116,9 @@ class TfliteModel:
         ``{op type: count}`` of operators folded into persistent tensors.
     resource_variable_bytes : int
         Bytes of resource-variable storage (size of the ``READ_VARIABLE`` results per handle).
+    workspaces : dict
+        ``{operator name: (bytes, (called subgraph indices))}`` for every operator that runs
+        other subgraphs with a non-zero need (see the module docstring).
     """
 
     graph: Graph
@@ -103,6 +127,7 @@ class TfliteModel:
     persistent_bytes: int
     folded_ops: dict = field(default_factory=dict)
     resource_variable_bytes: int = 0
+    workspaces: dict = field(default_factory=dict)
 
 
 def _enum_names(enum_cls) -> dict[int, str]:
@@ -157,10 +182,9 @@ def load_tflite(
         n_sub = model.SubgraphsLength()
         if n_sub < 1:
             raise TfliteImportError(f"{path}: the model has no subgraph")
-        sg = model.Subgraphs(0)
         op_names = _enum_names(tflite.BuiltinOperator)
         type_names = _enum_names(tflite.TensorType)
-        return _build(path, model, sg, n_sub, op_names, type_names, dict(overrides or {}), name)
+        return _build(path, model, 0, n_sub, op_names, type_names, dict(overrides or {}), name)
     except TfliteImportError:
         raise
     except GraphError as e:
@@ -169,7 +193,10 @@ def load_tflite(
         raise TfliteImportError(f"{path}: malformed TFLite flatbuffer ({type(e).__name__}: {e})") from None
 
 
-def _build(path, model, sg, n_sub, op_names, type_names, overrides, name) -> TfliteModel:
+def _build(path, model, index, n_sub, op_names, type_names, overrides, name,
+           stack=()) -> TfliteModel:
+    sg = model.Subgraphs(index)
+    stack = (*stack, index)
     nt = sg.TensorsLength()
     tnames: list[str] = []
     seen: set[str] = set()
@@ -180,7 +207,7 @@ def _build(path, model, sg, n_sub, op_names, type_names, overrides, name) -> Tfl
             nm = f"{nm}#{j}"
         seen.add(nm)
         tnames.append(nm)
-    unknown = set(overrides) - set(tnames)
+    unknown = set(overrides) - set(tnames) if index == 0 else set()
     if unknown:
         raise TfliteImportError(f"{path}: overrides name no tensor: {sorted(unknown)}")
 
@@ -208,6 +235,7 @@ def _build(path, model, sg, n_sub, op_names, type_names, overrides, name) -> Tfl
         buf = model.Buffers(b)
         return buf.DataLength() > 0 or buf.Offset() > 1
 
+    workspaces: dict[str, tuple[int, tuple[int, ...]]] = {}
     inputs = [int(i) for i in (sg.InputsAsNumpy().tolist() if sg.InputsLength() else [])]
     outputs = [int(i) for i in (sg.OutputsAsNumpy().tolist() if sg.OutputsLength() else [])]
     persistent = {j for j in range(nt) if has_data(j) or sg.Tensors(j).IsVariable()}
@@ -222,12 +250,17 @@ def _build(path, model, sg, n_sub, op_names, type_names, overrides, name) -> Tfl
         ins = [int(i) for i in (op.InputsAsNumpy().tolist() if op.InputsLength() else []) if i >= 0]
         outs = [int(i) for i in (op.OutputsAsNumpy().tolist() if op.OutputsLength() else []) if i >= 0]
         ops.append((oi, otype, ins, outs))
+        callees = _called_subgraphs(path, model, op, otype, n_sub, stack)
+        if callees is not None:
+            need = _callee_need(path, model, otype, callees, n_sub, op_names, type_names, stack)
+            workspaces[f"{oi}:{otype}"] = (need, callees)
     # constant folding: outputs of operators whose inputs are all persistent (file order is a
     # valid topological order of a TFLite subgraph)
     folded: dict[str, int] = {}
     kept = []
     for oi, otype, ins, outs in ops:
-        if otype == "CALL_ONCE" and not outs:
+        if otype == "CALL_ONCE" and not outs and not workspaces.get(f"{oi}:{otype}", (0,))[0]:
+            workspaces.pop(f"{oi}:{otype}", None)
             folded[otype] = folded.get(otype, 0) + 1
             continue
         if (outs and otype not in _STATEFUL and all(i in persistent for i in ins)
@@ -237,7 +270,8 @@ def _build(path, model, sg, n_sub, op_names, type_names, overrides, name) -> Tfl
             continue
         kept.append((oi, otype, ins, outs))
 
-    g = Graph(name if name is not None else path.stem)
+    workspaces = {k: v for k, v in workspaces.items() if v[0] > 0}
+    g = Graph(name if name is not None else (path.stem if index == 0 else f"{path.stem}#{index}"))
     info = [tensor_info(j) for j in range(nt)]
     produced = {o for _, _, _, outs in kept for o in outs}
     used = {i for _, _, ins, _ in kept for i in ins} | produced | set(inputs) | set(outputs)
@@ -259,6 +293,11 @@ def _build(path, model, sg, n_sub, op_names, type_names, overrides, name) -> Tfl
     for oi, otype, ins, outs in kept:
         op_name = f"{oi}:{otype}"
         out_names = [tnames[o] for o in outs]
+        if op_name in workspaces:  # the called subgraphs' activations, live at this step only
+            ws = f"{op_name}:subgraphs"
+            g.add_tensor(ws, (workspaces[op_name][0],), "uint8", kind="activation",
+                         nbytes=workspaces[op_name][0])
+            out_names.append(ws)
         if not out_names:
             eff = f"{op_name}:effect"
             g.add_tensor(eff, (0,), "uint8", kind="activation", nbytes=0)
@@ -278,7 +317,62 @@ def _build(path, model, sg, n_sub, op_names, type_names, overrides, name) -> Tfl
         persistent_bytes=int(persistent_bytes),
         folded_ops=folded,
         resource_variable_bytes=int(sum(var_bytes.values())),
+        workspaces=workspaces,
     )
+
+
+#: Operators that run other subgraphs, with the BuiltinOptions table naming them.
+_CONTROL_FLOW = {"IF": "IfOptions", "WHILE": "WhileOptions", "CALL_ONCE": "CallOnceOptions",
+                 "CALL": "CallOptions"}
+
+
+def _called_subgraphs(path, model, op, otype, n_sub, stack) -> tuple[int, ...] | None:
+    """The subgraph indices ``op`` runs (``None`` for an operator that runs none)."""
+    import tflite
+
+    if otype.startswith("STABLEHLO_") and otype in ("STABLEHLO_WHILE", "STABLEHLO_COMPOSITE",
+                                                    "STABLEHLO_REDUCE", "STABLEHLO_REDUCE_WINDOW",
+                                                    "STABLEHLO_SCATTER", "STABLEHLO_SORT",
+                                                    "STABLEHLO_CASE", "STABLEHLO_CUSTOM_CALL"):
+        raise TfliteImportError(f"{path}: operator {otype} runs body subgraphs; StableHLO control "
+                                "flow is not modelled")
+    if otype not in _CONTROL_FLOW:
+        return None
+    table = op.BuiltinOptions()
+    if table is None:
+        raise TfliteImportError(f"{path}: operator {otype} has no {_CONTROL_FLOW[otype]} naming "
+                                "the subgraphs it runs")
+    opts = getattr(tflite, _CONTROL_FLOW[otype])()
+    opts.Init(table.Bytes, table.Pos)
+    idx = {"IF": lambda: (opts.ThenSubgraphIndex(), opts.ElseSubgraphIndex()),
+           "WHILE": lambda: (opts.CondSubgraphIndex(), opts.BodySubgraphIndex()),
+           "CALL_ONCE": lambda: (opts.InitSubgraphIndex(),),
+           "CALL": lambda: (opts.Subgraph(),)}[otype]()
+    for i in idx:
+        if not 0 <= i < n_sub:
+            raise TfliteImportError(f"{path}: operator {otype} runs subgraph {i}, but the model "
+                                    f"has {n_sub} subgraphs")
+        if i in stack:
+            raise TfliteImportError(f"{path}: operator {otype} runs subgraph {i} recursively "
+                                    f"(call chain {' -> '.join(map(str, (*stack, i)))}); a "
+                                    "recursive subgraph has no static memory plan")
+    return tuple(int(i) for i in idx)
+
+
+def _callee_need(path, model, otype, callees, n_sub, op_names, type_names, stack) -> int:
+    """Bytes the called subgraphs need at the calling step: each callee's greedy-by-size arena
+    (inputs included, 16-byte alignment, file order); ``max`` over IF branches, the sum for
+    WHILE's cond and body."""
+    from planners import plan
+
+    from .lifetimes import lifetime_problem
+
+    needs = []
+    for i in callees:
+        m = _build(path, model, i, n_sub, op_names, type_names, {}, None, stack)
+        p = lifetime_problem(m.graph, None, include_inputs=True, alignment=16)
+        needs.append(plan(p, "greedy_by_size").arena_size if p.n else 0)
+    return int(max(needs) if otype == "IF" else sum(needs))
 
 
 def tflite_problem(

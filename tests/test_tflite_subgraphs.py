@@ -104,3 +104,186 @@ def test_wakeword_structure_and_planning_moment_equal_the_interpreter():
         assert info["runtime_arena_source"] == "measured"
         assert info["runtime_arena"] == row["bisected_min"] and info["runtime_arena_model"] is None
     assert above == 3
+
+
+# -- every subgraph: IF / WHILE / CALL_ONCE, built with the `tflite` package's flatbuffer schema ---
+
+def _write_model(path, subgraphs):
+    """Write a minimal .tflite: ``subgraphs`` = [{"tensors": [(name, shape, TensorType)],
+    "inputs", "outputs", "ops": [(op name, inputs, outputs, None | (Options table, {field:
+    value}))]}]; every tensor without data (buffer 0 is the empty buffer)."""
+    import flatbuffers
+
+    b = flatbuffers.Builder(1024)
+    codes = list(dict.fromkeys(o[0] for s in subgraphs for o in s["ops"]))
+
+    def ivec(start, xs):
+        start(b, len(xs))
+        for x in reversed(xs):
+            b.PrependInt32(x)
+        return b.EndVector()
+
+    def ovec(start, offs):
+        start(b, len(offs))
+        for o in reversed(offs):
+            b.PrependUOffsetTRelative(o)
+        return b.EndVector()
+
+    tflite.BufferStart(b)
+    buf0 = tflite.BufferEnd(b)
+    sgs = []
+    for s in subgraphs:
+        tens = []
+        for name, shape, ttype in s["tensors"]:
+            n = b.CreateString(name)
+            sh = ivec(tflite.TensorStartShapeVector, shape)
+            tflite.TensorStart(b)
+            tflite.TensorAddShape(b, sh)
+            tflite.TensorAddType(b, ttype)
+            tflite.TensorAddBuffer(b, 0)
+            tflite.TensorAddName(b, n)
+            tens.append(tflite.TensorEnd(b))
+        tv = ovec(tflite.SubGraphStartTensorsVector, tens)
+        ops = []
+        for opname, ins, outs, opts in s["ops"]:
+            iv = ivec(tflite.OperatorStartInputsVector, ins)
+            ov = ivec(tflite.OperatorStartOutputsVector, outs)
+            if opts is not None:
+                getattr(tflite, opts[0] + "Start")(b)
+                for f, v in opts[1].items():
+                    getattr(tflite, opts[0] + "Add" + f)(b, v)
+                oo = getattr(tflite, opts[0] + "End")(b)
+            tflite.OperatorStart(b)
+            tflite.OperatorAddOpcodeIndex(b, codes.index(opname))
+            tflite.OperatorAddInputs(b, iv)
+            tflite.OperatorAddOutputs(b, ov)
+            if opts is not None:
+                tflite.OperatorAddBuiltinOptionsType(b, getattr(tflite.BuiltinOptions, opts[0]))
+                tflite.OperatorAddBuiltinOptions(b, oo)
+            ops.append(tflite.OperatorEnd(b))
+        opv = ovec(tflite.SubGraphStartOperatorsVector, ops)
+        inv = ivec(tflite.SubGraphStartInputsVector, s["inputs"])
+        outv = ivec(tflite.SubGraphStartOutputsVector, s["outputs"])
+        tflite.SubGraphStart(b)
+        tflite.SubGraphAddTensors(b, tv)
+        tflite.SubGraphAddOperators(b, opv)
+        tflite.SubGraphAddInputs(b, inv)
+        tflite.SubGraphAddOutputs(b, outv)
+        sgs.append(tflite.SubGraphEnd(b))
+    ocs = []
+    for opname in codes:
+        code = getattr(tflite.BuiltinOperator, opname)
+        tflite.OperatorCodeStart(b)
+        tflite.OperatorCodeAddBuiltinCode(b, code)
+        tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(code, 127))
+        tflite.OperatorCodeAddVersion(b, 1)
+        ocs.append(tflite.OperatorCodeEnd(b))
+    sgv = ovec(tflite.ModelStartSubgraphsVector, sgs)
+    ocv = ovec(tflite.ModelStartOperatorCodesVector, ocs)
+    bv = ovec(tflite.ModelStartBuffersVector, [buf0])
+    tflite.ModelStart(b)
+    tflite.ModelAddVersion(b, 3)
+    tflite.ModelAddSubgraphs(b, sgv)
+    tflite.ModelAddOperatorCodes(b, ocv)
+    tflite.ModelAddBuffers(b, bv)
+    b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
+    path.write_bytes(b.Output())
+    return path
+
+
+F32, BOOL = tflite.TensorType.FLOAT32, tflite.TensorType.BOOL
+V = [1, 64]  # 256 bytes of float32
+# callee A: a -> b -> o; a+b live at step 0, b+o at step 1: need 512
+CALLEE_A = {"tensors": [("a", V, F32), ("b", V, F32), ("o", V, F32)], "inputs": [0], "outputs": [2],
+            "ops": [("ADD", [0, 0], [1], None), ("ADD", [1, 1], [2], None)]}
+# callee B: a, b1 = a+a, b2 = b1+a, o = b2+b1; a, b1, b2 live at step 1: need 768
+CALLEE_B = {"tensors": [("a", V, F32), ("b1", V, F32), ("b2", V, F32), ("o", V, F32)],
+            "inputs": [0], "outputs": [3],
+            "ops": [("ADD", [0, 0], [1], None), ("ADD", [1, 0], [2], None),
+                    ("ADD", [2, 1], [3], None)]}
+
+
+def _if_model(tmp_path):
+    main_sg = {"tensors": [("c", [1], BOOL), ("x", V, F32), ("y", V, F32)], "inputs": [0, 1],
+               "outputs": [2],
+               "ops": [("IF", [0, 1], [2], ("IfOptions", {"ThenSubgraphIndex": 1,
+                                                           "ElseSubgraphIndex": 2}))]}
+    return _write_model(tmp_path / "if.tflite", [main_sg, CALLEE_A, CALLEE_B])
+
+
+def test_if_branches_are_a_workspace_of_the_if_step(tmp_path):
+    from planners import lower_bound
+    from scheduling.tflite_import import load_tflite
+
+    path = _if_model(tmp_path)
+    m = load_tflite(path)
+    assert m.subgraphs == 3
+    assert m.workspaces == {"0:IF": (768, (1, 2))}  # max(512, 768): one branch runs
+    ws = m.graph.tensors["0:IF:subgraphs"]
+    assert ws.nbytes == 768 and ws.producer == "0:IF" and not ws.consumers
+    # one step: c (1 byte) + x + y (256 each) + the branch workspace
+    p = tflite_problem(path)
+    assert lower_bound(p) == 1 + 256 + 256 + 768
+    # TFLite Micro's head for this model: each buffer rounded to 16 bytes, the same 1296
+    assert tflm_arena_model(path).head == 16 + 256 + 256 + 768
+
+
+@needs_tflm
+def test_if_model_against_tflite_micro(tmp_path):
+    """TFLM plans the branches inlined into the IF step; its head equals our workspace model
+    (1296). IF has no verified tail model, so the runtime arena is the bisected one (3056)."""
+    path = _if_model(tmp_path)
+    a = tflm_arena(path)
+    m = tflm_arena_model(path)
+    assert a.head == m.head == 1296
+    assert m.runtime_arena is None and m.unknown_kernels == ("IF",)
+    info = runtime_arena(path)
+    assert info["runtime_arena_source"] == "measured" and info["runtime_arena"] == 3056
+
+
+def test_while_and_call_once_workspaces(tmp_path):
+    from scheduling.tflite_import import load_tflite
+
+    main_sg = {"tensors": [("x", V, F32), ("y", V, F32)], "inputs": [0], "outputs": [1],
+               "ops": [("CALL_ONCE", [], [], ("CallOnceOptions", {"InitSubgraphIndex": 1})),
+                       ("WHILE", [0], [1], ("WhileOptions", {"CondSubgraphIndex": 1,
+                                                             "BodySubgraphIndex": 2}))]}
+    path = _write_model(tmp_path / "while.tflite", [main_sg, CALLEE_A, CALLEE_B])
+    m = load_tflite(path)
+    # WHILE: cond and body live at once (body outputs are copied into cond inputs): 512 + 768
+    assert m.workspaces == {"0:CALL_ONCE": (512, (1,)), "1:WHILE": (1280, (1, 2))}
+    assert m.folded_ops == {}  # a CALL_ONCE with a workspace is scheduled, not dropped
+    assert m.graph.tensors["0:CALL_ONCE:subgraphs"].nbytes == 512
+    assert list(m.graph.ops) == ["0:CALL_ONCE", "1:WHILE"]
+
+
+def test_nested_calls_and_bad_subgraph_references(tmp_path):
+    from scheduling.tflite_import import TfliteImportError, load_tflite
+
+    # subgraph 1 runs subgraph 2 by CALL_ONCE: its need is its own arena plus that workspace
+    nested = {"tensors": [("a", V, F32), ("o", V, F32)], "inputs": [0], "outputs": [1],
+              "ops": [("CALL_ONCE", [], [], ("CallOnceOptions", {"InitSubgraphIndex": 2})),
+                      ("ADD", [0, 0], [1], None)]}
+    main_sg = {"tensors": [("x", V, F32), ("y", V, F32)], "inputs": [0], "outputs": [1],
+               "ops": [("WHILE", [0], [1], ("WhileOptions", {"CondSubgraphIndex": 1,
+                                                             "BodySubgraphIndex": 1}))]}
+    m = load_tflite(_write_model(tmp_path / "nested.tflite", [main_sg, nested, CALLEE_B]))
+    # nested: step 0 a (256) + workspace 768, step 1 a + o: greedy arena 1024; cond + body = 2048
+    assert m.workspaces == {"0:WHILE": (2048, (1, 1))}
+
+    loop = dict(nested, ops=[("CALL_ONCE", [], [], ("CallOnceOptions", {"InitSubgraphIndex": 1}))])
+    with pytest.raises(TfliteImportError, match=r"runs subgraph 1 recursively \(call chain 0 -> 1 -> 1\)"):
+        load_tflite(_write_model(tmp_path / "rec.tflite", [dict(main_sg, ops=[
+            ("CALL_ONCE", [], [], ("CallOnceOptions", {"InitSubgraphIndex": 1}))]), loop]))
+    with pytest.raises(TfliteImportError, match=r"runs subgraph 5, but the model has 1 subgraphs"):
+        load_tflite(_write_model(tmp_path / "oor.tflite", [dict(main_sg, ops=[
+            ("CALL_ONCE", [], [], ("CallOnceOptions", {"InitSubgraphIndex": 5}))])]))
+
+
+def test_cli_error_on_recursive_subgraph(tmp_path, capsys):
+    main_sg = {"tensors": [("x", V, F32)], "inputs": [0], "outputs": [0],
+               "ops": [("CALL_ONCE", [], [], ("CallOnceOptions", {"InitSubgraphIndex": 0}))]}
+    path = _write_model(tmp_path / "self.tflite", [main_sg])
+    assert main(["plan", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("memplan: error:") and "recursively" in err and len(err.splitlines()) == 1
