@@ -514,3 +514,27 @@ def test_condition_on_runtime_values_is_not_inlined():
     g = load_onnx(m)
     ifs = [o for o in g.ops.values() if o.op_type == "If"]
     assert len(ifs) == 1 and ws_of(g, ifs[0].name) == 128
+
+
+def test_branch_computes_its_shape_data_from_shapes():
+    # the pads are computed inside the branch from the static shape of a: Shape -> Slice ->
+    # Concat, which ONNX shape inference does not evaluate inside a subgraph
+    then_b = branch("then", [
+        helper.make_node("Shape", ["a"], ["sh"]),
+        helper.make_node("Slice", ["sh", "z1", "o1"], ["n"]),        # [1]
+        helper.make_node("Sub", ["n", "n"], ["zero"]),               # [0]
+        helper.make_node("Concat", ["zero", "n", "zero", "n"], ["pads"], axis=0),  # [0,1,0,1]
+        helper.make_node("Pad", ["a", "pads"], ["p"]),               # [1, 18]
+        helper.make_node("Slice", ["p", "st", "en", "axs"], ["o"])],
+        [vi("o", [1, 16])],
+        [helper.make_tensor("z1", I64, [1], [0]), helper.make_tensor("o1", I64, [1], [1]),
+         helper.make_tensor("st", I64, [1], [1]), helper.make_tensor("en", I64, [1], [17]),
+         helper.make_tensor("axs", I64, [1], [1])])
+    else_b = branch("else", [helper.make_node("Neg", ["a"], ["o2"])], [vi("o2", [1, 16])])
+    nodes = [helper.make_node("Relu", ["x"], ["a"]),
+             helper.make_node("If", ["flag"], ["y"], then_branch=then_b, else_branch=else_b)]
+    m = model(nodes, [vi("x", [1, 16]), vi("flag", [], B)], [vi("y", [1, 16])])
+    x = np.arange(16, dtype=np.float32).reshape(1, 16)
+    np.testing.assert_allclose(run_ort(m, {"x": x, "flag": np.array(True)})[0], x)
+    g = load_onnx(m)
+    assert ws_of(g, "If_1") == 18 * 4  # the padded [1, 18] float32; shape data are constants
