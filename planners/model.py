@@ -234,7 +234,9 @@ class Problem:
     ------------------------------------------------------------
     starts, ends : half-open lifetimes ``[start, end)`` in steps.
     sizes : bytes. alignments : effective alignment in bytes. aligned_sizes : ``size`` rounded up to
-    the buffer's alignment. resident : bool mask of ``kind == "resident"``.
+    the buffer's alignment. resident : bool mask of ``kind == "resident"``. (Also
+    :attr:`worst_case_arena`, a Python int in bytes, ``<= 2**63 - 1`` for every constructed
+    problem.)
 
     Raises
     ------

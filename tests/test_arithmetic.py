@@ -517,3 +517,21 @@ def test_rv64_cli_declines_in_one_line(tmp_path, capsys):
     assert memplan_main(["rv64", str(f), "--planner", "greedy_by_size", "--json"]) == 0
     rec = json.loads(capsys.readouterr().out)
     assert rec["arena"] == 2**63 - 2 and rec["offsets_match"] is True
+
+
+def test_graph_lifetimes_beyond_int64_refused_in_one_error():
+    from scheduling.graph import Graph
+    from scheduling.lifetimes import lifetime_problem
+
+    g = Graph("wide")
+    n = 3 * 2**58  # float32: 3 * 2**60 bytes per tensor (< 2**62); three live at the Add
+    g.add_tensor("x", (1, n), "float32", kind="input")
+    for t in ("a", "b", "c"):
+        g.add_tensor(t, (1, n), "float32")
+    g.add_op("r1", "Relu", ["x"], ["a"])
+    g.add_op("r2", "Relu", ["a"], ["b"])
+    g.add_op("add", "Add", ["a", "b"], ["c"])
+    g.mark_output("c")
+    with pytest.raises(ProblemError, match="'wide': worst-case arena 10376293541461622784 bytes"):
+        lifetime_problem(g)
+    assert 3 * 3 * 2**60 == 10376293541461622784 > INT64_MAX
