@@ -194,7 +194,8 @@ def load_tflite(
 
 
 def _build(path, model, index, n_sub, op_names, type_names, overrides, name,
-           stack=()) -> TfliteModel:
+           stack=(), memo=None) -> TfliteModel:
+    memo = {} if memo is None else memo  # subgraph index -> need, so each callee is planned once
     sg = model.Subgraphs(index)
     stack = (*stack, index)
     nt = sg.TensorsLength()
@@ -252,7 +253,8 @@ def _build(path, model, index, n_sub, op_names, type_names, overrides, name,
         ops.append((oi, otype, ins, outs))
         callees = _called_subgraphs(path, model, op, otype, n_sub, stack)
         if callees is not None:
-            need = _callee_need(path, model, otype, callees, n_sub, op_names, type_names, stack)
+            need = _callee_need(path, model, otype, callees, n_sub, op_names, type_names, stack,
+                                memo)
             workspaces[f"{oi}:{otype}"] = (need, callees)
     # constant folding: outputs of operators whose inputs are all persistent (file order is a
     # valid topological order of a TFLite subgraph)
@@ -359,7 +361,7 @@ def _called_subgraphs(path, model, op, otype, n_sub, stack) -> tuple[int, ...] |
     return tuple(int(i) for i in idx)
 
 
-def _callee_need(path, model, otype, callees, n_sub, op_names, type_names, stack) -> int:
+def _callee_need(path, model, otype, callees, n_sub, op_names, type_names, stack, memo) -> int:
     """Bytes the called subgraphs need at the calling step: each callee's greedy-by-size arena
     (inputs included, 16-byte alignment, file order); ``max`` over IF branches, the sum for
     WHILE's cond and body."""
@@ -369,9 +371,11 @@ def _callee_need(path, model, otype, callees, n_sub, op_names, type_names, stack
 
     needs = []
     for i in callees:
-        m = _build(path, model, i, n_sub, op_names, type_names, {}, None, stack)
-        p = lifetime_problem(m.graph, None, include_inputs=True, alignment=16)
-        needs.append(plan(p, "greedy_by_size").arena_size if p.n else 0)
+        if i not in memo:
+            m = _build(path, model, i, n_sub, op_names, type_names, {}, None, stack, memo)
+            p = lifetime_problem(m.graph, None, include_inputs=True, alignment=16)
+            memo[i] = plan(p, "greedy_by_size").arena_size if p.n else 0
+        needs.append(memo[i])
     return int(max(needs) if otype == "IF" else sum(needs))
 
 
