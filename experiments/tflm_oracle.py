@@ -18,6 +18,13 @@ alignment 16) is compared with the head.
 The interpreter prints from C to file descriptor 1, so :func:`tflm_arena` runs it in a child
 Python process and parses that process's output (robust against the C library's buffering and the
 interpreter aborting on an unsupported operator).
+
+The reported total is not always enough: :func:`tflm_min_arena` bisects the smallest
+``arena_size`` the interpreter accepts (on three of the four pymicro-wakeword models it is above
+the reported total, because committing the plan needs temporary working memory in the head).
+:func:`tflm_arena_model` models the whole need from the flatbuffer (head, persistent tail, and the
+plan-commit moment) with TFLM's 64-bit struct sizes; :func:`runtime_arena` reports it, or the
+bisected value where a kernel is not modelled. ``make bench-tflm`` compares the two.
 """
 
 from __future__ import annotations
