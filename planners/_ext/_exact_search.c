@@ -475,7 +475,7 @@ static PyObject *py_search(PyObject *self, PyObject *args) {
     } else {
         i64 limit = c.n > 0 ? c.n : 1;
         for (;;) {
-            limit *= 2;
+            if (limit < ((i64)1 << 61)) limit *= 2; /* the deadline ends the loop long before */
             for (Py_ssize_t r = 0; r < nr; r++) {
                 c.heur = heurs + (size_t)r * 9;
                 c.budget = limit;
