@@ -36,8 +36,9 @@ Outcomes of one run (columns of ``results/soak.csv``, one row per planner or imp
 ``traceback``
     any other exception, or a worker process that died.
 ``hang``
-    the run took longer than its wall limit (``--hang-limit`` s for heuristics and imports,
-    time limit + ``--hang-limit`` for exact planners), or was killed after it.
+    the planner or importer itself took longer than its wall limit (``--hang-limit`` s for
+    heuristics and imports, time limit + ``--hang-limit`` for exact planners; the checks here are
+    not counted), or the pool killed the run 30 s after that limit.
 
 Runs go to a :class:`pebble.ProcessPool` in chunks; a chunk that overruns its limit or whose
 worker dies is rerun one item per task with the per-run limit, which names the culprit. Every item
@@ -111,13 +112,13 @@ _POW2 = [1 << k for k in range(21)]
 _ODD = [3, 5, 6, 7, 9, 12, 24, 48, 96, 100, 1000, 65537, 1000003]
 
 
-def _alignment(rng: np.random.Generator) -> int:
-    r = rng.random()
-    if r < 0.5:
-        return 1
-    if r < 0.85:
-        return int(rng.choice(_POW2))
-    return int(rng.choice(_ODD))
+#: Alignments (bytes) and their probabilities: 1 half the time, powers of two, odd ones.
+_ALIGNS = np.array([1] + _POW2[1:] + _ODD, np.int64)
+_ALIGN_P = np.array([0.5] + [0.35 / 20] * 20 + [0.15 / len(_ODD)] * len(_ODD))
+
+
+def _alignments(rng: np.random.Generator, n: int) -> list[int]:
+    return rng.choice(_ALIGNS, n, p=_ALIGN_P / _ALIGN_P.sum()).tolist()
 
 
 def _sizes(rng: np.random.Generator, n: int) -> tuple[list[int], str]:
@@ -129,30 +130,29 @@ def _sizes(rng: np.random.Generator, n: int) -> tuple[list[int], str]:
         sizes = [int(a) << int(k) for a, k in zip(rng.integers(1, 8, n), rng.integers(0, 24, n))]
     elif mode == "lognormal":
         sizes = np.rint(4096 * np.exp(1.5 * rng.standard_normal(n))).astype(np.int64).tolist()
-    elif mode == "large":
-        sizes = [int(rng.integers(0, 1 << int(k))) for k in rng.integers(20, 41, n)]
-    elif mode == "mixed":
-        sizes = [int(rng.integers(0, 1 << int(k))) if k else 0 for k in rng.integers(0, 41, n)]
+    elif mode == "large":  # uniform below 2**k, k uniform in [20, 40]
+        sizes = rng.integers(0, np.left_shift(1, rng.integers(20, 41, n))).tolist()
+    elif mode == "mixed":  # k uniform in [0, 40]: from zero to 2**40
+        sizes = rng.integers(0, np.left_shift(1, rng.integers(0, 41, n))).tolist()
     else:  # near the representable limit: the model may refuse these (ProblemError)
         near = [_LIMIT - 1, _LIMIT // 2, _LIMIT // 2 + 1, _LIMIT // n if n else 1, 2**61 - 7,
                 2**53 + 1, 2**40]
         sizes = [int(rng.choice(near)) if rng.random() < 0.5 else int(rng.integers(0, 1 << 40))
                  for _ in range(n)]
     zf = float(rng.choice([0.0, 0.0, 0.1, 0.5, 1.0], p=[0.5, 0.2, 0.15, 0.1, 0.05]))
-    sizes = [0 if zf and rng.random() < zf else int(s) for s in sizes]
+    zero = (rng.random(n) < zf).tolist()
+    sizes = [0 if z else int(s) for s, z in zip(sizes, zero)]
     return sizes, f"sizes={mode} zero_fraction={zf}"
 
 
 def _lifetimes(rng: np.random.Generator, n: int) -> tuple[list[tuple[int, int]], str]:
     shape = str(rng.choice(["random", "same", "chain", "nested", "staircase", "point", "wide",
                             "mixed"], p=[0.4, 0.08, 0.08, 0.08, 0.1, 0.08, 0.06, 0.12]))
-    if shape == "random":
-        from planners.random_problems import random_problem
-
+    if shape == "random":  # the law of planners.random_problems: uniform starts, geometric lengths
         mean = float(rng.choice([1.0, 3.0, 10.0, 50.0]))
-        p = random_problem(n, seed=int(rng.integers(1 << 31)), mean_lifetime=mean,
-                           horizon=int(rng.integers(1, 2 * n + 2)))
-        out = [(b.start, b.end) for b in p.buffers]
+        starts = rng.integers(0, int(rng.integers(1, 2 * n + 2)), n).tolist()
+        lengths = rng.geometric(1.0 / mean, n).tolist()
+        out = [(s, s + k) for s, k in zip(starts, lengths)]
     elif shape == "same":
         s = int(rng.integers(0, 100))
         e = s + int(rng.integers(1, 100))
@@ -241,16 +241,18 @@ def soak_problem(seed: int, index: int, exact: bool = False):
         n = int(rng.integers(0, EXACT_MAX_N + 1))
     else:
         r = rng.random()
-        n = (int(rng.integers(0, 17)) if r < 0.6 else int(rng.integers(17, 65)) if r < 0.9
-             else int(rng.integers(65, 257)) if r < 0.99 else int(rng.integers(257, 401)))
+        n = (int(rng.integers(0, 17)) if r < 0.7 else int(rng.integers(17, 65)) if r < 0.95
+             else int(rng.integers(65, 257)) if r < 0.995 else int(rng.integers(257, 401)))
     sizes, sdesc = _sizes(rng, n)
     lifes, ldesc = _lifetimes(rng, n)
-    default_align = _alignment(rng)
+    default_align = _alignments(rng, 1)[0]
     per_buffer = rng.random() < 0.3
+    own = _alignments(rng, n) if per_buffer else [0] * n
+    own = [a if per_buffer and r < 0.5 else None for a, r in zip(own, rng.random(n).tolist())]
+    resident = (rng.random(n) < 0.05).tolist()
     bufs = [
-        Buffer(f"b{i}", s, e, z, _alignment(rng) if per_buffer and rng.random() < 0.5 else None,
-               "resident" if rng.random() < 0.05 else "activation")
-        for i, ((s, e), z) in enumerate(zip(lifes, sizes))
+        Buffer(f"b{i}", s, e, z, a, "resident" if res else "activation")
+        for i, ((s, e), z, a, res) in enumerate(zip(lifes, sizes, own, resident))
     ]
     aliases = None
     adesc = ""
@@ -411,7 +413,7 @@ def _arena_ints(p, offsets) -> int:
     return max([int(o) + b.size for b, o in zip(p.buffers, offsets) if b.size > 0], default=0)
 
 
-def brute_force_optimum(p, node_limit: int = 50_000) -> int | None:
+def brute_force_optimum(p, node_limit: int = 20_000, seconds: float = 1.0) -> int | None:
     """Minimum arena of ``p`` (bytes) by branch and bound over placement orders, or ``None``.
 
     Each order places every non-empty alias group at its lowest aligned offset that collides with
@@ -420,7 +422,7 @@ def brute_force_optimum(p, node_limit: int = 50_000) -> int | None:
     no group that can move to a lower aligned offset (moving groups down ends), and placing its
     groups in (offset, index) order reproduces it exactly, since a lower fit for a group would
     collide with nothing above it either. ``None`` when more than :data:`BRUTE_MAX` non-empty
-    groups or more than ``node_limit`` search nodes.
+    groups, more than ``node_limit`` search nodes or more than ``seconds`` of search.
     """
     items = [it for it in _groups(p)[0] if it[2] > 0]
     m = len(items)
@@ -433,6 +435,7 @@ def brute_force_optimum(p, node_limit: int = 50_000) -> int | None:
     lb = lower_bound_ints(p)
     best = [math.inf]
     nodes = [0]
+    deadline = time.perf_counter() + seconds
     off = [0] * m
     placed: list[int] = []
 
@@ -447,7 +450,7 @@ def brute_force_optimum(p, node_limit: int = 50_000) -> int | None:
 
     def dfs(top: int, last: tuple[int, int]) -> bool:
         nodes[0] += 1
-        if nodes[0] > node_limit:
+        if nodes[0] > node_limit or (nodes[0] % 256 == 0 and time.perf_counter() > deadline):
             return False
         if len(placed) == m:
             best[0] = min(best[0], top)
@@ -590,6 +593,7 @@ def _run_planner_item(seed: int, index: int, cfg: dict) -> dict:
     params = _planner_params(name, rng, p.capacity is not None, cfg["exact_time"])
     out["params"] = repr(params)
     out["problem"] = _problem_text(p)
+    t0 = time.perf_counter()
     try:
         plan = get_planner(name, **params).plan(p)
     except CapacityError as e:
@@ -604,6 +608,8 @@ def _run_planner_item(seed: int, index: int, cfg: dict) -> dict:
         kind = _classify_exception(e)
         out.update(outcome=kind, detail=str(e) if kind == "refused" else _tb(e))
         return out
+    finally:
+        out["run_seconds"] = time.perf_counter() - t0
     brute = exact or index % 10 == 0
     outcome, detail = _check(p, plan, brute)
     out.update(outcome=outcome, detail=detail, status=plan.status)
@@ -1061,6 +1067,7 @@ def _run_import_item(seed: int, kind: str, index: int, cfg: dict) -> dict:
     tmp.mkdir(parents=True, exist_ok=True)
     path = tmp / fname
     path.write_bytes(data)
+    t0 = time.perf_counter()
     try:
         p = _import(kind, path)
     except Exception as e:  # noqa: BLE001
@@ -1068,6 +1075,7 @@ def _run_import_item(seed: int, kind: str, index: int, cfg: dict) -> dict:
         out.update(outcome=k, detail=str(e)[:500] if k == "refused" else _tb(e))
         return out
     finally:
+        out["run_seconds"] = time.perf_counter() - t0
         path.unlink(missing_ok=True)
     # Imported: the problem must give a correct bound and a valid plan.
     if p.n > 3000:
@@ -1092,10 +1100,11 @@ def _run_import_item(seed: int, kind: str, index: int, cfg: dict) -> dict:
 
 def run_item(seed: int, kind: str, index: int, cfg: dict | None = None) -> dict:
     """Run soak item ``index`` of ``kind`` (``"problem"`` or an importer name) and return its
-    record: ``target``, ``outcome`` (one of :data:`OUTCOMES`), ``detail``, ``desc``, ``seconds``.
+    record: ``target``, ``outcome`` (one of :data:`OUTCOMES`), ``detail``, ``desc``,
+    ``run_seconds`` (the planner's or importer's own wall time) and ``seconds`` (with the checks).
 
-    Never raises for a failure of the code under test; ``seconds`` above the item's wall limit
-    turns the outcome into ``hang``.
+    Never raises for a failure of the code under test; ``run_seconds`` above the item's wall limit
+    turns the outcome into ``hang`` (the checks here are not counted).
     """
     cfg = {**_default_cfg(), **(cfg or {})}
     t0 = time.perf_counter()
@@ -1104,12 +1113,18 @@ def run_item(seed: int, kind: str, index: int, cfg: dict | None = None) -> dict:
     else:
         rec = _run_import_item(seed, kind, index, cfg)
     rec["seconds"] = time.perf_counter() - t0
+    rec.setdefault("run_seconds", 0.0)
     limit = _item_limit(cfg, rec["target"])
-    if rec["seconds"] > limit:
-        rec["detail"] = (f"took {rec['seconds']:.1f} s > limit {limit:.1f} s; "
+    if rec["run_seconds"] > limit:
+        rec["detail"] = (f"took {rec['run_seconds']:.1f} s > limit {limit:.1f} s; "
                          f"outcome was {rec['outcome']}: {rec.get('detail', '')}")
         rec["outcome"] = "hang"
     return rec
+
+
+#: Extra seconds a single rerun may take beyond its wall limit before the pool kills it (the
+#: checks of this module run in the same task).
+_CHECK_SLACK = 30.0
 
 
 def _default_cfg() -> dict:
@@ -1159,7 +1174,7 @@ def soak(
     failures_dir: str | Path | None = None,
     max_failures: int = 3,
     progress: bool = True,
-) -> tuple[dict[tuple[str, str], Counter], list[dict], float]:
+) -> tuple[dict[tuple[str, str], Counter], list[dict], float, dict[tuple[str, str], float]]:
     """Run the soak and return ``(counts, failures, seconds)``.
 
     Parameters
@@ -1183,12 +1198,14 @@ def soak(
     counts : ``{(kind, target): Counter(outcome -> runs)}``
     failures : records of failing runs (outcomes other than ``ok`` and ``refused``)
     seconds : wall-clock seconds of the whole soak
+    busy : ``{(kind, target): seconds}`` summed wall time of the planner or importer runs
     """
     cfg = {**_default_cfg(), "schedule": _schedule(heuristic_weight), "exact_time": exact_time,
            "hang_limit": hang_limit}
     items = _items(problems, files)
     t0 = time.perf_counter()
     counts: dict[tuple[str, str], Counter] = defaultdict(Counter)
+    busy: dict[tuple[str, str], float] = defaultdict(float)
     failures: list[dict] = []
     kept: Counter = Counter()
     done = [0]
@@ -1197,6 +1214,7 @@ def soak(
 
     def record(rec: dict) -> None:
         counts[(rec["kind"], rec["target"])][rec["outcome"]] += 1
+        busy[(rec["kind"], rec["target"])] += rec.get("run_seconds") or 0.0
         done[0] += 1
         if rec["outcome"] not in ("ok", "refused"):
             failures.append(rec)
@@ -1220,9 +1238,9 @@ def soak(
         for kind, idx in chunks:
             for rec in _run_chunk(seed, kind, idx, cfg):
                 record(rec)
-        return counts, failures, time.perf_counter() - t0
+        return counts, failures, time.perf_counter() - t0, busy
     _pool_run(chunks, seed, cfg, jobs, mem_limit_gb, record)
-    return counts, failures, time.perf_counter() - t0
+    return counts, failures, time.perf_counter() - t0, busy
 
 
 def _kind_of(kind: str) -> str:
@@ -1241,7 +1259,7 @@ def _pool_run(chunks, seed, cfg, jobs, mem_limit_gb, record) -> None:
     mem = int(mem_limit_gb * 2**30)
     with ProcessPool(max_workers=jobs, initializer=_init_worker, initargs=(mem,)) as pool:
         def chunk_limit(kind, idx):
-            return 60.0 + sum(_item_limit(cfg, _target_of(cfg, kind, i)) * 0.5 for i in idx
+            return 120.0 + sum(_item_limit(cfg, _target_of(cfg, kind, i)) * 0.5 for i in idx
                               if _target_of(cfg, kind, i) in EXACT)
 
         pending = [(pool.schedule(_run_chunk, args=(seed, kind, idx, cfg),
@@ -1254,7 +1272,7 @@ def _pool_run(chunks, seed, cfg, jobs, mem_limit_gb, record) -> None:
             except (FutureTimeout, ProcessExpired, Exception):  # noqa: BLE001
                 retry += [(kind, i) for i in idx]
         singles = [(pool.schedule(run_item, args=(seed, kind, i, cfg),
-                                  timeout=_item_limit(cfg, _target_of(cfg, kind, i)) + 5.0),
+                                  timeout=_item_limit(cfg, _target_of(cfg, kind, i)) + _CHECK_SLACK),
                     kind, i) for kind, i in retry]
         for fut, kind, i in singles:
             base = {"kind": _kind_of(kind), "target": _target_of(cfg, kind, i), "index": i,
@@ -1263,7 +1281,7 @@ def _pool_run(chunks, seed, cfg, jobs, mem_limit_gb, record) -> None:
                 record(fut.result())
             except FutureTimeout:
                 record({**base, "outcome": "hang",
-                        "detail": f"killed after {_item_limit(cfg, base['target']) + 5.0:.0f} s"})
+                        "detail": f"killed after {_item_limit(cfg, base['target']) + _CHECK_SLACK:.0f} s"})
             except ProcessExpired as e:
                 record({**base, "outcome": "traceback",
                         "detail": f"worker process died (exit code {e.exitcode})"})
@@ -1296,7 +1314,7 @@ def _write_failure(folder: Path, seed: int, rec: dict) -> None:
 
 
 def write_results(counts, out: str | Path, seed: int, seconds: float, jobs: int, args: dict,
-                  failures: list[dict]) -> None:
+                  failures: list[dict], busy: dict | None = None) -> None:
     """Write ``out`` (CSV, one row per planner / importer) and the markdown summary beside it."""
     from planners.registry import PLANNERS
 
@@ -1331,12 +1349,16 @@ def write_results(counts, out: str | Path, seed: int, seconds: float, jobs: int,
         "wrong bounds, tracebacks and hangs. Totals: "
         + ", ".join(f"{o} {bad[o]}" for o in OUTCOMES) + ".",
         "",
-        "| kind | target | runs | " + " | ".join(OUTCOMES) + " |",
-        "|---|---|---:|" + "---:|" * len(OUTCOMES),
+        "| kind | target | runs | " + " | ".join(OUTCOMES) + " | run seconds |",
+        "|---|---|---:|" + "---:|" * len(OUTCOMES) + "---:|",
     ]
+    busy = busy or {}
     md += [f"| {r['kind']} | {r['target']} | {r['runs']} | "
-           + " | ".join(str(r[o]) for o in OUTCOMES) + " |" for r in rows]
-    md += ["", "`refused` is a clean toolkit error naming the input (for mutated files, the "
+           + " | ".join(str(r[o]) for o in OUTCOMES)
+           + f" | {busy.get((r['kind'], r['target']), 0.0):.0f} |" for r in rows]
+    md += ["", "Run seconds: summed wall time of the planner or importer calls alone (the checks "
+           "are not included), under whatever else ran on the machine.", "",
+           "`refused` is a clean toolkit error naming the input (for mutated files, the "
            "expected answer; for problems, the model refusing e.g. a deliberately bad alias or "
            "sizes near 2**62). Checks are described in `experiments/soak.py`.", ""]
     if failures:
@@ -1406,11 +1428,11 @@ def main(argv: list[str] | None = None) -> int:
         for f in failures_dir.iterdir():
             if f.is_file():
                 f.unlink()
-    counts, failures, seconds = soak(
+    counts, failures, seconds, busy = soak(
         a.problems, a.files, a.seed, a.jobs, a.chunk, a.exact_time, a.hang_limit,
         a.heuristic_weight, a.mem_limit_gb, failures_dir)
     cmd = " ".join(argv if argv is not None else sys.argv[1:])
-    write_results(counts, a.out, a.seed, seconds, a.jobs, {"cmd": cmd}, failures)
+    write_results(counts, a.out, a.seed, seconds, a.jobs, {"cmd": cmd}, failures, busy)
     bad = sum(c[o] for c in counts.values() for o in OUTCOMES[2:])
     print(f"soak: {sum(sum(c.values()) for c in counts.values())} runs in {seconds:.0f} s; "
           f"{bad} failures; wrote {a.out}", file=sys.stderr)

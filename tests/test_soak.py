@@ -12,7 +12,7 @@ from planners.examples import exercise_5_1_problem as _ex51
 
 
 def test_tiny_soak_has_no_failures(tmp_path):
-    counts, failures, _ = soak.soak(problems=200, files=60, seed=3, jobs=2, chunk=25,
+    counts, failures, _, busy = soak.soak(problems=200, files=60, seed=3, jobs=2, chunk=25,
                                     failures_dir=tmp_path / "failures", progress=False)
     planners = {t for (k, t) in counts if k == "planner"}
     importers = {t for (k, t) in counts if k == "importer"}
@@ -21,6 +21,7 @@ def test_tiny_soak_has_no_failures(tmp_path):
     assert planners == set(PLANNERS)
     assert importers == {"csv", "onnx", "tflite"}
     assert sum(sum(c.values()) for c in counts.values()) == 260
+    assert set(busy) == set(counts)
     summary = [(f["target"], f["outcome"], f["index"], str(f.get("detail"))[-200:])
                for f in failures]
     assert summary == []
