@@ -15,6 +15,12 @@ mode ``"decide"`` only asks for ``H <= capacity`` (no objective). The warm start
 the best registered heuristic (:func:`planners.warmstart.best_heuristic`). Zero-size buffers are left
 out (offset 0); residents are ordinary buffers here.
 
+Two safeguards, each a named switch: ``heuristic_first`` answers mode ``"decide"`` at once when a
+cheap heuristic already fits the capacity (an exact method is never worse than a heuristic it could
+have run), and ``model_budget`` declines (status ``skipped``) a model whose estimated build time
+(:mod:`planners.model_size`) exceeds that fraction of ``time_limit``, which holds for the whole
+call: heuristics, model building and search.
+
 References
 ----------
 .. [1] Laurent Perron, Frédéric Didier, "CP-SAT", OR-Tools, Google.
@@ -25,6 +31,7 @@ References
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -34,9 +41,10 @@ from .bounds import lower_bound
 from .colouring import interference_edges
 from .errors import ProblemError
 from .model import Problem
+from .model_size import ModelEstimate, decline_reason, interference_pairs
 from .warmstart import best_heuristic
 
-__all__ = ["CPSat", "FORMULATIONS", "MODES"]
+__all__ = ["CPSat", "FORMULATIONS", "MODES", "estimate_model"]
 
 FORMULATIONS = ("nooverlap2d", "pairwise")
 MODES = ("auto", "minimize", "decide")
@@ -54,7 +62,8 @@ class CPSat(Planner):
         ``"decide"``: any plan with arena ``<= problem.capacity``; ``"auto"``: ``"minimize"`` when
         ``problem.capacity is None``, else ``"decide"``.
     time_limit : float
-        Wall-clock seconds for the solver.
+        Wall-clock seconds for the whole call: the warm-start heuristics and the model building
+        are counted, the solver gets what is left.
     workers : int
         CP-SAT search workers (threads).
     seed : int
@@ -66,13 +75,23 @@ class CPSat(Planner):
         ``interleave_search``, so a stopped run is reproducible bit for bit; ``time_limit`` stays a
         wall-clock safety cap. With ``None`` (default) a run that hits the wall-clock limit may
         differ between runs with ``workers > 1``; a proved optimum is the same arena either way.
+    heuristic_first : bool
+        In mode ``"decide"``, run the cheap heuristics first and answer with the first whose arena
+        fits the capacity (``info["answered_by"]`` names it; the model is not built). Off for
+        ablations.
+    model_budget : float or None
+        Decline with status ``skipped`` (``info["reason"]``, ``info["model_estimate"]``) when the
+        model's estimated build time exceeds ``model_budget * time_limit`` (see
+        :func:`estimate_model`); ``None`` always builds. A skipped plan has no offsets, like a
+        timeout (the heuristics' arenas are still recorded in ``info``).
 
     Returns (through :meth:`plan`)
     ------------------------------
     status ``optimal`` (minimum proved, or in decide mode: a fitting plan found), ``feasible``
     (a plan, optimality not proved; when the solver found nothing in time this is the warm start,
     ``info["source"] == "warm_start"``), ``infeasible`` (proved: no plan fits the capacity) or
-    ``timeout`` (no plan at all in decide mode). ``best_bound`` is the solver's proved lower bound on
+    ``timeout`` (no plan at all in decide mode), or ``skipped`` (the model was not built, see
+    ``model_budget``). ``best_bound`` is the solver's proved lower bound on
     the arena (bytes, at least the max-live lower bound), so a stopped run reports its gap.
 
     Raises
@@ -98,6 +117,8 @@ class CPSat(Planner):
         seed: int = 0,
         warm_start: bool = True,
         deterministic_time: float | None = None,
+        heuristic_first: bool = True,
+        model_budget: float | None = 0.5,
     ) -> None:
         self.formulation = formulation
         self.mode = mode
@@ -106,6 +127,8 @@ class CPSat(Planner):
         self.seed = seed
         self.warm_start = warm_start
         self.deterministic_time = deterministic_time
+        self.heuristic_first = heuristic_first
+        self.model_budget = model_budget
 
     def _solve(self, problem: Problem) -> SolveResult:
         if self.formulation not in FORMULATIONS:
@@ -121,13 +144,29 @@ class CPSat(Planner):
             raise ProblemError(
                 f"cpsat: mode='decide' needs a capacity, problem {problem.name!r} has none"
             )
+        t0 = time.perf_counter()
+        limit = float(self.time_limit)
         lb = lower_bound(problem)
         info: dict = {"mode": mode, "formulation": self.formulation}
         warm, warm_arena = None, None
-        if self.warm_start:
-            warm, warm_arena, winfo = best_heuristic(problem)
-            info.update(winfo)
         cap = problem.capacity
+        shortcut = self.heuristic_first and mode == "decide"
+        if self.warm_start or shortcut:
+            warm, warm_arena, winfo = best_heuristic(
+                problem, stop_at=cap if shortcut else None, deadline=t0 + limit
+            )
+            info.update(winfo)
+            if shortcut and warm_arena <= cap:
+                info["answered_by"] = winfo["warm_start"]
+                return SolveResult(warm, "optimal" if warm_arena <= lb else "feasible", lb, info)
+            if not self.warm_start:
+                warm, warm_arena = None, None
+        est = estimate_model(problem, self.formulation)
+        info["model_estimate"] = est.as_info()
+        reason = decline_reason(est, limit, self.model_budget, f"cpsat ({self.formulation})")
+        if reason is not None:
+            info["reason"] = reason
+            return SolveResult(None, "skipped", lb, info)
         if mode == "minimize":
             ub = warm_arena if warm_arena is not None else int(problem.aligned_sizes.sum())
             if cap is not None:
@@ -176,9 +215,17 @@ class CPSat(Planner):
             if warm is not None and warm_arena <= ub:
                 m.AddHint(height, warm_arena)
 
+        info["build_seconds"] = round(time.perf_counter() - t0, 4)
+        left = limit - (time.perf_counter() - t0)
+        if left <= 0:
+            info["stopped_by"] = "time_limit"
+            if warm is not None and warm_arena <= ub:
+                info["source"] = "warm_start"
+                return SolveResult(warm, "feasible", lb, info)
+            return SolveResult(None, "timeout", lb, info)
         solver = cp_model.CpSolver()
         prm = solver.parameters
-        prm.max_time_in_seconds = float(self.time_limit)
+        prm.max_time_in_seconds = left
         prm.num_workers = int(self.workers)
         prm.random_seed = int(self.seed)
         if self.deterministic_time is not None:
@@ -217,3 +264,19 @@ class CPSat(Planner):
             info["source"] = "warm_start"
             return SolveResult(warm, "feasible", bound, info)
         return SolveResult(None, "timeout", bound, info)
+
+
+def estimate_model(problem: Problem, formulation: str) -> ModelEstimate:
+    """Size of the CP-SAT model of ``problem`` before building it (``O(n log n)``).
+
+    With ``n`` non-zero-size buffers and ``E`` interfering pairs
+    (:func:`planners.model_size.interference_pairs`): ``"nooverlap2d"`` has ``3n + 1`` variables
+    (offset, two intervals each, the height), ``n + 1`` constraints and ``6n`` terms;
+    ``"pairwise"`` has ``n + E + 1`` variables, ``n + 2E`` constraints and ``2n + 6E`` terms (two
+    enforced inequalities of three literals per pair).
+    """
+    n = int((problem.sizes > 0).sum())
+    if formulation == "nooverlap2d":
+        return ModelEstimate.of("cpsat_nooverlap2d", 3 * n + 1, n + 1, 6 * n)
+    e = interference_pairs(problem)
+    return ModelEstimate.of("cpsat_pairwise", n + e + 1, n + 2 * e, 2 * n + 6 * e)

@@ -37,6 +37,7 @@ is cut off.
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 
@@ -46,8 +47,9 @@ from .colouring import interference_edges, interval_colouring_blocks, layout_blo
 from .errors import ProblemError
 from .lp_backends import solve_pulp
 from .model import Problem
+from .model_size import ModelEstimate, clique_terms, decline_reason, interference_pairs
 
-__all__ = ["ILPBlocks", "maximal_cliques", "BACKENDS", "ORTOOLS_SOLVERS"]
+__all__ = ["ILPBlocks", "maximal_cliques", "BACKENDS", "ORTOOLS_SOLVERS", "estimate_model"]
 
 BACKENDS = ("ortools", "pulp")
 #: pywraplp MIP solvers accepted by ``backend="ortools"``. ortools 9.15 also builds ``"HIGHS"`` into
@@ -92,6 +94,36 @@ def maximal_cliques(problem: Problem) -> list[list[int]]:
     return out
 
 
+def estimate_model(
+    problem: Problem,
+    blocks: int | None = None,
+    conflicts: str = "clique",
+    symmetry_breaking: bool = True,
+    backend: str = "ortools",
+) -> ModelEstimate:
+    """Size of the shared-block model before building it (``O(n log n)``).
+
+    With ``n`` non-zero-size buffers, ``M`` blocks and ``X`` assignment binaries (``n M``, or with
+    symmetry breaking ``sum_r min(r + 1, M)`` over the size ranks ``r``): ``X + M`` variables,
+    ``n + X + M G + M - 1`` constraints for ``G`` conflict groups (maximal cliques or edges,
+    :func:`planners.model_size.clique_terms`), and ``3X + M T + 2M`` terms for ``T`` group members
+    in total.
+    """
+    n = int((problem.sizes > 0).sum())
+    M = max_live_count(problem) if blocks is None else int(blocks)
+    if symmetry_breaking:
+        x = M * (M + 1) // 2 + (n - M) * M if n >= M else n * (n + 1) // 2
+    else:
+        x = n * M
+    if conflicts == "clique":
+        g, t = clique_terms(problem)
+    else:
+        g = interference_pairs(problem)
+        t = 2 * g
+    kind = "ilp_blocks_pulp" if backend == "pulp" else "ilp_blocks_ortools"
+    return ModelEstimate.of(kind, x + M, n + x + M * g + max(M - 1, 0), 3 * x + M * t + 2 * M)
+
+
 class ILPBlocks(Planner):
     """Exact shared-block layout by integer programming (seed 002 section 5.1.3; see module doc).
 
@@ -104,7 +136,7 @@ class ILPBlocks(Planner):
         pywraplp solver id for ``backend="ortools"``: one of :data:`ORTOOLS_SOLVERS` (``"SCIP"``
         default, ``"CBC"``, ``"CP_SAT"``).
     time_limit : float
-        Seconds.
+        Seconds for the whole call (model building included; the solver gets what is left).
     blocks : int or None
         Number of blocks ``M``; ``None`` = max live count (clique number).
     conflicts : {"clique", "edge"}
@@ -115,12 +147,16 @@ class ILPBlocks(Planner):
         Hint the seed 001 interval colouring (relabelled to satisfy the symmetry breaking).
     workers : int
         Solver threads.
+    model_budget : float or None
+        Decline with status ``skipped`` (no offsets; ``info["reason"]``,
+        ``info["model_estimate"]``) when the model's estimated build time (:func:`estimate_model`,
+        :mod:`planners.model_size`) exceeds ``model_budget * time_limit``; ``None`` always builds.
 
     Returns (through :meth:`plan`)
     ------------------------------
     status ``optimal`` means optimal **among block layouts with M blocks** (``info["optimal_within"]
-    == "shared_blocks"``), not among all offset plans; ``feasible``/``timeout`` as for any exact
-    planner; ``best_bound`` is the solver's bound on the block total (a bound for block layouts only,
+    == "shared_blocks"``), not among all offset plans; ``feasible``/``timeout``/``skipped`` as for
+    any exact planner; ``best_bound`` is the solver's bound on the block total (a bound for block layouts only,
     so it is reported as ``info["block_bound"]`` and ``best_bound`` is the max-live lower bound).
 
     Raises
@@ -147,6 +183,7 @@ class ILPBlocks(Planner):
         symmetry_breaking: bool = True,
         warm_start: bool = True,
         workers: int = 1,
+        model_budget: float | None = 0.5,
     ) -> None:
         self.backend = backend
         self.solver = solver
@@ -156,6 +193,7 @@ class ILPBlocks(Planner):
         self.symmetry_breaking = symmetry_breaking
         self.warm_start = warm_start
         self.workers = workers
+        self.model_budget = model_budget
 
     # -- model data shared by both backends ------------------------------------------------------
     def _data(self, problem: Problem):
@@ -203,12 +241,25 @@ class ILPBlocks(Planner):
             )
         if not (problem.sizes > 0).any():
             return SolveResult(np.zeros(problem.n, np.int64), "optimal", 0)
-        M, rank, allowed, groups, hint, sz = self._data(problem)
+        t0 = time.perf_counter()
+        deadline = t0 + float(self.time_limit)
         lb = lower_bound(problem)
+        omega = max_live_count(problem)
+        if self.blocks is not None and int(self.blocks) < omega:
+            self._data(problem)  # raises the ProblemError naming the rule
+        est = estimate_model(
+            problem, self.blocks, self.conflicts, self.symmetry_breaking, self.backend
+        )
+        reason = decline_reason(est, self.time_limit, self.model_budget, "ilp_blocks")
+        if reason is not None:
+            info = {"model_estimate": est.as_info(), "reason": reason}
+            return SolveResult(None, "skipped", lb, info)
+        M, rank, allowed, groups, hint, sz = self._data(problem)
         if self.backend == "ortools":
-            status, bound, assign, info = self._ortools(M, allowed, groups, hint, sz, lb)
+            status, bound, assign, info = self._ortools(M, allowed, groups, hint, sz, lb, deadline)
         else:
-            status, bound, assign, info = self._pulp(M, allowed, groups, hint, sz, lb)
+            status, bound, assign, info = self._pulp(M, allowed, groups, hint, sz, lb, deadline)
+        info["model_estimate"] = est.as_info()
         info.update(blocks_max=M, groups=len(groups), optimal_within="shared_blocks")
         info["block_bound"] = None if bound is None else math.ceil(bound - 1e-6)
         if assign is None:
@@ -224,7 +275,7 @@ class ILPBlocks(Planner):
         return SolveResult(offsets, status, None, info)
 
     # -- OR-Tools pywraplp ----------------------------------------------------------------------
-    def _ortools(self, M, allowed, groups, hint, sz, lb):
+    def _ortools(self, M, allowed, groups, hint, sz, lb, deadline):
         from ortools.linear_solver import pywraplp
 
         if self.solver not in ORTOOLS_SOLVERS:
@@ -262,7 +313,11 @@ class ILPBlocks(Planner):
                 if hint[i] == m:
                     bmax[m] = max(bmax[m], sz[i])
             s.SetHint(hv + blk, hval + [float(b) for b in bmax])
-        s.SetTimeLimit(int(self.time_limit * 1000))
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            info = {"lp_solver": f"ortools-{self.solver}", "stopped_by": "time_limit"}
+            return "timeout", None, None, info
+        s.SetTimeLimit(max(1, int(left * 1000)))
         s.SetNumThreads(int(self.workers))
         st = s.Solve()
         names = {
@@ -279,7 +334,7 @@ class ILPBlocks(Planner):
         return status, None, None, info
 
     # -- PuLP -----------------------------------------------------------------------------------
-    def _pulp(self, M, allowed, groups, hint, sz, lb):
+    def _pulp(self, M, allowed, groups, hint, sz, lb, deadline):
         import pulp
 
         prob = pulp.LpProblem("ilp_blocks", pulp.LpMinimize)
@@ -312,8 +367,11 @@ class ILPBlocks(Planner):
                     bmax[m] = max(bmax[m], sz[i])
             for m in range(M):
                 blk[m].setInitialValue(bmax[m])
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            return "timeout", None, None, {"lp_solver": "pulp", "stopped_by": "time_limit"}
         status, bound, info = solve_pulp(
-            prob, self.time_limit, warm_start=hint is not None, threads=self.workers
+            prob, left, warm_start=hint is not None, threads=self.workers
         )
         if status in ("optimal", "feasible"):
             assign = {i: m for (i, m), v in x.items() if (v.value() or 0) > 0.5}

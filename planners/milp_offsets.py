@@ -17,6 +17,17 @@ warm start), also capped by the problem's capacity, and the big-M is ``M = U`` (
 Sekiyama et al. 2018; its LP relaxation is weak (``H = lower bound`` is LP-feasible with fractional
 ``z``), so it scales much worse than CP-SAT. Zero-size buffers are left out (offset 0).
 
+**Exact offsets at every size.** The solver works in floating point with tolerances (CBC accepts
+``z`` within ``1e-6`` of an integer, so a disjunction may be short by ``1e-6 M`` bytes: two
+overlapping 96 MiB buffers came out a few bytes apart). The solver's offsets are therefore never
+used as such: its disjunction decisions (``z_ij``: which buffer lies below which) orient the
+interference graph, and the offsets are recomputed in exact integers by a longest-path pass over
+that orientation, each buffer at the lowest multiple of its alignment above the tops of the
+buffers below it (:func:`offsets_from_order`). A valid plan follows for any orientation; when the
+rounded decisions contain a cycle (numerical trouble) the solver offsets' centres order the pairs
+instead. The reported bound is only what the solver proved, lowered by its tolerance (see
+:class:`MILPOffsets`).
+
 References
 ----------
 .. [1] T. Sekiyama, T. Imamichi, H. Imai, R. Raymond, "Profile-guided memory optimization for deep
@@ -26,6 +37,8 @@ References
 from __future__ import annotations
 
 import math
+import time
+from collections import deque
 
 import numpy as np
 import pulp
@@ -35,9 +48,78 @@ from .bounds import lower_bound
 from .colouring import interference_edges
 from .lp_backends import solve_pulp
 from .model import Problem
+from .model_size import ModelEstimate, decline_reason, interference_pairs
 from .warmstart import best_heuristic
 
-__all__ = ["MILPOffsets"]
+__all__ = ["MILPOffsets", "offsets_from_order", "estimate_model", "INTEGRALITY_TOLERANCE"]
+
+#: Relative tolerance assumed for the MILP solver: CBC's integrality tolerance (``1e-6``) bounds how
+#: far a big-M disjunction may be violated (``1e-6 M`` bytes) and PuLP writes coefficients with 12
+#: significant digits. A solver bound is lowered by ``INTEGRALITY_TOLERANCE * (M * max live buffers
+#: + bound)`` bytes before it is reported (:class:`MILPOffsets`).
+INTEGRALITY_TOLERANCE = 1e-6
+
+
+def offsets_from_order(problem: Problem, live, below) -> np.ndarray | None:
+    """Exact offsets (bytes) from a "which buffer lies below which" decision per interfering pair.
+
+    Parameters
+    ----------
+    problem : Problem
+    live : list of int
+        The buffers to place (non-zero size, problem indices).
+    below : iterable of (i, j)
+        For every pair of ``live`` buffers live at the same step (half-open lifetimes in steps),
+        one arc ``i -> j`` meaning ``i`` lies below ``j``.
+
+    Returns
+    -------
+    int64 array of shape ``(problem.n,)`` or ``None`` when the arcs contain a cycle. Each buffer
+    sits at the lowest multiple of its alignment at or above every top ``offset + size`` of the
+    buffers below it (longest path in topological order, Python integers, so exact for every size
+    the interval model accepts); buffers not in ``live`` get offset 0. ``O(n + E)``.
+
+    >>> p = Problem.from_arrays([0, 0], [1, 1], [3, 5])
+    >>> offsets_from_order(p, [0, 1], [(1, 0)]).tolist()
+    [5, 0]
+    """
+    sizes, aligns = problem.sizes.tolist(), problem.alignments.tolist()
+    succ: dict[int, list[int]] = {i: [] for i in live}
+    indeg = dict.fromkeys(live, 0)
+    for i, j in below:
+        succ[i].append(j)
+        indeg[j] += 1
+    off = dict.fromkeys(live, 0)
+    queue = deque(i for i in live if indeg[i] == 0)
+    done = 0
+    while queue:
+        i = queue.popleft()
+        done += 1
+        a = aligns[i]
+        o = -(-off[i] // a) * a
+        off[i] = o
+        top = o + sizes[i]
+        for j in succ[i]:
+            if top > off[j]:
+                off[j] = top
+            indeg[j] -= 1
+            if indeg[j] == 0:
+                queue.append(j)
+    if done < len(live):
+        return None
+    out = np.zeros(problem.n, np.int64)
+    for i in live:
+        out[i] = off[i]
+    return out
+
+
+def estimate_model(problem: Problem) -> ModelEstimate:
+    """Size of the big-M model before building it (``O(n log n)``): with ``n`` non-zero-size
+    buffers and ``E`` interfering pairs, ``n + E + 1`` variables, ``n + 2E`` constraints and
+    ``2n + 6E`` terms."""
+    n = int((problem.sizes > 0).sum())
+    e = interference_pairs(problem)
+    return ModelEstimate.of("milp_offsets", n + e + 1, n + 2 * e, 2 * n + 6 * e)
 
 
 class MILPOffsets(Planner):
@@ -46,49 +128,85 @@ class MILPOffsets(Planner):
     Parameters
     ----------
     time_limit : float
-        Seconds given to the MILP solver.
+        Seconds for the whole call: the warm-start heuristics and the model building are counted,
+        the MILP solver gets what is left.
     warm_start : bool
         Use the best registered heuristic as the MIP start and its arena as ``U`` and big-M.
     workers : int
         Solver threads.
+    model_budget : float or None
+        Decline with status ``skipped`` (no offsets; ``info["reason"]``,
+        ``info["model_estimate"]``) when the model's estimated build time (:func:`estimate_model`,
+        :mod:`planners.model_size`) exceeds ``model_budget * time_limit``; ``None`` always builds.
 
     Returns (through :meth:`plan`)
     ------------------------------
-    status ``optimal`` (proved minimum, or with a capacity: the minimum, which fits), ``feasible``
-    (a plan, not proved optimal; when the solver stopped without any plan but the warm start fits,
-    the warm start is returned with ``info["source"] == "warm_start"``), ``infeasible`` (proved: the
-    capacity is too small) or ``timeout``. ``best_bound``: the objective when optimal; otherwise the
-    bound CBC printed in its log if any, else the max-live lower bound (``info["solver_bound"]`` is
-    ``None`` then: PuLP does not expose the solver's bound).
+    status ``optimal`` (the exact arena equals the vouched bound), ``feasible`` (a plan, not proved
+    optimal; when the solver stopped without any plan but the warm start fits, the warm start is
+    returned with ``info["source"] == "warm_start"``), ``infeasible`` (proved: the capacity is too
+    small; never reported for a problem without a capacity, where a plan always exists: a solver
+    that claims otherwise counts as ``timeout``), ``timeout`` (no plan in time) or ``skipped``.
+    Offsets are exact (module docstring), so ``arena`` may differ from the solver's objective
+    (``info["solver_objective"]``). ``best_bound``: the solver's bound (its objective when optimal,
+    else the bound CBC printed in its log; ``info["solver_bound"]``) lowered by the tolerance
+    :data:`INTEGRALITY_TOLERANCE` and rounded up to the arena quantum
+    (:func:`planners.minimize.arena_quantum`), never below the max-live lower bound.
 
     Notes
     -----
     ``n`` integers and ``E`` binaries (``E`` interference edges), ``2E + n`` constraints; building it
     is ``O(n log n + E)``. NP-hard; expect timeouts above a few dozen buffers.
+
+    Examples
+    --------
+    >>> from planners import Problem
+    >>> big = 96 * 2**20
+    >>> r = MILPOffsets(time_limit=10).plan(Problem.from_arrays([0, 0], [1, 1], [big + 1, big]))
+    >>> r.arena_size == 2 * big + 1, r.status
+    (True, 'optimal')
     """
 
     name = "milp_offsets"
 
-    def __init__(self, time_limit: float = 30.0, warm_start: bool = True, workers: int = 1) -> None:
+    def __init__(
+        self,
+        time_limit: float = 30.0,
+        warm_start: bool = True,
+        workers: int = 1,
+        model_budget: float | None = 0.5,
+    ) -> None:
         self.time_limit = time_limit
         self.warm_start = warm_start
         self.workers = workers
+        self.model_budget = model_budget
 
     def _solve(self, problem: Problem) -> SolveResult:
+        from .colouring import max_live_count
+        from .minimize import arena_quantum
+
+        t0 = time.perf_counter()
+        limit = float(self.time_limit)
         lb = lower_bound(problem)
         info: dict = {}
         live = np.flatnonzero(problem.sizes > 0).tolist()
         if not live:
             return SolveResult(np.zeros(problem.n, np.int64), "optimal", 0, info)
+        cap = problem.capacity
         warm = None
         if self.warm_start:
-            warm, ub, winfo = best_heuristic(problem)
+            warm, ub, winfo = best_heuristic(problem, deadline=t0 + limit)
             info.update(winfo)
         else:
             ub = int(problem.aligned_sizes.sum())
-        if problem.capacity is not None and problem.capacity < ub:
-            ub = problem.capacity
+        if cap is not None and cap < ub:
+            ub = cap
             warm = None  # the heuristic does not fit; no usable MIP start
+        est = estimate_model(problem)
+        info["model_estimate"] = est.as_info()
+        reason = decline_reason(est, limit, self.model_budget, "milp_offsets")
+        if reason is not None:
+            info["reason"] = reason
+            return SolveResult(None, "skipped", lb, info)
         big_m = ub
         info["big_m"] = big_m
         sizes, aligns = problem.sizes.tolist(), problem.alignments.tolist()
@@ -117,19 +235,55 @@ class MILPOffsets(Planner):
                 k[i].setInitialValue(int(warm[i]) // aligns[i])
             for (i, j), v in z.items():
                 v.setInitialValue(1 if warm[i] < warm[j] else 0)
-        status, bound, sinfo = solve_pulp(
-            prob, self.time_limit, warm_start=warm is not None, threads=self.workers
-        )
-        info.update(sinfo)
+        info["build_seconds"] = round(time.perf_counter() - t0, 4)
+        left = limit - (time.perf_counter() - t0)
+        if left <= 0:
+            status, bound = "timeout", None
+            info["stopped_by"] = "time_limit"
+        else:
+            status, bound, sinfo = solve_pulp(
+                prob, left, warm_start=warm is not None, threads=self.workers
+            )
+            info.update(sinfo)
         info["solver_bound"] = bound
-        best = lb if bound is None else max(lb, math.ceil(bound - 1e-6))
+        if status == "infeasible" and cap is None:
+            # Without a capacity a plan always exists (the warm start or the naive layout): a
+            # solver that claims infeasibility failed numerically; nothing is proved.
+            info["solver_claim"] = "infeasible"
+            status = "timeout"
+        best = lb
+        if bound is not None:
+            g = arena_quantum(problem)
+            tol = INTEGRALITY_TOLERANCE * (big_m * max_live_count(problem) + abs(bound))
+            best = max(lb, math.ceil((bound - tol) / g) * g)
         if status in ("optimal", "feasible"):
-            offsets = np.zeros(problem.n, np.int64)
-            for i in live:
-                offsets[i] = aligns[i] * int(round(k[i].value()))
+            info["solver_objective"] = pulp.value(prob.objective)
+            offsets = self._exact_offsets(problem, live, edges, z, k, aligns, sizes, info)
+            arena = max(int(offsets[i]) + sizes[i] for i in live)
+            # Above a capacity only through the solver's tolerance; plan() then reports
+            # over_capacity unless the warm start (which fits whenever it is kept) is better.
             info["source"] = "milp"
+            if warm is not None:
+                warm_arena = max(int(warm[i]) + sizes[i] for i in live)
+                if warm_arena < arena:  # never worse than the warm start
+                    offsets, arena = warm, warm_arena
+                    info["source"] = "warm_start"
+            status = "optimal" if arena <= best else "feasible"
             return SolveResult(offsets, status, best, info)
         if status == "timeout" and warm is not None:
             info["source"] = "warm_start"
             return SolveResult(warm, "feasible", best, info)
         return SolveResult(None, status, best if status == "timeout" else None, info)
+
+    @staticmethod
+    def _exact_offsets(problem, live, edges, z, k, aligns, sizes, info) -> np.ndarray:
+        """Exact offsets from the solver's disjunction decisions (module docstring)."""
+        below = [(i, j) if (z[i, j].value() or 0) > 0.5 else (j, i) for i, j in edges]
+        offsets = offsets_from_order(problem, live, below)
+        info["order_from"] = "decisions"
+        if offsets is None:  # rounded decisions contain a cycle: order by the solver's centres
+            centre = {i: aligns[i] * (k[i].value() or 0) + sizes[i] / 2 for i in live}
+            below = [(i, j) if (centre[i], i) < (centre[j], j) else (j, i) for i, j in edges]
+            offsets = offsets_from_order(problem, live, below)
+            info["order_from"] = "centres"
+        return offsets

@@ -224,9 +224,13 @@ def test_exact_dp_equals_brute_force_over_all_topological_orders(g):
 def test_exact_dp_budget_reports_timeout_with_the_best_cheap_order():
     g = generate("randwire", seed=0, n_nodes=32)
     cheap = min(peak(g, "min_live"), peak(g, "dfs"), peak(g, "file_order"))
-    s = schedule(g, "exact_dp", max_states=5)
+    s = schedule(g, "exact_dp", max_states=5, best_of_start=False)
     assert s.status == "timeout"
     assert peak_live_bytes(g, s.order) == cheap == s.info["peak_bytes"]
+    # by default the start is also best_of's best order, here better than the three cheap ones
+    b = schedule(g, "exact_dp", max_states=5)
+    assert b.status == "timeout"
+    assert peak_live_bytes(g, b.order) == peak(g, "best_of") == b.info["peak_bytes"] < cheap
     full = schedule(g, "exact_dp")  # a few thousand states: proves an optimum below them here
     assert full.status == "optimal" and full.info["peak_bytes"] < cheap
     assert full.info["peak_bytes"] == peak_live_bytes(g, full.order)

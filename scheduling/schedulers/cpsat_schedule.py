@@ -2,12 +2,38 @@
 
 from __future__ import annotations
 
+import math
+import time
+
+from planners.model_size import ModelEstimate, decline_reason
+
 from ..graph import Graph
 from .base import Scheduler, ScheduleResult
 from .exact_dp import initial_order
 from .memsim import MemoryModel
 
-__all__ = ["CPSatSchedule"]
+__all__ = ["CPSatSchedule", "estimate_model"]
+
+
+def estimate_model(model: MemoryModel) -> ModelEstimate:
+    """Size of the time-indexed model of :class:`CPSatSchedule` before building it.
+
+    With ``n`` operators (and ``n`` steps, the horizon), ``P`` predecessor arcs, ``T`` tensors of
+    non-zero size and ``U = sum_t max(1, #consumers(t))`` over them: ``n^2 + nT + 1`` variables
+    (``started``, ``alive``, the peak), ``n^2 + nP + nU + 2n`` constraints and about
+    ``3n^2 + 2nP + 3nU + nT`` terms (plus ``n^2`` hints). ``O(n + #tensor uses)``.
+    """
+    n = model.n
+    P = sum(len(p) for p in model.preds)
+    size = model.size.tolist()
+    T = sum(1 for t in range(model.m) if size[t] > 0)
+    U = sum(max(1, len(model.consumers[t])) for t in range(model.m) if size[t] > 0)
+    return ModelEstimate.of(
+        "cpsat_schedule",
+        n * n + n * T + 1,
+        n * n + n * P + n * U + 2 * n,
+        4 * n * n + 2 * n * P + 3 * n * U + n * T,
+    )
 
 
 class CPSatSchedule(Scheduler):
@@ -25,27 +51,43 @@ class CPSatSchedule(Scheduler):
       ``alive[t, k] >= started[p, k]``; an unread tensor ``alive[t, k] >= ran[p, k]``;
     * ``sum_t size(t) * alive[t, k] <= peak`` for every step; minimise ``peak`` (bytes).
 
-    The best of the ``min_live``, DFS and stored orders (:func:`.exact_dp.initial_order`) is
-    given as a hint and its peak as an upper bound; the
-    order-independent bound ``max_v (inputs(v) + outputs(v))`` is the lower bound.
+    The best of the ``min_live``, DFS and stored orders and of ``best_of``'s candidates
+    (:func:`.exact_dp.initial_order`) is given as a hint and its peak as an upper bound, and it is
+    returned whenever the solver does not find a better order, so the result is never worse than
+    ``best_of``; the order-independent bound ``max_v (inputs(v) + outputs(v))`` is the lower
+    bound.
+
+    The model has ``O(n^2 + n * #tensor uses)`` terms (:func:`estimate_model`); it is built only
+    when its estimated build time is within ``model_budget * time_limit`` (the rate is measured,
+    :mod:`planners.model_size`), otherwise the call declines with status ``"skipped"`` and returns
+    the initial order at once, so ``time_limit`` holds for the whole call.
 
     Parameters
     ----------
     time_limit : float, default 10.0
-        CP-SAT wall-clock limit in seconds.
+        Wall-clock seconds for the whole call: initial orders, model building and CP-SAT.
     num_workers : int, default 1
         CP-SAT search workers (1 keeps runs deterministic).
     random_seed : int, default 0
         CP-SAT ``random_seed``.
-    max_ops : int, default 200
-        Larger graphs are not modelled (``O(n^2 + n * #tensor uses)`` variables); the initial order
-        is returned with status ``"timeout"`` and ``info["reason"]``.
+    max_ops : int or None, default None
+        Optional hard cap on the number of operators; larger graphs are declined like an
+        over-budget model (status ``"skipped"``).
+    model_budget : float or None, default 0.5
+        Fraction of ``time_limit`` the estimated model build may take; above it the call declines
+        (status ``"skipped"``, ``info["reason"]``, ``info["model_estimate"]``). ``None`` always
+        builds (the time limit may then be exceeded by the build).
+    best_of_start : bool, default True
+        Include ``best_of``'s candidates in the initial order (see above); ``False`` for
+        ablations.
 
     Returns (via :meth:`schedule`)
     ------------------------------
     Status ``"optimal"`` (proved), ``"feasible"`` (a solution, optimality not proved within the
-    time limit) or ``"timeout"`` (no solution: the initial order is returned). ``info`` holds
-    ``peak_bytes``, ``best_bound`` and ``solver_status``.
+    time limit; the initial order when it is better), ``"timeout"`` (no solution: the initial
+    order is returned) or ``"skipped"`` (model not built, the initial order is returned). ``info``
+    holds ``peak_bytes``, ``best_bound`` (bytes, proved), ``solver_status``, ``initial_peak``,
+    ``initial_winner`` and ``model_estimate``.
 
     Raises
     ------
@@ -60,37 +102,41 @@ class CPSatSchedule(Scheduler):
         time_limit: float = 10.0,
         num_workers: int = 1,
         random_seed: int = 0,
-        max_ops: int = 200,
+        max_ops: int | None = None,
+        model_budget: float | None = 0.5,
+        best_of_start: bool = True,
     ) -> None:
         self.time_limit = time_limit
         self.num_workers = num_workers
         self.random_seed = random_seed
         self.max_ops = max_ops
+        self.model_budget = model_budget
+        self.best_of_start = best_of_start
 
     def _schedule(self, graph: Graph) -> ScheduleResult:
         from ortools.sat.python import cp_model
 
+        t0 = time.perf_counter()
+        limit = float(self.time_limit)
         m = MemoryModel(graph)
         n = m.n
-        greedy, ub = initial_order(m)
         lb = m.op_lower_bound()
+        info: dict = {}
+        if n == 0:
+            greedy, ub = [], 0
+        else:
+            greedy, ub = initial_order(m, self.best_of_start, info)
+        info.update(initial_peak=ub, peak_bytes=ub, best_bound=lb)
         if n == 0 or ub <= lb:
-            return ScheduleResult(
-                m.to_names(greedy),
-                "optimal",
-                {"peak_bytes": ub, "best_bound": lb, "solver_status": "bound"},
-            )
-        if n > self.max_ops:
-            return ScheduleResult(
-                m.to_names(greedy),
-                "timeout",
-                {
-                    "peak_bytes": ub,
-                    "best_bound": lb,
-                    "solver_status": "not_run",
-                    "reason": f"{n} operators > max_ops={self.max_ops}",
-                },
-            )
+            return ScheduleResult(m.to_names(greedy), "optimal", {**info, "solver_status": "bound"})
+        est = estimate_model(m)
+        info["model_estimate"] = est.as_info()
+        reason = decline_reason(est, limit, self.model_budget, "cpsat_schedule")
+        if reason is None and self.max_ops is not None and n > self.max_ops:
+            reason = f"cpsat_schedule: {n} operators > max_ops={self.max_ops}; not built"
+        if reason is not None:
+            info.update(solver_status="not_run", reason=reason)
+            return ScheduleResult(m.to_names(greedy), "skipped", info)
         model = cp_model.CpModel()
         st = [[model.NewBoolVar(f"s{v}_{k}") for k in range(n)] for v in range(n)]
         for v in range(n):
@@ -137,30 +183,26 @@ class CPSatSchedule(Scheduler):
         for v in range(n):
             for k in range(n):
                 model.AddHint(st[v][k], 1 if pos[v] <= k else 0)
+        info["build_seconds"] = round(time.perf_counter() - t0, 4)
+        left = limit - (time.perf_counter() - t0)
+        if left <= 0:
+            info["solver_status"] = "not_run"
+            return ScheduleResult(m.to_names(greedy), "timeout", info)
         solver = cp_model.CpSolver()
-        solver.parameters.max_time_in_seconds = float(self.time_limit)
+        solver.parameters.max_time_in_seconds = left
         solver.parameters.num_workers = int(self.num_workers)
         solver.parameters.random_seed = int(self.random_seed)
         code = solver.Solve(model)
         sname = solver.StatusName(code)
+        info["solver_status"] = sname
         if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             step = [sum(int(solver.Value(st[v][k])) == 0 for k in range(n)) for v in range(n)]
             order = sorted(range(n), key=lambda v: step[v])
             pk = m.peak(order)
-            if pk > ub:  # never worse than the hint
+            if pk > ub:  # never worse than the initial order (best_of's candidates)
                 order, pk = greedy, ub
-            status = "optimal" if code == cp_model.OPTIMAL else "feasible"
-            return ScheduleResult(
-                m.to_names(order),
-                status,
-                {
-                    "peak_bytes": pk,
-                    "best_bound": int(solver.BestObjectiveBound()),
-                    "solver_status": sname,
-                },
-            )
-        return ScheduleResult(
-            m.to_names(greedy),
-            "timeout",
-            {"peak_bytes": ub, "best_bound": lb, "solver_status": sname},
-        )
+            bound = max(lb, math.ceil(solver.BestObjectiveBound() - 1e-6))
+            status = "optimal" if code == cp_model.OPTIMAL and pk <= bound else "feasible"
+            info.update(peak_bytes=pk, best_bound=bound)
+            return ScheduleResult(m.to_names(order), status, info)
+        return ScheduleResult(m.to_names(greedy), "timeout", info)

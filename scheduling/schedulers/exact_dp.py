@@ -12,19 +12,41 @@ from .memsim import MemoryModel
 __all__ = ["ExactDP", "initial_order"]
 
 
-def initial_order(model: MemoryModel) -> tuple[list[int], int]:
-    """The best of three cheap orders -- greedy ``min_live``, ONNX Runtime's DFS and the stored
-    order (when topological) -- as operator indices, with its peak (bytes). Ties keep that order.
-    It is the upper bound and fallback of the exact schedulers. ``O((n + #tensor uses) log n)``."""
+def initial_order(
+    model: MemoryModel, best_of: bool = True, info: dict | None = None
+) -> tuple[list[int], int]:
+    """The best of the cheap orders, as operator indices, with its peak (bytes).
+
+    The cheap orders are greedy ``min_live``, ONNX Runtime's DFS and the stored order (when
+    topological) and, with ``best_of=True``, every candidate of :class:`.best_of.BestOf`
+    (:data:`.best_of.DEFAULT_CANDIDATES`), so an exact scheduler that returns it is never worse
+    than ``best_of``. Ties keep that order. It is the upper bound and fallback of the exact
+    schedulers. ``info`` (optional dict) receives ``initial_winner``, the name of the best.
+    Cost: the candidates' costs, each about ``O((n + #tensor uses) log n)``.
+    """
+    from .best_of import DEFAULT_CANDIDATES
+    from .registry import get_scheduler
     from .traversal import DFS
 
-    cands = [list_schedule(model, lambda tr, v: (tr.alloc[v] - tr.freed_now[v], tr.alloc[v], v))]
+    cands = [
+        (
+            "min_live_greedy",
+            *list_schedule(model, lambda tr, v: (tr.alloc[v] - tr.freed_now[v], tr.alloc[v], v)),
+        )
+    ]
     dfs = model.to_indices(DFS()._schedule(model.graph).order)
-    cands.append((dfs, model.peak(dfs)))
+    cands.append(("dfs", dfs, model.peak(dfs)))
     stored = list(range(model.n))
     if model.is_topological(stored):
-        cands.append((stored, model.peak(stored)))
-    return min(cands, key=lambda c: c[1])
+        cands.append(("file_order", stored, model.peak(stored)))
+    if best_of:
+        for name in DEFAULT_CANDIDATES:
+            order = model.to_indices(get_scheduler(name).schedule(model.graph).order)
+            cands.append((name, order, model.peak(order)))
+    name, order, peak = min(cands, key=lambda c: c[2])
+    if info is not None:
+        info["initial_winner"] = name
+    return order, peak
 
 
 class ExactDP(Scheduler):
@@ -40,8 +62,8 @@ class ExactDP(Scheduler):
 
     The DP goes level by level (``|S| = 0, 1, ..., n``), keeping one entry per state (memoisation:
     orders reaching the same set merge) with its predecessor for reconstruction. Pruning: an upper
-    bound from :func:`initial_order` (the best of ``min_live``, DFS and the stored order; states
-    whose peak reaches it cannot improve it and are dropped), and the order-independent lower
+    bound from :func:`initial_order` (the best of ``min_live``, DFS, the stored order and
+    ``best_of``'s candidates; states whose peak reaches it cannot improve it and are dropped), and the order-independent lower
     bound ``max_v (inputs(v) + outputs(v))``: when the initial order meets it, it is optimal
     without search.
 
@@ -50,13 +72,18 @@ class ExactDP(Scheduler):
     max_states : int, default 500_000
         Budget on the number of states created.
     time_limit : float or None, default 10.0
-        Budget in seconds (checked once per state expansion).
+        Budget in seconds for the whole call, the initial orders included (checked once per state
+        expansion).
+    best_of_start : bool, default True
+        Start from the best of ``best_of``'s candidate orders too (:func:`initial_order`), so the
+        result is never worse than ``best_of``; ``False`` (ablation) starts from the three cheap
+        orders only.
 
     Returns (via :meth:`schedule`)
     ------------------------------
     Schedule with status ``"optimal"`` (``info["peak_bytes"]`` is the proved minimum) or, when a
     budget ran out, ``"timeout"`` with the best order known (:func:`initial_order`) and its peak.
-    ``info`` also holds ``states`` and ``lower_bound``.
+    ``info`` also holds ``states``, ``lower_bound``, ``initial_peak`` and ``initial_winner``.
 
     Raises
     ------
@@ -73,23 +100,28 @@ class ExactDP(Scheduler):
 
     name = "exact_dp"
 
-    def __init__(self, max_states: int = 500_000, time_limit: float | None = 10.0) -> None:
+    def __init__(
+        self, max_states: int = 500_000, time_limit: float | None = 10.0, best_of_start: bool = True
+    ) -> None:
         self.max_states = max_states
         self.time_limit = time_limit
+        self.best_of_start = best_of_start
 
     def _schedule(self, graph: Graph) -> ScheduleResult:
+        t0 = time.perf_counter()
         m = MemoryModel(graph)
         n = m.n
         if n == 0:
             return ScheduleResult([], "optimal", {"peak_bytes": 0, "states": 0, "lower_bound": 0})
-        greedy, ub = initial_order(m)
         lb = m.op_lower_bound()
-        info = {"lower_bound": lb, "initial_peak": ub}
+        info: dict = {"lower_bound": lb}
+        greedy, ub = initial_order(m, self.best_of_start, info)
+        info["initial_peak"] = ub
         if ub <= lb:
             return ScheduleResult(
                 m.to_names(greedy), "optimal", {**info, "peak_bytes": ub, "states": 1}
             )
-        deadline = None if self.time_limit is None else time.perf_counter() + float(self.time_limit)
+        deadline = None if self.time_limit is None else t0 + float(self.time_limit)
         alloc = m.alloc.tolist()
         dead = m.dead.tolist()
         size = m.size.tolist()
