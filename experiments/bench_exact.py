@@ -158,7 +158,7 @@ def run(out: Path, problems, confs, labels: list[str] | None = None, repeats: in
                     times.append(r.seconds)
                     row.update(
                         status=r.status,
-                        arena=r.arena_size if r.status not in ("infeasible", "timeout") else "",
+                        arena=r.arena_size if r.status not in ("infeasible", "timeout", "skipped") else "",
                         best_bound=r.best_bound,
                     )
                     limit = params.get("time_limit")

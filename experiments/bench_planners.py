@@ -100,7 +100,7 @@ def benchmark_planners(
                 if PLANNERS[name].requires_capacity:
                     target = problem.with_capacity(lb)  # does the optimum reach the lower bound?
             result = get_planner(name, **params).plan(target)
-            found = result.status not in ("infeasible", "timeout")
+            found = result.status not in ("infeasible", "timeout", "skipped")
             row = {
                 "planner": name,
                 "n_buffers": n,

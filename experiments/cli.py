@@ -201,7 +201,7 @@ def _cmd_plan(args) -> int:
 
         problem = problem.with_capacity(lower_bound(problem))
     plan = planner.plan(problem)
-    valid = plan.status not in ("infeasible", "timeout")
+    valid = plan.status not in ("infeasible", "timeout", "skipped")
     fits = None if problem.capacity is None or not valid else plan.arena_size <= problem.capacity
     if args.output and valid:
         write_minimalloc_csv(problem, args.output, plan)
@@ -218,6 +218,8 @@ def _cmd_plan(args) -> int:
         "fits": fits,
         "seconds": round(plan.seconds, 6),
     }
+    if plan.status == "skipped":  # the planner declined to build its model: say why
+        out["reason"] = plan.info.get("reason")
     tfl = str(args.input) if str(args.input).endswith(".tflite") else None
     if tfl is None and str(args.input).startswith(("wakeword:", "mediapipe:")):
         from experiments.workloads import tflite_model_files

@@ -85,7 +85,7 @@ def run(args) -> int:
     if getattr(planner, "requires_capacity", False) and p.capacity is None:
         p = p.with_capacity(lower_bound(p))
     plan = planner.plan(p)
-    if plan.status in ("infeasible", "timeout"):
+    if plan.status in ("infeasible", "timeout", "skipped"):
         print(f"memplan: error: planner {args.planner!r} found no plan (status {plan.status})",
               file=sys.stderr)
         return 1

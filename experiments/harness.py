@@ -147,7 +147,7 @@ def run_one(
         rec["seconds"] = plan.seconds
         rec["status"] = plan.status
         rec["best_bound"] = plan.best_bound
-        if plan.status not in ("infeasible", "timeout"):
+        if plan.status not in ("infeasible", "timeout", "skipped"):
             check_plan(problem, plan.offsets)  # independent second check, outside the planner
             rec["valid"] = True
             rec["arena"] = plan.arena_size

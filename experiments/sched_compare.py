@@ -161,7 +161,7 @@ def compare_schedules(
                     plan = planner_for(pname, time_limit).plan(problem)
                     row["plan_status"] = plan.status
                     row["plan_seconds"] = plan.seconds
-                    if plan.status not in ("infeasible", "timeout"):
+                    if plan.status not in ("infeasible", "timeout", "skipped"):
                         row["arena_bytes"] = plan.arena_size
                 except (MemplanError, ValueError) as e:
                     row["error"] = str(e)

@@ -485,7 +485,7 @@ def _check(p, plan, brute: bool) -> tuple[str, str]:
         return "wrong_bound", f"unknown status {st!r}"
     if plan.lower_bound != lb:
         return "wrong_bound", f"reported lower bound {plan.lower_bound} != recomputed {lb}"
-    has_plan = st not in ("infeasible", "timeout")
+    has_plan = st not in ("infeasible", "timeout", "skipped")
     arena = _arena_ints(p, plan.offsets.tolist()) if has_plan else None
     if has_plan:
         bad = check_plan_ints(p, plan.offsets.tolist())

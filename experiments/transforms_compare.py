@@ -85,7 +85,7 @@ def compare_pipeline(
         return {
             "model": g.name, "stage": stage, "pass": name, "ops": len(graph.ops),
             "buffers": p.n, "alias_links": len(p.aliases), "peak": lower_bound(p),
-            "arena": pl.arena_size if pl.status not in ("infeasible", "timeout") else None,
+            "arena": pl.arena_size if pl.status not in ("infeasible", "timeout", "skipped") else None,
             "planner": pl.planner, "status": pl.status,
             "saved_bytes": int(log.stats.get("saved_bytes", 0)) if log else 0,
             "changes": len(log.changes) if log else 0,
