@@ -1122,13 +1122,12 @@ def run_item(seed: int, kind: str, index: int, cfg: dict | None = None) -> dict:
     return rec
 
 
-#: Extra seconds a single rerun may take beyond its wall limit before the pool kills it (the
-#: checks of this module run in the same task).
-_CHECK_SLACK = 30.0
-
-
 def _default_cfg() -> dict:
-    return {"schedule": SCHEDULE, "exact_time": 1.0, "hang_limit": 10.0, "tmpdir": None}
+    # kill_slack: seconds a single rerun may take beyond its wall limit before the pool kills it
+    # (the checks of this module run in the same task); chunk_slack: seconds of a chunk's limit
+    # besides half the exact planners' limits.
+    return {"schedule": SCHEDULE, "exact_time": 1.0, "hang_limit": 10.0, "tmpdir": None,
+            "kill_slack": 30.0, "chunk_slack": 120.0}
 
 
 def _item_limit(cfg: dict, target: str) -> float:
@@ -1174,8 +1173,10 @@ def soak(
     failures_dir: str | Path | None = None,
     max_failures: int = 3,
     progress: bool = True,
+    kill_slack: float = 30.0,
+    chunk_slack: float = 120.0,
 ) -> tuple[dict[tuple[str, str], Counter], list[dict], float, dict[tuple[str, str], float]]:
-    """Run the soak and return ``(counts, failures, seconds)``.
+    """Run the soak and return ``(counts, failures, seconds, busy)``.
 
     Parameters
     ----------
@@ -1192,6 +1193,10 @@ def soak(
     mem_limit_gb : address-space limit of each worker (``RLIMIT_AS``), GiB; 0 for none.
     failures_dir : where to write the first ``max_failures`` failing inputs per
         (target, outcome); ``None`` writes none.
+    progress : print progress lines to stderr.
+    kill_slack : seconds beyond its wall limit after which the pool kills a single rerun (it
+        also runs the checks of this module).
+    chunk_slack : a chunk's limit in seconds is this plus half the limits of its exact runs.
 
     Returns
     -------
@@ -1201,7 +1206,7 @@ def soak(
     busy : ``{(kind, target): seconds}`` summed wall time of the planner or importer runs
     """
     cfg = {**_default_cfg(), "schedule": _schedule(heuristic_weight), "exact_time": exact_time,
-           "hang_limit": hang_limit}
+           "hang_limit": hang_limit, "kill_slack": kill_slack, "chunk_slack": chunk_slack}
     items = _items(problems, files)
     t0 = time.perf_counter()
     counts: dict[tuple[str, str], Counter] = defaultdict(Counter)
@@ -1259,7 +1264,7 @@ def _pool_run(chunks, seed, cfg, jobs, mem_limit_gb, record) -> None:
     mem = int(mem_limit_gb * 2**30)
     with ProcessPool(max_workers=jobs, initializer=_init_worker, initargs=(mem,)) as pool:
         def chunk_limit(kind, idx):
-            return 120.0 + sum(_item_limit(cfg, _target_of(cfg, kind, i)) * 0.5 for i in idx
+            return cfg["chunk_slack"] + sum(_item_limit(cfg, _target_of(cfg, kind, i)) * 0.5 for i in idx
                               if _target_of(cfg, kind, i) in EXACT)
 
         pending = [(pool.schedule(_run_chunk, args=(seed, kind, idx, cfg),
@@ -1272,7 +1277,7 @@ def _pool_run(chunks, seed, cfg, jobs, mem_limit_gb, record) -> None:
             except (FutureTimeout, ProcessExpired, Exception):  # noqa: BLE001
                 retry += [(kind, i) for i in idx]
         singles = [(pool.schedule(run_item, args=(seed, kind, i, cfg),
-                                  timeout=_item_limit(cfg, _target_of(cfg, kind, i)) + _CHECK_SLACK),
+                                  timeout=_item_limit(cfg, _target_of(cfg, kind, i)) + cfg["kill_slack"]),
                     kind, i) for kind, i in retry]
         for fut, kind, i in singles:
             base = {"kind": _kind_of(kind), "target": _target_of(cfg, kind, i), "index": i,
@@ -1281,7 +1286,7 @@ def _pool_run(chunks, seed, cfg, jobs, mem_limit_gb, record) -> None:
                 record(fut.result())
             except FutureTimeout:
                 record({**base, "outcome": "hang",
-                        "detail": f"killed after {_item_limit(cfg, base['target']) + _CHECK_SLACK:.0f} s"})
+                        "detail": f"killed after {_item_limit(cfg, base['target']) + cfg['kill_slack']:.1f} s"})
             except ProcessExpired as e:
                 record({**base, "outcome": "traceback",
                         "detail": f"worker process died (exit code {e.exitcode})"})

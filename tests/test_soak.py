@@ -162,3 +162,17 @@ def test_onnx_if_without_branches_is_an_import_error(tmp_path):
     with pytest.raises(OnnxImportError, match=r"node 'branchy' \(If\) has no graph attribute "
                                               r"'then_branch'"):
         load_onnx(f)
+
+
+def test_pool_reruns_overrun_chunks_and_kills_hung_runs():
+    # every chunk overruns its (tiny) limit: its items are rerun one per task and still pass
+    counts, failures, _, _ = soak.soak(problems=12, files=0, seed=4, jobs=2, chunk=6,
+                                       progress=False, chunk_slack=1e-3)
+    assert sum(sum(c.values()) for c in counts.values()) == 12
+    assert failures == []
+    # a single run over its wall limit is a hang: killed by the pool, or timed when it returned
+    counts, failures, _, _ = soak.soak(problems=0, files=3, seed=4, jobs=1, chunk=3,
+                                       progress=False, hang_limit=1e-9, chunk_slack=1e-3,
+                                       kill_slack=1e-3)
+    assert {t: c["hang"] for (_, t), c in counts.items()} == {"csv": 1, "onnx": 1, "tflite": 1}
+    assert all("killed after" in f["detail"] or "> limit" in f["detail"] for f in failures)
