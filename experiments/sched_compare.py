@@ -87,8 +87,8 @@ def compare_schedules(
         ``peak_bytes`` is the peak of live activation bytes of the order (bytes; the lower bound
         on any arena for that order, :func:`scheduling.lifetimes.peak_live_bytes`),
         ``arena_bytes`` the planned arena (bytes), ``status`` the scheduler's status
-        (``optimal``/``feasible``/``heuristic``/``timeout``/``error``), ``plan_status`` the
-        planner's, ``sched_seconds``/``plan_seconds`` wall-clock seconds, ``params`` the
+        (``optimal``/``feasible``/``heuristic``/``timeout``/``skipped``/``error``), ``plan_status``
+        the planner's, ``sched_seconds``/``plan_seconds`` wall-clock seconds, ``params`` the
         scheduler's parameters as JSON.
 
     Notes
