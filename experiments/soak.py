@@ -1208,6 +1208,10 @@ def soak(
     cfg = {**_default_cfg(), "schedule": _schedule(heuristic_weight), "exact_time": exact_time,
            "hang_limit": hang_limit, "kill_slack": kill_slack, "chunk_slack": chunk_slack}
     items = _items(problems, files)
+    replay_args = "".join(
+        f" --{k.replace('_', '-')} {v}" for k, v, d in
+        (("heuristic_weight", heuristic_weight, 10), ("exact_time", exact_time, 1.0),
+         ("hang_limit", hang_limit, 10.0)) if v != d)
     t0 = time.perf_counter()
     counts: dict[tuple[str, str], Counter] = defaultdict(Counter)
     busy: dict[tuple[str, str], float] = defaultdict(float)
@@ -1226,7 +1230,7 @@ def soak(
             key = (rec["target"], rec["outcome"])
             kept[key] += 1
             if failures_dir is not None and kept[key] <= max_failures:
-                _write_failure(Path(failures_dir), seed, rec)
+                _write_failure(Path(failures_dir), seed, rec, replay_args)
         if progress and done[0] / total >= next_report[0]:
             next_report[0] += 0.05
             bad = sum(1 for f in failures)
@@ -1294,7 +1298,7 @@ def _pool_run(chunks, seed, cfg, jobs, mem_limit_gb, record) -> None:
                 record({**base, "outcome": "traceback", "detail": _tb(e)})
 
 
-def _write_failure(folder: Path, seed: int, rec: dict) -> None:
+def _write_failure(folder: Path, seed: int, rec: dict, replay_args: str = "") -> None:
     folder.mkdir(parents=True, exist_ok=True)
     kind = "problem" if rec["kind"] == "planner" else rec["target"]
     stem = f"{rec['target']}-{rec['outcome']}-{rec['index']}"
@@ -1302,7 +1306,8 @@ def _write_failure(folder: Path, seed: int, rec: dict) -> None:
         f"target: {rec['target']}",
         f"outcome: {rec['outcome']}",
         f"seed: {seed}  item: {kind}:{rec['index']}",
-        f"replay: python -m experiments.soak --seed {seed} --replay {kind}:{rec['index']}",
+        f"replay: python -m experiments.soak --seed {seed} --replay {kind}:{rec['index']}"
+        f"{replay_args}",
         f"input: {rec.get('desc', '')}",
     ]
     if rec.get("params"):
