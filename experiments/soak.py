@@ -24,7 +24,8 @@ best bound may exceed it, no arena be below it, and an ``optimal`` arena must eq
 Outcomes of one run (columns of ``results/soak.csv``, one row per planner or importer):
 
 ``ok``
-    a valid plan with consistent bounds and status (or a correct ``infeasible`` / ``timeout``).
+    a valid plan with consistent bounds and status (or a correct ``infeasible``, ``timeout`` or
+    ``skipped``, which carry no offsets).
 ``refused``
     a clean toolkit error (:class:`planners.errors.MemplanError` and the subclasses of
     :mod:`scheduling.errors`) naming the input; for mutated files this is the expected result.
