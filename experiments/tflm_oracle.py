@@ -214,7 +214,7 @@ def tflm_min_arena(path: str | Path, timeout: float = 120.0) -> int:
 _SIZEOF = {
     "TfLiteEvalTensor": (24, 8),          # c/common.h: data ptr, dims ptr, type
     "NodeAndRegistration": (64, 8),       # micro_allocator.h: TfLiteNode (static memory) + ptr
-    "SubgraphAllocations": (16, 8),       # micro_allocator.h: node_and_registrations, tensors
+    "SubgraphAllocations": (24, 8),       # micro_allocator.h: three pointers per subgraph
     "MicroBuiltinDataAllocator": (16, 8),  # micro_allocator.cc: vptr + persistent allocator ptr
     "TfLiteTensor": (64, 8),              # c/common.h under TF_LITE_STATIC_MEMORY
     "TfLiteAffineQuantization": (24, 8),  # c/common.h: scale ptr, zero_point ptr, dimension
@@ -228,7 +228,7 @@ _SIZEOF = {
 #: (recording_micro_allocator.cc ``Create``), placed first in the tail; not exposed by the Python
 #: package, so calibrated once: the residual of ``add_chain.tflite`` (1152-byte tail) after every
 #: other modelled allocation.
-_OBJECTS = 456
+_OBJECTS = 448
 _ARENA_ALIGN = 16           # MicroArenaBufferAlignment()
 _MAX_SCRATCH_PER_OP = 12    # kMaxScratchBuffersPerOp, micro_allocator.cc
 
@@ -240,6 +240,10 @@ _MAX_SCRATCH_PER_OP = 12    # kMaxScratchBuffersPerOp, micro_allocator.cc
 KERNELS: dict[str, tuple[tuple[int, int], tuple[int, ...], int]] = {
     # kernels/add.h OpDataAdd (60 bytes on LP64); builtin_op_data.h TfLiteAddParams (8, align 4)
     "ADD": ((8, 4), (60,), 0),
+    # kernels/if.cc OpData {then, else subgraph index}; TfLiteIfParams (8, align 4)
+    "IF": ((8, 4), (8,), 0),
+    # kernels/call_once.cc OpData {init_subgraph_index, has_run}; TfLiteCallOnceParams (4, 4)
+    "CALL_ONCE": ((4, 4), (8,), 0),
 }
 
 
@@ -253,8 +257,8 @@ class _Tail:
     (single_arena_buffer_allocator.cc ``AllocatePersistentBuffer``); with a 16-aligned end the used
     bytes are ``align_up(used + size, alignment)``."""
 
-    def __init__(self) -> None:
-        self.used = 0
+    def __init__(self, used: int = 0) -> None:
+        self.used = used
         self.parts: dict[str, int] = {}
 
     def alloc(self, part: str, size: int, alignment: int) -> None:
@@ -274,7 +278,9 @@ class TflmArenaModel:
     operators whose persistent allocations are not modelled. ``parts``: bytes per kind of
     allocation (the known ones). ``planning_work``: head bytes the plan commit needs above the
     tail of that moment (scratch requests of unknown kernels counted as none);
-    ``post_commit``: tail bytes allocated after the commit (input/output tensor structs).
+    ``post_commit``: tail bytes allocated after the commit (input/output tensor structs); where
+    the tail is not modelled, a pair: those bytes when the commit-time tail is 16-aligned and
+    when it is 8 bytes off (the input/output arrays are 16-byte aligned).
     """
 
     head: int
@@ -285,12 +291,18 @@ class TflmArenaModel:
     parts: dict
     reason: str = ""
     planning_work: int = 0
-    post_commit: int = 0
+    post_commit: int | tuple[int, int] = 0
 
 
 def _flatbuffer_facts(path: Path) -> dict:
     """What the arena model reads from the flatbuffer (all subgraphs)."""
-    from scheduling.tflite_import import _TYPES, TfliteImportError, _enum_names, tflite_available
+    from scheduling.tflite_import import (
+        _TYPES,
+        TfliteImportError,
+        _called_subgraphs,
+        _enum_names,
+        tflite_available,
+    )
 
     ok, reason = tflite_available()
     if not ok:
@@ -329,13 +341,33 @@ def _flatbuffer_facts(path: Path) -> dict:
             if name == "CUSTOM" and oc.CustomCode():
                 name = "CUSTOM:" + oc.CustomCode().decode("utf-8", "replace")
             ops.append(name)
+        called = set()
+        for oi, name in enumerate(ops):
+            called.update(_called_subgraphs(path, model, sg.Operators(oi), name,
+                                            model.SubgraphsLength(), ()) or ())
         subs.append({
-            "tensors": tensors, "ops": ops,
+            "tensors": tensors, "ops": ops, "calls": called,
             "inputs": sg.InputsAsNumpy().tolist() if sg.InputsLength() else [],
             "outputs": sg.OutputsAsNumpy().tolist() if sg.OutputsLength() else [],
         })
     return {"subgraphs": subs, "resource_variables": sum(
         op == "VAR_HANDLE" for s in subs for op in s["ops"])}
+
+
+def _io_tensors(tail: _Tail, subs: list) -> int:
+    """Step 6 of :func:`tflm_arena_model` on ``tail``; returns the bytes it added."""
+    before = tail.used
+    main = subs[0] if subs else {"inputs": [], "outputs": [], "tensors": []}
+    for key in ("inputs", "outputs"):
+        tail.alloc("TfLiteTensor* arrays", 8 * len(main[key]), _ARENA_ALIGN)
+        for j in main[key]:
+            tail.alloc("Persistent TfLiteTensor data", *_SIZEOF["TfLiteTensor"])
+            ch = main["tensors"][j]["channels"]
+            if ch:
+                tail.alloc("Persistent TfLiteTensor quantization data",
+                           *_SIZEOF["TfLiteAffineQuantization"])
+                tail.alloc("Persistent TfLiteTensor quantization data", 4 + 4 * ch, 4)
+    return tail.used - before
 
 
 def tflm_arena_model(path: str | Path, head: int | None = None) -> TflmArenaModel:
@@ -414,6 +446,14 @@ def tflm_arena_model(path: str | Path, head: int | None = None) -> TflmArenaMode
                        "MicroResourceVariables not modelled)")
     if any(t["bytes"] is None for s in subs for t in s["tensors"]):
         reasons.append("a tensor of unknown size (dynamic shape or unknown type)")
+    reached, todo = {0}, [0]
+    while todo:
+        for c in subs[todo.pop()]["calls"] - reached:
+            reached.add(c)
+            todo.append(c)
+    uncalled = sorted(set(range(len(subs))) - reached)
+    if uncalled:
+        reasons.append(f"subgraph(s) {uncalled} never called (how TFLM plans them is not modelled)")
     sz = _SIZEOF
     tail = _Tail()
     tail.alloc("allocator objects", _OBJECTS, 8)
@@ -450,18 +490,10 @@ def tflm_arena_model(path: str | Path, head: int | None = None) -> TflmArenaMode
     work = _align_up(work + 8 * len(subs), _ARENA_ALIGN)
     work += sz["GreedyPlannerPerBuffer"][0] * (planned + scratch)
     before_io = tail.used
-    main = subs[0] if subs else {"inputs": [], "outputs": [], "tensors": []}
-    for key in ("inputs", "outputs"):
-        tail.alloc("TfLiteTensor* arrays", 8 * len(main[key]), _ARENA_ALIGN)
-        for j in main[key]:
-            tail.alloc("Persistent TfLiteTensor data", *sz["TfLiteTensor"])
-            ch = main["tensors"][j]["channels"]
-            if ch:
-                tail.alloc("Persistent TfLiteTensor quantization data",
-                           *sz["TfLiteAffineQuantization"])
-                tail.alloc("Persistent TfLiteTensor quantization data", 4 + 4 * ch, 4)
+    _io_tensors(tail, subs)
     post = tail.used - before_io
-    if reasons:
+    if reasons:  # the tail position is unknown: both possible paddings after the commit
+        post = tuple(_io_tensors(_Tail(start), subs) for start in (0, 8))
         return TflmArenaModel(int(head), None, None, None, tuple(unknown), dict(tail.parts),
                               "; ".join(reasons), work, post)
     planning = at_commit + work

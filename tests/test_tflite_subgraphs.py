@@ -7,6 +7,7 @@ import json
 import pytest
 from conftest import shared_case
 
+from experiments.bench_tflm import write_tflite
 from experiments.cli import main
 from experiments.workloads import tflite_model_files
 from planners import plan
@@ -79,8 +80,10 @@ def test_wakeword_models_are_not_modelled_and_say_why():
 def test_wakeword_structure_and_planning_moment_equal_the_interpreter():
     """The modelled structure (eval tensors, node structs, input/output tensor structs) equals the
     recording allocator's counts, and the model of the two moments (final arena, plan commit)
-    with the measured tail equals the bisected minimum on all four models: 20720, 20320, 21728,
-    27872 bytes, three of them above the total the interpreter reports for a large arena."""
+    with the measured tail brackets the bisected minimum within 8 bytes on all four models
+    (20720, 20320, 21728, 27872 bytes, three of them above the total the interpreter reports for a
+    large arena). Known difference: the full model gives no number for these models (their
+    kernels are not modelled), so the CLI reports the bisected value."""
     import subprocess
     import sys
 
@@ -98,7 +101,7 @@ def test_wakeword_structure_and_planning_moment_equal_the_interpreter():
             assert m.parts[kind] == parts[kind][0], (name, kind)
         row = bench_row(name, path)
         assert row["head_model"] == row["head"], name
-        assert row["runtime_arena_check"] == row["bisected_min"], name
+        assert row["check_holds"] and row["check_high"] - row["check_low"] <= 8, name
         above += row["bisected_min"] > row["total"]
         info = runtime_arena(path)
         assert info["runtime_arena_source"] == "measured"
@@ -107,89 +110,6 @@ def test_wakeword_structure_and_planning_moment_equal_the_interpreter():
 
 
 # -- every subgraph: IF / WHILE / CALL_ONCE, built with the `tflite` package's flatbuffer schema ---
-
-def _write_model(path, subgraphs):
-    """Write a minimal .tflite: ``subgraphs`` = [{"tensors": [(name, shape, TensorType)],
-    "inputs", "outputs", "ops": [(op name, inputs, outputs, None | (Options table, {field:
-    value}))]}]; every tensor without data (buffer 0 is the empty buffer)."""
-    import flatbuffers
-
-    b = flatbuffers.Builder(1024)
-    codes = list(dict.fromkeys(o[0] for s in subgraphs for o in s["ops"]))
-
-    def ivec(start, xs):
-        start(b, len(xs))
-        for x in reversed(xs):
-            b.PrependInt32(x)
-        return b.EndVector()
-
-    def ovec(start, offs):
-        start(b, len(offs))
-        for o in reversed(offs):
-            b.PrependUOffsetTRelative(o)
-        return b.EndVector()
-
-    tflite.BufferStart(b)
-    buf0 = tflite.BufferEnd(b)
-    sgs = []
-    for s in subgraphs:
-        tens = []
-        for name, shape, ttype in s["tensors"]:
-            n = b.CreateString(name)
-            sh = ivec(tflite.TensorStartShapeVector, shape)
-            tflite.TensorStart(b)
-            tflite.TensorAddShape(b, sh)
-            tflite.TensorAddType(b, ttype)
-            tflite.TensorAddBuffer(b, 0)
-            tflite.TensorAddName(b, n)
-            tens.append(tflite.TensorEnd(b))
-        tv = ovec(tflite.SubGraphStartTensorsVector, tens)
-        ops = []
-        for opname, ins, outs, opts in s["ops"]:
-            iv = ivec(tflite.OperatorStartInputsVector, ins)
-            ov = ivec(tflite.OperatorStartOutputsVector, outs)
-            if opts is not None:
-                getattr(tflite, opts[0] + "Start")(b)
-                for f, v in opts[1].items():
-                    getattr(tflite, opts[0] + "Add" + f)(b, v)
-                oo = getattr(tflite, opts[0] + "End")(b)
-            tflite.OperatorStart(b)
-            tflite.OperatorAddOpcodeIndex(b, codes.index(opname))
-            tflite.OperatorAddInputs(b, iv)
-            tflite.OperatorAddOutputs(b, ov)
-            if opts is not None:
-                tflite.OperatorAddBuiltinOptionsType(b, getattr(tflite.BuiltinOptions, opts[0]))
-                tflite.OperatorAddBuiltinOptions(b, oo)
-            ops.append(tflite.OperatorEnd(b))
-        opv = ovec(tflite.SubGraphStartOperatorsVector, ops)
-        inv = ivec(tflite.SubGraphStartInputsVector, s["inputs"])
-        outv = ivec(tflite.SubGraphStartOutputsVector, s["outputs"])
-        tflite.SubGraphStart(b)
-        tflite.SubGraphAddTensors(b, tv)
-        tflite.SubGraphAddOperators(b, opv)
-        tflite.SubGraphAddInputs(b, inv)
-        tflite.SubGraphAddOutputs(b, outv)
-        sgs.append(tflite.SubGraphEnd(b))
-    ocs = []
-    for opname in codes:
-        code = getattr(tflite.BuiltinOperator, opname)
-        tflite.OperatorCodeStart(b)
-        tflite.OperatorCodeAddBuiltinCode(b, code)
-        tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(code, 127))
-        tflite.OperatorCodeAddVersion(b, 1)
-        ocs.append(tflite.OperatorCodeEnd(b))
-    sgv = ovec(tflite.ModelStartSubgraphsVector, sgs)
-    ocv = ovec(tflite.ModelStartOperatorCodesVector, ocs)
-    bv = ovec(tflite.ModelStartBuffersVector, [buf0])
-    tflite.ModelStart(b)
-    tflite.ModelAddVersion(b, 3)
-    tflite.ModelAddSubgraphs(b, sgv)
-    tflite.ModelAddOperatorCodes(b, ocv)
-    tflite.ModelAddBuffers(b, bv)
-    b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
-    path.write_bytes(b.Output())
-    return path
-
 
 F32, BOOL = tflite.TensorType.FLOAT32, tflite.TensorType.BOOL
 V = [1, 64]  # 256 bytes of float32
@@ -208,7 +128,7 @@ def _if_model(tmp_path):
                "outputs": [2],
                "ops": [("IF", [0, 1], [2], ("IfOptions", {"ThenSubgraphIndex": 1,
                                                            "ElseSubgraphIndex": 2}))]}
-    return _write_model(tmp_path / "if.tflite", [main_sg, CALLEE_A, CALLEE_B])
+    return write_tflite(tmp_path / "if.tflite", [main_sg, CALLEE_A, CALLEE_B])
 
 
 def test_if_branches_are_a_workspace_of_the_if_step(tmp_path):
@@ -228,17 +148,38 @@ def test_if_branches_are_a_workspace_of_the_if_step(tmp_path):
     assert tflm_arena_model(path).head == 16 + 256 + 256 + 768
 
 
+def test_control_flow_arena_model_without_the_interpreter(tmp_path):
+    from experiments.bench_tflm import control_flow_models
+
+    models = control_flow_models(tmp_path)
+    m = tflm_arena_model(_if_model(tmp_path))
+    # three subgraphs: 3 x 24 SubgraphAllocations, 10 eval tensors, 6 nodes
+    assert m.parts["TfLiteEvalTensor data"] == 10 * 24
+    assert m.parts["NodeAndRegistration struct"] == 6 * 64
+    assert (m.head, m.tail, m.runtime_arena) == (1296, 1760, 3056)
+    m = tflm_arena_model(models["built:call_once"])
+    assert (m.head, m.tail, m.runtime_arena) == (768, 1280, 2048)
+    info = runtime_arena(models["built:call_once"], measure=False)
+    assert info["runtime_arena"] == 2048 and info["runtime_arena_source"] == "model"
+    # a subgraph that nothing calls: TFLM still plans it, in a way the model does not cover
+    lonely = write_tflite(tmp_path / "lonely.tflite", [CALLEE_A, CALLEE_B])
+    m = tflm_arena_model(lonely)
+    assert m.runtime_arena is None and "subgraph(s) [1] never called" in m.reason
+
+
 @needs_tflm
-def test_if_model_against_tflite_micro(tmp_path):
+def test_control_flow_models_against_tflite_micro(tmp_path):
     """TFLM plans the branches inlined into the IF step; its head equals our workspace model
-    (1296). IF has no verified tail model, so the runtime arena is the bisected one (3056)."""
-    path = _if_model(tmp_path)
-    a = tflm_arena(path)
-    m = tflm_arena_model(path)
-    assert a.head == m.head == 1296
-    assert m.runtime_arena is None and m.unknown_kernels == ("IF",)
-    info = runtime_arena(path)
-    assert info["runtime_arena_source"] == "measured" and info["runtime_arena"] == 3056
+    (1296), and the whole modelled arena equals the bisected minimum (3056 for IF, 2048 for
+    CALL_ONCE)."""
+    from experiments.bench_tflm import control_flow_models
+
+    for name, path in control_flow_models(tmp_path).items():
+        a = tflm_arena(path)
+        m = tflm_arena_model(path)
+        assert (m.head, m.tail) == (a.head, a.tail), name
+        assert m.runtime_arena == tflm_min_arena(path) == {"built:if": 3056,
+                                                            "built:call_once": 2048}[name]
 
 
 def test_while_and_call_once_workspaces(tmp_path):
@@ -248,7 +189,7 @@ def test_while_and_call_once_workspaces(tmp_path):
                "ops": [("CALL_ONCE", [], [], ("CallOnceOptions", {"InitSubgraphIndex": 1})),
                        ("WHILE", [0], [1], ("WhileOptions", {"CondSubgraphIndex": 1,
                                                              "BodySubgraphIndex": 2}))]}
-    path = _write_model(tmp_path / "while.tflite", [main_sg, CALLEE_A, CALLEE_B])
+    path = write_tflite(tmp_path / "while.tflite", [main_sg, CALLEE_A, CALLEE_B])
     m = load_tflite(path)
     # WHILE: cond and body live at once (body outputs are copied into cond inputs): 512 + 768
     assert m.workspaces == {"0:CALL_ONCE": (512, (1,)), "1:WHILE": (1280, (1, 2))}
@@ -267,23 +208,23 @@ def test_nested_calls_and_bad_subgraph_references(tmp_path):
     main_sg = {"tensors": [("x", V, F32), ("y", V, F32)], "inputs": [0], "outputs": [1],
                "ops": [("WHILE", [0], [1], ("WhileOptions", {"CondSubgraphIndex": 1,
                                                              "BodySubgraphIndex": 1}))]}
-    m = load_tflite(_write_model(tmp_path / "nested.tflite", [main_sg, nested, CALLEE_B]))
+    m = load_tflite(write_tflite(tmp_path / "nested.tflite", [main_sg, nested, CALLEE_B]))
     # nested: step 0 a (256) + workspace 768, step 1 a + o: greedy arena 1024; cond + body = 2048
     assert m.workspaces == {"0:WHILE": (2048, (1, 1))}
 
     loop = dict(nested, ops=[("CALL_ONCE", [], [], ("CallOnceOptions", {"InitSubgraphIndex": 1}))])
     with pytest.raises(TfliteImportError, match=r"runs subgraph 1 recursively \(call chain 0 -> 1 -> 1\)"):
-        load_tflite(_write_model(tmp_path / "rec.tflite", [dict(main_sg, ops=[
+        load_tflite(write_tflite(tmp_path / "rec.tflite", [dict(main_sg, ops=[
             ("CALL_ONCE", [], [], ("CallOnceOptions", {"InitSubgraphIndex": 1}))]), loop]))
     with pytest.raises(TfliteImportError, match=r"runs subgraph 5, but the model has 1 subgraphs"):
-        load_tflite(_write_model(tmp_path / "oor.tflite", [dict(main_sg, ops=[
+        load_tflite(write_tflite(tmp_path / "oor.tflite", [dict(main_sg, ops=[
             ("CALL_ONCE", [], [], ("CallOnceOptions", {"InitSubgraphIndex": 5}))])]))
 
 
 def test_cli_error_on_recursive_subgraph(tmp_path, capsys):
     main_sg = {"tensors": [("x", V, F32)], "inputs": [0], "outputs": [0],
                "ops": [("CALL_ONCE", [], [], ("CallOnceOptions", {"InitSubgraphIndex": 0}))]}
-    path = _write_model(tmp_path / "self.tflite", [main_sg])
+    path = write_tflite(tmp_path / "self.tflite", [main_sg])
     assert main(["plan", str(path)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("memplan: error:") and "recursively" in err and len(err.splitlines()) == 1
