@@ -6,7 +6,9 @@
 
 ``memplan sweep CONFIG`` runs only the runs without a record; ``--retry-failed`` also runs again
 those whose record has status ``error`` or ``timeout`` (keeping the finished ones), e.g. after a
-timeout on a loaded machine. ``--report`` writes the report afterwards (``--formats``, default PNG
+timeout on a loaded machine. A second sweep into the same folder waits for the first (saying so on
+stderr) or, with ``--no-wait``, stops with exit status 2. A corrupt record file is named in a
+``memplan: warning:`` line, moved to ``OUT/records/corrupt/`` and its run runs again. ``--report`` writes the report afterwards (``--formats``, default PNG
 and PDF; add ``svg`` for vector figures for the web).
 """
 
@@ -44,6 +46,9 @@ def add_parsers(subparsers) -> None:
     s.add_argument("--retry-failed", action="store_true",
                    help="also rerun the runs whose record has status error or timeout (their "
                         "record is replaced); finished runs are kept")
+    s.add_argument("--no-wait", action="store_true",
+                   help="when another sweep is writing to the output folder, stop with an error "
+                        "instead of waiting for it")
     s.add_argument("--report", action="store_true", help="run `memplan report` afterwards")
     s.add_argument("--formats", default=",".join(DEFAULT_FORMATS),
                    help="figure formats of --report (default %(default)s; add svg if wanted)")
@@ -67,16 +72,35 @@ def _formats(text: str) -> tuple[str, ...]:
     return formats
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """``memplan: warning: ...`` on stderr for the sweep's own warnings (no source line)."""
+    print(f"memplan: warning: {message}", file=sys.stderr, flush=True)
+
+
 def run(args) -> int:
     """Execute a parsed ``sweep`` or ``report`` command; returns the exit status. Errors of the
-    toolkit propagate (the caller prints them)."""
+    toolkit propagate (the caller prints them); a corrupt record is one warning line on stderr."""
+    import warnings
+
+    from experiments.sweep import CorruptRecordWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", CorruptRecordWarning)
+        shown = warnings.showwarning
+        warnings.showwarning = lambda m, c, *a, **k: (
+            _show_warning(m, c, *a, **k) if issubclass(c, CorruptRecordWarning) else shown(m, c, *a, **k))
+        return _run(args)
+
+
+def _run(args) -> int:
     if args.command == "sweep":
         from experiments.sweep import load_config, run_sweep
 
         cfg = load_config(args.config, out=args.out)
         s = run_sweep(cfg, executor=args.executor, jobs=args.jobs,
                       scheduler_address=args.scheduler_address, dry_run=args.dry_run,
-                      progress=not args.quiet, retry_failed=args.retry_failed)
+                      progress=not args.quiet, retry_failed=args.retry_failed,
+                      wait=not args.no_wait)
         if args.dry_run:
             return 0
         again = f" ({s['retried']} failed ones again)" if args.retry_failed else ""

@@ -5,9 +5,13 @@ run each) and ``problems/DIGEST.csv`` (the planned problems, half-open ``[lower,
 in schedule steps, sizes in bytes). Nothing is re-planned: arena layouts use the offsets stored in
 the records.
 
-Only the records of the latest code version (:func:`latest_code_version`) are used unless
-``all_versions`` / ``--all-versions``: a sweep rerun after a code change writes a new complete set of
-records beside the old ones (the run key hashes the code version), and medians must not mix them.
+For each run (workload, scheduler, planner, their parameters, seed, repetition, time limit) only
+the records of its newest code version (:func:`newest_records`) are used unless ``all_versions`` /
+``--all-versions``: the run key hashes the code the run executes (the planner's and scheduler's
+modules and what they import, :func:`experiments.sweep.run_code_version`), so a sweep rerun after a
+code change writes new records for the changed runs beside the old ones, and medians must not mix
+them. Corrupt record files are left out with a warning naming each (``memplan sweep`` moves them
+aside and runs them again). A folder without any record is an error.
 
 Output (``RESULTS_DIR/report/`` by default), deterministic -- the same records give byte-identical
 files (fixed metadata dates, ``svg.hashsalt``, sorted rows, no clock in the text):
@@ -38,7 +42,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["build_report", "case_label", "pareto_front", "latest_code_version",
+__all__ = ["build_report", "case_label", "pareto_front", "latest_code_version", "newest_records",
+           "RUN_IDENTITY",
            "MAX_PER_WORKLOAD_FIGURES"]
 
 #: At most this many workloads get memory-over-time and layout figures (sorted by name).
@@ -81,6 +86,42 @@ def latest_code_version(df: pd.DataFrame) -> str | None:
     start = t["start_time"].fillna("").astype(str) if "start_time" in t else pd.Series("", t.index)
     i = max(range(len(t)), key=lambda k: (start.iloc[k], str(t["code_version"].iloc[k])))
     return str(t["code_version"].iloc[i])
+
+
+#: Columns that identify a run apart from its code version (those present in the records count).
+RUN_IDENTITY = ("workload", "workload_digest", "scheduler", "scheduler_params", "planner", "params",
+                "seed", "rep", "time_limit")
+
+
+def newest_records(df: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """The records of each run's newest code version, and how many older records were left out.
+
+    Runs are told apart by :data:`RUN_IDENTITY`; a run's newest version is the ``code_version`` of
+    its most recently started record (greatest ``start_time``; ties: greatest version text).
+    Records without a ``code_version`` are kept. ``O(n)`` for ``n`` records.
+    """
+    if df.empty or "code_version" not in df or df["code_version"].isna().all():
+        return df, 0
+    cols = [c for c in RUN_IDENTITY if c in df]
+    ident = [json.dumps(row, default=str) for row in df[cols].itertuples(index=False, name=None)]
+    start = df["start_time"].fillna("").astype(str).tolist() if "start_time" in df else [""] * len(df)
+    cv = df["code_version"].tolist()
+    newest: dict[str, tuple[str, str]] = {}
+    for i, s, v in zip(ident, start, cv, strict=True):
+        if isinstance(v, str) and (s, v) > newest.get(i, ("", "")):
+            newest[i] = (s, v)
+    keep = [not isinstance(v, str) or v == newest[i][1] for i, v in zip(ident, cv, strict=True)]
+    kept = df[keep].reset_index(drop=True)
+    return kept, len(df) - len(kept)
+
+
+def _mixed_runs(df: pd.DataFrame) -> int:
+    """How many runs have records of more than one code version."""
+    if df.empty or "code_version" not in df:
+        return 0
+    cols = [c for c in RUN_IDENTITY if c in df]
+    per = df.dropna(subset=["code_version"]).groupby(cols, dropna=False)["code_version"].nunique()
+    return int((per > 1).sum())
 
 
 def _config_label(planner: str, params: str, default_params: dict[str, str]) -> str:
@@ -146,8 +187,8 @@ def build_report(results_dir: str | Path, out: str | Path | None = None,
     formats : figure formats (``"png"``, ``"pdf"``, ``"svg"``).
     max_workload_figures : memory-over-time and layout figures for at most this many workloads
         (the first by sorted name).
-    all_versions : use the records of every code version; by default only those of
-        :func:`latest_code_version` (``report.md`` says how many records were left out), so that
+    all_versions : use the records of every code version; by default only each run's newest
+        (:func:`newest_records`; ``report.md`` says how many records were left out), so that
         medians never mix code versions.
 
     Raises
@@ -166,13 +207,11 @@ def build_report(results_dir: str | Path, out: str | Path | None = None,
     results = Path(results_dir)
     df = load_records(results)
     if df.empty:
-        raise ConfigError(f"{results}: the sweep has no records yet")
+        raise ConfigError(f"{results}: records/ holds no record (corrupt ones are left out); run "
+                          "`memplan sweep CONFIG` first")
     left_out = 0
-    latest = latest_code_version(df)
-    if not all_versions and latest is not None:
-        keep = df["code_version"].isna() | (df["code_version"] == latest)
-        left_out = int((~keep).sum())
-        df = df[keep].reset_index(drop=True)
+    if not all_versions:
+        df, left_out = newest_records(df)
     out = Path(out) if out is not None else results / "report"
     figs, tabs = out / "figures", out / "tables"
     figs.mkdir(parents=True, exist_ok=True)
@@ -366,7 +405,7 @@ def build_report(results_dir: str | Path, out: str | Path | None = None,
     written.append(_write_csv(per, tabs / "per_planner.csv"))
     bad = df[~df["valid"]][["case", "config", "status", "error"]].sort_values(["case", "config"])
     written.append(_write_csv(bad, tabs / "failed_runs.csv"))
-    md = _markdown(df, agg, pivot, per, bad, tf, rv, figs, out, left_out, latest)
+    md = _markdown(df, agg, pivot, per, bad, tf, rv, figs, out, left_out)
     path = out / "report.md"
     path.write_text(md)
     written.append(path)
@@ -378,8 +417,7 @@ def _write_csv(t: pd.DataFrame, path: Path) -> Path:
     return path
 
 
-def _markdown(df, agg, pivot, per, bad, tf, rv, figs: Path, out: Path, left_out: int = 0,
-              latest: str | None = None) -> str:
+def _markdown(df, agg, pivot, per, bad, tf, rv, figs: Path, out: Path, left_out: int = 0) -> str:
     prov = df.groupby(["code_version", "git_commit", "cpu_model", "cpu_cores"], dropna=False) \
         .size().reset_index(name="runs") if "code_version" in df else pd.DataFrame()
     cases = agg.groupby("case", sort=True).agg(buffers=("buffers", "first"),
@@ -396,14 +434,16 @@ def _markdown(df, agg, pivot, per, bad, tf, rv, figs: Path, out: Path, left_out:
         "(median over seeds and repetitions); every plan passed the independent validator.",
         "",
     ]
-    versions = sorted(df["code_version"].dropna().astype(str).unique()) if "code_version" in df else []
-    if len(versions) > 1:
-        lines += [f"**Warning:** the records come from {len(versions)} code versions "
-                  f"({', '.join(versions)}); medians mix them. Delete the folder and run the sweep "
-                  "again for figures of one version.", ""]
+    mixed = _mixed_runs(df)
+    if mixed:
+        versions = sorted(df["code_version"].dropna().astype(str).unique())
+        lines += [f"**Warning:** {mixed} runs have records that come from {len(versions)} code "
+                  f"versions ({', '.join(versions)}); medians mix them. Delete the folder and run "
+                  "the sweep again for figures of one version.", ""]
     if left_out:
-        lines += [f"Only the records of the latest code version `{latest}` are used; {left_out} "
-                  "records of older code versions were left out (`memplan report --all-versions` "
+        lines += ["Only the records of each run's newest code version are used; "
+                  f"{left_out} records of older code versions were left out "
+                  "(`memplan report --all-versions` "
                   "uses them too).", ""]
     lines += [
         "## Workloads",

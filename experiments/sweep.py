@@ -65,11 +65,14 @@ process (the local executors); native solvers are bounded by their own ``time_li
 
 from __future__ import annotations
 
+import ast
 import datetime as _dt
 import fnmatch
 import functools
 import glob
 import hashlib
+import importlib.machinery
+import importlib.util
 import itertools
 import json
 import math
@@ -79,10 +82,13 @@ import resource
 import signal
 import socket
 import subprocess
+import sys
+import tempfile
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -103,7 +109,16 @@ __all__ = [
     "run_sweep",
     "load_records",
     "code_version",
+    "run_code_version",
+    "run_modules",
+    "portable_path",
+    "read_records",
+    "stopped_record",
     "machine_info",
+    "CorruptRecordWarning",
+    "SweepLockedError",
+    "RECORD_FIELDS",
+    "LOCK_NAME",
     "EXECUTORS",
     "RETRY_STATUSES",
 ]
@@ -116,8 +131,6 @@ _TOP_KEYS = {
     "keep_offsets", "workloads", "schedulers", "planners", "code_version", "alignment",
 }
 _SEED_PARAMS = ("seed", "random_state")
-_CODE_DIRS = ("planners", "scheduling")
-_CODE_FILES = ("experiments/harness.py", "experiments/workloads.py", "experiments/sweep.py")
 _ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -138,7 +151,8 @@ class WorkloadRef:
     MiniMalloc CSV) or a graph kind ``"onnx"``, ``"tflite"``, ``"generator"`` (schedulers apply).
     source : path, registry name or generator name. params : JSON of ONNX/TFLite overrides or
     generator parameters (with its seed). digest : SHA-256 of the content (file bytes; the problem
-    arrays; the generator call).
+    arrays; the generator call). origin : ``source`` without machine paths (:func:`portable_path`),
+    the text records and ``sweep.json`` store, so that a sweep folder is the same on every machine.
     """
 
     name: str
@@ -146,6 +160,12 @@ class WorkloadRef:
     source: str
     params: str = "{}"
     digest: str = ""
+    origin: str = ""
+
+    @property
+    def portable_source(self) -> str:
+        """``origin`` when set, else ``source``: what records and ``sweep.json`` store."""
+        return self.origin or self.source
 
     @property
     def is_graph(self) -> bool:
@@ -247,6 +267,29 @@ def _ref_from_path(path: Path, overrides: Mapping | None, label: str | None, whe
     raise ConfigError(f"{where}: {path} is not a .csv, .onnx or .tflite file")
 
 
+def portable_path(source: str, base: str | Path) -> str:
+    """``source`` as text that does not depend on the machine: a file of an installed package as
+    ``<site-packages>/PACKAGE/...``, any other absolute path relative to ``base`` (POSIX
+    separators), registry and generator names unchanged."""
+    if not os.path.isabs(source):
+        return source
+    src = os.path.realpath(source)
+    for sp in _site_dirs():
+        if src.startswith(sp + os.sep):
+            return "<site-packages>/" + Path(os.path.relpath(src, sp)).as_posix()
+    return Path(os.path.relpath(src, os.path.realpath(base))).as_posix()
+
+
+@functools.lru_cache(maxsize=1)
+def _site_dirs() -> tuple[str, ...]:
+    import site
+    import sysconfig
+
+    dirs = {sysconfig.get_paths()[k] for k in ("purelib", "platlib")}
+    dirs.update(getattr(site, "getsitepackages", list)())
+    return tuple(sorted({os.path.realpath(d) for d in dirs}, key=len, reverse=True))
+
+
 def _resolve_workloads(items: Any, base: Path) -> list[WorkloadRef]:
     if not isinstance(items, list) or not items:
         raise ConfigError("workloads: must be a non-empty array of names, paths, globs or tables")
@@ -326,6 +369,7 @@ def _resolve_workloads(items: Any, base: Path) -> list[WorkloadRef]:
                                   f"'path', got {sorted(keys)}")
         else:
             raise ConfigError(f"{where}: a workload is a string or a table, got {item!r}")
+    refs = [replace(r, origin=portable_path(r.source, base)) for r in refs]
     seen: dict[str, str] = {}
     for r in refs:
         if r.name in seen and seen[r.name] != r.digest:
@@ -416,7 +460,7 @@ def parse_config(raw: Mapping[str, Any], base: str | Path = ".", source: str = "
         rv64=bool(raw.get("rv64", False)),
         tflm=bool(raw.get("tflm", False)),
         keep_offsets=number("keep_offsets", 20000, int, 0, optional=False),
-        code_version=cv or code_version(),
+        code_version=cv,
         source=source,
     )
 
@@ -446,24 +490,226 @@ def load_config(path: str | Path, out: str | Path | None = None) -> SweepConfig:
 # ---------------------------------------------------------------------------------------------
 # runs and keys
 # ---------------------------------------------------------------------------------------------
-@functools.lru_cache(maxsize=1)
-def code_version() -> str:
-    """``"VERSION+HASH"``: the memplan package version and the first 12 hex digits of a SHA-256 of
-    the Python sources of :mod:`planners`, :mod:`scheduling` and the harness (sorted paths)."""
+#: Top-level packages of this project; only their modules count for a run's code version.
+PROJECT_PACKAGES = ("planners", "scheduling", "experiments")
+
+#: Modules that :func:`execute_run` calls into besides the planner and the scheduler, by workload
+#: kind (module names, resolved and read at run time; their imports are followed).
+_PIPELINE_ROOTS = {
+    "problem": ("experiments.harness", "experiments.workloads"),
+    "onnx": ("experiments.harness", "scheduling.lifetimes", "scheduling.onnx_import"),
+    "tflite": ("experiments.harness", "scheduling.lifetimes", "scheduling.tflite_import"),
+    "generator": ("experiments.harness", "scheduling.lifetimes", "scheduling.generators"),
+}
+
+
+def _package_version() -> str:
     try:
         from importlib.metadata import version
 
-        v = version("memplan")
-    except Exception:  # noqa: BLE001
-        v = "0"
-    h = hashlib.sha256()
-    files = [p for d in _CODE_DIRS for p in sorted((_ROOT / d).rglob("*.py"))]
-    files += [_ROOT / f for f in _CODE_FILES]
-    for p in files:
-        if p.is_file():
-            h.update(str(p.relative_to(_ROOT)).encode())
-            h.update(p.read_bytes())
-    return f"{v}+{h.hexdigest()[:12]}"
+        return version("memplan")
+    except Exception:  # noqa: BLE001 - not installed as a distribution
+        return "0"
+
+
+def _module_source(name: str) -> str | None:
+    """The source text of the project module ``name``, or ``None`` when there is no such module.
+
+    A C extension module (``planners._exact_search``) stands for its C source
+    ``<package>/_ext/<module>.c`` (the layout ``setup.py`` builds from), else for the bytes of the
+    built library (hex). Tests replace this function to simulate an edited module.
+    """
+    spec = _find_spec(name)
+    if spec is None or spec.origin is None or not os.path.isfile(spec.origin):
+        return None
+    if isinstance(spec.loader, importlib.machinery.ExtensionFileLoader):
+        origin = Path(spec.origin)
+        c_source = origin.parent / "_ext" / (name.rsplit(".", 1)[-1] + ".c")
+        return c_source.read_text() if c_source.is_file() else origin.read_bytes().hex()
+    return spec.loader.get_source(name)
+
+
+def _find_spec(name: str):
+    try:
+        return importlib.util.find_spec(name)
+    except (ImportError, ValueError, AttributeError):
+        return None
+
+
+def _strip_docstrings(tree: ast.AST) -> ast.AST:
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+    return tree
+
+
+class _ModuleGraph:
+    """Import graph of the project's modules, read from their sources (one parse per module).
+
+    ``digest(name)`` hashes the module's syntax tree without docstrings (``ast.dump``), so comments,
+    docstrings and formatting do not count. ``deps(name)`` are the project modules its ``import``
+    statements name (module level and inside functions). ``from pkg import x`` depends on the
+    submodule ``pkg.x`` if there is one; otherwise, when ``pkg`` is a package that re-exports
+    ``x`` (``from .mod import x`` in its ``__init__``), on the module that defines ``x``; otherwise
+    on ``pkg`` itself.
+    """
+
+    def __init__(self, source: Callable[[str], str | None]):
+        self._source = source
+        self._texts: dict[str, str | None] = {}
+        self._trees: dict[str, ast.Module] = {}
+        self._deps: dict[str, tuple[str, ...]] = {}
+        self._digests: dict[str, str] = {}
+        self._specs: dict[str, Any] = {}
+
+    def spec(self, name: str):
+        if name not in self._specs:
+            self._specs[name] = _find_spec(name)
+        return self._specs[name]
+
+    def text(self, name: str) -> str | None:
+        if name not in self._texts:
+            inside = name.split(".")[0] in PROJECT_PACKAGES
+            self._texts[name] = self._source(name) if inside else None
+        return self._texts[name]
+
+    def _is_python(self, name: str) -> bool:
+        spec = self.spec(name)
+        return not (spec is not None and isinstance(spec.loader, importlib.machinery.ExtensionFileLoader))
+
+    def tree(self, name: str) -> ast.Module:
+        if name not in self._trees:
+            text = self.text(name)
+            if text is None:
+                raise ConfigError(f"code version: module {name!r} has no readable source")
+            self._trees[name] = ast.parse(text, filename=name) if self._is_python(name) \
+                else ast.Module(body=[], type_ignores=[])
+        return self._trees[name]
+
+    def is_package(self, name: str) -> bool:
+        spec = self.spec(name)
+        return spec is not None and spec.submodule_search_locations is not None
+
+    def digest(self, name: str) -> str:
+        if name not in self._digests:
+            text = self.text(name)
+            if text is None:
+                raise ConfigError(f"code version: module {name!r} has no readable source")
+            self._digests[name] = _digest_bytes(text.encode()) if not self._is_python(name) \
+                else _digest_bytes(ast.dump(_strip_docstrings(ast.parse(text))).encode())
+        return self._digests[name]
+
+    def _absolute(self, name: str, module: str | None, level: int) -> str:
+        if level == 0:
+            return module or ""
+        base = name if self.is_package(name) else name.rpartition(".")[0]
+        for _ in range(level - 1):
+            base = base.rpartition(".")[0]
+        return f"{base}.{module}" if module else base
+
+    def _resolve(self, package: str, symbol: str, depth: int = 0) -> str:
+        """The module that defines ``package.symbol`` (following re-exports of ``__init__``)."""
+        sub = f"{package}.{symbol}"
+        if self.text(sub) is not None:
+            return sub
+        if depth < 8 and self.text(package) is not None and self.is_package(package):
+            tree = self.tree(package)
+            for node in tree.body:
+                if isinstance(node, ast.ImportFrom):
+                    for a in node.names:
+                        if (a.asname or a.name) == symbol:
+                            return self._resolve(self._absolute(package, node.module, node.level),
+                                                 a.name, depth + 1)
+        return package
+
+    def deps(self, name: str) -> tuple[str, ...]:
+        if name not in self._deps:
+            found: set[str] = set()
+            for node in ast.walk(self.tree(name)):
+                if isinstance(node, ast.Import):
+                    found.update(a.name for a in node.names)
+                elif isinstance(node, ast.ImportFrom):
+                    mod = self._absolute(name, node.module, node.level)
+                    if mod.split(".")[0] not in PROJECT_PACKAGES:
+                        continue
+                    if any(a.name == "*" for a in node.names):
+                        found.add(mod)
+                    else:
+                        found.update(self._resolve(mod, a.name) for a in node.names)
+            self._deps[name] = tuple(sorted(
+                m for m in found if m.split(".")[0] in PROJECT_PACKAGES and self.text(m) is not None))
+        return self._deps[name]
+
+    def closure(self, roots: Iterable[str], through_registries: bool = True) -> set[str]:
+        """``roots`` and every project module they import, transitively. With
+        ``through_registries=False`` a registry module (``*.registry``) counts but its imports are
+        not followed: the harness reaches planners and schedulers only through the registries, by
+        the name of the run's planner and scheduler, whose own closures are added separately."""
+        seen: set[str] = set()
+        stack = list(roots)
+        while stack:
+            m = stack.pop()
+            if m in seen:
+                continue
+            self.tree(m)  # raises for a module without source
+            seen.add(m)
+            if through_registries or m.rsplit(".", 1)[-1] != "registry":
+                stack.extend(self.deps(m))
+        return seen
+
+
+def run_modules(planner: str, scheduler: str = "-", kind: str = "problem", rv64: bool = False,
+                tflm: bool = False, graph: _ModuleGraph | None = None) -> list[str]:
+    """The project modules a run executes, sorted: the planner's module and everything it imports,
+    the scheduler's likewise (graph workloads), and the pipeline (:mod:`experiments.sweep` itself,
+    the harness, the workload's loader, the lifetime analysis, :mod:`experiments.rv64` and
+    :mod:`experiments.tflm_oracle` when asked) up to the registries.
+
+    Imports are read from the module sources (``ast``), transitively, within
+    :data:`PROJECT_PACKAGES`. Raises :class:`ConfigError` for a module without readable source.
+    """
+    from planners.registry import PLANNERS
+    from scheduling.schedulers import SCHEDULERS
+
+    g = graph or _ModuleGraph(_module_source)
+    mods = g.closure([PLANNERS[planner].__module__]) if planner in PLANNERS else set()
+    if scheduler in SCHEDULERS and kind != "problem":
+        mods |= g.closure([SCHEDULERS[scheduler].__module__])
+    roots = list(_PIPELINE_ROOTS.get(kind, _PIPELINE_ROOTS["problem"]))
+    roots += ["experiments.rv64"] if rv64 else []
+    roots += ["experiments.tflm_oracle"] if tflm and kind == "tflite" else []
+    mods |= g.closure(roots, through_registries=False)
+    mods.add(__name__)  # execute_run itself; what this module imports is in the roots above
+    return sorted(mods)
+
+
+def run_code_version(planner: str, scheduler: str = "-", kind: str = "problem", rv64: bool = False,
+                     tflm: bool = False, graph: _ModuleGraph | None = None) -> str:
+    """``"VERSION+HASH"``: the memplan package version and the first 12 hex digits of a SHA-256 of
+    the syntax trees (without comments and docstrings) of :func:`run_modules`. Changing one
+    planner's code changes the code version, and so the keys, of that planner's runs only (and of
+    the planners that import it, e.g. ``choose_best`` through the registry)."""
+    g = graph or _ModuleGraph(_module_source)
+    mods = run_modules(planner, scheduler, kind, rv64, tflm, graph=g)
+    h = _digest_obj([[m, g.digest(m)] for m in mods])
+    return f"{_package_version()}+{h[:12]}"
+
+
+def code_version() -> str:
+    """``"VERSION+HASH"`` over every module of :data:`PROJECT_PACKAGES` that the registered planners
+    and schedulers and the sweep pipeline reach (see :func:`run_code_version` for one run's)."""
+    from planners.registry import PLANNERS
+    from scheduling.schedulers import SCHEDULERS
+
+    g = _ModuleGraph(_module_source)
+    roots = [c.__module__ for c in (*PLANNERS.values(), *SCHEDULERS.values())]
+    roots += [m for ms in _PIPELINE_ROOTS.values() for m in ms]
+    roots += ["experiments.rv64", "experiments.tflm_oracle", __name__]
+    mods = sorted(g.closure(roots))
+    return f"{_package_version()}+{_digest_obj([[m, g.digest(m)] for m in mods])[:12]}"
 
 
 @dataclass(frozen=True)
@@ -516,6 +762,17 @@ def expand_runs(cfg: SweepConfig, git_commit: str = "") -> list[RunSpec]:
     from scheduling.schedulers import SCHEDULERS
 
     runs: dict[str, RunSpec] = {}
+    graph = _ModuleGraph(_module_source)
+    versions: dict[tuple, str] = {}
+
+    def version_of(planner: str, scheduler: str, kind: str) -> str:
+        if cfg.code_version:
+            return cfg.code_version
+        k = (planner, scheduler, kind)
+        if k not in versions:
+            versions[k] = run_code_version(planner, scheduler, kind, cfg.rv64, cfg.tflm, graph=graph)
+        return versions[k]
+
     for w in cfg.workloads:
         scheds = [(s, g) for s, grid in cfg.schedulers.items() for g in grid] if w.is_graph else [("-", {})]
         for (sname, sgrid), (pname, pgrid) in itertools.product(
@@ -530,13 +787,14 @@ def expand_runs(cfg: SweepConfig, git_commit: str = "") -> list[RunSpec]:
                 used_seed = seed if (s_used or p_used) else None
                 sj = json.dumps(sp, sort_keys=True)
                 pj = json.dumps(pp, sort_keys=True)
+                version = version_of(pname, sname, w.kind)
                 for rep in range(cfg.repetitions):
                     key = run_key(w.digest, sname, sj, pname, pj, used_seed, rep, cfg.time_limit,
-                                  cfg.code_version)
+                                  version)
                     if key not in runs:
                         runs[key] = RunSpec(key, w, sname, sj, pname, pj, used_seed, rep,
                                             cfg.time_limit, cfg.timeout, cfg.rv64, cfg.tflm,
-                                            cfg.keep_offsets, cfg.code_version, git_commit)
+                                            cfg.keep_offsets, version, git_commit)
     return list(runs.values())
 
 
@@ -587,10 +845,6 @@ def git_commit(root: str | Path = _ROOT) -> str:
         return head + ("+dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return ""
-
-
-class _RunTimeout(Exception):
-    pass
 
 
 def _reset_peak_rss() -> bool:
@@ -665,7 +919,9 @@ def execute_run(spec: RunSpec) -> tuple[dict[str, Any], str | None, str]:
     """Run one :class:`RunSpec` and return ``(record, problem_csv, problem_digest)``.
 
     Never raises for a failing run: scheduling, loading and planning errors are recorded in
-    ``error`` with ``status = "error"``; exceeding ``spec.timeout`` gives ``status = "timeout"``.
+    ``error`` with ``status = "error"``. ``spec.timeout`` is not enforced here: the local
+    executor runs this in a worker process that it kills at the timeout (:func:`run_sweep`) and
+    records :func:`stopped_record` instead.
     ``problem_csv`` is the planned problem as MiniMalloc CSV text (ids are problem indices), or
     ``None`` when the problem could not be built.
     """
@@ -676,70 +932,72 @@ def execute_run(spec: RunSpec) -> tuple[dict[str, Any], str | None, str]:
     wall0, cpu0 = time.perf_counter(), time.process_time()
     rec: dict[str, Any] = {"key": spec.key, "workload": spec.workload.name}
     problem_csv, pdigest = None, ""
-    alarm = spec.timeout is not None and threading.current_thread() is threading.main_thread() \
-        and hasattr(signal, "SIGALRM")
-    old = None
-    if alarm:
-        def _on_alarm(signum, frame):
-            raise _RunTimeout()
-        old = signal.signal(signal.SIGALRM, _on_alarm)
-        signal.setitimer(signal.ITIMER_REAL, float(spec.timeout))
-    base = {
-        "workload": spec.workload.name, "planner": spec.planner, "params": spec.planner_params,
-        "status": "error", "valid": False, "error": "",
-    }
     try:
-        try:
-            problem, extra = _problem_for(spec)
-            pdigest = _problem_digest(problem)
-            problem_csv = _problem_csv(problem)
-            r, plan = run_one(spec.workload.name, problem, spec.planner, time_limit=spec.time_limit,
-                              params=json.loads(spec.planner_params), keep_plan=True)
-            tb = r.pop("traceback", None)
-            if tb and spec.planner:
-                r["error"] = r["error"] + " | " + tb.strip().splitlines()[-1]
-            # ``params`` is always the requested grid point (what the key hashes), also when the
-            # planner could not be built; the planner's full parameters go to ``resolved_params``.
-            r["resolved_params"] = r.pop("params", "") or None
-            rec.update(r)
-            rec["params"] = spec.planner_params
-            rec.update(extra)
-            if plan is not None and rec.get("valid") and problem.n <= spec.keep_offsets:
-                rec["offsets"] = json.dumps(plan.offsets.tolist())
-            if spec.rv64:
-                rec.update(_rv64_columns(problem, spec.planner))
-            if spec.tflm and spec.workload.kind == "tflite":
-                rec.update(_tflm_columns(spec.workload.source))
-        except _RunTimeout:
-            rec.update(base)
-            rec.update(status="timeout", error=f"run exceeded the timeout of {spec.timeout} s")
-        except Exception as e:  # noqa: BLE001 - a failing run is a record, not a crash
-            rec.update(base)
-            rec["error"] = f"{type(e).__name__}: {e}"
-    finally:
-        if alarm:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, old)
-    rec.update(
+        problem, extra = _problem_for(spec)
+        pdigest = _problem_digest(problem)
+        problem_csv = _problem_csv(problem)
+        r, plan = run_one(spec.workload.name, problem, spec.planner, time_limit=spec.time_limit,
+                          params=json.loads(spec.planner_params), keep_plan=True)
+        tb = r.pop("traceback", None)
+        if tb and spec.planner:
+            r["error"] = r["error"] + " | " + tb.strip().splitlines()[-1]
+        # ``params`` is always the requested grid point (what the key hashes), also when the
+        # planner could not be built; the planner's full parameters go to ``resolved_params``.
+        r["resolved_params"] = r.pop("params", "") or None
+        rec.update(r)
+        rec["params"] = spec.planner_params
+        rec.update(extra)
+        if plan is not None and rec.get("valid") and problem.n <= spec.keep_offsets:
+            rec["offsets"] = json.dumps(plan.offsets.tolist())
+        if spec.rv64:
+            rec.update(_rv64_columns(problem, spec.planner))
+        if spec.tflm and spec.workload.kind == "tflite":
+            rec.update(_tflm_columns(spec.workload.source))
+    except Exception as e:  # noqa: BLE001 - a failing run is a record, not a crash
+        rec.update(_failure_fields(spec, "error", f"{type(e).__name__}: {e}"))
+    rec.update(_run_fields(spec, start, time.perf_counter() - wall0, time.process_time() - cpu0,
+                           _peak_rss_bytes(scoped), "run" if scoped else "process"))
+    rec["problem_digest"] = pdigest
+    return _jsonable(rec), problem_csv, pdigest
+
+
+def _failure_fields(spec: RunSpec, status: str, error: str) -> dict[str, Any]:
+    return {"workload": spec.workload.name, "planner": spec.planner, "params": spec.planner_params,
+            "status": status, "valid": False, "error": error}
+
+
+def _run_fields(spec: RunSpec, start: str, wall: float, cpu: float | None, rss: int | None,
+                rss_scope: str | None) -> dict[str, Any]:
+    """The run's identity and provenance columns (the same for finished and failed runs)."""
+    return dict(
         scheduler=spec.scheduler,
         scheduler_params=spec.scheduler_params,
         seed=spec.seed,
         rep=spec.rep,
         workload_kind=spec.workload.kind,
-        workload_source=spec.workload.source,
+        workload_source=spec.workload.portable_source,
         workload_digest=spec.workload.digest,
-        problem_digest=pdigest,
+        problem_digest="",
         time_limit=spec.time_limit,
         start_time=start,
-        wall_seconds=time.perf_counter() - wall0,
-        cpu_seconds=time.process_time() - cpu0,
-        peak_rss_bytes=_peak_rss_bytes(scoped),
-        peak_rss_scope="run" if scoped else "process",
+        wall_seconds=wall,
+        cpu_seconds=cpu,
+        peak_rss_bytes=rss,
+        peak_rss_scope=rss_scope,
         git_commit=spec.git_commit,
         code_version=spec.code_version,
+        **machine_info(),
     )
-    rec.update(machine_info())
-    return _jsonable(rec), problem_csv, pdigest
+
+
+def stopped_record(spec: RunSpec, status: str, error: str, start: str, wall: float) -> dict[str, Any]:
+    """The record of a run whose worker was stopped from outside (``status="timeout"``: killed at
+    ``spec.timeout``; ``"error"``: the worker process died, e.g. a crash in native code). It has
+    every identity and provenance column; ``cpu_seconds`` and ``peak_rss_bytes`` are ``None``
+    (the process that could have measured them is gone)."""
+    rec = {"key": spec.key, **_failure_fields(spec, status, error)}
+    rec.update(_run_fields(spec, start, wall, None, None, None))
+    return _jsonable(rec)
 
 
 def _jsonable(rec: dict[str, Any]) -> dict[str, Any]:
@@ -794,24 +1052,78 @@ def _atomic_write(path: Path, text: str) -> None:
 #: Record statuses that ``retry_failed`` (``memplan sweep --retry-failed``) runs again.
 RETRY_STATUSES = ("error", "timeout")
 
+#: Fields every record has; a record file without one of them is corrupt.
+RECORD_FIELDS = ("key", "workload", "planner", "params", "status", "valid", "code_version")
 
-def _done_keys(out: Path, retry_failed: bool = False) -> set[str]:
-    """Keys with a record in ``out/records``; with ``retry_failed``, only those whose record's
-    ``status`` is not in :data:`RETRY_STATUSES` (an unreadable record counts as failed)."""
-    d = out / "records"
-    if not d.is_dir():
-        return set()
-    if not retry_failed:
-        return {p.stem for p in d.glob("*.json")}
-    done = set()
-    for p in d.glob("*.json"):
-        try:
-            status = json.loads(p.read_text()).get("status")
-        except (OSError, ValueError):
+#: The lock file of a sweep folder, held by the sweep writing to it (``filelock``, ``flock``).
+LOCK_NAME = ".sweep.lock"
+
+#: Seconds to wait for a Dask scheduler to answer (``executor="dask"``).
+DASK_CONNECT_TIMEOUT = 5.0
+
+
+class CorruptRecordWarning(UserWarning):
+    """A record file that is not a complete record: not JSON, not an object, a missing field of
+    :data:`RECORD_FIELDS`, or a ``key`` other than its file name. The message names the file, the
+    rule and what happened to the file."""
+
+
+class SweepLockedError(MemplanError, RuntimeError):
+    """Another sweep holds the output folder's lock and the caller asked not to wait
+    (``memplan sweep --no-wait``, ``run_sweep(..., wait=False)``)."""
+
+
+def _check_record(path: Path) -> tuple[dict[str, Any] | None, str]:
+    """``(record, "")`` for a complete record file, else ``(None, what is wrong)``."""
+    try:
+        rec = json.loads(path.read_text())
+    except OSError as e:
+        return None, f"unreadable ({e.strerror or e})"
+    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
+        return None, f"not valid JSON ({e})"
+    if not isinstance(rec, dict):
+        return None, f"not a JSON object but {type(rec).__name__}"
+    missing = [f for f in RECORD_FIELDS if f not in rec]
+    if missing:
+        return None, f"missing field(s) {', '.join(missing)}"
+    if rec["key"] != path.stem:
+        return None, f"its key {str(rec['key'])[:16]!r}... is not its file name"
+    return rec, ""
+
+
+def read_records(out: str | Path, quarantine: bool = False) -> list[dict[str, Any]]:
+    """Every complete record of ``out/records/*.json``, in file-name order.
+
+    A corrupt file (:class:`CorruptRecordWarning` says which and why) is left out; with
+    ``quarantine`` it is also moved to ``out/records/corrupt/`` (replacing an older file of that
+    name there), so that its run has no record and a sweep runs it again. ``O(records)`` reads.
+    """
+    d = Path(out) / "records"
+    recs = []
+    for p in sorted(d.glob("*.json")):
+        rec, why = _check_record(p)
+        if rec is not None:
+            recs.append(rec)
             continue
-        if status not in RETRY_STATUSES:
-            done.add(p.stem)
-    return done
+        if quarantine:
+            dest = d / "corrupt" / p.name
+            dest.parent.mkdir(exist_ok=True)
+            os.replace(p, dest)
+            fate = f"moved to {dest}; its run runs again"
+        else:
+            fate = "left out"
+        warnings.warn(f"{p}: corrupt record, {why}; {fate}", CorruptRecordWarning, stacklevel=2)
+    return recs
+
+
+def _done_keys(out: Path, retry_failed: bool = False, quarantine: bool = False) -> set[str]:
+    """Keys with a complete record in ``out/records``; with ``retry_failed``, only those whose
+    record's ``status`` is not in :data:`RETRY_STATUSES`. Corrupt records count as missing
+    (:func:`read_records`)."""
+    if not (out / "records").is_dir():
+        return set()
+    return {r["key"] for r in read_records(out, quarantine=quarantine)
+            if not (retry_failed and r["status"] in RETRY_STATUSES)}
 
 
 def _store(out: Path, rec: dict[str, Any], problem_csv: str | None, pdigest: str) -> None:
@@ -832,10 +1144,11 @@ SWEEP_COLUMNS = [
 
 
 def load_records(out: str | Path):
-    """All records of a sweep folder as a pandas DataFrame, one row per run.
+    """All complete records of a sweep folder as a pandas DataFrame, one row per run.
 
     Rows are sorted by (workload, scheduler, scheduler_params, planner, params, seed, rep, key),
-    columns :data:`SWEEP_COLUMNS` first; half-written temporary files are ignored. Raises
+    columns :data:`SWEEP_COLUMNS` first; half-written temporary files are ignored, corrupt record
+    files are left out with a :class:`CorruptRecordWarning` naming each. Raises
     :class:`ConfigError` when the folder has no ``records/``.
     """
     import pandas as pd
@@ -843,8 +1156,7 @@ def load_records(out: str | Path):
     d = Path(out) / "records"
     if not d.is_dir():
         raise ConfigError(f"{out}: no records/ folder (run `memplan sweep` first)")
-    recs = [json.loads(p.read_text()) for p in sorted(d.glob("*.json"))]
-    df = pd.DataFrame.from_records(recs)
+    df = pd.DataFrame.from_records(read_records(out))
     if df.empty:
         return pd.DataFrame(columns=SWEEP_COLUMNS)
     for c in SWEEP_COLUMNS:
@@ -866,6 +1178,43 @@ def _cleanup_tmp(out: Path) -> None:
                 pass
 
 
+def _prepare_out(out: Path) -> None:
+    """Create ``out/records`` and ``out/problems`` and check that files can be written there."""
+    try:
+        for sub in ("records", "problems"):
+            (out / sub).mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=out / sub, prefix=".probe.", suffix=".tmp"):
+                pass
+    except OSError as e:
+        raise ConfigError(f"{out}: cannot write to the output folder ({e.strerror or e}); give a "
+                          "writable folder with --out") from None
+
+
+def _lock(out: Path, wait: bool, notify: Callable[[str], None]):
+    """Hold ``out/.sweep.lock`` (an ``flock`` through :mod:`filelock`, released by the kernel when
+    the process dies). Returns the held lock."""
+    from filelock import FileLock, Timeout
+
+    path = out / LOCK_NAME
+    lock = FileLock(path, thread_local=False)
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        if not wait:
+            raise SweepLockedError(
+                f"{out}: another sweep is writing to this folder (it holds {path}); wait for it "
+                "to finish (without --no-wait) or give another --out") from None
+        notify(f"memplan: waiting for another sweep writing to {out} to finish (it holds {path})")
+        lock.acquire()
+    except OSError as e:
+        raise ConfigError(f"{out}: cannot create the lock file {path} ({e.strerror or e})") from None
+    return lock
+
+
+def _notify(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
 def run_sweep(
     cfg: SweepConfig,
     executor: str = "local",
@@ -875,6 +1224,8 @@ def run_sweep(
     progress: bool = True,
     echo: Callable[[str], None] = print,
     retry_failed: bool = False,
+    wait: bool = True,
+    notify: Callable[[str], None] = _notify,
 ) -> dict[str, Any]:
     """Run every missing run of ``cfg`` and write its records under ``cfg.out``.
 
@@ -882,13 +1233,17 @@ def run_sweep(
     ----------
     cfg : SweepConfig
     executor : one of :data:`EXECUTORS`.
-    jobs : worker processes (``local``: ``1`` runs in this process; ``dask-local``: workers).
+    jobs : worker processes (``local``: a ``pebble.ProcessPool`` of ``jobs`` workers, also for
+        ``1``; ``dask-local``: workers).
     scheduler_address : ``tcp://host:port`` of a Dask scheduler (``executor="dask"``).
-    dry_run : list the runs that would run (via ``echo``) and return without running.
+    dry_run : list the runs that would run (via ``echo``) and return without running or writing.
     progress : tqdm bar with runs done / total and the ETA.
     retry_failed : also run again the runs whose record has ``status`` ``"error"`` or
         ``"timeout"`` (:data:`RETRY_STATUSES`); their new record replaces the old one atomically.
         Finished runs (any other status) are kept.
+    wait : when another sweep holds the folder's lock, wait for it (saying so through ``notify``)
+        instead of raising :class:`SweepLockedError`.
+    notify : where the waiting message and similar notes go (default: stderr).
 
     Returns
     -------
@@ -896,14 +1251,19 @@ def run_sweep(
         ``total``, ``already_done`` (runs kept), ``retried`` (failed records run again),
         ``ran``, ``errors`` (runs recorded with an error or timeout in this call) and ``out``.
 
-    Notes
-    -----
-    ``retry_failed`` reads every record of ``out/records`` once (``O(records)`` small files).
-
     Raises
     ------
     ConfigError
-        Unknown executor, ``jobs < 1``, ``dask`` without an address, Dask not installed.
+        Unknown executor, ``jobs < 1``, ``dask`` without an address or with a scheduler that
+        does not answer within :data:`DASK_CONNECT_TIMEOUT` seconds, Dask not installed, an
+        output folder that cannot be written.
+    SweepLockedError
+        ``wait=False`` and another sweep writes to ``cfg.out``.
+
+    Notes
+    -----
+    Reads every record of ``out/records`` once (``O(records)`` small files); corrupt ones are
+    moved to ``out/records/corrupt/`` with a :class:`CorruptRecordWarning` and run again.
     """
     if executor not in EXECUTORS:
         raise ConfigError(f"unknown executor {executor!r}; use one of {EXECUTORS}")
@@ -919,24 +1279,38 @@ def run_sweep(
                               "'dask[distributed]'") from None
     out = cfg.out
     runs = expand_runs(cfg, git_commit="" if dry_run else git_commit())
-    done = _done_keys(out, retry_failed=retry_failed)
-    todo = [r for r in runs if r.key not in done]
-    retried = len(_done_keys(out) & {r.key for r in todo}) if retry_failed else 0
-    summary = {"total": len(runs), "already_done": len(runs) - len(todo), "retried": retried,
-               "ran": 0, "errors": 0, "out": str(out)}
     if dry_run:
+        done = _done_keys(out, retry_failed=retry_failed)
+        todo = [r for r in runs if r.key not in done]
+        retried = len(_done_keys(out) & {r.key for r in todo}) if retry_failed else 0
         again = f" ({retried} failed ones again)" if retry_failed else ""
         echo(f"{len(runs)} runs, {len(runs) - len(todo)} already recorded, {len(todo)} would "
              f"run{again}:")
         for r in todo:
             echo("  " + r.label())
-        return summary
-    (out / "records").mkdir(parents=True, exist_ok=True)
-    (out / "problems").mkdir(parents=True, exist_ok=True)
-    _cleanup_tmp(out)
-    meta = {"name": cfg.name, "config": cfg.source, "code_version": cfg.code_version,
-            "workloads": [asdict(w) for w in cfg.workloads]}
-    _atomic_write(out / "sweep.json", json.dumps(meta, indent=1, sort_keys=True))
+        return {"total": len(runs), "already_done": len(runs) - len(todo), "retried": retried,
+                "ran": 0, "errors": 0, "out": str(out)}
+    _prepare_out(out)
+    lock = _lock(out, wait, notify)
+    try:
+        return _run_locked(cfg, runs, executor, jobs, scheduler_address, progress, retry_failed)
+    finally:
+        lock.release()
+
+
+def _run_locked(cfg, runs, executor, jobs, scheduler_address, progress, retry_failed):
+    out = cfg.out
+    _cleanup_tmp(out)  # only this process writes here now: any temporary file is a dead one's
+    records = _done_keys(out, quarantine=True)
+    done = records if not retry_failed else _done_keys(out, retry_failed=True)
+    todo = [r for r in runs if r.key not in done]
+    retried = len(records & {r.key for r in todo}) if retry_failed else 0
+    summary = {"total": len(runs), "already_done": len(runs) - len(todo), "retried": retried,
+               "ran": 0, "errors": 0, "out": str(out)}
+    meta = {"name": cfg.name, "config": cfg.source,
+            "workloads": [{"name": w.name, "kind": w.kind, "source": w.portable_source,
+                           "params": w.params, "digest": w.digest} for w in cfg.workloads]}
+    _atomic_write(out / "sweep.json", json.dumps(meta, indent=1, sort_keys=True) + "\n")
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -955,21 +1329,8 @@ def run_sweep(
             bar.update(1)
 
     try:
-        if executor == "local" and jobs == 1:
-            for r in todo:
-                finish(execute_run(r))
-        elif executor == "local":
-            from concurrent.futures import ProcessPoolExecutor, as_completed
-
-            with ProcessPoolExecutor(max_workers=jobs) as ex:
-                futs = [ex.submit(execute_run, r) for r in todo]
-                try:
-                    for f in as_completed(futs):
-                        finish(f.result())
-                except BaseException:
-                    for f in futs:
-                        f.cancel()
-                    raise
+        if executor == "local":
+            _run_pool(todo, finish, jobs)
         else:
             _run_dask(todo, finish, executor, jobs, scheduler_address)
     finally:
@@ -980,16 +1341,116 @@ def run_sweep(
     return summary
 
 
+# ---------------------------------------------------------------------------------------------
+# executors
+# ---------------------------------------------------------------------------------------------
+def _kill_children() -> None:
+    import psutil
+
+    for child in psutil.Process().children(recursive=True):
+        try:
+            child.kill()
+        except psutil.Error:
+            pass
+
+
+def _on_sigterm(signum, frame) -> None:  # pragma: no cover - runs in a worker being stopped
+    _kill_children()
+    os._exit(1)
+
+
+def _watch_parent(parent: int) -> None:  # pragma: no cover - runs in a worker
+    while True:
+        time.sleep(0.25)
+        if os.getppid() != parent:
+            _kill_children()
+            os._exit(1)
+
+
+def _worker_init(parent: int) -> None:
+    """Set up a pool worker to end with the sweep: ``PR_SET_PDEATHSIG`` (Linux; the kernel kills
+    the worker when its parent dies, even inside native code) and a watchdog thread that notices
+    a new parent pid; on either signal, or on the pool's ``SIGTERM`` at a timeout, the worker
+    first kills its own children (e.g. a CBC process started by PuLP)."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:
+        os._exit(1)
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True,
+                     name="memplan-parent-watch").start()
+
+
+def _run_pool(todo: list[RunSpec], finish, jobs: int) -> None:
+    """Run ``todo`` in a ``pebble.ProcessPool`` of ``jobs`` workers (``fork`` where available, so
+    workers see the parent's registries); a run over its ``timeout`` has its worker killed and
+    gets a ``timeout`` record; a worker that dies gets an ``error`` record."""
+    import multiprocessing
+    from concurrent.futures import TimeoutError as FutureTimeout
+    from concurrent.futures import as_completed
+
+    from pebble import ProcessExpired, ProcessPool
+
+    if not todo:
+        return
+    # Workers are forked from a process with threads: run every subprocess of the parent (here
+    # ``uname`` behind platform.processor) before the pool exists, or a worker forked meanwhile
+    # inherits the pipe and the parent waits for its EOF forever. The result is cached.
+    machine_info()
+    ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() \
+        else multiprocessing.get_context()
+    pool = ProcessPool(max_workers=jobs, initializer=_worker_init, initargs=(os.getpid(),),
+                       context=ctx)
+    try:
+        futures = {pool.schedule(execute_run, args=(r,), timeout=r.timeout): r for r in todo}
+        for f in as_completed(futures):
+            r = futures[f]
+            try:
+                result = f.result()
+            except FutureTimeout:
+                result = (_stopped(r, "timeout", f"run exceeded the timeout of {r.timeout} s "
+                                                 "(its worker process was killed)", r.timeout), None, "")
+            except ProcessExpired as e:
+                result = (_stopped(r, "error", f"the worker process died (exit code {e.exitcode}) "
+                                               "during the run", None), None, "")
+            finish(result)
+    except BaseException:
+        pool.stop()
+        pool.join()
+        raise
+    pool.close()
+    pool.join()
+
+
+def _stopped(spec: RunSpec, status: str, error: str, wall: float | None) -> dict[str, Any]:
+    now = _dt.datetime.now(_dt.timezone.utc)
+    start = now - _dt.timedelta(seconds=wall or 0.0)
+    return stopped_record(spec, status, error, start.isoformat(timespec="seconds"), wall)
+
+
 def _run_dask(todo: Iterable[RunSpec], finish, executor: str, jobs: int, address: str | None) -> None:
     from distributed import Client, LocalCluster, as_completed
 
+    todo = list(todo)
+    if not todo:
+        return
     cluster = None
     if executor == "dask-local":
         cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True,
                                dashboard_address=None)
         client = Client(cluster)
     else:
-        client = Client(address)
+        try:
+            client = Client(address, timeout=DASK_CONNECT_TIMEOUT)
+        except (OSError, TimeoutError) as e:
+            raise ConfigError(f"cannot reach the Dask scheduler at {address} within "
+                              f"{DASK_CONNECT_TIMEOUT:g} s ({type(e).__name__}: {e}); start one "
+                              "(`dask scheduler`) or use --executor dask-local") from None
     try:
         futs = [client.submit(execute_run, r, key=f"memplan-run-{r.key}", pure=False) for r in todo]
         for f in as_completed(futs):

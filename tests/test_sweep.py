@@ -41,6 +41,7 @@ def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
 SMALL = """
 name = "small"
 out = "out"
+code_version = "pinned"  # keys stay put if a source file is edited while the tests run
 workloads = ["seed000", "seed002_ex5.1", {generator = "random_layered", params = {n_ops = 12}, seeds = [3]}]
 [schedulers]
 file_order = {}
@@ -231,7 +232,7 @@ def test_failed_run_record_keeps_the_requested_params(tmp_path, monkeypatch):
 def test_retry_failed_reruns_error_and_timeout_records_only(tmp_path, monkeypatch, capsys):
     from experiments import cli_sweep
 
-    cfg_path = write(tmp_path, 'out = "out"\nworkloads = ["seed002_ex5.1"]\n'
+    cfg_path = write(tmp_path, 'out = "out"\ncode_version = "pinned"\nworkloads = ["seed002_ex5.1"]\n'
                                '[planners]\nfirst_fit = {}\nbest_fit = {}\ngreedy_by_size = {}\n')
     cfg = load_config(cfg_path)
     with monkeypatch.context() as m:
@@ -282,7 +283,7 @@ def test_retry_failed_is_in_the_command_help():
 
 
 def test_resume_after_kill_no_duplicates_no_losses(tmp_path):
-    cfg_path = write(tmp_path, 'out = "out"\nseeds = [0, 1, 2, 3, 4, 5, 6, 7]\n'
+    cfg_path = write(tmp_path, 'out = "out"\ncode_version = "pinned"\nseeds = [0, 1, 2, 3, 4, 5, 6, 7]\n'
                                'workloads = [{generator = "random_layered", params = {n_ops = 60}}]\n'
                                '[schedulers]\nanneal = {iterations = 15000}\n'
                                '[planners]\ngreedy_by_size = {}\n')
@@ -429,3 +430,240 @@ def test_report_uses_only_the_latest_code_version(tmp_path):
     agg = __import__("pandas").read_csv(tmp_path / "r2" / "tables" / "runs_aggregated.csv")
     assert agg["arena"].tolist() == [940] and agg["runs"].tolist() == [2]  # median of 880, 1000
     assert "come from 2 code versions" in (tmp_path / "r2" / "report.md").read_text()
+
+
+# -- concurrent sweeps, killed sweeps, timeouts of native code -------------------------------------
+SLOW = ('out = "out"\ncode_version = "pinned"\nseeds = [0, 1, 2, 3, 4, 5]\n'
+        'workloads = [{generator = "random_layered", params = {n_ops = 60}}]\n'
+        '[schedulers]\nanneal = {iterations = 15000}\n[planners]\ngreedy_by_size = {}\n')
+
+
+def _wait_for(cond, seconds: float = 120.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not cond():
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.02)
+
+
+def test_second_sweep_on_one_folder_waits_or_refuses(tmp_path):
+    cfg_path = write(tmp_path, SLOW.replace("iterations = 15000", "iterations = 40000"))
+    rec_dir = tmp_path / "out" / "records"
+    command = [sys.executable, "-m", "experiments.cli_sweep", "sweep", str(cfg_path), "--quiet"]
+    first = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    _wait_for(lambda: len(list(rec_dir.glob("*.json"))) >= 1 or first.poll() is not None)
+    assert first.poll() is None, "the first sweep must still be running"
+    # the default waits, says so, and then finds everything done
+    second = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+    # --no-wait: one line, exit 2, nothing of the first sweep touched
+    r = cli("sweep", str(cfg_path), "--quiet", "--no-wait")
+    assert first.poll() is None, "the first sweep must still be running"
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+    assert r.stderr.startswith("memplan: error:") and "another sweep is writing" in r.stderr
+    out1, err1 = first.communicate(timeout=300)
+    out2, err2 = second.communicate(timeout=300)
+    assert first.returncode == 0, err1
+    assert "6 runs: 0 already recorded, 6 ran, 0 with an error" in out1
+    assert second.returncode == 0, err2
+    assert "waiting for another sweep writing to" in err2
+    assert "6 runs: 6 already recorded, 0 ran" in out2
+    df = load_records(tmp_path / "out")
+    assert len(df) == 6 and df["valid"].all() and df["key"].is_unique
+    assert not list(rec_dir.glob(".*.tmp"))
+
+
+def _alive(pids) -> list[int]:
+    import psutil
+
+    left = []
+    for pid in pids:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                left.append(pid)
+        except psutil.NoSuchProcess:
+            pass
+    return left
+
+
+def test_killed_sweep_leaves_no_worker_processes(tmp_path):
+    import psutil
+
+    cfg_path = write(tmp_path, SLOW.replace("iterations = 15000", "iterations = 2000000"))
+    proc = subprocess.Popen([sys.executable, "-m", "experiments.cli_sweep", "sweep", str(cfg_path),
+                             "--quiet", "--jobs", "2"], cwd=ROOT, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    parent = psutil.Process(proc.pid)
+    try:
+        _wait_for(lambda: len(parent.children(recursive=True)) >= 2)
+        kids = [c.pid for c in parent.children(recursive=True)]
+        os.kill(proc.pid, signal.SIGKILL)  # the parent only, as `kill -9 PID` does
+        proc.wait()
+        deadline = time.monotonic() + 10
+        while _alive(kids) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _alive(kids) == [], "worker processes outlived the killed sweep"
+    finally:
+        for pid in _alive([c.pid for c in psutil.Process().children(recursive=True)]):
+            if pid != proc.pid:
+                os.kill(pid, signal.SIGKILL)
+
+
+_NATIVE_TIMEOUT = """
+import json, sys
+from planners.greedy import GreedyBySize
+from experiments.sweep import load_config, load_records, run_sweep
+
+def stuck(self, problem):
+    return sum(range(10 ** 15))  # one C call that never checks for signals nor releases the GIL
+
+GreedyBySize._solve = stuck
+cfg = load_config(sys.argv[1])
+s = run_sweep(cfg, jobs=int(sys.argv[2]), progress=False)
+print(json.dumps([s, load_records(cfg.out)[["planner", "status", "error", "valid"]].to_dict("records")]))
+"""
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_timeout_stops_code_that_never_returns_to_python(tmp_path, jobs):
+    cfg = write(tmp_path, 'out = "out"\ntimeout = 1.0\nworkloads = ["seed002_ex5.1"]\n'
+                          '[planners]\ngreedy_by_size = {}\nfirst_fit = {}\n')
+    script = write(tmp_path, _NATIVE_TIMEOUT, "stuck.py")
+    r = subprocess.run([sys.executable, str(script), str(cfg), str(jobs)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0, r.stderr
+    summary, recs = json.loads(r.stdout.strip().splitlines()[-1])
+    assert (summary["ran"], summary["errors"]) == (2, 1)
+    by = {x["planner"]: x for x in recs}
+    assert by["greedy_by_size"]["status"] == "timeout" and not by["greedy_by_size"]["valid"]
+    assert "timeout of 1.0 s (its worker process was killed)" in by["greedy_by_size"]["error"]
+    assert by["first_fit"]["status"] == "heuristic" and by["first_fit"]["valid"]  # the pool went on
+
+
+# -- corrupt records -------------------------------------------------------------------------------
+def test_corrupt_records_are_moved_aside_and_run_again(tmp_path):
+    from experiments.sweep import CorruptRecordWarning
+
+    cfg = load_config(write(tmp_path, 'out = "out"\ncode_version = "pinned"\n'
+                                      'workloads = ["seed002_ex5.1"]\n[planners]\nfirst_fit = {}\n'
+                                      'best_fit = {}\ngreedy_by_size = {}\n'))
+    run_sweep(cfg, progress=False)
+    rec_dir = cfg.out / "records"
+    df = load_records(cfg.out)
+    k_ff = df[df.planner == "first_fit"]["key"].iloc[0]
+    k_bf = df[df.planner == "best_fit"]["key"].iloc[0]
+    truncated = rec_dir / f"{k_ff}.json"
+    truncated.write_text(truncated.read_text()[:40])
+    partial = rec_dir / f"{k_bf}.json"
+    rec = json.loads(partial.read_text())
+    del rec["status"]
+    partial.write_text(json.dumps(rec))
+    # the report leaves them out with a warning naming each file, and still works
+    with pytest.warns(CorruptRecordWarning) as w:
+        build_report(cfg.out, out=tmp_path / "r", max_workload_figures=0, formats=("png",))
+    texts = sorted(str(x.message) for x in w)
+    assert any(str(truncated) in t and "not valid JSON" in t for t in texts)
+    assert any(str(partial) in t and "missing field(s) status" in t for t in texts)
+    assert "1 runs (1 valid plans" in (tmp_path / "r" / "report.md").read_text()
+    # the CLI names them in one warning line each and exits 0
+    r = cli("report", str(cfg.out), "--out", str(tmp_path / "r2"), "--max-workload-figures", "0",
+            "--formats", "png")
+    assert r.returncode == 0, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 2 and all(x.startswith("memplan: warning:") for x in lines)
+    # the sweep moves them to records/corrupt/ and runs them again
+    with pytest.warns(CorruptRecordWarning, match="moved to"):
+        s = run_sweep(cfg, progress=False)
+    assert (s["already_done"], s["ran"], s["errors"]) == (1, 2, 0)
+    assert sorted(p.name for p in (rec_dir / "corrupt").iterdir()) == sorted([truncated.name, partial.name])
+    df = load_records(cfg.out)
+    assert len(df) == 3 and df["valid"].all()
+    assert dict(zip(df.planner, df.arena)) == {"first_fit": 880, "best_fit": 880, "greedy_by_size": 780}
+
+
+# -- keys follow the code each run executes --------------------------------------------------------
+def test_editing_one_planner_changes_only_its_keys(tmp_path, monkeypatch):
+    from experiments import sweep
+
+    cfg = load_config(write(tmp_path, 'out = "out"\nworkloads = ["seed002_ex5.1", '
+                                      '{generator = "random_layered", params = {n_ops = 12}}]\n'
+                                      '[schedulers]\nfile_order = {}\nmin_live = {}\n'
+                                      '[planners]\nnaive = {}\nfirst_fit = {}\ngreedy_by_size = {}\n'))
+    original, cache = sweep._module_source, {}
+
+    def real(mod):  # the sources as they are now, whatever is edited on disk meanwhile
+        if mod not in cache:
+            cache[mod] = original(mod)
+        return cache[mod]
+
+    monkeypatch.setattr(sweep, "_module_source", real)
+    before = {(r.workload.name, r.scheduler, r.planner): r.key for r in expand_runs(cfg)}
+
+    def edited(name, text):
+        def source(mod):
+            src = real(mod)
+            return src + text if mod == name else src
+        return source
+
+    # a comment or a docstring is not code
+    monkeypatch.setattr(sweep, "_module_source", edited("planners.naive", "\n# a comment\n"))
+    assert {(r.workload.name, r.scheduler, r.planner): r.key for r in expand_runs(cfg)} == before
+    # a code change in planners/naive.py changes exactly the naive runs' keys
+    monkeypatch.setattr(sweep, "_module_source", edited("planners.naive", "\n_EDITED = 1\n"))
+    after = {(r.workload.name, r.scheduler, r.planner): r.key for r in expand_runs(cfg)}
+    changed = sorted(k for k in before if before[k] != after[k])
+    assert changed == sorted(k for k in before if k[2] == "naive") and len(changed) == 3
+    # a scheduler's module changes the keys of the graph runs under that scheduler only
+    monkeypatch.setattr(sweep, "_module_source", edited("scheduling.schedulers.min_live", "\nX = 2\n"))
+    after = {(r.workload.name, r.scheduler, r.planner): r.key for r in expand_runs(cfg)}
+    changed = sorted(k for k in before if before[k] != after[k])
+    assert changed == sorted(k for k in before if k[1] == "min_live") and len(changed) == 3
+
+
+def test_run_modules_follow_imports_not_the_whole_tree():
+    from experiments.sweep import run_modules
+
+    mods = run_modules("first_fit")
+    assert {"planners.greedy", "planners.base", "planners.validate", "experiments.harness",
+            "experiments.sweep", "planners.registry"} <= set(mods)
+    # the registry is reached by name: other planners' modules are not in first_fit's code
+    assert not {"planners.cpsat", "planners.naive", "planners.exact_search"} & set(mods)
+    # choose_best runs planners through the registry, so every registered planner counts for it
+    assert {"planners.cpsat", "planners.naive", "planners.greedy"} <= set(run_modules("choose_best"))
+    graph = run_modules("first_fit", "min_live", "onnx")
+    assert {"scheduling.schedulers.min_live", "scheduling.onnx_import", "scheduling.lifetimes"} <= set(graph)
+    assert "scheduling.schedulers.anneal" not in graph
+
+
+def test_missing_module_source_is_an_error(monkeypatch):
+    from experiments import sweep
+
+    real = sweep._module_source
+    monkeypatch.setattr(sweep, "_module_source", lambda m: None if m == "planners.greedy" else real(m))
+    with pytest.raises(ConfigError, match="module 'planners.greedy' has no readable source"):
+        sweep.run_code_version("first_fit")
+
+
+# -- a sweep folder does not depend on the machine ----------------------------------------------------
+def test_sweep_folder_has_no_machine_paths_and_is_stable_when_moved(tmp_path):
+    import shutil
+
+    a = tmp_path / "a"
+    (a / "data").mkdir(parents=True)
+    (a / "data" / "tiny.csv").write_text("id,lower,upper,size\nT1,0,2,64\nT2,1,3,32\n")
+    write(a, 'out = "results"\ncode_version = "pinned"\nworkloads = ["data/tiny.csv", "squeezenet"]\n'
+             '[planners]\nfirst_fit = {}\n')
+    assert run_sweep(load_config(a / "sweep.toml"), progress=False)["ran"] == 2
+    for p in sorted(p for p in (a / "results").rglob("*") if p.is_file()):
+        text = p.read_text()
+        assert str(tmp_path) not in text and "/site-packages/" not in text.replace("<site-packages>/", ""), p
+    meta = json.loads((a / "results" / "sweep.json").read_text())
+    assert [w["source"] for w in meta["workloads"]] == [
+        "data/tiny.csv", "<site-packages>/onnx/backend/test/data/light/light_squeezenet.onnx"]
+    # the same folder elsewhere (a fresh clone): rerunning changes no file
+    b = tmp_path / "elsewhere" / "b"
+    shutil.copytree(a, b)
+    before = {p.relative_to(b): p.read_bytes() for p in b.rglob("*") if p.is_file()}
+    assert run_sweep(load_config(b / "sweep.toml"), progress=False)["ran"] == 0
+    after = {p.relative_to(b): p.read_bytes() for p in b.rglob("*") if p.is_file()}
+    assert after == before
