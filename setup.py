@@ -1,7 +1,9 @@
 """Build script for the compiled parts of memplan (metadata lives in pyproject.toml).
 
-``pip install -e .`` (or ``make venv``) compiles ``planners/_ext/_exact_search.c`` (C99, CPython
-API only; needs a C compiler and the Python headers) into ``planners._exact_search``.
+``pip install -e .`` (or ``make venv``) compiles ``planners/_ext/_exact_search.c`` and
+``planners/_ext/_greedy.c`` (C99, CPython API only; need a C compiler and the Python headers) into
+``planners._exact_search`` and ``planners._greedy``. The package works without ``_greedy`` (the
+greedy planners then run their Python engine).
 """
 
 from setuptools import Extension, setup
@@ -12,6 +14,11 @@ setup(
             "planners._exact_search",
             sources=["planners/_ext/_exact_search.c"],
             extra_compile_args=["-O2", "-std=c99"],
-        )
+        ),
+        Extension(
+            "planners._greedy",
+            sources=["planners/_ext/_greedy.c"],
+            extra_compile_args=["-O2", "-std=c99"],
+        ),
     ]
 )

@@ -2,13 +2,17 @@
 
 XLA's heap simulator runs a list of heap algorithms (spatial, temporal, ... orderings) on the same
 buffers and keeps the one with the smallest heap. Here the list holds any planners (registry names,
-instances or classes); ties go to the first in the list. The cost is the sum of the members' costs.
+instances or classes); ties go to the first in the list. The cost is the sum of the members' costs,
+spread over threads for the members that run the compiled greedy engine (it releases the GIL).
 """
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 from .base import Planner, SolveResult
-from .greedy import GreedyPlanner, arena_of, placement_edges
+from .greedy import GreedyPlanner, arena_of, placement_edges, resolve_engine
 from .model import Problem
 
 __all__ = ["ChooseBest", "DEFAULT_CANDIDATES"]
@@ -33,18 +37,24 @@ class ChooseBest(Planner):
     planners : sequence of str, Planner or Planner class, default :data:`DEFAULT_CANDIDATES`
         Members, resolved with :func:`planners.registry.get_planner`; the first one reaching the
         smallest arena (bytes) wins.
+    workers : int or None, default None
+        Threads for the greedy members that run the compiled engine (``plan.info["engine"] ==
+        "c"``), which releases the GIL while placing; ``None`` takes one per CPU core (at most one
+        per such member), ``1`` runs every member in turn. The other members run in the calling
+        thread meanwhile. The result does not depend on it: members are compared in list order
+        whatever order they finish in.
 
     Notes
     -----
-    Greedy members share one interference-edge list (:func:`planners.greedy.placement_edges`), so
-    the graph is built once. The winner's name and every member's arena are recorded in ``plan.info`` (``chosen``,
+    Greedy members on the Python engine share one interference-edge list
+    (:func:`planners.greedy.placement_edges`), so the graph is built once. The winner's name and every member's arena are recorded in ``plan.info`` (``chosen``,
     ``arenas``). The status is the winner's (``heuristic`` for greedy members). A member that returns
     no offsets (infeasible / timeout) is skipped; if all do, the status of the first is returned.
 
     Raises
     ------
     ValueError
-        Empty list or an unknown planner name.
+        Empty list, an unknown planner name, or ``workers`` not a positive integer.
 
     Examples
     --------
@@ -56,8 +66,43 @@ class ChooseBest(Planner):
     name = "choose_best"
     family = "greedy"
 
-    def __init__(self, planners=DEFAULT_CANDIDATES) -> None:
+    def __init__(self, planners=DEFAULT_CANDIDATES, workers: int | None = None) -> None:
         self.planners = planners
+        self.workers = workers
+
+    def _run_members(self, problem: Problem, resolved: list) -> list[SolveResult]:
+        """Every member's :class:`SolveResult`, in list order; compiled greedy members in threads."""
+        w = self.workers
+        if w is not None and (isinstance(w, bool) or not isinstance(w, int) or w < 1):
+            raise ValueError(f"choose_best: workers must be a positive integer or None, got {w!r}")
+        compiled = [
+            isinstance(p, GreedyPlanner) and resolve_engine(p.engine) == "c" for p in resolved
+        ]
+        n_threads = min((os.cpu_count() or 1) if w is None else w, sum(compiled))
+        results: list[SolveResult | None] = [None] * len(resolved)
+        edges = None  # interference edges shared by the Python-engine greedy members
+        pool = ThreadPoolExecutor(n_threads) if n_threads > 1 else None
+        try:
+            futures = {
+                k: pool.submit(p._solve, problem)
+                for k, p in enumerate(resolved)
+                if pool is not None and compiled[k]
+            }
+            for k, planner in enumerate(resolved):
+                if k in futures:
+                    continue
+                if isinstance(planner, GreedyPlanner) and not compiled[k]:
+                    if edges is None:
+                        edges = placement_edges(problem)
+                    results[k] = planner._solve(problem, edges=edges)
+                else:
+                    results[k] = planner._solve(problem)
+            for k, fut in futures.items():
+                results[k] = fut.result()
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+        return results
 
     def _solve(self, problem: Problem) -> SolveResult:
         from .registry import get_planner  # noqa: PLC0415  (the registry imports this module)
@@ -68,15 +113,8 @@ class ChooseBest(Planner):
         best = None
         arenas: dict[str, int | None] = {}
         first_fail = None
-        edges = None  # interference edges shared by the greedy members (built once)
-        for m in members:
-            planner = get_planner(m)
-            if isinstance(planner, GreedyPlanner):
-                if edges is None:
-                    edges = placement_edges(problem)
-                res = planner._solve(problem, edges=edges)
-            else:
-                res = planner._solve(problem)
+        resolved = [get_planner(m) for m in members]
+        for planner, res in zip(resolved, self._run_members(problem, resolved), strict=True):
             label = planner.name
             if label in arenas:  # same planner twice with other params: keep both records
                 label = f"{label}#{len(arenas)}"

@@ -34,6 +34,21 @@ and then, per buffer, sort only its ``k`` placed neighbours by offset and scan t
 non-decreasing in start time (first-fit in start order, best-fit, seed 000's order) a sweep keeps
 the live placed buffers in a list sorted by offset instead, with no graph at all. Both paths give
 identical offsets.
+
+Engines
+-------
+The placement runs in one of two engines with byte-identical offsets (``engine=`` of
+:func:`greedy_offsets` and of every greedy planner; ``plan.info["engine"]`` says which ran):
+
+* ``"c"`` -- the compiled core ``planners._greedy`` (``planners/_ext/_greedy.c``): a static
+  centred interval tree over time yields each buffer's placed neighbours in ``O(log n + d)`` for
+  ``d`` buffers live with it (no edge list, ``O(n)`` memory); they are radix-sorted by offset and
+  scanned with the same first-fit / best-fit loops as below. ``O(n log n + E)`` time, and the GIL
+  is released while placing.
+* ``"python"`` -- the reference implementation in this module (the graph and sweep paths above).
+* ``"auto"`` (default) -- the C engine when it is built, else the Python engine.
+
+The orders are computed with numpy in both cases.
 """
 
 from __future__ import annotations
@@ -53,6 +68,8 @@ from .model import Problem, arena_top
 __all__ = [
     "ORDERS",
     "FITS",
+    "ENGINES",
+    "resolve_engine",
     "greedy_offsets",
     "arena_of",
     "placement_edges",
@@ -76,6 +93,46 @@ __all__ = [
 
 #: Fit rules understood by :func:`greedy_offsets`.
 FITS = ("first", "best")
+
+#: Placement engines (see "Engines" in the module docstring).
+ENGINES = ("auto", "c", "python")
+
+
+def _c_core():
+    """The compiled placement core ``planners._greedy``, or ``None`` when it is not built."""
+    try:
+        from . import _greedy
+    except ImportError:  # pragma: no cover - depends on the build
+        return None
+    return _greedy
+
+
+def resolve_engine(engine: str = "auto") -> str:
+    """The engine that runs for ``engine``: ``"c"`` or ``"python"``.
+
+    ``"auto"`` gives ``"c"`` when the compiled core ``planners._greedy`` is built, else
+    ``"python"``.
+
+    Raises
+    ------
+    ValueError
+        ``engine`` is not one of :data:`ENGINES`.
+    ImportError
+        ``engine="c"`` but the compiled core is not built (``pip install -e .`` needs a C compiler
+        and the Python headers).
+    """
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; choose from {ENGINES}")
+    if engine == "python":
+        return "python"
+    if _c_core() is None:
+        if engine == "c":
+            raise ImportError(
+                "planners._greedy is not built; run `pip install -e .` (needs gcc and the Python "
+                "headers) or use engine='python'"
+            )
+        return "python"
+    return "c"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -334,8 +391,28 @@ def _place_graph(problem: Problem, perm: np.ndarray, fit: str, edges=None) -> np
     return np.asarray(off, dtype=np.int64)
 
 
+def _place_c(problem: Problem, perm: np.ndarray, fit: str) -> np.ndarray:
+    """Placement by the compiled core (same offsets as :func:`_place_graph`)."""
+    out = np.empty(problem.n, np.int64)
+    _c_core().place(
+        perm=np.ascontiguousarray(perm, np.int64),
+        starts=np.ascontiguousarray(problem.starts, np.int64),
+        ends=np.ascontiguousarray(problem.ends, np.int64),
+        sizes=np.ascontiguousarray(problem.sizes, np.int64),
+        alignments=np.ascontiguousarray(problem.alignments, np.int64),
+        fit=fit,
+        out=out,
+    )
+    return out
+
+
 def greedy_offsets(
-    problem: Problem, order="size", fit: str = "first", method: str = "auto", edges=None
+    problem: Problem,
+    order="size",
+    fit: str = "first",
+    method: str = "auto",
+    edges=None,
+    engine: str = "auto",
 ) -> np.ndarray:
     """Offsets of the greedy placement of ``problem`` in ``order`` with rule ``fit``.
 
@@ -349,10 +426,15 @@ def greedy_offsets(
     fit : {"first", "best"}
         Lowest aligned offset that fits, or smallest gap that fits (see the module docstring).
     method : {"auto", "graph", "sweep"}
-        ``graph`` works for any order; ``sweep`` needs an order non-decreasing in start; ``auto``
-        takes the sweep when it applies. The offsets do not depend on the method.
+        Path of the Python engine: ``graph`` works for any order; ``sweep`` needs an order
+        non-decreasing in start; ``auto`` takes the sweep when it applies. The C engine has one
+        path for every order (``sweep`` is still refused for an order not sorted by start). The
+        offsets depend on neither.
     edges : pair of int arrays or None
-        Precomputed :func:`placement_edges` of ``problem`` (graph path only); ``None`` builds them.
+        Precomputed :func:`placement_edges` of ``problem`` (Python graph path only; ``None`` builds
+        them when needed).
+    engine : {"auto", "c", "python"}
+        Placement engine (see "Engines" in the module docstring); the offsets are identical.
 
     Returns
     -------
@@ -362,14 +444,18 @@ def greedy_offsets(
     Raises
     ------
     ValueError
-        Unknown order name, fit or method, or ``method="sweep"`` with an order not sorted by start.
+        Unknown order name, fit, method or engine, or ``method="sweep"`` with an order not sorted
+        by start.
     ProblemError
         The order does not return a permutation of ``0..n-1``.
+    ImportError
+        ``engine="c"`` and the compiled core is not built.
 
     Notes
     -----
     ``O(n log n + E log k)`` time for ``E`` interfering pairs and ``k`` placed neighbours per buffer
-    (graph path); ``O(n log n + n L)`` for at most ``L`` buffers live at once (sweep path).
+    (graph path); ``O(n log n + n L)`` for at most ``L`` buffers live at once (sweep path); C
+    engine ``O(n log n + E)`` time and ``O(n)`` memory.
 
     Examples
     --------
@@ -381,12 +467,17 @@ def greedy_offsets(
         raise ValueError(f"unknown fit {fit!r}; choose from {FITS}")
     if method not in ("auto", "graph", "sweep"):
         raise ValueError(f"unknown method {method!r}; choose from ('auto', 'graph', 'sweep')")
+    eng = resolve_engine(engine)
     perm = _resolve_order(problem, order)
     if problem.n == 0:
         return np.zeros(0, np.int64)
+    if eng == "c" and method != "sweep":
+        return _place_c(problem, perm, fit)
     by_start = bool(np.all(np.diff(problem.starts[perm]) >= 0))
     if method == "sweep" and not by_start:
         raise ValueError("method='sweep' needs an order that is non-decreasing in start step")
+    if eng == "c":
+        return _place_c(problem, perm, fit)
     if method == "sweep" or (method == "auto" and by_start):
         return _place_sweep(problem, perm, fit)
     return _place_graph(problem, perm, fit, edges)
@@ -410,6 +501,9 @@ class GreedyPlanner(Planner):
         A name in :data:`ORDERS` or a function ``problem -> permutation of 0..n-1``.
     fit : {"first", "best"}, default "first"
         Lowest aligned offset that fits, or smallest gap that fits.
+    engine : {"auto", "c", "python"}, default "auto"
+        Placement engine: the compiled core when built (``auto``), or the Python reference; the
+        offsets are identical. ``plan.info["engine"]`` records the one that ran.
 
     Examples
     --------
@@ -424,14 +518,18 @@ class GreedyPlanner(Planner):
     family = "greedy"
     in_default_comparison = False  # its default is greedy_by_size
 
-    def __init__(self, order="size", fit: str = "first") -> None:
+    def __init__(self, order="size", fit: str = "first", engine: str = "auto") -> None:
         self.order = order
         self.fit = fit
+        self.engine = engine
 
     def _solve(self, problem: Problem, edges=None) -> SolveResult:
-        """Place ``problem``; ``edges`` (optional) are its precomputed :func:`placement_edges`."""
-        off = greedy_offsets(problem, self.order, self.fit, edges=edges)
-        return SolveResult(off, "heuristic", info={"order": _label(self.order), "fit": self.fit})
+        """Place ``problem``; ``edges`` (optional) are its precomputed :func:`placement_edges`
+        (used by the Python engine only)."""
+        eng = resolve_engine(self.engine)
+        off = greedy_offsets(problem, self.order, self.fit, edges=edges, engine=eng)
+        info = {"order": _label(self.order), "fit": self.fit, "engine": eng}
+        return SolveResult(off, "heuristic", info=info)
 
 
 def _label(order) -> str:
@@ -444,8 +542,8 @@ class FirstFit(GreedyPlanner):
 
     name = "first_fit"
 
-    def __init__(self, order="problem", fit: str = "first") -> None:
-        super().__init__(order, fit)
+    def __init__(self, order="problem", fit: str = "first", engine: str = "auto") -> None:
+        super().__init__(order, fit, engine)
 
 
 class BestFit(GreedyPlanner):
@@ -454,8 +552,8 @@ class BestFit(GreedyPlanner):
 
     name = "best_fit"
 
-    def __init__(self, order="start", fit: str = "best") -> None:
-        super().__init__(order, fit)
+    def __init__(self, order="start", fit: str = "best", engine: str = "auto") -> None:
+        super().__init__(order, fit, engine)
 
 
 class GreedyInOrder(GreedyPlanner):
@@ -464,8 +562,8 @@ class GreedyInOrder(GreedyPlanner):
 
     name = "greedy_in_order"
 
-    def __init__(self, order="in_order", fit: str = "first") -> None:
-        super().__init__(order, fit)
+    def __init__(self, order="in_order", fit: str = "first", engine: str = "auto") -> None:
+        super().__init__(order, fit, engine)
 
 
 class GreedyBySize(GreedyPlanner):
@@ -474,8 +572,8 @@ class GreedyBySize(GreedyPlanner):
 
     name = "greedy_by_size"
 
-    def __init__(self, order="size", fit: str = "first") -> None:
-        super().__init__(order, fit)
+    def __init__(self, order="size", fit: str = "first", engine: str = "auto") -> None:
+        super().__init__(order, fit, engine)
 
 
 class GreedyBySizeBestFit(GreedyPlanner):
@@ -484,8 +582,8 @@ class GreedyBySizeBestFit(GreedyPlanner):
 
     name = "greedy_by_size_best_fit"
 
-    def __init__(self, order="size", fit: str = "best") -> None:
-        super().__init__(order, fit)
+    def __init__(self, order="size", fit: str = "best", engine: str = "auto") -> None:
+        super().__init__(order, fit, engine)
 
 
 class GreedyByBreadth(GreedyPlanner):
@@ -494,8 +592,8 @@ class GreedyByBreadth(GreedyPlanner):
 
     name = "greedy_by_breadth"
 
-    def __init__(self, order="breadth", fit: str = "best") -> None:
-        super().__init__(order, fit)
+    def __init__(self, order="breadth", fit: str = "best", engine: str = "auto") -> None:
+        super().__init__(order, fit, engine)
 
 
 class GreedyByConflicts(GreedyPlanner):
@@ -503,8 +601,8 @@ class GreedyByConflicts(GreedyPlanner):
 
     name = "greedy_by_conflicts"
 
-    def __init__(self, order="conflicts", fit: str = "first") -> None:
-        super().__init__(order, fit)
+    def __init__(self, order="conflicts", fit: str = "first", engine: str = "auto") -> None:
+        super().__init__(order, fit, engine)
 
 
 class LifetimeAware(GreedyPlanner):
@@ -513,5 +611,5 @@ class LifetimeAware(GreedyPlanner):
 
     name = "lifetime_aware"
 
-    def __init__(self, order="lifetime_area", fit: str = "first") -> None:
-        super().__init__(order, fit)
+    def __init__(self, order="lifetime_area", fit: str = "first", engine: str = "auto") -> None:
+        super().__init__(order, fit, engine)

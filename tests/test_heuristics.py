@@ -253,9 +253,11 @@ def test_engine_custom_order_and_params():
     # -> 580; T1 [0,4) overlaps T2 [580,780), T3, T4 -> 0 fits? T1 overlaps T4 (step 3) [180,430),
     # T5 starts at 4 so no overlap -> T1 at 0.
     assert r.offsets.tolist() == [0, 580, 430, 180, 0]
-    assert r.params == {"order": reverse.order, "fit": "first"}
+    assert r.params == {"order": reverse.order, "fit": "first", "engine": "auto"}
     assert plan(p, "greedy", order="problem", fit="first").arena_size == 880
-    assert get_planner("greedy_by_size").get_params() == {"order": "size", "fit": "first"}
+    assert get_planner("greedy_by_size").get_params() == {
+        "order": "size", "fit": "first", "engine": "auto"
+    }
     with pytest.raises(ProblemError, match="permutation"):
         GreedyPlanner(order=lambda q: np.zeros(q.n, int)).plan(p)
     with pytest.raises(ValueError, match="unknown order"):
