@@ -50,7 +50,7 @@ import numpy as np
 
 from .errors import CycleError, GraphError
 
-__all__ = ["Tensor", "Operator", "Graph", "TENSOR_KINDS", "dtype_itemsize"]
+__all__ = ["Tensor", "Operator", "Graph", "TENSOR_KINDS", "dtype_itemsize", "find_cycle_in"]
 
 #: Tensor kinds (see the module docstring).
 TENSOR_KINDS = ("weight", "input", "output", "activation")
@@ -71,6 +71,23 @@ def dtype_itemsize(dtype: str) -> int:
     if dt.kind in "OUSV" or dt.itemsize == 0:
         raise GraphError(f"dtype {dtype!r} has no fixed element size in bytes")
     return int(dt.itemsize)
+
+
+def find_cycle_in(edges: Iterable[tuple[str, str]], source: str | None = None) -> list[str] | None:
+    """Node names along one directed cycle of ``edges`` (``(u, v)`` pairs), as ``[a, b, ..., a]``,
+    searched from ``source`` when given (else anywhere); ``None`` if there is none.
+
+    For graphs that are not yet a :class:`Graph` (an importer's nodes). ``networkx.find_cycle``,
+    ``O(V + E)``.
+    """
+    g = nx.DiGraph(list(edges))
+    if source is not None and source not in g:
+        return None
+    try:
+        cyc = nx.find_cycle(g, source=source)
+    except nx.NetworkXNoCycle:
+        return None
+    return [u for u, _ in cyc] + [cyc[-1][1]]
 
 
 @dataclass

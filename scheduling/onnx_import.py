@@ -354,6 +354,7 @@ def load_onnx(
             add(o, "output" if o in out_set else "activation")
         for i in reads[id(node)]:
             if i not in graph.tensors:
+                _read_before_write(op_nodes, k, i, where)  # a cycle, or nodes out of order
                 raise OnnxImportError(
                     f"{where}: node {node.name or node.op_type!r} reads tensor {i!r} that is "
                     "neither a graph input, an initializer nor an output of any node"
@@ -393,3 +394,30 @@ def load_onnx(
             add(o, kind)
     graph.shape_source = {t: res.source.get(t, "declared") for t in graph.tensors}
     return graph
+
+
+def _read_before_write(nodes: Sequence[onnx.NodeProto], k: int, tensor: str, where: str) -> None:
+    """Node ``k`` reads ``tensor`` before any node writes it. If a later node writes it, raise
+    :class:`CycleError` naming the nodes on a cycle through them, or :class:`OnnxImportError` for
+    an acyclic file whose nodes are not in topological order (the ONNX rule). Else return."""
+    from .errors import CycleError
+    from .graph import find_cycle_in
+
+    def label(j: int) -> str:
+        return nodes[j].name or f"{nodes[j].op_type}_{j}"
+
+    writer = next((j for j in range(k + 1, len(nodes)) if tensor in nodes[j].output), None)
+    if writer is None:
+        return
+    producer = {o: j for j, n in enumerate(nodes) for o in n.output if o}
+    edges = [(label(producer[i]), label(j)) for j, n in enumerate(nodes) for i in n.input
+             if i in producer]
+    cycle = find_cycle_in(edges, label(k))
+    if cycle:
+        raise CycleError(
+            f"{where}: the graph has a cycle ({' -> '.join(cycle)}): node {label(k)!r} reads "
+            f"tensor {tensor!r} that node {label(writer)!r} writes later; a dataflow graph must be "
+            "acyclic")
+    raise OnnxImportError(
+        f"{where}: node {label(k)!r} reads tensor {tensor!r} before node {label(writer)!r} writes "
+        "it; ONNX requires the nodes in topological order")

@@ -35,6 +35,8 @@ def check_schedule(graph: Graph, order: Sequence[str]) -> None:
     ScheduleError
         Naming the unknown, repeated or missing operator, or the operator placed before the
         producer of one of its inputs (and the tensor).
+    CycleError
+        The graph has a cycle, so no order is valid (the operators on it are named).
     """
     pos: dict[str, int] = {}
     for k, name in enumerate(order):
@@ -57,6 +59,7 @@ def check_schedule(graph: Graph, order: Sequence[str]) -> None:
                 raise ScheduleError(f"operator {name!r}: reads unknown tensor {t!r}")
             p = tensor.producer
             if p is not None and pos[p] >= k:
+                graph.check_acyclic()  # no order of a cyclic graph is valid: name the cycle
                 raise ScheduleError(
                     f"schedule: operator {name!r} at step {k} reads tensor {t!r} whose producer "
                     f"{p!r} is at step {pos[p]}; a producer must run first"
