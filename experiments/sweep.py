@@ -7,7 +7,7 @@ A sweep is described by a TOML file (see ``experiments/configs/default.toml``)::
     repetitions = 1                      # timing repetitions of every run
     seeds = [0]                          # given to planners/schedulers with a ``seed`` parameter
     time_limit = 10.0                    # seconds, for planners with a ``time_limit`` parameter
-    timeout = 120.0                      # seconds per run (hard stop of Python code, see below)
+    timeout = 120.0                      # seconds per run (its worker process is killed, see below)
     rv64 = false                         # add emulated RV64 cost columns (planners with a C core)
     tflm = false                         # add TFLite Micro's own arena for .tflite workloads
     keep_offsets = 20000                 # store offsets in the record up to this many buffers
@@ -33,34 +33,64 @@ Keys and records
 ----------------
 Every run is keyed by :func:`run_key`, a SHA-256 of (workload content digest, scheduler and its
 parameters, planner and its parameters, seed, repetition, time limit, code version). The code
-version is the package version plus a hash of the Python sources of :mod:`planners`,
-:mod:`scheduling` and the harness (``code_version = "..."`` in the config pins it). A record is one
-JSON file ``OUT/records/KEY.json`` written to a temporary file and renamed (``os.replace``, atomic
-on POSIX), so a sweep killed at any moment loses no finished run and leaves no partial record;
-running the sweep again runs only the keys without a record. A run that raises, or exceeds
-``timeout``, is recorded with its error (``status = "error"`` / ``"timeout"``) and the sweep goes
-on; such runs are not retried by a plain rerun (their record exists), but
-``memplan sweep CONFIG --retry-failed`` (``run_sweep(..., retry_failed=True)``) runs every run whose
-record has status ``error`` or ``timeout`` again, replaces its record atomically, and keeps the
-finished ones. A record's ``params`` is always the requested grid point (the JSON the key hashes,
-with the sweep's ``time_limit`` and seed filled in), also for a run whose planner could not be
-built, so grid points stay apart; ``resolved_params`` holds the planner's full parameters when it
-was built. The problem each run planned is stored once as ``OUT/problems/DIGEST.csv`` (MiniMalloc
-columns, half-open lifetimes) so that :mod:`experiments.report` can draw memory-over-time curves and
-arena layouts from the records alone.
+version is the run's own (:func:`run_code_version`): the package version plus a hash of the syntax
+trees (comments, docstrings and formatting left out) of the modules the run executes -- its
+planner's module, its scheduler's (graph workloads), the harness, the workload's loader and the
+lifetime analysis, and every module of :data:`PROJECT_PACKAGES` those import, transitively, read
+from their sources with :mod:`ast` (:func:`run_modules`). The harness reaches planners and
+schedulers through the registries, by name, so editing one planner changes the keys of that
+planner's runs only (and of planners that import it, such as ``choose_best``, which runs others
+through the registry); a module without readable source is an error. ``code_version = "..."`` in
+the config pins one version for every run. A record is one JSON file ``OUT/records/KEY.json``
+written to a temporary file and renamed (``os.replace``, atomic on POSIX), so a sweep killed at
+any moment loses no finished run and leaves no partial record; running the sweep again runs only
+the keys without a record. A record file that is nonetheless incomplete (bad JSON, a missing field
+of :data:`RECORD_FIELDS`, a key other than its name) is named in a :class:`CorruptRecordWarning`,
+moved to ``OUT/records/corrupt/`` and its run runs again; :mod:`experiments.report` leaves it out
+with the same warning. A run that raises, or exceeds ``timeout``, is recorded with its error
+(``status = "error"`` / ``"timeout"``) and the sweep goes on; such runs are not retried by a plain
+rerun (their record exists), but ``memplan sweep CONFIG --retry-failed``
+(``run_sweep(..., retry_failed=True)``) runs every run whose record has status ``error`` or
+``timeout`` again, replaces its record atomically, and keeps the finished ones (also ``skipped``
+ones: a planner that declined to run has no offsets and no error). A record's ``params`` is always
+the requested grid point (the JSON the key hashes, with the sweep's ``time_limit`` and seed filled
+in), also for a run whose planner could not be built, so grid points stay apart;
+``resolved_params`` holds the planner's full parameters when it was built. The problem each run
+planned is stored once as ``OUT/problems/DIGEST.csv`` (MiniMalloc columns, half-open lifetimes) so
+that :mod:`experiments.report` can draw memory-over-time curves and arena layouts from the records
+alone.
+
+One sweep at a time per folder: a sweep holds ``OUT/.sweep.lock`` (:mod:`filelock`, an ``flock``
+the kernel releases when the process dies) from before it reads the records until it has written
+``records.csv``. A second sweep into the same folder waits for it and says so on stderr, or with
+``wait=False`` (``--no-wait``) raises :class:`SweepLockedError`. An output folder that cannot be
+written is a :class:`ConfigError` before anything runs.
+
+Sweep folders do not depend on the machine they were written on: ``sweep.json`` and the records'
+``workload_source`` give workload files relative to the config file's folder, or as
+``<site-packages>/...`` for files of installed packages (:func:`portable_path`), so the same sweep
+in another clone rewrites its tracked files byte for byte. (Provenance columns name the machine on
+purpose; they are written only for runs that ran there.)
 
 Provenance columns: ``start_time`` (UTC ISO 8601), ``wall_seconds``, ``cpu_seconds`` (process CPU
 time of the run, all threads), ``peak_rss_bytes`` (the run's peak resident set: the kernel's
 high-water mark is reset before the run through ``/proc/self/clear_refs``; where that is refused
 the process-lifetime ``ru_maxrss`` is recorded and ``peak_rss_scope = "process"``), ``hostname``,
 ``cpu_model``, ``cpu_cores``, ``python``, ``versions`` (JSON of package versions), ``git_commit``,
-``code_version``.
+``code_version``. A run stopped from outside (timeout, dead worker) has ``None`` CPU time and peak
+RSS.
 
-Executors: ``local`` (in-process for ``jobs = 1``, else a ``ProcessPoolExecutor`` of ``jobs``
-processes), ``dask`` (an existing scheduler at ``tcp://host:port``) and ``dask-local`` (a
-``distributed.LocalCluster`` of ``jobs`` worker processes). Records are written by the submitting
-process only. The ``timeout`` uses ``SIGALRM`` and so interrupts Python code in the main thread of a
-process (the local executors); native solvers are bounded by their own ``time_limit``.
+Executors: ``local`` (a :class:`pebble.ProcessPool` of ``jobs`` worker processes, one for
+``jobs = 1``; ``fork`` where available), ``dask`` (an existing scheduler at ``tcp://host:port``;
+one that does not answer within :data:`DASK_CONNECT_TIMEOUT` seconds is a :class:`ConfigError`)
+and ``dask-local`` (a ``distributed.LocalCluster`` of ``jobs`` worker processes). Records are
+written by the submitting process only. Under ``local``, a run over its ``timeout`` has its worker
+process killed (``SIGTERM``, then ``SIGKILL``), which stops native solvers (CP-SAT, the C
+extensions) too, and gets a ``timeout`` record; a worker that dies (a crash in native code) gives
+an ``error`` record. Workers end with the sweep: ``PR_SET_PDEATHSIG`` on Linux and a watchdog on
+the parent pid kill a worker whose sweep process died (even by ``kill -9``), and a worker being
+stopped first kills its own children (e.g. the CBC process PuLP starts). The Dask executors do not
+enforce ``timeout`` (runs are bounded by the planners' ``time_limit`` only).
 """
 
 from __future__ import annotations

@@ -667,3 +667,27 @@ def test_sweep_folder_has_no_machine_paths_and_is_stable_when_moved(tmp_path):
     assert run_sweep(load_config(b / "sweep.toml"), progress=False)["ran"] == 0
     after = {p.relative_to(b): p.read_bytes() for p in b.rglob("*") if p.is_file()}
     assert after == before
+
+
+def test_skipped_run_is_recorded_without_offsets_and_not_retried(tmp_path, monkeypatch):
+    from planners.base import SolveResult
+    from planners.greedy import GreedyBySize
+
+    monkeypatch.setattr(GreedyBySize, "_solve", lambda self, p: SolveResult(
+        None, status="skipped", info={"reason": "model estimate above the time limit"}))
+    cfg = load_config(write(tmp_path, 'out = "out"\ncode_version = "pinned"\n'
+                                      'workloads = ["seed002_ex5.1"]\n[planners]\n'
+                                      'greedy_by_size = {}\nfirst_fit = {}\n'))
+    s = run_sweep(cfg, progress=False)
+    assert (s["ran"], s["errors"]) == (2, 0)  # declining to run is not a failure
+    df = load_records(cfg.out)
+    sk = df[df.planner == "greedy_by_size"].iloc[0]
+    assert sk["status"] == "skipped" and not sk["valid"] and pd_isna(sk["arena"])
+    assert pd_isna(sk["offsets"]) and sk["error"] == ""
+    assert run_sweep(cfg, progress=False, retry_failed=True)["ran"] == 0
+
+
+def pd_isna(x) -> bool:
+    import pandas as pd
+
+    return bool(pd.isna(x))
