@@ -1,0 +1,451 @@
+"""``local_search``: anytime hill climbing over the greedy placement order.
+
+Every greedy planner is a placement **order** and a **fit** rule (:mod:`planners.greedy`). For the
+first-fit rule some order reproduces an optimal layout (list the buffers of any layout pushed down
+as far as it goes by increasing offset), so searching over orders loses nothing. This planner
+
+1. starts from the best greedy plan: every order of ``start_orders`` with every fit of
+   ``start_fits`` (the compiled engine when it is built), keeping the smallest arena;
+2. then, until ``time_limit`` or ``max_iters``, picks a **critical** buffer (one whose top is the
+   arena), changes the order around it and re-places the buffers, keeping the change when the
+   arena does not grow (TVM USMP's hill climb, ``tvm/src/tir/usmp/algo/hill_climb.cc``):
+
+   * ``"move"`` -- move the critical buffer just before one of its neighbours (a buffer live at
+     the same time) that is placed earlier, so it is placed before the buffer that pushed it up;
+   * ``"swap"`` -- TVM's move: swap a neighbour placed before the critical buffer (first level)
+     with a neighbour of that neighbour placed before it (second level);
+
+3. after ``patience`` moves without a new best arena, restarts from the best order with ``kick``
+   random moves (iterated greedy with restarts, Ruiz & Stuetzle 2007).
+
+Ties on the arena are broken by the **overflow**, the sum over buffers of ``max(0, top -
+lower_bound)`` (bytes), so the search walks plateaus towards layouts with fewer bytes above the
+lower bound. ``temperature > 0`` accepts a worse arena with probability ``exp(-delta / (T *
+lower_bound))`` (simulated annealing, ``T`` falling linearly to 0 over ``max_iters`` when given).
+
+Re-evaluation is incremental: the placement of the buffer at position ``k`` depends only on the
+buffers before it, so a changed order is re-placed from its first changed position on, keeping
+the offsets of the prefix (:func:`place_suffix`; ``evaluator="incremental"``); it stops as soon as
+a top exceeds the cut-off (the current arena in a hill climb). ``evaluator="engine"`` re-places
+the whole order with :func:`planners.greedy.greedy_offsets` instead, which is faster while the
+compiled engine is built and the problem is small; ``"auto"`` picks the engine when the compiled
+core is built and the incremental evaluator otherwise. Both give identical offsets.
+
+Conventions: half-open lifetimes ``[start, end)`` in schedule steps, sizes, offsets and arenas in
+bytes. ``plan.info["trajectory"]`` lists ``(seconds, arena)`` at the start plan and at every new
+best arena (seconds since the call began). The status is ``"optimal"`` when the arena reaches the
+max-live lower bound (the best proved bound this planner knows), else ``"heuristic"``.
+
+Determinism: the moves come from ``numpy.random.default_rng(seed)``; with ``max_iters`` set and a
+time limit that is not reached, the same seed gives the same plan on any machine. A run stopped by
+``time_limit`` is a prefix of that same move sequence, so it can only stop earlier.
+
+Complexity: one iteration is ``O(n)`` numpy work to find the neighbours plus one re-placement:
+``O(n log n + E)`` with the engine, or ``O(L n)`` for a suffix of ``L`` buffers incrementally.
+
+References
+----------
+.. [1] TVM Unified Static Memory Planner, ``hill_climb.cc`` (Apache TVM, 2021).
+.. [2] R. Ruiz, T. Stuetzle, "A simple and effective iterated greedy algorithm for the permutation
+   flowshop scheduling problem", EJOR 177(3), 2007.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from .base import Planner, SolveResult
+from .bounds import lower_bound
+from .errors import ProblemError
+from .greedy import FITS, ORDERS, arena_of, greedy_offsets, resolve_engine
+from .model import Problem
+
+__all__ = [
+    "LocalSearch",
+    "MOVES",
+    "EVALUATORS",
+    "DEFAULT_START_ORDERS",
+    "best_greedy_start",
+    "place_suffix",
+    "Trajectory",
+]
+
+#: Neighbourhood moves of :class:`LocalSearch`.
+MOVES = ("move", "swap")
+#: Re-evaluation of a changed order (see the module docstring).
+EVALUATORS = ("auto", "engine", "incremental")
+#: Orders tried for the start plan (every name of :data:`planners.greedy.ORDERS`).
+DEFAULT_START_ORDERS: tuple[str, ...] = tuple(ORDERS)
+
+
+class Trajectory:
+    """``(seconds, arena)`` at the start plan and at every improvement, seconds since ``t0``."""
+
+    def __init__(self, t0: float) -> None:
+        self.t0 = t0
+        self.points: list[tuple[float, int]] = []
+
+    def add(self, arena: int) -> None:
+        """Record ``arena`` (bytes) now if it is the first point or a new best."""
+        if not self.points or arena < self.points[-1][1]:
+            self.points.append((round(time.perf_counter() - self.t0, 6), int(arena)))
+
+    @property
+    def best(self) -> int | None:
+        return self.points[-1][1] if self.points else None
+
+
+def best_greedy_start(
+    problem: Problem,
+    orders=DEFAULT_START_ORDERS,
+    fits=FITS,
+    deadline: float | None = None,
+    engine: str = "auto",
+):
+    """The best greedy plan over ``orders`` x ``fits``: ``(perm, fit, offsets, arena, arenas)``.
+
+    ``arenas`` maps ``"order/fit"`` to the arena (bytes) of every combination that ran. Ties go to
+    the earlier order, then the earlier fit. After ``deadline`` (a :func:`time.perf_counter`
+    instant) no further combination starts, but at least one always runs. Cost: one greedy
+    placement per combination, ``O(n log n + E)`` each.
+    """
+    best = None
+    arenas: dict[str, int] = {}
+    for name in orders:
+        perm = np.asarray(ORDERS[name](problem), np.int64) if isinstance(name, str) else None
+        if perm is None:
+            raise ProblemError(f"start order {name!r} is not a name in ORDERS: {list(ORDERS)}")
+        for fit in fits:
+            if best is not None and deadline is not None and time.perf_counter() > deadline:
+                return (*best, arenas)
+            off = greedy_offsets(problem, perm, fit, engine=engine)
+            arena = arena_of(problem, off)
+            arenas[f"{name}/{fit}"] = arena
+            if best is None or arena < best[3]:
+                best = (perm, fit, off, arena)
+    return (*best, arenas)
+
+
+def _align_up(v: np.ndarray, a: int) -> np.ndarray:
+    return -(-v // a) * a
+
+
+def place_suffix(
+    problem: Problem,
+    perm: np.ndarray,
+    offsets: np.ndarray,
+    first: int,
+    fit: str = "first",
+    cutoff: int | None = None,
+) -> np.ndarray | None:
+    """Greedy placement of ``perm`` from position ``first`` on, keeping the prefix's offsets.
+
+    Parameters
+    ----------
+    problem : Problem
+        Half-open lifetimes (steps), sizes and alignments (bytes).
+    perm : int array, shape ``(n,)``
+        The placement order; positions ``< first`` must be the same buffers, in the same order, as
+        in the order that produced ``offsets``.
+    offsets : int64 array, shape ``(n,)``
+        Offsets (bytes) of that earlier placement; only the prefix's entries are read.
+    first : int
+        First changed position.
+    fit : {"first", "best"}
+        The fit rule (as :func:`planners.greedy.greedy_offsets`).
+    cutoff : int or None
+        Stop and return ``None`` as soon as a placed top exceeds ``cutoff`` bytes.
+
+    Returns
+    -------
+    int64 array of shape ``(n,)`` (the same offsets :func:`planners.greedy.greedy_offsets` gives
+    for ``perm``), or ``None`` when ``cutoff`` was exceeded.
+
+    Notes
+    -----
+    ``O(L (n + d log d))`` for ``L = n - first`` re-placed buffers with ``d`` placed neighbours
+    each: one numpy mask over all buffers per placed buffer, then a vectorised scan of its sorted
+    neighbours (a running maximum of their tops gives every first-fit candidate at once).
+    """
+    n = problem.n
+    starts, ends, sizes, aligns = problem.starts, problem.ends, problem.sizes, problem.alignments
+    off = np.array(offsets, dtype=np.int64, copy=True)
+    rank = np.empty(n, np.int64)
+    rank[perm] = np.arange(n)
+    placed = (rank < first) & (sizes > 0)
+    suffix = perm[first:]
+    off[suffix] = 0
+    top = off + sizes
+    sz = sizes.tolist()
+    al = aligns.tolist()
+    for i in suffix.tolist():
+        s = sz[i]
+        if s == 0:
+            continue
+        nb = np.flatnonzero(placed & (starts < ends[i]) & (ends > starts[i]))
+        if nb.size == 0:
+            x = 0
+        else:
+            a = al[i]
+            o = off[nb]
+            srt = np.argsort(o, kind="stable")
+            o = o[srt]
+            t = top[nb][srt]
+            if fit == "first":
+                cm = np.maximum.accumulate(t)
+                cand = _align_up(np.concatenate(([0], cm)), a)
+                ok = np.flatnonzero(cand[:-1] + s <= o)
+                x = int(cand[ok[0]] if ok.size else cand[-1])
+            else:
+                prev = np.concatenate(([0], np.maximum.accumulate(t)[:-1]))  # highest top below
+                xs = _align_up(prev, a)
+                ok = np.flatnonzero((o > prev) & (xs + s <= o))
+                if ok.size:
+                    gap = (o - prev)[ok]
+                    x = int(xs[ok[int(np.argmin(gap))]])
+                else:
+                    x = int(_align_up(np.asarray([t.max()]), a)[0])
+        if cutoff is not None and x + s > cutoff:
+            return None
+        off[i] = x
+        top[i] = x + s
+        placed[i] = True
+    return off
+
+
+class LocalSearch(Planner):
+    """Anytime hill climb over the greedy order (TVM USMP hill climb + iterated greedy restarts).
+
+    Parameters
+    ----------
+    time_limit : float, default 5.0
+        Wall-clock seconds for the whole call (start plans included).
+    seed : int, default 0
+        Seed of the move generator (``numpy.random.default_rng``).
+    max_iters : int or None, default None
+        Move budget; with it the result repeats exactly for a seed (see the module docstring).
+    moves : tuple of str, default ("move", "swap")
+        Neighbourhood moves (:data:`MOVES`), drawn uniformly.
+    fit : {"auto", "first", "best"}, default "auto"
+        Fit rule of the search; ``"auto"`` keeps the fit of the best start plan.
+    start_orders : tuple of str, default every name in :data:`planners.greedy.ORDERS`
+        Orders tried for the start plan, each with both fits.
+    temperature : float, default 0.0
+        Annealing temperature as a fraction of the lower bound; 0 is a pure hill climb (accept
+        when the arena does not grow).
+    patience : int or None, default 300
+        Moves without a new best arena before a restart from the best order; ``None`` never
+        restarts.
+    kick : int, default 3
+        Random moves (a buffer moved to a random position) applied at a restart.
+    tie_break : bool, default True
+        Break arena ties by the overflow above the lower bound (lower is better); off, every
+        equal-arena move is accepted.
+    evaluator : {"auto", "engine", "incremental"}, default "auto"
+        Re-evaluation of a changed order (see the module docstring).
+
+    Returns (through :meth:`plan`)
+    ------------------------------
+    status ``optimal`` when the arena equals the max-live lower bound, else ``heuristic``;
+    ``info``: ``trajectory`` (list of ``(seconds, arena)``), ``start`` (``"order/fit"`` of the
+    start plan), ``start_arenas``, ``iterations``, ``accepted``, ``restarts``, ``stopped_by``
+    (``"lower_bound"``, ``"max_iters"`` or ``"time_limit"``).
+
+    Raises
+    ------
+    ProblemError
+        An unknown move, fit, evaluator or start order, or a time limit that is not positive.
+
+    Examples
+    --------
+    >>> from planners.examples import exercise_5_1_problem
+    >>> LocalSearch(max_iters=50).plan(exercise_5_1_problem()).arena_size
+    780
+    """
+
+    name = "local_search"
+    family = "search"
+
+    def __init__(
+        self,
+        time_limit: float = 5.0,
+        seed: int = 0,
+        max_iters: int | None = None,
+        moves: tuple[str, ...] = MOVES,
+        fit: str = "auto",
+        start_orders: tuple[str, ...] = DEFAULT_START_ORDERS,
+        temperature: float = 0.0,
+        patience: int | None = 300,
+        kick: int = 3,
+        tie_break: bool = True,
+        evaluator: str = "auto",
+    ) -> None:
+        self.time_limit = time_limit
+        self.seed = seed
+        self.max_iters = max_iters
+        self.moves = moves
+        self.fit = fit
+        self.start_orders = start_orders
+        self.temperature = temperature
+        self.patience = patience
+        self.kick = kick
+        self.tie_break = tie_break
+        self.evaluator = evaluator
+
+    def _check(self) -> None:
+        bad = [m for m in self.moves if m not in MOVES]
+        if bad or not self.moves:
+            raise ProblemError(f"local_search: moves {self.moves!r}; choose from {MOVES}")
+        if self.fit not in ("auto", *FITS):
+            raise ProblemError(f"local_search: unknown fit {self.fit!r}; choose auto or {FITS}")
+        if self.evaluator not in EVALUATORS:
+            raise ProblemError(f"local_search: unknown evaluator {self.evaluator!r}; {EVALUATORS}")
+        if not self.time_limit or self.time_limit <= 0:
+            raise ProblemError(f"local_search: time_limit must be > 0, got {self.time_limit!r}")
+
+    def _solve(self, problem: Problem) -> SolveResult:
+        self._check()
+        t0 = time.perf_counter()
+        deadline = t0 + float(self.time_limit)
+        traj = Trajectory(t0)
+        lb = lower_bound(problem)
+        perm, fit0, off, arena, arenas = best_greedy_start(
+            problem, self.start_orders, FITS, deadline
+        )
+        fit = fit0 if self.fit == "auto" else self.fit
+        if fit != fit0:  # the search fit differs from the start plan's: re-place its order
+            off = greedy_offsets(problem, perm, fit)
+            arena = arena_of(problem, off)
+        traj.add(arena)
+        info = {"start": min(arenas, key=arenas.get), "start_arenas": arenas, "fit": fit}
+        best_perm, best_off, best_arena = perm.copy(), off, arena
+        n = problem.n
+        live = problem.sizes > 0
+        if arena <= lb or int(live.sum()) < 2:
+            info.update(trajectory=traj.points, iterations=0, stopped_by="lower_bound")
+            return SolveResult(best_off, "optimal" if arena <= lb else "heuristic", lb, info)
+        engine = self.evaluator == "engine" or (
+            self.evaluator == "auto" and resolve_engine("auto") == "c"
+        )
+        info["evaluator"] = "engine" if engine else "incremental"
+        starts, ends, sizes = problem.starts, problem.ends, problem.sizes
+        rng = np.random.default_rng(self.seed)
+        rank = np.empty(n, np.int64)
+        rank[perm] = np.arange(n)
+
+        def overflow(o):
+            return float(np.maximum(o + sizes - lb, 0).sum()) if self.tie_break else 0.0
+
+        cur_perm, cur_off, cur_arena, cur_over = perm, off, arena, overflow(off)
+        it = accepted = restarts = stale = 0
+        stopped = "time_limit"
+        while True:
+            if self.max_iters is not None and it >= self.max_iters:
+                stopped = "max_iters"
+                break
+            if time.perf_counter() >= deadline:
+                break
+            it += 1
+            if self.patience is not None and stale >= self.patience:
+                cur_perm, first = _kick(best_perm, self.kick, rng)
+                cur_off = self._evaluate(problem, cur_perm, best_off, first, fit, engine, None)
+                cur_arena, cur_over = arena_of(problem, cur_off), overflow(cur_off)
+                rank[cur_perm] = np.arange(n)
+                restarts += 1
+                stale = 0
+                continue
+            stale += 1
+            top = cur_off + sizes
+            crit = np.flatnonzero(live & (top == cur_arena))
+            c = int(crit[rng.integers(crit.size)])
+            nbr = live & (starts < ends[c]) & (ends > starts[c])
+            nbr[c] = False
+            below = np.flatnonzero(nbr & (rank < rank[c]))
+            if below.size == 0:  # placed at 0 with nothing before it: only a kick helps
+                stale = self.patience or stale
+                continue
+            move = self.moves[int(rng.integers(len(self.moves)))]
+            j = int(below[rng.integers(below.size)])
+            if move == "move":
+                new_perm, first = _move_before(cur_perm, rank, c, j)
+            else:
+                nb2 = live & (starts < ends[j]) & (ends > starts[j]) & (rank < rank[j])
+                nb2[j] = False
+                second = np.flatnonzero(nb2)
+                pool = second if second.size and rng.random() < 0.75 else below
+                k = int(pool[rng.integers(pool.size)])
+                if k == j:
+                    continue
+                new_perm = cur_perm.copy()
+                new_perm[rank[j]], new_perm[rank[k]] = k, j
+                first = int(min(rank[j], rank[k]))
+            temp = self.temperature
+            if temp and self.max_iters:
+                temp *= 1.0 - it / self.max_iters
+            cutoff = None if temp > 0 else int(cur_arena)
+            new_off = self._evaluate(problem, new_perm, cur_off, first, fit, engine, cutoff)
+            if new_off is None:
+                continue
+            new_arena = arena_of(problem, new_off)
+            if new_arena > cur_arena:
+                if temp <= 0 or rng.random() >= math.exp(-(new_arena - cur_arena) / (temp * lb)):
+                    continue
+                new_over = overflow(new_off)
+            else:
+                new_over = overflow(new_off)
+                if new_arena == cur_arena and new_over > cur_over:
+                    continue
+            cur_perm, cur_off, cur_arena, cur_over = new_perm, new_off, new_arena, new_over
+            rank[cur_perm] = np.arange(n)
+            accepted += 1
+            if cur_arena < best_arena:
+                best_perm, best_off, best_arena = cur_perm.copy(), cur_off, cur_arena
+                traj.add(best_arena)
+                stale = 0
+                if best_arena <= lb:
+                    stopped = "lower_bound"
+                    break
+        info.update(
+            trajectory=traj.points,
+            iterations=it,
+            accepted=accepted,
+            restarts=restarts,
+            stopped_by=stopped,
+        )
+        return SolveResult(best_off, "optimal" if best_arena <= lb else "heuristic", lb, info)
+
+    @staticmethod
+    def _evaluate(problem, perm, prev_off, first, fit, engine, cutoff):
+        if engine:
+            off = greedy_offsets(problem, perm, fit)
+            if cutoff is not None and arena_of(problem, off) > cutoff:
+                return None
+            return off
+        return place_suffix(problem, perm, prev_off, first, fit, cutoff)
+
+
+def _move_before(perm: np.ndarray, rank: np.ndarray, c: int, j: int):
+    """``perm`` with buffer ``c`` moved to just before buffer ``j`` (``rank[j] < rank[c]``);
+    returns the new order and its first changed position."""
+    rc, rj = int(rank[c]), int(rank[j])
+    new = perm.copy()
+    new[rj + 1 : rc + 1] = perm[rj:rc]
+    new[rj] = c
+    return new, rj
+
+
+def _kick(perm: np.ndarray, k: int, rng) -> tuple[np.ndarray, int]:
+    """``perm`` with ``k`` random buffers each moved to a random position; returns the order and
+    its first changed position."""
+    new = perm.copy()
+    n = len(new)
+    first = n
+    for _ in range(k):
+        a, b = int(rng.integers(n)), int(rng.integers(n))
+        x = new[a]
+        new = np.insert(np.delete(new, a), b, x)
+        first = min(first, a, b)
+    return new, first
