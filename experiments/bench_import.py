@@ -6,7 +6,7 @@ the activation problem under the file order, and records one row of ``results/be
 
 ``model, package, version, format, task, control_flow, operators, buffers, lower_bound,
 shape_sources, measured_equal, measured_differ, measured_missing, sizes_equal_measured, seconds,
-status, error``.
+status, error, notes``.
 
 * ``shape_sources``: how many tensors took their shape from each source of the ONNX resolution
   chain (:data:`scheduling.onnx_shapes.SHAPE_SOURCES`: declared, override, onnx_strict,
@@ -19,6 +19,13 @@ status, error``.
   a control-flow node, the outputs of an ``If`` inlined on a static condition under the If's
   names are compared, so they are not missing). ``sizes_equal_measured`` is ``yes`` when no size
   differs and at least one was compared. TFLite rows say ``n/a`` (no ONNX Runtime run).
+  Integer inputs are zeros unless the corpus entry gives their values
+  (:attr:`experiments.corpus.CorpusModel.values`, e.g. silero-vad's ``sr=16000``). Only the
+  main graph's node outputs are returned, so inside an ``If`` only the taken branch runs and
+  neither branch's tensors are compared (its workspace counts as missing).
+* ``notes``: what the importer did not take from the file (``graph.notes``): a declared shape
+  that shape inference contradicts (ignored, both shapes named), an ``If`` branch that cannot
+  run with these shapes (not counted in the workspace).
 * ``status``: ``imported``, ``failed`` (the importer's one-line error in ``error``: a model the
   toolkit cannot model is named, never planned), or ``unavailable`` (the package could not be
   downloaded).
@@ -44,7 +51,7 @@ __all__ = ["COLUMNS", "import_row", "main"]
 COLUMNS = [
     "model", "package", "version", "format", "task", "control_flow", "operators", "buffers",
     "lower_bound", "shape_sources", "measured_equal", "measured_differ", "measured_missing",
-    "sizes_equal_measured", "seconds", "status", "error",
+    "sizes_equal_measured", "seconds", "status", "error", "notes",
 ]
 
 
@@ -73,6 +80,8 @@ def import_row(model: CorpusModel, path: Path, measure: bool = True) -> dict:
             graph = load_onnx(path, overrides=overrides, name=model.name)
             sources = Counter(graph.shape_source.get(t, "declared")
                               for t in graph.tensors if t in graph.shape_source)
+            row["notes"] = " | ".join(" ".join(n.replace(str(path) + ": ", "").split())[:300]
+                                      for n in getattr(graph, "notes", []))
         else:
             from scheduling.tflite_import import load_tflite
 
@@ -96,8 +105,12 @@ def import_row(model: CorpusModel, path: Path, measure: bool = True) -> dict:
         return row
     from scheduling.onnx_shapes import measured_sizes
 
+    values = {}
+    for item in model.values:
+        name, _, val = item.partition("=")
+        values[name] = float(val) if "." in val else int(val)
     try:
-        measured = measured_sizes(path, overrides=overrides)
+        measured = measured_sizes(path, overrides=overrides, values=values or None)
     except MemplanError as exc:
         row.update(sizes_equal_measured="no", error="measured: " + " ".join(str(exc).split())[:300])
         return row

@@ -41,7 +41,10 @@ class CorpusModel:
     task : what the model does (OCR, speech, vision, ...). control_flow : the constructs it contains
     (``If``, ``Loop``, ``Scan``, recurrences), for the table. overrides : static shapes for the
     model's symbolic inputs in ``memplan --override`` syntax (``TENSOR=d0,d1,...`` or ``DIM=value``),
-    chosen as the shipping package feeds the model.
+    chosen as the shipping package feeds the model. values : input values for the ONNX Runtime
+    cross-check (``NAME=v``, a scalar), where the model rejects the zeros fed to integer inputs by
+    default; silero-vad's ``sr`` must be 16000 with 512 samples (the package feeds 512-sample
+    windows, plus a 64-sample context, at 16 kHz; at 8 kHz, 256 samples).
     """
 
     name: str
@@ -51,6 +54,7 @@ class CorpusModel:
     task: str
     control_flow: str = ""
     overrides: tuple[str, ...] = ()
+    values: tuple[str, ...] = ()
 
     @property
     def suffix(self) -> str:
@@ -94,7 +98,7 @@ CORPUS: tuple[CorpusModel, ...] = (
     # Speech
     CorpusModel("silero_vad", "silero-vad", "6.2.3", ("silero_vad/data/silero_vad.onnx",),
                 "voice activity detection", "If, LSTM",
-                overrides=("input=1,512", "state=2,1,128")),
+                overrides=("input=1,512", "state=2,1,128"), values=("sr=16000",)),
     CorpusModel("silero_vad_16k_op15", "silero-vad", "6.2.3",
                 ("silero_vad/data/silero_vad_16k_op15.onnx",), "voice activity detection", "If, LSTM",
                 overrides=("input=1,512", "state=2,1,128")),

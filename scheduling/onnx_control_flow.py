@@ -17,6 +17,13 @@
    condition input or a constant true one, and the body passes its condition through
    unchanged). Otherwise the output keeps its unknown size and the import fails naming it --
    the size is never guessed.
+   Declared subgraph output shapes are hints: when strict inference fails, it runs again
+   without them and each one it contradicts is named in the import's notes. When it still
+   fails and succeeds once one ``If`` branch is replaced by a copy of the other, that branch
+   cannot run with these shapes (the ONNX specification rejects an operator in it, and ONNX
+   Runtime fails when it is taken): it is ruled out, named in the notes, and only the other
+   branch's workspace counts (silero-vad's ``silero_vad.onnx``: the 8 kHz branch given 512
+   samples feeds ``LSTM`` a rank-4 input).
    It also returns the ``If`` conditions that static shapes decide
    (``Not(Equal(Size(Shape(x)), 3))``, as exporters write them; rules of
    :func:`shape_constant_conditions`); the importer inlines those with :func:`prepare_model`
@@ -530,11 +537,164 @@ def _take_back_constants(g: onnx.GraphProto, names: set[str]) -> None:
             _take_back_constants(sub, names)
 
 
+def _twin_branch(node: onnx.NodeProto, keep: str, drop: str) -> None:
+    """For inference only: replace ``node``'s branch ``drop`` by a copy of branch ``keep`` with
+    its inner names suffixed (SSA: no shared names); outer reads and outputs stay the kept
+    branch's."""
+    subs = dict(_subgraphs(node))
+    twin = onnx.GraphProto()
+    twin.CopyFrom(subs[keep])
+    inner = set()
+    for sub in _walk_graphs(twin):
+        inner |= _defined(sub)
+    _rename(twin, {x: f"{x}::{drop}" for x in inner})
+    for a in node.attribute:
+        if a.name == drop:
+            a.g.CopyFrom(twin)
+
+
+def _inference_rounds(
+    m: onnx.ModelProto,
+) -> tuple[onnx.ModelProto | None, dict[tuple, bool], set[str], str | None]:
+    """The rounds of :func:`infer_subgraphs` on ``m`` (changed in place: lent constants, values
+    in place, the untaken branch of each decided ``If`` twinned); returns (inferred model,
+    decided conditions, lent constant names, the strict failure or ``None``)."""
+    g = m.graph
+    overridable = {i.name for i in g.input} if m.ir_version >= 4 else set()
+    copied: set[str] = set()
+    n_nodes = sum(len(sub.node) for sub in _walk_graphs(g))
+    decided: dict[tuple, bool] = {}
+    pruned: set[tuple] = set()  # graph paths of branches that static shapes rule out
+    inferred, failure = None, None
+    for _ in range(n_nodes + 1):  # each round folds or decides at least one more node
+        copied |= _lend_outer_constants(g, {}, overridable)
+        failure = None
+        try:
+            inferred = shape_inference.infer_shapes(m, strict_mode=True, data_prop=True)
+        except Exception as e:  # InferenceError / ValidationError / RuntimeError
+            failure = " ".join(str(e).split())
+            if not decided:
+                break
+            # the failure may lie in a branch that the new values rule out: decide with the
+            # shapes lenient inference still gives; a strict round must succeed at the end
+            inferred = shape_inference.infer_shapes(m, strict_mode=False, data_prop=True)
+        now, produced = _fold_scopes(inferred)
+        changed = _constants_in_place(g, produced, (), 0)
+        for path, taken in now.items():
+            if path in decided or any(path[:i] in pruned for i in range(1, len(path))):
+                continue
+            # for inference only, the branch not taken becomes a copy of the taken one, so
+            # that shapes it rules out (a Squeeze of a dimension that is not 1) cannot fail
+            decided[path] = taken
+            keep, drop = ("then_branch", "else_branch") if taken else ("else_branch", "then_branch")
+            _twin_branch(_node_at(g, path), keep, drop)
+            pruned.add(path[:-1] + ((path[-1], drop),))
+            changed += 1
+        if not changed:
+            break
+    return inferred, decided, copied, failure
+
+
+def _declared_outputs(g: onnx.GraphProto) -> dict[tuple[str, str], list | None]:
+    """``{(subgraph name, output name): declared dims}`` of every subgraph of ``g`` (dims are
+    ints or ``dim_param`` strings; ``None``: no shape)."""
+    out = {}
+    for sub in _walk_graphs(g):
+        if sub is g:
+            continue
+        for vi in sub.output:
+            if vi.type.WhichOneof("value") != "tensor_type":
+                continue
+            tt = vi.type.tensor_type
+            out[(sub.name, vi.name)] = (
+                [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?")
+                 for d in tt.shape.dim] if tt.HasField("shape") else None)
+    return out
+
+
+def _note_hint_conflicts(declared: Mapping, inferred: Mapping, notes: list[str] | None) -> int:
+    """Record in ``notes`` each declared subgraph output shape that inference contradicts (rank,
+    or a static dimension against another static value); return how many."""
+    n = 0
+    for key, d in declared.items():
+        i = inferred.get(key)
+        if d is None or i is None:
+            continue
+        if len(d) != len(i) or any(isinstance(a, int) and isinstance(b, int) and a != b
+                                   for a, b in zip(d, i)):
+            if notes is not None:
+                notes.append(f"subgraph {key[0]!r}: output {key[1]!r} is declared with shape "
+                             f"{d}, shape inference gives {i}; the declared shape was ignored")
+            n += 1
+    return n
+
+
+def _if_paths(g: onnx.GraphProto, path: tuple = ()) -> list[tuple]:
+    """Paths (as :func:`prepare_model` takes them) of every ``If`` of ``g``, outermost first."""
+    out, inner = [], []
+    for k, n in enumerate(g.node):
+        if n.op_type == "If" and n.domain in _DEFAULT_DOMAINS:
+            out.append(path + (k,))
+        for name, sub in _subgraphs(n):
+            inner.extend(_if_paths(sub, path + ((k, name),)))
+    return out + inner
+
+
+def _root_cause(failure: str) -> str:
+    """The first error of a strict-inference message that is not a nesting header (``If``) or
+    a consequence (an input left without a type), e.g. ``LSTM 'rnn/LSTM': First input tensor
+    must have rank 3``."""
+    import re
+
+    for op, name, msg in re.findall(
+            r"\(op_type:(\w+)(?:, node name: ([^)]*))?\): \[\w+\] (.*?)(?= \(op_type:|$)",
+            failure):
+        if not msg.startswith("Inference error(s)") and "instead is null" not in msg:
+            return f"op {op}" + (f", node {name!r}" if name else "") + f": {msg.strip()}"
+    return failure[:300]
+
+
+def _rule_out_branches(m: onnx.ModelProto, failure: str, where: str,
+                       notes: list[str] | None) -> tuple | None:
+    """Find one ``If`` branch that cannot run with the static shapes; return the rounds of
+    :func:`_inference_rounds` on ``m`` with it replaced by a copy of the other, or ``None``.
+
+    A branch is ruled out when strict inference of the whole model fails (``failure``) and
+    succeeds once that branch (only) is replaced by a copy of the other: the failure lies in the
+    branch, whose operators the ONNX specification rejects at these shapes (silero-vad's 8 kHz
+    branch fed 512 samples gives a ``Squeeze`` a dimension 2 and ``LSTM`` a rank-4 input; ONNX
+    Runtime raises when it takes that branch). Every run that succeeds takes the other branch,
+    so only that one's workspace counts. Probes go outermost first, ``then_branch`` kept first;
+    the ruled-out branch is named in ``notes``.
+    """
+    for path in _if_paths(m.graph):
+        for keep, drop in (("then_branch", "else_branch"), ("else_branch", "then_branch")):
+            probe = onnx.ModelProto()
+            probe.CopyFrom(m)
+            _twin_branch(_node_at(probe.graph, path), keep, drop)
+            inferred, decided, copied, fail = _inference_rounds(probe)
+            if fail is None:
+                # conditions decided inside the copy are not the ruled-out branch's own
+                inside = path[:-1] + ((path[-1], drop),)
+                decided = {p: t for p, t in decided.items() if p[:len(inside)] != inside}
+                node = _node_at(m.graph, path)
+                if notes is not None:
+                    notes.append(
+                        f"{where}: {drop} of If node {node.name or 'If'!r} cannot run with these "
+                        "shapes: the ONNX operator specification rejects them (strict shape "
+                        f"inference: {_root_cause(failure)}); a run that "
+                        f"takes it fails, so only "
+                        f"{keep}'s workspace is counted")
+                return inferred, decided, copied, None
+    return None
+
+
 def infer_subgraphs(
     model: onnx.ModelProto,
     shapes: dict[str, tuple[int, ...]],
     elem_types: dict[str, int],
     where: str,
+    notes: list[str] | None = None,
 ) -> tuple[onnx.ModelProto | None, dict[tuple, bool]]:
     """Step 2 of the module docstring: shapes inside the subgraphs.
 
@@ -564,70 +724,62 @@ def infer_subgraphs(
     Raises
     ------
     OnnxImportError
-        Strict inference fails; a value of a sequence, optional or map type.
+        Strict inference fails, also without declared subgraph output shapes and with any one
+        ``If`` branch ruled out; a value of a sequence, optional or map type.
+
+    Notes
+    -----
+    ``notes`` (a list, appended to): declared subgraph output shapes that inference
+    contradicts, and a ruled-out branch (see the module docstring).
     """
     if not any(has_subgraph(n) for n in model.graph.node):
         return None, {}
-    m = onnx.ModelProto()
-    m.CopyFrom(model)
-    g = m.graph
-    inits = {t.name for t in g.initializer}
-    io = {vi.name: vi for vi in list(g.input) + list(g.output)}
-    del g.value_info[:]
-    for name, dims in shapes.items():
-        if name in inits or name not in elem_types:
-            continue
-        vi = io.get(name)
-        if vi is None:
-            g.value_info.append(helper.make_tensor_value_info(name, elem_types[name], dims))
-        elif vi.type.WhichOneof("value") == "tensor_type":
-            vi.type.tensor_type.shape.Clear()
-            for d in dims:
-                vi.type.tensor_type.shape.dim.add().dim_value = int(d)
-    for sub in _walk_graphs(g):  # declared inner shapes may describe another trace: re-infer
-        if sub is not g:
-            del sub.value_info[:]
-    overridable = {i.name for i in g.input} if m.ir_version >= 4 else set()
-    copied: set[str] = set()
-    n_nodes = sum(len(sub.node) for sub in _walk_graphs(g))
-    decided: dict[tuple, bool] = {}
-    pruned: set[tuple] = set()  # graph paths of branches that static shapes rule out
-    for _ in range(n_nodes + 1):  # each round folds or decides at least one more node
-        copied |= _lend_outer_constants(g, {}, overridable)
-        failure = None
-        try:
-            inferred = shape_inference.infer_shapes(m, strict_mode=True, data_prop=True)
-        except Exception as e:  # InferenceError / ValidationError / RuntimeError
-            failure = " ".join(str(e).split())
-            if not decided:
-                break
-            # the failure may lie in a branch that the new values rule out: decide with the
-            # shapes lenient inference still gives; a strict round must succeed at the end
-            inferred = shape_inference.infer_shapes(m, strict_mode=False, data_prop=True)
-        now, produced = _fold_scopes(inferred)
-        changed = _constants_in_place(g, produced, (), 0)
-        for path, taken in now.items():
-            if path in decided or any(path[:i] in pruned for i in range(1, len(path))):
+
+    def fresh_copy(clear_outputs: bool) -> onnx.ModelProto:
+        m = onnx.ModelProto()
+        m.CopyFrom(model)
+        g = m.graph
+        inits = {t.name for t in g.initializer}
+        io = {vi.name: vi for vi in list(g.input) + list(g.output)}
+        del g.value_info[:]
+        for name, dims in shapes.items():
+            if name in inits or name not in elem_types:
                 continue
-            # for inference only, the branch not taken becomes a copy of the taken one, so
-            # that shapes it rules out (a Squeeze of a dimension that is not 1) cannot fail
-            decided[path] = taken
-            node = _node_at(g, path)
-            subs = dict(_subgraphs(node))
-            keep, drop = ("then_branch", "else_branch") if taken else ("else_branch", "then_branch")
-            twin = onnx.GraphProto()
-            twin.CopyFrom(subs[keep])
-            inner = set()
-            for sub in _walk_graphs(twin):
-                inner |= _defined(sub)
-            _rename(twin, {x: f"{x}::{drop}" for x in inner})  # SSA: no shared names
-            for a in node.attribute:
-                if a.name == drop:
-                    a.g.CopyFrom(twin)
-            pruned.add(path[:-1] + ((path[-1], drop),))
-            changed += 1
-        if not changed:
-            break
+            vi = io.get(name)
+            if vi is None:
+                g.value_info.append(helper.make_tensor_value_info(name, elem_types[name], dims))
+            elif vi.type.WhichOneof("value") == "tensor_type":
+                vi.type.tensor_type.shape.Clear()
+                for d in dims:
+                    vi.type.tensor_type.shape.dim.add().dim_value = int(d)
+        for sub in _walk_graphs(g):  # declared inner shapes may describe another trace: re-infer
+            if sub is not g:
+                del sub.value_info[:]
+                if clear_outputs:  # a subgraph's declared output shapes are hints too
+                    for vi in sub.output:
+                        if vi.type.WhichOneof("value") == "tensor_type":
+                            vi.type.tensor_type.ClearField("shape")
+        return m
+
+    m = fresh_copy(False)
+    inferred, decided, copied, failure = _inference_rounds(m)
+    if failure is not None:
+        # declared subgraph output shapes (often those of the export trace) are hints, not
+        # laws: infer again without them and keep the shapes inference backs
+        declared = _declared_outputs(model.graph)
+        m = fresh_copy(True)
+        inferred, decided, copied, retry_failure = _inference_rounds(m)
+        if retry_failure is None:
+            if not _note_hint_conflicts(declared, _declared_outputs(inferred.graph), notes) \
+                    and notes is not None:
+                notes.append(f"{where}: declared subgraph output shapes conflicted with strict "
+                             f"shape inference ({failure[:300]}); they were inferred again")
+            failure = None
+        else:
+            rounds = _rule_out_branches(fresh_copy(True), retry_failure, where, notes)
+            if rounds is not None:
+                inferred, decided, copied, failure = rounds
+                _note_hint_conflicts(declared, _declared_outputs(inferred.graph), notes)
     if failure is not None:
         raise OnnxImportError(
             f"{where}: strict ONNX shape inference of the subgraphs failed: {failure}"
@@ -964,6 +1116,7 @@ def control_flow_nodes(
     positions: Iterable[int],
     const: set[str],
     where: str,
+    implicit_from: onnx.ModelProto | None = None,
 ) -> dict[int, ControlFlowNode]:
     """Step 3 of the module docstring for some operators of the main graph.
 
@@ -979,6 +1132,10 @@ def control_flow_nodes(
         the same way as in the main graph (and never from a runtime value).
     where : str
         File or model label for error messages.
+    implicit_from : onnx.ModelProto, optional
+        The model before inference (same main-graph node order), whose subgraphs give the
+        implicit inputs: a branch that :func:`infer_subgraphs` ruled out is a copy of the other
+        in ``inferred``, but the node still reads what the original branch reads.
 
     Returns
     -------
@@ -1001,5 +1158,8 @@ def control_flow_nodes(
         if not has_subgraph(n):
             continue
         ws, lb = _workspace(n, n.name or n.op_type, where, const, vinfo, opset)
-        out[k] = ControlFlowNode(tuple(_node_implicit(n)), ws, lb)
+        orig = implicit_from.graph.node[k] if implicit_from is not None else n
+        implicit = dict.fromkeys(_node_implicit(orig))
+        implicit.update(dict.fromkeys(_node_implicit(n)))
+        out[k] = ControlFlowNode(tuple(implicit), ws, lb)
     return out

@@ -62,6 +62,7 @@ from .constfold import evaluate_constant_op
 from .errors import OnnxImportError
 from .graph import Graph
 from .onnx_control_flow import (
+    _static_dims,
     control_flow_nodes,
     infer_subgraphs,
     is_foldable_node,
@@ -213,7 +214,10 @@ def load_onnx(
         output / activation with static shapes, dtype names and bytes. Not yet validated for
         acyclicity beyond what ONNX guarantees; call :meth:`Graph.validate` to check.
         ``graph.shape_source`` maps each tensor to the source of its shape (one of
-        :data:`scheduling.onnx_shapes.SHAPE_SOURCES`).
+        :data:`scheduling.onnx_shapes.SHAPE_SOURCES`). ``graph.notes`` lists, one line each,
+        what was not taken from the file: a declared shape strict inference contradicts
+        (ignored; tensor and both shapes named) and an ``If`` branch that cannot run with these
+        shapes (its workspace not counted; :mod:`scheduling.onnx_control_flow`).
 
     Raises
     ------
@@ -233,7 +237,8 @@ def load_onnx(
     model = prepare_model(model, where)  # control flow: local functions, constant-condition If
     while True:  # an If whose condition static shapes decide is inlined; shapes resolved again
         res = resolve_shapes(model, overrides, mode=shapes, where=where)
-        flow_model, decided = infer_subgraphs(res.model, res.shapes, res.elem_types, where)
+        notes = list(res.notes)
+        flow_model, decided = infer_subgraphs(res.model, res.shapes, res.elem_types, where, notes)
         if not decided:
             break
         inlined = prepare_model(model, where, decided)
@@ -242,6 +247,15 @@ def load_onnx(
         model = inlined
     model = res.model
     g = model.graph
+    if flow_model is not None:  # shapes that only inference with the subgraphs settles: the
+        # outputs of an If one of whose branches cannot run with these shapes (ruled out)
+        fg = flow_model.graph
+        for vi in list(fg.value_info) + list(fg.output):
+            dims = _static_dims(vi)
+            if vi.name not in res.shapes and dims is not None and vi.type.tensor_type.elem_type:
+                res.shapes[vi.name] = tuple(dims)
+                res.elem_types[vi.name] = int(vi.type.tensor_type.elem_type)
+                res.source[vi.name] = "onnx_strict"
 
     init_names = {t.name for t in g.initializer}
     init_info = {t.name: (list(t.dims), t.data_type) for t in g.initializer}
@@ -331,7 +345,7 @@ def load_onnx(
             add(vi.name, "input")
     # control flow: implicit (outer-scope) inputs are read at the step of their node
     pos = {id(n): k for k, n in enumerate(g.node)}
-    flow = control_flow_nodes(flow_model, [pos[id(n)] for n in op_nodes], const, where)
+    flow = control_flow_nodes(flow_model, [pos[id(n)] for n in op_nodes], const, where, model)
     reads = {
         id(n): list(dict.fromkeys(
             [i for i in n.input if i]
@@ -393,6 +407,7 @@ def load_onnx(
             kind = "weight" if o in const else "input"
             add(o, kind)
     graph.shape_source = {t: res.source.get(t, "declared") for t in graph.tensors}
+    graph.notes = notes
     return graph
 
 

@@ -22,8 +22,10 @@ source that gave it a fully static shape (:attr:`ShapeResolution.source`):
     not also a graph input, a ``Constant``, an already folded value, or for ``Shape``/``Size``,
     a tensor whose shape is static. A value that depends on runtime input data never folds;
 ``"onnx_spec"``
-    output shapes the ONNX specification fixes but its inference functions omit (today: the mask
-    of ``Dropout`` opset 7 to 9, the input's shape and type);
+    output shapes an operator specification fixes but the inference functions omit: the mask of
+    ``Dropout`` opset 7 to 9 (the input's shape and type), and the ``com.microsoft`` operators of
+    :data:`CONTRIB_SPEC_OPS` (``DynamicQuantizeLSTM``: ONNX Runtime ``docs/ContribOperators.md``);
+    inference then carries these shapes to the consumers;
 ``"ort_symbolic"``
     ONNX Runtime's symbolic shape inference
     (:class:`onnxruntime.tools.symbolic_shape_infer.SymbolicShapeInference`), kept only where it
@@ -32,6 +34,15 @@ source that gave it a fully static shape (:attr:`ShapeResolution.source`):
     ``mode="measured"``: one ONNX Runtime run on random inputs with every node output exposed as
     a graph output (:func:`measured_shapes`). A cross-check, not an inference: a shape that
     depends on input *values* is the shape for these inputs.
+
+Declared intermediate shapes are hints, not laws: when strict inference fails and succeeds
+without the file's ``value_info`` entries (never the graph inputs, a fully static declared graph
+output, or an override), they are dropped; each one inference contradicts is named with both
+shapes in :attr:`ShapeResolution.notes`, and a declared shape inference does not confirm is no
+longer trusted. A graph output declared with symbolic dims (``[1, 'seqlen']``, the export
+trace) is likewise a hint. A failure inside a subgraph leaves the main graph checked strictly
+around the control-flow node; the subgraphs are judged by
+:func:`scheduling.onnx_control_flow.infer_subgraphs`.
 
 A tensor no source settles is absent from :attr:`ShapeResolution.shapes`; the importer raises
 :func:`unknown_shape_error`, which names the first node (file order, which ONNX requires to be
@@ -61,6 +72,7 @@ from .errors import OnnxImportError
 
 __all__ = [
     "SHAPE_SOURCES",
+    "CONTRIB_SPEC_OPS",
     "ShapeResolution",
     "apply_overrides",
     "resolve_shapes",
@@ -115,6 +127,9 @@ class ShapeResolution:
         The model after overrides (a copy; the caller's model is never modified).
     opset : int
         Default-domain opset of the model.
+    notes : list of str
+        What the chain did not take from the file: declared intermediate shapes (``value_info``)
+        that contradicted strict inference and were dropped, each with both shapes.
     """
 
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
@@ -124,6 +139,7 @@ class ShapeResolution:
     why: dict[str, str] = field(default_factory=dict)
     model: onnx.ModelProto | None = field(default=None, repr=False)
     opset: int = 0
+    notes: list[str] = field(default_factory=list)
 
     def nbytes(self, name: str) -> int | None:
         """Bytes of tensor ``name`` (``prod(shape) * itemsize``), or ``None`` if unknown."""
@@ -306,6 +322,125 @@ def _infer(model: onnx.ModelProto, data_prop: bool, where: str, stage: str) -> o
             "NAME=D1,D2,...)") from None
 
 
+def _dims(vi: onnx.ValueInfoProto) -> list | None:
+    tt = vi.type.tensor_type
+    if not vi.type.HasField("tensor_type") or not tt.HasField("shape"):
+        return None
+    return [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in tt.shape.dim]
+
+
+def _infer_hinted(model: onnx.ModelProto, res: ShapeResolution, overridden: set[str],
+                  where: str, data_prop: bool = False, stage: str = "",
+                  base: onnx.ModelProto | None = None) -> onnx.ModelProto:
+    """Strict inference, where declared intermediate shapes are hints.
+
+    Hints are the file's ``value_info`` entries and the declared shapes of graph outputs that
+    are not fully static (``[1, 'seqlen']``: a description of the export trace), never the
+    graph inputs, a fully static declared output, or the caller's overrides. When strict
+    inference fails and succeeds without the hints, they are removed from ``model`` (in place)
+    and from ``res``: each one inference contradicts (rank, or a static dimension) is named in
+    ``res.notes`` with both shapes, and a declared static shape inference does not confirm is
+    no longer trusted (a later source must settle it). Otherwise the first failure is raised
+    (:func:`_infer`). ``base``: the model ``model`` is a copy of (folded values as
+    initializers), from which the hints are removed too.
+    """
+    try:
+        return _infer(model, data_prop, where, stage)
+    except OnnxImportError as first:
+        failure = first
+    g = model.graph
+    hints = [vi for vi in g.value_info if vi.name not in overridden]
+    partial = [vi for vi in g.output if vi.name not in overridden
+               and vi.type.HasField("tensor_type") and vi.type.tensor_type.HasField("shape")
+               and _static(vi)[0] is None]
+    trial = onnx.ModelProto()
+    trial.CopyFrom(model)
+    keep = [vi for vi in trial.graph.value_info if vi.name in overridden]
+    del trial.graph.value_info[:]
+    trial.graph.value_info.extend(keep)
+    names = {vi.name for vi in partial}
+    for vi in trial.graph.output:
+        if vi.name in names:
+            vi.type.tensor_type.ClearField("shape")
+    inferred = None
+    if hints or partial:
+        try:
+            inferred = _infer(trial, data_prop, where, stage)
+        except OnnxImportError:
+            pass
+    if inferred is None:
+        # a subgraph that fails at these shapes is :func:`infer_subgraphs`' to judge (a branch
+        # that cannot run, or an error); the main graph around it is still checked strictly
+        cut = _without_control_flow(trial, data_prop)
+        if cut is None:
+            raise failure
+        try:
+            inferred = _infer(cut, data_prop, where, stage)
+        except OnnxImportError:
+            raise failure from None
+        cut_outs = {i.name for i in cut.graph.input} - {i.name for i in trial.graph.input}
+        keep = [i for i in inferred.graph.input if i.name not in cut_outs]
+        del inferred.graph.input[:]
+        inferred.graph.input.extend(keep)
+    got = {vi.name: vi for vi in list(inferred.graph.value_info) + list(inferred.graph.output)}
+    for vi in hints + partial:
+        declared, now = _dims(vi), (_dims(got[vi.name]) if vi.name in got else None)
+        conflict = declared is not None and now is not None and (
+            len(declared) != len(now) or any(isinstance(a, int) and isinstance(b, int) and a != b
+                                             for a, b in zip(declared, now)))
+        if conflict:
+            res.notes.append(
+                f"{where}: tensor {vi.name!r} is declared with shape {declared}, strict shape "
+                f"inference gives {now}; the declared shape was ignored")
+        if res.source.get(vi.name) == "declared" and (
+                conflict or vi.name not in got or _static(got[vi.name])[0] is None):
+            res.shapes.pop(vi.name, None)
+            res.source.pop(vi.name, None)
+    dropped = {vi.name for vi in hints}
+    for m in (model, base) if base is not None else (model,):
+        keep = [vi for vi in m.graph.value_info if vi.name not in dropped]
+        del m.graph.value_info[:]  # later stages infer from the overrides alone
+        m.graph.value_info.extend(keep)
+        for vi in m.graph.output:
+            if vi.name in names:
+                vi.type.tensor_type.ClearField("shape")
+    return inferred
+
+
+def _without_control_flow(model: onnx.ModelProto, data_prop: bool) -> onnx.ModelProto | None:
+    """A copy of ``model`` without its main graph's nodes that have subgraphs; their outputs
+    become graph inputs with the element type lenient inference gives and no shape (``None``
+    when there is no such node or a type is unknown)."""
+    if not any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+               for n in model.graph.node for a in n.attribute):
+        return None
+    try:
+        lenient = shape_inference.infer_shapes(model, strict_mode=False, data_prop=data_prop)
+    except Exception:  # noqa: BLE001 - lenient inference failing: nothing to cut with
+        return None
+    types = {vi.name: vi.type.tensor_type.elem_type
+             for vi in list(lenient.graph.value_info) + list(lenient.graph.output)
+             if vi.type.HasField("tensor_type")}
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    g = m.graph
+    keep, added = [], []
+    for n in g.node:
+        if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+               for a in n.attribute):
+            for o in n.output:
+                if o and not types.get(o):
+                    return None
+                if o:
+                    added.append(helper.make_tensor_value_info(o, types[o], None))
+        else:
+            keep.append(n)
+    del g.node[:]
+    g.node.extend(keep)
+    g.input.extend(added)
+    return m
+
+
 def _fold(model: onnx.ModelProto, res: ShapeResolution, max_elems: int) -> int:
     """Evaluate foldable nodes; returns how many new values were computed."""
     from onnx.reference import ReferenceEvaluator
@@ -341,15 +476,24 @@ def _fold(model: onnx.ModelProto, res: ShapeResolution, max_elems: int) -> int:
               and math.prod(int(d) for d in np.ravel(res.values[ins[0]])) > max_elems):
             continue  # too large to evaluate here (weights, not shape arithmetic)
         try:
-            ev = ReferenceEvaluator(node, opsets={"": res.opset or 1})
-            got = ev.run(None, {i: res.values[i] for i in ins})
+            # wrapped in a model of the file's opset: evaluating the bare node picks the newest
+            # version (Unsqueeze-13 reads axes from an input, not the opset-12 attribute)
+            one = helper.make_model(
+                helper.make_graph(
+                    [node], "fold",
+                    [helper.make_tensor_value_info(
+                        i, helper.np_dtype_to_tensor_dtype(res.values[i].dtype), None)
+                     for i in dict.fromkeys(ins)],
+                    [helper.make_tensor_value_info(o, 0, None) for o in outs]),
+                opset_imports=[helper.make_opsetid("", res.opset or 1)])
+            got = ReferenceEvaluator(one).run(None, {i: res.values[i] for i in ins})
         except Exception:  # noqa: BLE001 - an operator the evaluator cannot run: no value
             continue
         vals = [np.asarray(v) for v in got if isinstance(v, np.ndarray) or np.isscalar(v)]
-        if len(vals) < len(node.output) or any(v.size > max_elems or v.dtype.kind in "OUS"
-                                               for v in vals):
+        if len(vals) < len(outs) or any(v.size > max_elems or v.dtype.kind in "OUS"
+                                        for v in vals):
             continue
-        for o, v in zip(node.output, vals):
+        for o, v in zip(outs, vals):
             if o:
                 res.values[o] = v
                 new += 1
@@ -381,10 +525,83 @@ def _folded_copy(model: onnx.ModelProto, res: ShapeResolution) -> onnx.ModelProt
     return m
 
 
+#: ``com.microsoft`` operators whose output shapes :func:`_spec_rules` gives (documented in
+#: ONNX Runtime's ``docs/ContribOperators.md``; the shapes follow input shapes and attributes,
+#: never input values). Any other operator of that domain that ONNX Runtime's symbolic inference
+#: does not settle stays unknown (:func:`unknown_shape_error`).
+CONTRIB_SPEC_OPS = frozenset({"DynamicQuantizeLSTM"})
+
+
+def _set_spec(res: ShapeResolution, name: str, shape: Sequence[int], elem_type: int) -> int:
+    if not name or name in res.shapes:
+        return 0
+    res.shapes[name] = tuple(int(d) for d in shape)
+    res.elem_types[name] = int(elem_type)
+    res.source[name] = "onnx_spec"
+    res.why.pop(name, None)
+    return 1
+
+
+def _contrib_rule(node: onnx.NodeProto, res: ShapeResolution) -> int:
+    """Output shapes of the ``com.microsoft`` operators of :data:`CONTRIB_SPEC_OPS`.
+
+    ``DynamicQuantizeLSTM`` (ONNX Runtime ``docs/ContribOperators.md``,
+    ``com.microsoft.DynamicQuantizeLSTM``, version 1): input ``X`` is ``[seq_length,
+    batch_size, input_size]``; outputs ``Y`` ``[seq_length, num_directions, batch_size,
+    hidden_size]``, ``Y_h`` and ``Y_c`` ``[num_directions, batch_size, hidden_size]``, of type
+    ``T`` (``X``'s), with ``num_directions`` 2 when ``direction`` is ``"bidirectional"``, else 1,
+    and ``hidden_size`` the attribute (else the second dimension of ``R``, ``[num_directions,
+    hidden_size, 4*hidden_size]``). As ONNX ``LSTM`` without ``layout``.
+    """
+    if node.op_type != "DynamicQuantizeLSTM" or not node.input or node.input[0] not in res.shapes:
+        return 0
+    x = res.shapes[node.input[0]]
+    et = res.elem_types.get(node.input[0])
+    if len(x) != 3 or not et:
+        return 0
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    direction = attrs.get("direction", b"forward")
+    direction = direction.decode() if isinstance(direction, bytes) else str(direction)
+    dirs = 2 if direction == "bidirectional" else 1
+    hidden = attrs.get("hidden_size")
+    if hidden is None:
+        r = res.shapes.get(node.input[2]) if len(node.input) > 2 else None
+        if r is None or len(r) != 3:
+            return 0
+        hidden = r[1]
+    seq, batch = x[0], x[1]
+    outs = list(node.output) + ["", "", ""]
+    return (_set_spec(res, outs[0], (seq, dirs, batch, hidden), et)
+            + _set_spec(res, outs[1], (dirs, batch, hidden), et)
+            + _set_spec(res, outs[2], (dirs, batch, hidden), et))
+
+
+def _with_spec(model: onnx.ModelProto, res: ShapeResolution) -> onnx.ModelProto:
+    """``model`` (changed in place) with the ``onnx_spec`` shapes as value infos, so that
+    inference carries them to the consumers."""
+    g = model.graph
+    have = {vi.name: vi for vi in list(g.input) + list(g.output) + list(g.value_info)}
+    for name, src in res.source.items():
+        if src != "onnx_spec" or name not in res.elem_types:
+            continue
+        vi = have.get(name)
+        if vi is None:
+            vi = g.value_info.add()
+            vi.name = name
+        vi.type.tensor_type.elem_type = res.elem_types[name]
+        vi.type.tensor_type.shape.Clear()  # the file's unknown or symbolic dims: now static
+        for d in res.shapes[name]:
+            vi.type.tensor_type.shape.dim.add().dim_value = int(d)
+    return model
+
+
 def _spec_rules(model: onnx.ModelProto, res: ShapeResolution) -> int:
     """Outputs whose shape the operator spec fixes but ONNX inference leaves out."""
     new = 0
     for node in model.graph.node:
+        if node.domain == "com.microsoft" and node.op_type in CONTRIB_SPEC_OPS:
+            new += _contrib_rule(node, res)
+            continue
         if node.op_type == "Dropout" and len(node.output) > 1 and node.output[1]:
             mask, x = node.output[1], node.input[0]
             if mask in res.shapes or x not in res.shapes:
@@ -502,6 +719,15 @@ def resolve_shapes(
         if len(res.shapes) > n0 and (vi.name in overridden or _had_param(src_model, vi.name)):
             res.source[vi.name] = "override"
 
+    # a graph output declared with symbolic dims ([1, 'seqlen']) describes the export trace: a
+    # hint that inference may contradict without failing, so inference starts without it
+    partial_out = {}
+    for vi in g.output:
+        if vi.name not in res.shapes and vi.type.HasField("tensor_type") \
+                and vi.type.tensor_type.HasField("shape"):
+            partial_out[vi.name] = _dims(vi)
+            vi.type.tensor_type.ClearField("shape")
+
     # values of constants: inline initializers (not overridable graph inputs) and Constant nodes
     graph_inputs = {i.name for i in g.input}
     for t in g.initializer:
@@ -523,30 +749,41 @@ def resolve_shapes(
                 res.source[name] = "measured"
         return res
 
-    inferred = _infer(model, False, where, "")
+    inferred = _infer_hinted(model, res, overridden, where)
     _harvest(res, inferred, "onnx_strict")
-    inferred = _infer(model, True, where, " (with data propagation)")
+    inferred = _infer_hinted(model, res, overridden, where, True, " (with data propagation)")
     _harvest(res, inferred, "onnx_data_prop")
-    _spec_rules(model, res)
+    spec_new = _spec_rules(model, res)
     for _ in range(len(g.node) + 1):
         if all(o in res.shapes for o in _node_outputs(model)):
             break  # nothing left to settle (the common case): no folding needed
-        if not _fold(model, res, max_fold_elems):
+        n_folded = _fold(model, res, max_fold_elems)
+        if not n_folded and not spec_new:
             break
         for name, v in res.values.items():
             if name not in res.shapes:
                 res.shapes[name] = tuple(v.shape)
                 res.elem_types[name] = int(helper.np_dtype_to_tensor_dtype(v.dtype))
                 res.source[name] = "constant_folding"
-        folded = _infer(_folded_copy(model, res), True, where, " after constant folding")
-        _harvest(res, folded, "constant_folding")  # new values may let the next Shape fold
-        _spec_rules(model, res)
+        # new values may let the next Shape fold; spec shapes reach their consumers
+        folded = _infer_hinted(
+            _with_spec(_folded_copy(model, res), res), res, overridden, where, True,
+            " after constant folding" if n_folded else " with operator spec shapes", base=model)
+        _harvest(res, folded, "constant_folding" if n_folded else "onnx_spec")
+        spec_new = _spec_rules(model, res)
     missing = [o for o in _node_outputs(model) if o not in res.shapes]
     if missing:
-        sym = _ort_symbolic(_folded_copy(model, res) if res.values else model)
+        sym = _ort_symbolic(_with_spec(_folded_copy(model, res), res))
         if sym is not None:
             _harvest(res, sym, "ort_symbolic")
             _spec_rules(model, res)
+    for name, declared in partial_out.items():
+        now = res.shapes.get(name)
+        if now is not None and declared is not None and (len(declared) != len(now) or any(
+                isinstance(a, int) and a != b for a, b in zip(declared, now))):
+            res.notes.append(
+                f"{where}: graph output {name!r} is declared with shape {declared}, the "
+                f"{res.source[name]} shape is {list(now)}; the declared shape was ignored")
     return res
 
 
@@ -588,12 +825,14 @@ def measured_shapes(
     seed: int = 0,
     *,
     where: str | None = None,
+    values: Mapping[str, object] | None = None,
 ) -> dict[str, tuple[tuple[int, ...], int]]:
     """Run the model once with ONNX Runtime and return every node output's shape and type.
 
     A copy of the model lists every non-empty node output as a graph output; ONNX Runtime runs it
     on the CPU with graph optimisations off, on random inputs: standard normal floats (``seed``),
-    zeros for integer and bool inputs (0 is a valid index, count and flag).
+    zeros for integer and bool inputs (0 is a valid index, count and flag), except the inputs
+    ``values`` gives (a sample rate, a mode flag: an input the model rejects at 0).
 
     Parameters
     ----------
@@ -604,6 +843,10 @@ def measured_shapes(
         Seed of :func:`numpy.random.default_rng` for the float inputs.
     where : str, optional
         Label for error messages.
+    values : mapping, optional
+        ``{graph input: value}`` fed instead of the random or zero input: a number or nested
+        list, converted to the input's element type, with the input's static shape (a scalar
+        for a rank-0 input, e.g. silero-vad's ``{"sr": 16000}``).
 
     Returns
     -------
@@ -615,8 +858,9 @@ def measured_shapes(
     Raises
     ------
     OnnxImportError
-        A graph input without a static shape (named, with the ``--override`` to give), or ONNX
-        Runtime failing to load or run the model (its message).
+        A graph input without a static shape (named, with the ``--override`` to give), a
+        ``values`` entry that names no graph input or has another shape, or ONNX Runtime failing
+        to load or run the model (its message).
     """
     import onnxruntime as ort
 
@@ -640,6 +884,17 @@ def measured_shapes(
                 f"need static inputs: --override {vi.name}=D1,D2,... "
                 f"(overrides={{{vi.name!r}: [...]}})")
         feeds[vi.name] = _random_input(shape, vi.type.tensor_type.elem_type, rng)
+    for name, val in (values or {}).items():
+        if name not in feeds:
+            raise OnnxImportError(
+                f"{where}: input value for {name!r}: not a graph input of the model "
+                f"(inputs {sorted(feeds)})")
+        arr = np.asarray(val, dtype=feeds[name].dtype)
+        if arr.shape != feeds[name].shape:
+            raise OnnxImportError(
+                f"{where}: input value for {name!r} has shape {list(arr.shape)}, the input's "
+                f"shape is {list(feeds[name].shape)}")
+        feeds[name] = arr
     have = {o.name for o in g.output}
     extra = [o for o in _node_outputs(m) if o not in have and o not in init_names]
     g.output.extend(onnx.ValueInfoProto(name=o) for o in dict.fromkeys(extra))
@@ -668,8 +923,10 @@ def measured_sizes(
     model_or_path: str | os.PathLike | onnx.ModelProto,
     overrides: Overrides | None = None,
     seed: int = 0,
+    values: Mapping[str, object] | None = None,
 ) -> dict[str, int]:
-    """Bytes of every node output in one ONNX Runtime run (:func:`measured_shapes`).
+    """Bytes of every node output in one ONNX Runtime run (:func:`measured_shapes`; ``values``:
+    input values fed instead of random or zero inputs).
 
     Returns
     -------
@@ -692,7 +949,8 @@ def measured_sizes(
     {'y': 24}
     """
     out = {}
-    for name, (shape, et) in measured_shapes(model_or_path, overrides, seed).items():
+    for name, (shape, et) in measured_shapes(model_or_path, overrides, seed,
+                                             values=values).items():
         item = np.dtype(helper.tensor_dtype_to_np_dtype(et)).itemsize
         out[name] = math.prod(shape) * item
     return out

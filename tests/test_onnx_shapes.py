@@ -291,3 +291,153 @@ def test_cli_export_and_budget_take_override(tmp_path):
     assert json.loads(r.stdout)["results"][0]["baseline_peak"] == 32
     r = _memplan("plan", "seed000", "--override", "x=1")
     assert r.returncode == 2 and "--override applies to ONNX" in r.stderr
+
+
+# -- declared shapes are hints; contrib operators with documented shapes -------------------------
+def _if_model(then_nodes, then_out, else_nodes, else_out, x_dims, opset=17, outer=()):
+    """y = Relu(If(cond, then, else)) on input x; cond is a runtime bool input; ``outer``: main
+    graph nodes before the If (constants the branches read)."""
+    then_g = helper.make_graph(then_nodes, "then_g", [], [then_out])
+    else_g = helper.make_graph(else_nodes, "else_g", [], [else_out])
+    nodes = [*outer,
+             helper.make_node("If", ["cond"], ["b"], then_branch=then_g, else_branch=else_g),
+             helper.make_node("Relu", ["b"], ["y"])]
+    return _model(nodes, [_vi("x", x_dims), _vi("cond", [], TensorProto.BOOL)],
+                  [_vi("y", None)], opset=opset)
+
+
+def _sizes(g):
+    return {t.name: t.nbytes for t in g.tensors.values() if t.kind in ("activation", "output")}
+
+
+def test_subgraph_output_declared_from_another_trace_is_a_hint():
+    """A branch output declared [7, 3] (the export trace had N = 7): with N = 2, strict inference
+    contradicts it; it is ignored, named in graph.notes with both shapes, and every size equals
+    ONNX Runtime's (which only warns about such declared shapes)."""
+    then_nodes = [helper.make_node("Relu", ["x"], ["t1"]), helper.make_node("Neg", ["t1"], ["t"])]
+    else_nodes = [helper.make_node("Abs", ["x"], ["e"])]
+    m = _if_model(then_nodes, _vi("t", [7, 3]), else_nodes, _vi("e", ["N", 3]), ["N", 3])
+    g = load_onnx(m, overrides={"N": 2})
+    assert any("'t'" in n and "[7, 3]" in n and "[2, 3]" in n for n in g.notes)
+    assert g.tensors["b"].shape == (2, 3) and g.tensors["y"].nbytes == 24
+    ws = g.tensors["If_0_subgraph_ws"].nbytes
+    assert ws == 24  # then branch: t1 (24 B) lives while t is written into b
+    for cond in (True, False):
+        measured = measured_sizes(m, {"N": 2}, values={"cond": cond})
+        assert {n: measured[n] for n in ("b", "y")} == {"b": 24, "y": 24}
+        assert {k: v for k, v in _sizes(g).items() if k in measured} == {
+            k: measured[k] for k in _sizes(g) if k in measured}
+
+
+def test_main_graph_value_info_conflict_is_a_hint():
+    nodes = [helper.make_node("Relu", ["x"], ["h"]), helper.make_node("Neg", ["h"], ["y"])]
+    m = _model(nodes, [_vi("x", ["N", 3])], [_vi("y", None)], value_info=[_vi("h", [7, 3])])
+    g = load_onnx(m, overrides={"N": 2})
+    assert g.tensors["h"].nbytes == g.tensors["y"].nbytes == 24
+    assert g.shape_source["h"] == "onnx_strict"
+    assert any("'h'" in n and "[7, 3]" in n and "[2, 3]" in n for n in g.notes)
+    assert _sizes(g) == measured_sizes(m, {"N": 2})
+    # a fully static declared graph output stays a law (the error points to --override)
+    bad = _model(nodes, [_vi("x", [2, 3])], [_vi("y", [7, 3])])
+    with pytest.raises(OnnxImportError, match=r"strict ONNX shape inference failed"):
+        load_onnx(bad)
+
+
+def test_if_branch_that_cannot_run_with_the_shapes_is_ruled_out():
+    """silero-vad's kind: the else branch squeezes a dimension that is 2 at these shapes, so the
+    ONNX spec rejects it and ONNX Runtime fails when it is taken; the workspace is the then
+    branch's, the If's output its shape, and sizes equal ONNX Runtime's run with cond true."""
+    # the axes are an outer-scope constant, as silero-vad's are: ONNX Runtime's load-time
+    # inference does not see the value, the importer lends it to the branch
+    ax = helper.make_node("Constant", [], ["a0"],
+                          value=helper.make_tensor("ax", TensorProto.INT64, [1], [0]))
+    then_nodes = [helper.make_node("Relu", ["x"], ["t1"]), helper.make_node("Neg", ["t1"], ["t"])]
+    else_nodes = [helper.make_node("Squeeze", ["x", "a0"], ["s"]),
+                  helper.make_node("Unsqueeze", ["s", "a0"], ["e"])]
+    m = _if_model(then_nodes, _vi("t", None), else_nodes, _vi("e", None), ["N", 4], outer=[ax])
+    g = load_onnx(m, overrides={"N": 2})
+    assert any("else_branch of If node" in n and "Squeeze" in n for n in g.notes)
+    assert g.tensors["b"].shape == (2, 4) and g.tensors["y"].nbytes == 32
+    assert g.tensors["If_0_subgraph_ws"].nbytes == 32  # t1, the then branch's temporary
+    assert g.ops["If_0"].inputs == ("cond", "x", "a0")  # the ruled-out branch's reads too
+    # ONNX Runtime (N symbolic in the file: it loads) with x of 2 rows: the then branch runs
+    # and gives y the imported size; the else branch fails
+    import numpy as np
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 4
+    sess = ort.InferenceSession(m.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    x = np.ones((2, 4), np.float32)
+    (y,) = sess.run(["y"], {"x": x, "cond": np.array(True)})
+    assert y.nbytes == g.tensors["y"].nbytes == g.tensors["b"].nbytes
+    with pytest.raises(Exception, match=r"Squeeze|squeeze|dimension"):
+        sess.run(["y"], {"x": x, "cond": np.array(False)})
+    # with N = 1 both branches run: nothing is ruled out, the workspace is the larger branch's
+    g1 = load_onnx(m, overrides={"N": 1})
+    assert not g1.notes and g1.tensors["If_0_subgraph_ws"].nbytes == 16
+
+
+def test_measured_values_must_name_an_input_with_its_shape():
+    m = _if_model([helper.make_node("Relu", ["x"], ["t"])], _vi("t", None),
+                  [helper.make_node("Neg", ["x"], ["e"])], _vi("e", None), [2, 4])
+    with pytest.raises(OnnxImportError, match=r"'nope': not a graph input"):
+        measured_sizes(m, values={"nope": 1})
+    with pytest.raises(OnnxImportError, match=r"'cond' has shape \[2\]"):
+        measured_sizes(m, values={"cond": [True, False]})
+
+
+def _dq_lstm_model(direction="bidirectional", seq=5, batch=1, inp=4, hidden=3):
+    import numpy as np
+    from onnx import numpy_helper
+
+    dirs = 2 if direction == "bidirectional" else 1
+    rng = np.random.default_rng(0)
+    inits = [
+        numpy_helper.from_array(rng.integers(-5, 5, (dirs, inp, 4 * hidden)).astype(np.int8), "W"),
+        numpy_helper.from_array(rng.integers(-5, 5, (dirs, hidden, 4 * hidden)).astype(np.int8),
+                                "R"),
+        numpy_helper.from_array(rng.standard_normal((dirs, 8 * hidden)).astype(np.float32), "B"),
+        numpy_helper.from_array(np.full(dirs, 0.05, np.float32), "Ws"),
+        numpy_helper.from_array(np.zeros(dirs, np.int8), "Wz"),
+        numpy_helper.from_array(np.full(dirs, 0.05, np.float32), "Rs"),
+        numpy_helper.from_array(np.zeros(dirs, np.int8), "Rz"),
+    ]
+    nodes = [
+        helper.make_node("Relu", ["x"], ["xr"]),
+        helper.make_node("DynamicQuantizeLSTM",
+                         ["xr", "W", "R", "B", "", "", "", "", "Ws", "Wz", "Rs", "Rz"],
+                         ["Y", "Y_h", "Y_c"], domain="com.microsoft", hidden_size=hidden,
+                         direction=direction),
+        helper.make_node("Transpose", ["Y"], ["yt"], perm=[0, 2, 1, 3]),
+        helper.make_node("Add", ["Y_h", "Y_c"], ["hc"]),
+    ]
+    g = helper.make_graph(nodes, "dqlstm", [_vi("x", [seq, batch, inp])],
+                          [_vi("yt", None), _vi("hc", None)], initializer=inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13),
+                                               helper.make_opsetid("com.microsoft", 1)])
+
+
+@pytest.mark.parametrize("direction", ["bidirectional", "forward"])
+def test_dynamic_quantize_lstm_has_its_documented_shapes(direction):
+    """com.microsoft DynamicQuantizeLSTM (ddddocr's common_old.onnx): neither ONNX nor ONNX
+    Runtime's symbolic inference knows it; the onnx_spec rule (ContribOperators.md) gives Y
+    [seq, dirs, batch, hidden] and Y_h, Y_c [dirs, batch, hidden], and ONNX Runtime agrees."""
+    m = _dq_lstm_model(direction)
+    g = load_onnx(m)
+    dirs = 2 if direction == "bidirectional" else 1
+    assert g.tensors["Y"].shape == (5, dirs, 1, 3) and g.tensors["Y_h"].shape == (dirs, 1, 3)
+    assert g.shape_source["Y"] == g.shape_source["Y_c"] == "onnx_spec"
+    assert g.tensors["yt"].shape == (5, 1, dirs, 3)
+    assert _sizes(g) == measured_sizes(m)
+
+
+def test_unknown_contrib_operator_is_still_a_clear_error():
+    nodes = [helper.make_node("NoSuchContribOp", ["x"], ["h"], domain="com.microsoft"),
+             helper.make_node("Relu", ["h"], ["y"])]
+    g = helper.make_graph(nodes, "contrib", [_vi("x", [2, 8])], [_vi("y", None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
+                                            helper.make_opsetid("com.microsoft", 1)])
+    with pytest.raises(OnnxImportError,
+                       match=r"tensor 'h'.*op NoSuchContribOp.*--override h="):
+        load_onnx(m)
