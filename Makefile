@@ -28,9 +28,12 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check planners scheduling experiments tests
 
-## Planner speed on 1k, 10k, 100k random buffers -> results/bench_planners.csv
+## Planner speed on 1k, 10k, 100k random buffers -> results/bench_planners.csv; greedy_by_size at
+## scale (pangu with both engines, 10^4..10^6 random buffers, 10^6-row CSV read; one child process
+## each, peak RSS) -> results/bench_scale.csv + results/figures/bench_scale.png/.pdf
 bench: $(STAMP)
 	$(PY) -m experiments.bench_planners --out results/bench_planners.csv
+	$(PY) -m experiments.bench_planners --scale --out results/bench_scale.csv --figure results/figures/bench_scale
 
 ## RV64 cost of the allocator cores (emulated machine code) -> results/bench_rv64.csv + figure
 bench-rv64: $(STAMP)
