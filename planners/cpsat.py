@@ -81,9 +81,9 @@ class CPSat(Planner):
         ablations.
     model_budget : float or None
         Decline with status ``skipped`` (``info["reason"]``, ``info["model_estimate"]``) when the
-        model's estimated build time exceeds ``model_budget * time_limit`` (see
-        :func:`estimate_model`); ``None`` always builds. A skipped plan has no offsets, like a
-        timeout (the heuristics' arenas are still recorded in ``info``).
+        model's estimated build time (:func:`estimate_model`) exceeds ``model_budget`` times the
+        seconds left of ``time_limit`` after the heuristics; ``None`` always builds. A skipped
+        plan has no offsets, like a timeout (the heuristics' arenas are still in ``info``).
 
     Returns (through :meth:`plan`)
     ------------------------------
@@ -163,7 +163,8 @@ class CPSat(Planner):
                 warm, warm_arena = None, None
         est = estimate_model(problem, self.formulation)
         info["model_estimate"] = est.as_info()
-        reason = decline_reason(est, limit, self.model_budget, f"cpsat ({self.formulation})")
+        left = limit - (time.perf_counter() - t0)
+        reason = decline_reason(est, left, self.model_budget, f"cpsat ({self.formulation})")
         if reason is not None:
             info["reason"] = reason
             return SolveResult(None, "skipped", lb, info)

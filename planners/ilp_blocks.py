@@ -150,7 +150,8 @@ class ILPBlocks(Planner):
     model_budget : float or None
         Decline with status ``skipped`` (no offsets; ``info["reason"]``,
         ``info["model_estimate"]``) when the model's estimated build time (:func:`estimate_model`,
-        :mod:`planners.model_size`) exceeds ``model_budget * time_limit``; ``None`` always builds.
+        :mod:`planners.model_size`) exceeds ``model_budget`` times the seconds left of
+        ``time_limit``; ``None`` always builds.
 
     Returns (through :meth:`plan`)
     ------------------------------
@@ -250,7 +251,8 @@ class ILPBlocks(Planner):
         est = estimate_model(
             problem, self.blocks, self.conflicts, self.symmetry_breaking, self.backend
         )
-        reason = decline_reason(est, self.time_limit, self.model_budget, "ilp_blocks")
+        left = float(self.time_limit) - (time.perf_counter() - t0)
+        reason = decline_reason(est, left, self.model_budget, "ilp_blocks")
         if reason is not None:
             info = {"model_estimate": est.as_info(), "reason": reason}
             return SolveResult(None, "skipped", lb, info)

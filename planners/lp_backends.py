@@ -44,7 +44,13 @@ def _cbc_log_bound(text: str) -> float | None:
     return float(found[-1]) if found else None
 
 
-def solve_pulp(prob: pulp.LpProblem, time_limit: float, warm_start: bool = False, threads: int = 1):
+def solve_pulp(
+    prob: pulp.LpProblem,
+    time_limit: float,
+    warm_start: bool = False,
+    threads: int = 1,
+    cbc_options: list[str] | None = None,
+):
     """Solve ``prob`` (a minimisation) and return ``(status, best_bound, info)``.
 
     Parameters
@@ -56,6 +62,8 @@ def solve_pulp(prob: pulp.LpProblem, time_limit: float, warm_start: bool = False
         Pass the variables' initial values (``setInitialValue``) to the solver (CBC ``mipstart``).
     threads : int
         Solver threads.
+    cbc_options : list of str, optional
+        Extra CBC command-line options (e.g. ``["preprocess off"]``); ignored by HiGHS.
 
     Returns
     -------
@@ -78,7 +86,12 @@ def solve_pulp(prob: pulp.LpProblem, time_limit: float, warm_start: bool = False
         os.close(fd)
         try:
             solver = pulp.PULP_CBC_CMD(
-                msg=False, timeLimit=time_limit, threads=threads, warmStart=warm_start, logPath=log
+                msg=False,
+                timeLimit=time_limit,
+                threads=threads,
+                warmStart=warm_start,
+                logPath=log,
+                options=list(cbc_options or []),
             )
             try:
                 prob.solve(solver)
@@ -89,7 +102,12 @@ def solve_pulp(prob: pulp.LpProblem, time_limit: float, warm_start: bool = False
                 # (ilp_blocks on MiniMalloc A); retry once without it and record the fact.
                 info["mip_start"] = "CBC crashed with the MIP start; solved again without it"
                 solver = pulp.PULP_CBC_CMD(
-                    msg=False, timeLimit=time_limit, threads=threads, warmStart=False, logPath=log
+                    msg=False,
+                    timeLimit=time_limit,
+                    threads=threads,
+                    warmStart=False,
+                    logPath=log,
+                    options=list(cbc_options or []),
                 )
                 prob.solve(solver)
             with open(log, errors="replace") as f:

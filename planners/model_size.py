@@ -114,21 +114,22 @@ def clique_terms(problem: Problem) -> tuple[int, int]:
 
 
 def decline_reason(
-    estimate: ModelEstimate, time_limit: float | None, fraction: float | None, what: str
+    estimate: ModelEstimate, seconds: float | None, fraction: float | None, what: str
 ) -> str | None:
     """Why a model should not be built, or ``None`` to build it.
 
-    Declines when ``estimate.seconds > fraction * time_limit``: the build would eat more than that
-    share of the whole call's time limit. ``fraction=None`` (or no time limit) never declines (for
-    ablations; the time limit may then be exceeded by the build).
+    Declines when ``estimate.seconds > fraction * seconds``, ``seconds`` being what is left of the
+    call's time limit: the build would eat more than that share of it. ``fraction=None`` (or no
+    time limit) never declines (for ablations; the time limit may then be exceeded by the build).
     """
-    if fraction is None or time_limit is None:
+    if fraction is None or seconds is None:
         return None
-    budget = float(fraction) * float(time_limit)
+    budget = float(fraction) * max(float(seconds), 0.0)
     if estimate.seconds <= budget:
         return None
     return (
         f"{what}: the model would have {estimate.variables} variables, {estimate.constraints} "
         f"constraints and {estimate.terms} terms, estimated {estimate.seconds:.1f} s to build, "
-        f"above {fraction:g} x time_limit = {budget:.1f} s; not built"
+        f"above {fraction:g} x {float(seconds):.1f} s left of the time limit = {budget:.1f} s; "
+        "not built"
     )

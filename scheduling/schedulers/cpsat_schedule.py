@@ -58,7 +58,7 @@ class CPSatSchedule(Scheduler):
     bound.
 
     The model has ``O(n^2 + n * #tensor uses)`` terms (:func:`estimate_model`); it is built only
-    when its estimated build time is within ``model_budget * time_limit`` (the rate is measured,
+    when its estimated build time is within ``model_budget`` times the time left (rates measured,
     :mod:`planners.model_size`), otherwise the call declines with status ``"skipped"`` and returns
     the initial order at once, so ``time_limit`` holds for the whole call.
 
@@ -74,7 +74,8 @@ class CPSatSchedule(Scheduler):
         Optional hard cap on the number of operators; larger graphs are declined like an
         over-budget model (status ``"skipped"``).
     model_budget : float or None, default 0.5
-        Fraction of ``time_limit`` the estimated model build may take; above it the call declines
+        Fraction of the time left (``time_limit`` minus the initial orders' time) the estimated
+        model build may take; above it the call declines
         (status ``"skipped"``, ``info["reason"]``, ``info["model_estimate"]``). ``None`` always
         builds (the time limit may then be exceeded by the build).
     best_of_start : bool, default True
@@ -131,7 +132,8 @@ class CPSatSchedule(Scheduler):
             return ScheduleResult(m.to_names(greedy), "optimal", {**info, "solver_status": "bound"})
         est = estimate_model(m)
         info["model_estimate"] = est.as_info()
-        reason = decline_reason(est, limit, self.model_budget, "cpsat_schedule")
+        left = limit - (time.perf_counter() - t0)
+        reason = decline_reason(est, left, self.model_budget, "cpsat_schedule")
         if reason is None and self.max_ops is not None and n > self.max_ops:
             reason = f"cpsat_schedule: {n} operators > max_ops={self.max_ops}; not built"
         if reason is not None:

@@ -63,9 +63,9 @@ class ExactDP(Scheduler):
     The DP goes level by level (``|S| = 0, 1, ..., n``), keeping one entry per state (memoisation:
     orders reaching the same set merge) with its predecessor for reconstruction. Pruning: an upper
     bound from :func:`initial_order` (the best of ``min_live``, DFS, the stored order and
-    ``best_of``'s candidates; states whose peak reaches it cannot improve it and are dropped), and the order-independent lower
-    bound ``max_v (inputs(v) + outputs(v))``: when the initial order meets it, it is optimal
-    without search.
+    ``best_of``'s candidates; states whose peak reaches it cannot improve it and are dropped),
+    and the order-independent lower bound ``max_v (inputs(v) + outputs(v))``: when the initial
+    order meets it, it is optimal without search.
 
     Parameters
     ----------
