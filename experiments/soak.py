@@ -834,6 +834,47 @@ def _onnx_seeds() -> list[tuple[str, bytes]]:
     seeds.append(("symbolic", model(
         [helper.make_node("Relu", ["x"], ["y"], name="r")],
         [vi("x", TensorProto.INT8, [2, 3])], [vi("y", TensorProto.INT8, [2, 3])])))
+    # control flow: If with two branches reading the outer scope, a Loop, a Scan
+    b, i64 = TensorProto.BOOL, TensorProto.INT64
+    then_b = helper.make_graph([helper.make_node("Concat", ["a", "a"], ["t"], axis=0),
+                                helper.make_node("ReduceSum", ["t", "ax"], ["ot"], keepdims=1)],
+                               "then", [], [vi("ot", f32, [1, 64])],
+                               [helper.make_tensor("ax", i64, [1], [0])])
+    else_b = helper.make_graph([helper.make_node("Neg", ["a"], ["oe"])], "else", [],
+                               [vi("oe", f32, [1, 64])])
+    seeds.append(("if", model(
+        [helper.make_node("Relu", ["x"], ["a"], name="relu"),
+         helper.make_node("If", ["flag"], ["y"], name="if", then_branch=then_b,
+                          else_branch=else_b)],
+        [vi("x", f32, [1, 64]), vi("flag", b, [])], [vi("y", f32, [1, 64])])))
+    body = helper.make_graph(
+        [helper.make_node("Mul", ["s_in", "x"], ["t"]),
+         helper.make_node("Add", ["t", "x"], ["s_out"]),
+         helper.make_node("Relu", ["s_out"], ["scan_o"]),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"])],
+        "body", [vi("i", i64, []), vi("cond_in", b, []), vi("s_in", f32, [1, 16])],
+        [vi("cond_out", b, []), vi("s_out", f32, [1, 16]), vi("scan_o", f32, [1, 16])])
+    seeds.append(("loop", model(
+        [helper.make_node("Relu", ["x0"], ["x"], name="relu"),
+         helper.make_node("Loop", ["M", "cond", "s0"], ["s_fin", "scans"], name="loop",
+                          body=body),
+         helper.make_node("Add", ["s_fin", "x"], ["z"], name="add")],
+        [vi("x0", f32, [1, 16]), vi("s0", f32, [1, 16])],
+        [vi("z", f32, [1, 16]), vi("scans", f32, [None, 1, 16])],
+        [helper.make_tensor("M", i64, [], [4]), helper.make_tensor("cond", b, [], [True])])))
+    sbody = helper.make_graph(
+        [helper.make_node("Mul", ["xs", "xs"], ["t"]),
+         helper.make_node("Add", ["s_in", "t"], ["s_out"]),
+         helper.make_node("Relu", ["s_out"], ["ys"])],
+        "scan_body", [vi("s_in", f32, [1, 16]), vi("xs", f32, [1, 16])],
+        [vi("s_out", f32, [1, 16]), vi("ys", f32, [1, 16])])
+    seeds.append(("scan", model(
+        [helper.make_node("Relu", ["x0"], ["X"], name="relu"),
+         helper.make_node("Scan", ["s0", "X"], ["s_fin", "Y"], name="scan", body=sbody,
+                          num_scan_inputs=1, scan_input_axes=[0]),
+         helper.make_node("Sigmoid", ["Y"], ["z"], name="sig")],
+        [vi("x0", f32, [5, 1, 16]), vi("s0", f32, [1, 16])],
+        [vi("z", f32, [5, 1, 16]), vi("s_fin", f32, [1, 16])])))
     return seeds
 
 
@@ -844,7 +885,7 @@ def _mutate_onnx(rng, data: bytes) -> tuple[bytes, str]:
     import onnx
     from onnx import helper
 
-    if rng.random() < 0.35:
+    if rng.random() < 0.25:
         return _bytes_mutation(rng, data)
     m = onnx.ModelProto()
     m.ParseFromString(data)
@@ -853,7 +894,8 @@ def _mutate_onnx(rng, data: bytes) -> tuple[bytes, str]:
     for _ in range(int(rng.choice([1, 1, 2, 3]))):
         op = str(rng.choice(["dim", "dim_param", "drop_init", "cycle", "dup_output", "dup_node_name",
                              "dup_init", "dangling", "elem_type", "op_type", "opset", "attr",
-                             "no_nodes", "reverse", "raw_data", "no_outputs", "init_dims"]))
+                             "no_nodes", "reverse", "raw_data", "no_outputs", "init_dims",
+                             "subgraph", "subgraph", "trip_count"]))
         ops.append(op)
         nodes = list(g.node)
         vis = list(g.input) + list(g.value_info) + list(g.output)
@@ -932,9 +974,37 @@ def _mutate_onnx(rng, data: bytes) -> tuple[bytes, str]:
                 t.raw_data = b"\x01\x02\x03"
         elif op == "no_outputs":
             del g.output[:]
+        elif op == "trip_count" and len(g.initializer):
+            t = g.initializer[int(rng.integers(0, len(g.initializer)))]
+            if t.data_type == onnx.TensorProto.INT64 and not t.dims:
+                t.CopyFrom(helper.make_tensor(t.name, onnx.TensorProto.INT64, [],
+                                              [int(rng.choice([-1, 0, 1, 2**40, 2**62]))]))
+        elif op == "subgraph":
+            subs = [a.g for nd in nodes for a in nd.attribute if a.type == onnx.AttributeProto.GRAPH]
+            if subs:
+                sg = subs[int(rng.integers(0, len(subs)))]
+                what = str(rng.choice(["drop_node", "dangling", "drop_output", "dim", "drop_input",
+                                       "outer_cycle"]))
+                ops[-1] = f"subgraph:{what}"
+                if what == "drop_node" and len(sg.node):
+                    del sg.node[int(rng.integers(0, len(sg.node)))]
+                elif what == "dangling" and len(sg.node) and sg.node[0].input:
+                    sg.node[0].input[0] = "missing_tensor"
+                elif what == "drop_output" and len(sg.output):
+                    del sg.output[int(rng.integers(0, len(sg.output)))]
+                elif what == "dim":
+                    vis2 = [v for v in list(sg.input) + list(sg.output)
+                            if v.type.tensor_type.shape.dim]
+                    if vis2:
+                        dims = vis2[int(rng.integers(0, len(vis2)))].type.tensor_type.shape.dim
+                        dims[int(rng.integers(0, len(dims)))].dim_value = int(rng.choice(_DIMS))
+                elif what == "drop_input" and len(sg.input):
+                    del sg.input[int(rng.integers(0, len(sg.input)))]
+                elif what == "outer_cycle" and len(sg.node) and sg.node[0].input and nodes:
+                    sg.node[0].input[0] = nodes[-1].output[0] if nodes[-1].output else "y"
     out = m.SerializeToString()
     desc = "onnx:" + "+".join(ops)
-    if rng.random() < 0.15:
+    if rng.random() < 0.1:
         out, d2 = _bytes_mutation(rng, out)
         desc += "+" + d2
     return out, desc
