@@ -42,7 +42,7 @@ from .colouring import interference_edges
 from .errors import ProblemError
 from .model import Problem
 from .model_size import ModelEstimate, decline_reason, interference_pairs
-from .warmstart import best_heuristic
+from .warmstart import HEURISTIC_SHARE, best_heuristic
 
 __all__ = ["CPSat", "FORMULATIONS", "MODES", "estimate_model"]
 
@@ -153,7 +153,7 @@ class CPSat(Planner):
         shortcut = self.heuristic_first and mode == "decide"
         if self.warm_start or shortcut:
             warm, warm_arena, winfo = best_heuristic(
-                problem, stop_at=cap if shortcut else None, deadline=t0 + limit
+                problem, stop_at=cap if shortcut else None, deadline=t0 + HEURISTIC_SHARE * limit
             )
             info.update(winfo)
             if shortcut and warm_arena <= cap:
@@ -272,12 +272,12 @@ def estimate_model(problem: Problem, formulation: str) -> ModelEstimate:
 
     With ``n`` non-zero-size buffers and ``E`` interfering pairs
     (:func:`planners.model_size.interference_pairs`): ``"nooverlap2d"`` has ``3n + 1`` variables
-    (offset, two intervals each, the height), ``n + 1`` constraints and ``6n`` terms;
-    ``"pairwise"`` has ``n + E + 1`` variables, ``n + 2E`` constraints and ``2n + 6E`` terms (two
-    enforced inequalities of three literals per pair).
+    (offset, two intervals each, the height), ``n + 1`` constraints and ``7n`` terms (with the
+    ``n`` solution hints); ``"pairwise"`` has ``n + E + 1`` variables, ``n + 2E`` constraints and
+    ``3n + 7E`` terms (two enforced inequalities of three literals per pair, and the hints).
     """
     n = int((problem.sizes > 0).sum())
     if formulation == "nooverlap2d":
-        return ModelEstimate.of("cpsat_nooverlap2d", 3 * n + 1, n + 1, 6 * n)
+        return ModelEstimate.of("cpsat_nooverlap2d", 3 * n + 1, n + 1, 7 * n)
     e = interference_pairs(problem)
-    return ModelEstimate.of("cpsat_pairwise", n + e + 1, n + 2 * e, 2 * n + 6 * e)
+    return ModelEstimate.of("cpsat_pairwise", n + e + 1, n + 2 * e, 3 * n + 7 * e)

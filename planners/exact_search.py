@@ -44,7 +44,7 @@ against one unlucky order; a completed search under any ranking is a proof.
     greedy family, the colouring planners, ``naive``) and stop at the first whose arena fits the
     capacity: the answer is then "fits" at once (``info["answered_by"]`` names the heuristic), so
     the search is never worse than a heuristic it could have run. Their time counts against
-    ``time_limit``. This shortcut leaves the search itself unchanged (still complete).
+    ``time_limit``; none is started after :data:`planners.warmstart.HEURISTIC_SHARE` of it. This shortcut leaves the search itself unchanged (still complete).
 
 Zero-size buffers take no space and get offset 0. Offsets respect each buffer's alignment
 (min offsets are rounded up to it), so the method is complete for aligned problems as well.
@@ -60,7 +60,7 @@ from .base import Planner, SolveResult
 from .bounds import lower_bound
 from .errors import ProblemError
 from .model import Problem
-from .warmstart import best_heuristic
+from .warmstart import HEURISTIC_SHARE, best_heuristic
 
 __all__ = ["ExactSearch", "sections", "PREORDER_KEYS"]
 
@@ -251,7 +251,7 @@ class ExactSearch(Planner):
             return SolveResult(offsets, "optimal", info=info)
         if self.heuristic_first:
             warm, arena, winfo = best_heuristic(
-                problem, stop_at=cap, deadline=t0 + float(self.time_limit)
+                problem, stop_at=cap, deadline=t0 + HEURISTIC_SHARE * float(self.time_limit)
             )
             info["heuristic_arenas"] = winfo["heuristic_arenas"]
             info["heuristic_seconds"] = winfo["heuristic_seconds"]

@@ -62,7 +62,7 @@ from .colouring import interference_edges
 from .lp_backends import solve_pulp
 from .model import Problem
 from .model_size import ModelEstimate, decline_reason, interference_pairs
-from .warmstart import best_heuristic
+from .warmstart import HEURISTIC_SHARE, best_heuristic
 
 __all__ = ["MILPOffsets", "offsets_from_order", "estimate_model", "INTEGRALITY_TOLERANCE"]
 
@@ -220,7 +220,7 @@ class MILPOffsets(Planner):
         cap = problem.capacity
         warm = None
         if self.warm_start:
-            warm, ub, winfo = best_heuristic(problem, deadline=t0 + limit)
+            warm, ub, winfo = best_heuristic(problem, deadline=t0 + HEURISTIC_SHARE * limit)
             info.update(winfo)
         else:
             ub = int(problem.aligned_sizes.sum())

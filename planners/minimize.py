@@ -31,7 +31,7 @@ from .base import Planner, SolveResult
 from .bounds import lower_bound
 from .errors import ProblemError
 from .model import Plan, Problem
-from .warmstart import HEURISTICS, best_heuristic
+from .warmstart import HEURISTIC_SHARE, HEURISTICS, best_heuristic
 
 __all__ = ["Minimize", "UPPER_BOUND_HEURISTICS", "arena_quantum"]
 
@@ -159,7 +159,7 @@ class Minimize(Planner):
         t0 = time.perf_counter()
         lb = lower_bound(problem)
         best_offsets, best_arena, heuristic = self._upper_bound(
-            problem, t0 + float(self.time_limit)
+            problem, t0 + HEURISTIC_SHARE * float(self.time_limit)
         )
         upper_bound, first_heuristic = best_arena, heuristic
         g = arena_quantum(problem)

@@ -26,13 +26,14 @@ __all__ = ["ModelEstimate", "BUILD_RATES", "interference_pairs", "clique_terms",
 
 #: Seconds per non-zero term to build the model and load it into the solver, about twice the
 #: slowest rate measured (random problems / layered graphs, 2-core machine under load; solver
-#: stopped right after loading): ``cpsat`` NoOverlap2D 5.2e-6 to 7.3e-6 (n = 1k to 20k buffers),
+#: stopped right after loading): ``cpsat`` NoOverlap2D 5.2e-6 to 7.3e-6 without hints (n = 1k to
+#: 20k buffers; 2.4 s for 20k buffers with hints at a load of 7 on 2 cores, 1.7e-5),
 #: pairwise 3.2e-6 to 5.0e-6 (42k to 2.1M terms); ``milp_offsets`` 4.8e-5 to 9.4e-5 including
 #: PuLP writing the file and CBC reading it (20k to 1.1M terms); ``ilp_blocks`` with OR-Tools SCIP
 #: 1.3e-5 to 1.7e-5 (59k to 11M terms), with PuLP/CBC 2.6e-4 (59k terms); ``cpsat_schedule``
 #: 1.3e-5 to 3.4e-5 (50 to 400 operators, 42k to 2.7M terms).
 BUILD_RATES = {
-    "cpsat_nooverlap2d": 1.5e-5,
+    "cpsat_nooverlap2d": 2.0e-5,
     "cpsat_pairwise": 1.0e-5,
     "milp_offsets": 2.0e-4,
     "ilp_blocks_ortools": 3.5e-5,
