@@ -155,6 +155,15 @@ class Rv64Estimate:
     mispredicts, branches : per core model.
     instructions_u74 : executed instructions of the ``sifive_u74`` build.
     images : ``{build: content hash}`` of the images used.
+    cycles_ideal_memory : ``{"u74": int, "c906": int}``, the same models with every access hitting
+        and no instruction-fetch misses (``cycles`` includes the L1 caches).
+    cache : ``{model: {"l1i_accesses", "l1i_misses", "l1d_accesses", "l1d_misses"}}``.
+    stack_bytes : ``{build: bytes}`` of stack the core touched below its entry stack pointer.
+    scratch_bytes : bytes of the host-provided work array the core touched (the cores allocate
+        nothing else: no heap).
+    text_bytes : ``{build: bytes}`` of ``.text`` in an image holding this core alone
+        (:func:`.build.core_text_bytes`).
+    assumptions : ``{model: [parameter, ...]}`` whose source is an assumption.
     """
 
     planner: str
@@ -171,6 +180,12 @@ class Rv64Estimate:
     branches: dict = field(default_factory=dict)
     instructions_u74: int = 0
     images: dict = field(default_factory=dict)
+    cycles_ideal_memory: dict = field(default_factory=dict)
+    cache: dict = field(default_factory=dict)
+    stack_bytes: dict = field(default_factory=dict)
+    scratch_bytes: int = 0
+    text_bytes: dict = field(default_factory=dict)
+    assumptions: dict = field(default_factory=dict)
 
     @property
     def rv64_instructions(self) -> int:
@@ -207,12 +222,28 @@ class Rv64Estimate:
         for m in ("u74", "c906"):
             rec[f"mispredicts_{m}"] = self.mispredicts.get(m, 0)
             rec[f"branches_{m}"] = self.branches.get(m, 0)
+        for m in ("u74", "c906"):
+            rec[f"rv64_cycles_{m}_ideal_memory"] = self.cycles_ideal_memory.get(m, 0)
+            c = self.cache.get(m, {})
+            for lvl in ("l1i", "l1d"):
+                acc, mis = c.get(f"{lvl}_accesses", 0), c.get(f"{lvl}_misses", 0)
+                rec[f"{lvl}_accesses_{m}"] = acc
+                rec[f"{lvl}_misses_{m}"] = mis
+                rec[f"{lvl}_hit_rate_{m}"] = (acc - mis) / acc if acc else float("nan")
+        for b in ("baseline_rv64", "sifive_u74"):
+            rec[f"text_bytes_{b}"] = self.text_bytes.get(b, 0)
+            rec[f"stack_bytes_{b}"] = self.stack_bytes.get(b, 0)
+        rec["scratch_bytes"] = self.scratch_bytes
+        rec["heap_bytes"] = 0
+        for m, names in self.assumptions.items():
+            rec[f"assumptions_{m}"] = ";".join(names)
         rec["offsets"] = self.offsets.tolist()
         return rec
 
 
-def _measure(image, core: str, problem, granule: int):
-    from .decode import decode_block
+def _measure(image, core: str, problem, granule: int, models=(), record: bool = False):
+    """One emulated run of ``core`` with the in-hook ``models``; returns the run and the executed
+    instructions by class (:data:`INSTRUCTION_CLASSES`)."""
     from .emulate import run_core
 
     run = run_core(
@@ -224,19 +255,13 @@ def _measure(image, core: str, problem, granule: int):
         problem.alignments,
         problem.resident.astype(np.int64),
         granule=granule,
+        models=models,
+        record=record,
     )
-    uniq, ids, counts = np.unique(run.trace, return_inverse=True, return_counts=True)
-    base, code = run.code
-    blocks = []
-    for a in uniq.tolist():
-        size = run.block_sizes[a]
-        blocks.append((a, size, decode_block(code[a - base : a - base + size])))
     by_class = dict.fromkeys(INSTRUCTION_CLASSES, 0)
-    for (_, _, insns), c in zip(blocks, counts.tolist(), strict=True):
-        for ins in insns:
-            k = "muldiv" if ins.kind in ("mul", "div") else ins.kind
-            by_class[k] += c
-    return run, ids.astype(np.int32), blocks, by_class
+    for k, c in run.sim.by_kind.items():
+        by_class["muldiv" if k in ("mul", "div") else k] += c
+    return run, by_class
 
 
 def estimate(problem, planner_name: str, check: bool = True) -> Rv64Estimate:
@@ -272,8 +297,9 @@ def estimate(problem, planner_name: str, check: bool = True) -> Rv64Estimate:
     -----
     Cost: two emulated runs (``baseline_rv64`` and ``sifive_u74`` builds) of the core's own
     complexity (``O(n^2)`` instructions for the greedy cores in the worst case) plus one native
-    callback per executed basic block and ``O(instructions)`` for the core models (in C). Images
-    and the host helper are compiled once and cached (:func:`.build.cache_dir`).
+    callback per executed basic block and per data access, which advance the core models (with
+    and without caches) in place: memory does not grow with the run length. Images and the host
+    helper are compiled once and cached (:func:`.build.cache_dir`).
     """
     ok, reason = available()
     if not ok:
@@ -284,8 +310,8 @@ def estimate(problem, planner_name: str, check: bool = True) -> Rv64Estimate:
         )
     from planners.freelist_bump import freelist_granule
 
-    from .build import build_image
-    from .cycles import simulate_trace
+    from .build import build_image, core_text_bytes
+    from .cycles import CORE_MODELS
 
     granule = freelist_granule(problem) if planner_name == "freelist_bump" else 16
     reason = core_range_error(problem, planner_name, granule)
@@ -293,12 +319,12 @@ def estimate(problem, planner_name: str, check: bool = True) -> Rv64Estimate:
         raise Rv64OutOfRange(f"rv64 estimate of {planner_name!r} declined: {reason}")
     base_img = build_image("baseline_rv64")
     u74_img = build_image("sifive_u74")
-    run_b, ids_b, blocks_b, by_class = _measure(base_img, planner_name, problem, granule)
-    run_u, ids_u, blocks_u, by_class_u = _measure(u74_img, planner_name, problem, granule)
+    mu, mc = CORE_MODELS["u74"], CORE_MODELS["c906"]
+    run_b, by_class = _measure(base_img, planner_name, problem, granule, [mc, mc.without_caches()])
+    run_u, by_class_u = _measure(u74_img, planner_name, problem, granule, [mu, mu.without_caches()])
     if not np.array_equal(run_b.offsets, run_u.offsets):
         raise RuntimeError(f"{planner_name}: the two RV64 builds disagree on the offsets")
-    sim_u = simulate_trace(ids_u, blocks_u, run_u.halt, "u74")
-    sim_c = simulate_trace(ids_b, blocks_b, run_b.halt, "c906")
+    sim_u, sim_c = run_u.sim.pipes, run_b.sim.pipes
     n = problem.n
     offsets = run_b.offsets
     if check:
@@ -312,7 +338,8 @@ def estimate(problem, planner_name: str, check: bool = True) -> Rv64Estimate:
     from planners.model import arena_top
 
     arena = arena_top(offsets, problem.sizes)
-    cycles = {"u74": int(sim_u["cycles"]), "c906": int(sim_c["cycles"])}
+    cycles = {"u74": sim_u[0]["cycles"], "c906": sim_c[0]["cycles"]}
+    keys = ("l1i_accesses", "l1i_misses", "l1d_accesses", "l1d_misses")
     return Rv64Estimate(
         planner=planner_name,
         n=n,
@@ -324,8 +351,14 @@ def estimate(problem, planner_name: str, check: bool = True) -> Rv64Estimate:
         python_offsets=py,
         offsets_match=match,
         arena=arena,
-        mispredicts={"u74": sim_u["mispredicts"], "c906": sim_c["mispredicts"]},
-        branches={"u74": sim_u["branches"], "c906": sim_c["branches"]},
+        mispredicts={"u74": sim_u[0]["mispredicts"], "c906": sim_c[0]["mispredicts"]},
+        branches={"u74": sim_u[0]["branches"], "c906": sim_c[0]["branches"]},
         instructions_u74=int(sum(by_class_u.values())),
+        cycles_ideal_memory={"u74": sim_u[1]["cycles"], "c906": sim_c[1]["cycles"]},
+        cache={"u74": {k: sim_u[0][k] for k in keys}, "c906": {k: sim_c[0][k] for k in keys}},
+        stack_bytes={"baseline_rv64": run_b.sim.stack_bytes, "sifive_u74": run_u.sim.stack_bytes},
+        scratch_bytes=max(run_b.sim.scratch_bytes, run_u.sim.scratch_bytes),
+        text_bytes={b: core_text_bytes(planner_name, b) for b in ("baseline_rv64", "sifive_u74")},
+        assumptions={"u74": mu.assumptions(), "c906": mc.assumptions()},
         images={"baseline_rv64": base_img.digest, "sifive_u74": u74_img.digest},
     )

@@ -1,7 +1,8 @@
 """Cross-compile the allocator cores (``cores.c``) to RV64 machine code with ``ziglang`` and cache it.
 
 The image is a static, freestanding ELF64 (no libc) linked by ``link.ld`` at ``0x10000``. Compiled
-images are cached by the SHA-256 of (compiler command, ``cores.c``, ``link.ld``, zig version) under
+images are cached by the SHA-256 of (compiler command with file names, not paths, ``cores.c``,
+``link.ld``, zig version) under
 ``$MEMPLAN_CACHE`` or ``~/.cache/memplan/rv64``, so the compiler runs once per source change and CPU.
 
 Seed 000 section 8 compiles its allocator for RV64 (``riscv64-unknown-linux-gnu-gcc -O2 -static``)
@@ -20,7 +21,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CPUS", "Image", "build_image", "cache_dir", "compile_command", "load_elf"]
+__all__ = ["CPUS", "Image", "build_image", "cache_dir", "compile_command", "core_text_bytes",
+           "load_elf", "section_size"]
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "cores.c"
@@ -46,15 +48,17 @@ def cache_dir() -> Path:
     return d
 
 
-def compile_command(cpu: str, out: Path) -> list[str]:
-    """The ``python -m ziglang cc`` command line that builds the image for ``cpu``."""
+def compile_command(cpu: str, out: Path, only_core: int | None = None) -> list[str]:
+    """The ``python -m ziglang cc`` command line that builds the image for ``cpu``
+    (``only_core``: an image with that core alone, ``-DMEMPLAN_CORE=<id>``, for code size)."""
     if cpu not in CPUS:
         raise ValueError(f"unknown RV64 cpu {cpu!r}; known: {', '.join(CPUS)}")
+    only = [] if only_core is None else [f"-DMEMPLAN_CORE={int(only_core)}"]
     return [
         sys.executable, "-m", "ziglang", "cc",
         "-target", "riscv64-freestanding-none", f"-mcpu={CPUS[cpu]}",
         "-O2", "-ffreestanding", "-nostdlib", "-static", "-fno-builtin",
-        "-std=c99", "-T", str(LINKER_SCRIPT), str(SOURCE), "-o", str(out),
+        "-std=c99", *only, "-T", str(LINKER_SCRIPT), str(SOURCE), "-o", str(out),
     ]  # fmt: skip
 
 
@@ -119,7 +123,31 @@ def load_elf(path: Path) -> tuple[list, dict]:
     return segments, symbols
 
 
-def build_image(cpu: str = "sifive_u74") -> Image:
+def section_size(path: Path, name: str) -> int:
+    """Size in bytes of the ELF64 section ``name`` (0 when absent). ``O(file size)``."""
+    data = Path(path).read_bytes()
+    (e_shoff,) = struct.unpack_from("<Q", data, 40)
+    e_shentsize, e_shnum, e_shstrndx = struct.unpack_from("<HHH", data, 58)
+    sections = [
+        struct.unpack_from("<IIQQQQIIQQ", data, e_shoff + k * e_shentsize) for k in range(e_shnum)
+    ]
+    strtab = sections[e_shstrndx]
+    names = data[strtab[4] : strtab[4] + strtab[5]]
+    for sh in sections:
+        if names[sh[0] : names.index(b"\0", sh[0])].decode() == name:
+            return int(sh[5])
+    return 0
+
+
+def core_text_bytes(core: str, cpu: str) -> int:
+    """``.text`` bytes of an image built with the allocator core ``core`` alone (plus the
+    ``_start`` stub and the ``memset``/``memcpy`` the compiler may call), for ``cpu``."""
+    from .emulate import CORES
+
+    return section_size(build_image(cpu, only_core=CORES[core]).path, ".text")
+
+
+def build_image(cpu: str = "sifive_u74", only_core: int | None = None) -> Image:
     """Compile (or fetch from the cache) the cores image for ``cpu`` and load it.
 
     Raises
@@ -140,7 +168,10 @@ def build_image(cpu: str = "sifive_u74") -> Image:
         except Exception:  # pragma: no cover
             zig_version = "?"
     h = hashlib.sha256()
-    h.update(" ".join(compile_command(cpu, Path("OUT"))[3:]).encode())
+    # the command with file names only: the key must not depend on where the clone lives
+    cmd = compile_command(cpu, Path("OUT"), only_core)[3:]
+    cmd = [Path(c).name if c in (str(SOURCE), str(LINKER_SCRIPT)) else c for c in cmd]
+    h.update(" ".join(cmd).encode())
     h.update(SOURCE.read_bytes())
     h.update(LINKER_SCRIPT.read_bytes())
     h.update(zig_version.encode())
@@ -149,7 +180,7 @@ def build_image(cpu: str = "sifive_u74") -> Image:
     if not out.exists():
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_name(out.name + f".{os.getpid()}.tmp")
-        proc = subprocess.run(compile_command(cpu, tmp), capture_output=True, text=True)
+        proc = subprocess.run(compile_command(cpu, tmp, only_core), capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"zig cc failed for cpu {cpu!r}:\n{proc.stderr}")
         tmp.replace(out)

@@ -58,8 +58,11 @@ void *memcpy(void *d, const void *s, unsigned long n)
     return d;
 }
 
+/* Round v up to a multiple of a (a >= 1). A power-of-two alignment (every alignment the
+ * harness produces) takes a mask and never reaches the divider; any other value divides. */
 static inline int64_t align_up(int64_t v, int64_t a)
 {
+    if ((a & (a - 1)) == 0) return (v + a - 1) & -a;
     return (v + a - 1) / a * a;
 }
 
@@ -252,14 +255,22 @@ void memplan_run(job_t *job)
     int64_t n = job->n;
     job->status = 0;
     switch (job->core) {
+/* -DMEMPLAN_CORE=<id> builds an image with one core only (code size per core). */
+#if !defined(MEMPLAN_CORE) || MEMPLAN_CORE == 0
     case 0: greedy_in_order(job); break;
+#endif
+#if !defined(MEMPLAN_CORE) || MEMPLAN_CORE == 1
     case 1: {
         int64_t *order = job->work + 2 * n;
         for (int64_t i = 0; i < n; i++) order[i] = i;
         lowest_in_order(job, order);
         break;
     }
+#endif
+#if !defined(MEMPLAN_CORE) || MEMPLAN_CORE == 2
     case 2: best_fit(job); break;
+#endif
+#if !defined(MEMPLAN_CORE) || MEMPLAN_CORE == 3
     case 3: {
         int64_t *order = job->work + 2 * n, *tmp = job->work + n, *neg = job->work + 3 * n;
         for (int64_t i = 0; i < n; i++) { order[i] = i; neg[i] = -job->size[i]; }
@@ -267,7 +278,10 @@ void memplan_run(job_t *job)
         lowest_in_order(job, order);
         break;
     }
+#endif
+#if !defined(MEMPLAN_CORE) || MEMPLAN_CORE == 4
     case 4: freelist_bump(job); return;
+#endif
     default: job->status = 1; return;
     }
     int64_t arena = 0;

@@ -1,10 +1,15 @@
-"""Run an allocator core of the RV64 image in unicorn and record its basic-block trace.
+"""Run an allocator core of the RV64 image in unicorn and cost it with in-hook core models.
 
 The host writes the problem into emulator memory (a ``job_t``, see ``cores.c``: half-open lifetimes
 ``[start, end)`` in steps, sizes and alignments in bytes, resident flags), points ``a0`` at it, sets
-``ra`` to ``memplan_halt`` and starts at ``memplan_run``; emulation stops when the core returns. A
-basic-block hook appends each executed block's address to a list (one Python call per block, not per
-instruction); blocks are decoded once per address afterwards.
+``ra`` to ``memplan_halt`` and starts at ``memplan_run``; emulation stops when the core returns.
+
+The cycle models run inside unicorn's hooks (:class:`.cycles.HostSim`, ``hostsim.c``): a block hook
+costs each executed basic block once its successor is known and counts executions per block in
+place, and a memory hook hands each block's data addresses to the cache models. Nothing grows with
+the run length: memory is ``O(code size + n)``, so long runs (``n = 8192`` with the ``O(n^2)``
+cores) fit in a bounded footprint. ``record=True`` additionally keeps the full block trace and
+data addresses in Python, for tests that replay them through :func:`.cycles.simulate_reference`.
 
 Memory map: the image at ``0x10000`` (``link.ld``), a 1 MiB stack below ``0x400000``, the job at
 ``JOB_ADDR = 0x1000000`` followed by its arrays (``8 * (14 n + 16)`` bytes for ``n`` buffers).
@@ -13,7 +18,7 @@ Memory map: the image at ``0x10000`` (``link.ld``), a 1 MiB stack below ``0x4000
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -40,46 +45,43 @@ class RunResult:
     """What one emulated run returns.
 
     offsets : int64 array ``(n,)`` bytes, problem order. arena : bytes reported by the core.
-    trace : int64 array of executed block addresses in execution order. block_sizes : ``{address:
-    bytes}`` of each block as the emulator translated it. halt : address the core returned to.
-    code : ``(base, bytes)`` of the executable segment, for decoding blocks.
+    sim : :class:`.cycles.SimResult` of the in-hook models (``None`` without models).
+    halt : address the core returned to. code : ``(base, bytes)`` of the executable segment.
+    trace : with ``record=True``, int64 array of executed block addresses in order, else empty.
+    block_sizes : with ``record=True``, ``{address: bytes}`` of each executed block.
+    mem : with ``record=True``, one list of data addresses (loads and stores, program order) per
+    executed block.
     """
 
     offsets: np.ndarray
     arena: int
-    trace: np.ndarray
-    block_sizes: dict
+    sim: object
     halt: int
     code: tuple
+    trace: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    block_sizes: dict = field(default_factory=dict)
+    mem: list = field(default_factory=list)
 
 
 def _page(n: int) -> int:
     return (n + 0xFFF) & ~0xFFF
 
 
-def _native_hook(uc):
-    """Register hostsim.c's block hook on ``uc``; ``None`` when the host helper is unavailable."""
-    import ctypes
+_TABLES: dict = {}
 
-    try:
-        from unicorn.unicorn_const import UC_HOOK_BLOCK
-        from unicorn.unicorn_py3.unicorn import uclib
 
-        from .cycles import host_library
+def code_table(image: Image):
+    """``(base, code bytes, decode table)`` of the image's executable segment (cached per image)."""
+    from .cycles import decode_table
 
-        lib = host_library()
-    except Exception:  # noqa: BLE001 - fall back to the Python hook
-        return None
-    handle = lib.memplan_trace_new()
-    fptr = ctypes.cast(lib.memplan_trace_hook, ctypes.c_void_p)
-    hh = ctypes.c_size_t()
-    err = uclib.uc_hook_add(
-        uc._uch, ctypes.byref(hh), UC_HOOK_BLOCK, fptr, ctypes.c_void_p(handle), 1, 0
-    )
-    if err != 0:
-        lib.memplan_trace_free(handle)
-        return None
-    return lib, handle, (fptr, hh)
+    key = (image.digest, image.cpu)
+    if key not in _TABLES:
+        entry = image.symbols["memplan_run"][0]
+        for addr, body in image.segments:
+            if addr <= entry < addr + len(body):
+                _TABLES[key] = (addr, bytes(body), decode_table(addr, bytes(body)))
+                break
+    return _TABLES[key]
 
 
 def run_core(
@@ -91,12 +93,20 @@ def run_core(
     alignments: np.ndarray,
     resident: np.ndarray,
     granule: int = 16,
-    use_native: bool = True,
+    models=(),
+    record: bool = False,
 ) -> RunResult:
     """Emulate ``core`` on one problem (arrays of shape ``(n,)``, int64; lifetimes half-open).
 
-    Complexity: the emulated core's own (e.g. ``O(n^2)`` instructions for the greedy cores) plus one
-    Python callback per executed basic block.
+    Parameters
+    ----------
+    models : sequence of :class:`.cycles.CoreModel`
+        Core models advanced inside the hooks (one state each); empty: only the block counters.
+    record : bool
+        Also keep the block trace and data addresses (Python hooks; ``O(run length)`` memory).
+
+    Complexity: the emulated core's own (e.g. ``O(n^2)`` instructions for the greedy cores) plus
+    one native callback per executed basic block and per data access.
 
     Raises
     ------
@@ -105,8 +115,11 @@ def run_core(
     RuntimeError
         The emulator faulted or the core reported an error status.
     """
-    from unicorn import UC_ARCH_RISCV, UC_HOOK_BLOCK, UC_MODE_RISCV64, Uc, UcError
+    from unicorn import (UC_ARCH_RISCV, UC_HOOK_BLOCK, UC_HOOK_MEM_READ, UC_HOOK_MEM_WRITE,
+                         UC_MODE_RISCV64, Uc, UcError)  # fmt: skip
     from unicorn.riscv_const import UC_RISCV_REG_A0, UC_RISCV_REG_RA, UC_RISCV_REG_SP
+
+    from .cycles import HostSim
 
     if core not in CORES:
         raise ValueError(f"unknown RV64 core {core!r}; known: {', '.join(CORES)}")
@@ -116,11 +129,9 @@ def run_core(
     hi = max(a + len(b) for a, b in image.segments)
     uc.mem_map(lo, _page(hi - lo))
     entry = image.symbols["memplan_run"][0]
-    code = None
     for addr, body in image.segments:
         uc.mem_write(addr, body)
-        if addr <= entry < addr + len(body):
-            code = (addr, bytes(body))
+    base, code, table = code_table(image)
     uc.mem_map(STACK_BASE, STACK_SIZE)
     arrays = [starts, ends, sizes, alignments, resident]
     p_in = [JOB_ADDR + _HEADER + k * 8 * n for k in range(5)]
@@ -133,48 +144,35 @@ def run_core(
     for p, a in zip(p_in, arrays, strict=True):
         uc.mem_write(p, np.ascontiguousarray(a, dtype="<i8").tobytes())
     halt = image.symbols["memplan_halt"][0]
-    uc.reg_write(UC_RISCV_REG_SP, STACK_BASE + STACK_SIZE - 64)
+    sp = STACK_BASE + STACK_SIZE - 64
+    uc.reg_write(UC_RISCV_REG_SP, sp)
     uc.reg_write(UC_RISCV_REG_A0, JOB_ADDR)
     uc.reg_write(UC_RISCV_REG_RA, halt)
-    native = _native_hook(uc) if use_native else None
+    sim = HostSim(base, table, list(models))
+    sim.regions(STACK_BASE, sp, p_work, JOB_ADDR + total)
+    _keep = sim.attach(uc)
     trace_py: list[int] = []
     sizes_seen: dict[int, int] = {}
-    if native is None:
-        append = trace_py.append
+    mem_py: list[list[int]] = []
+    if record:
 
         def on_block(_uc, address, size, _user):
-            append(address)
-            if address not in sizes_seen:
-                sizes_seen[address] = size
+            trace_py.append(address)
+            mem_py.append([])
+            sizes_seen.setdefault(address, size)
+
+        def on_mem(_uc, _access, address, _size, _value, _user):
+            mem_py[-1].append(address)
 
         uc.hook_add(UC_HOOK_BLOCK, on_block)
+        uc.hook_add(UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, on_mem)
     try:
         uc.emu_start(entry, halt)
     except UcError as e:
+        sim.close()
         raise RuntimeError(f"RV64 core {core!r} faulted in the emulator: {e}") from None
-    finally:
-        if native is not None:
-            lib, handle, _keep = native
-            length = lib.memplan_trace_len(handle)
-            packed = np.empty(max(length, 0), np.uint64)
-            if length > 0:
-                lib.memplan_trace_copy(handle, packed.ctypes.data)
-            lib.memplan_trace_free(handle)
-    if native is not None:
-        if length < 0:
-            raise RuntimeError("out of memory while recording the block trace")
-        addrs = (packed & np.uint64(0xFFFFFFFF)).astype(np.int64)
-        uniq, first = np.unique(addrs, return_index=True)
-        sizes_seen = dict(
-            zip(
-                uniq.tolist(),
-                (packed[first] >> np.uint64(32)).astype(np.int64).tolist(),
-                strict=True,
-            )
-        )
-        trace = addrs
-    else:
-        trace = np.asarray(trace_py, dtype=np.int64)
+    result = sim.finish(halt)
+    del _keep
     arena, status = struct.unpack("<qq", uc.mem_read(JOB_ADDR + 11 * 8, 16))
     if status != 0:
         raise RuntimeError(f"RV64 core {core!r} returned status {status}")
@@ -182,8 +180,10 @@ def run_core(
     return RunResult(
         offsets=offsets,
         arena=int(arena),
-        trace=trace,
-        block_sizes=sizes_seen,
+        sim=result,
         halt=halt,
-        code=code,
+        code=(base, code),
+        trace=np.asarray(trace_py, dtype=np.int64),
+        block_sizes=sizes_seen,
+        mem=mem_py,
     )

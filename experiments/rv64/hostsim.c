@@ -1,137 +1,408 @@
 /*
- * Host-side helpers for the RV64 measurement (compiled for the host with `python -m ziglang cc
+ * Host-side helper for the RV64 measurement (compiled for the host with `python -m ziglang cc
  * -shared`, loaded with ctypes). Not part of the allocator cores.
  *
- * 1. memplan_trace_hook: a unicorn UC_HOOK_BLOCK callback that appends (address | size << 32) of
- *    every executed basic block to a growable buffer (no Python call per block).
- * 2. memplan_cycles: the in-order core model of experiments/rv64/cycles.py run over a block trace.
- *    The semantics are exactly those of cycles.simulate_reference (the pure-Python reference,
- *    cross-checked by tests/test_rv64.py); keep the two in sync.
+ * The in-order core models of experiments/rv64/cycles.py run *inside* unicorn's hooks, so the
+ * cost of an estimate is bounded in memory (no block trace is stored):
+ *
+ *   memplan_block_hook  UC_HOOK_BLOCK: the block that just finished executing is costed now that
+ *                       its successor (hence its branch outcome) is known; the new block becomes
+ *                       the pending one; per-block execution counters are bumped in place.
+ *   memplan_mem_hook    UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE: data addresses of the pending block,
+ *                       in program order (paired with its loads and stores when it is costed).
+ *   memplan_sim_finish  costs the last block (its successor is the halt address).
+ *
+ * Every model state (one per core model variant, e.g. with and without caches) is advanced block
+ * by block with the whole history it needs (registers' ready cycles, issue group, divider,
+ * branch history table, cache tags): the result equals running the model over the full trace.
+ * The semantics are exactly those of cycles.simulate_reference (pure Python, cross-checked by
+ * tests/test_rv64.py); keep the two in sync.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
-    uint64_t *buf;
-    int64_t len, cap;
-    int failed;
-} trace_t;
-
-trace_t *memplan_trace_new(void)
-{
-    trace_t *t = (trace_t *)calloc(1, sizeof(trace_t));
-    return t;
-}
-
-void memplan_trace_free(trace_t *t)
-{
-    if (t) { free(t->buf); free(t); }
-}
-
-int64_t memplan_trace_len(const trace_t *t) { return t->failed ? -1 : t->len; }
-
-void memplan_trace_copy(const trace_t *t, uint64_t *out)
-{
-    memcpy(out, t->buf, (size_t)t->len * sizeof(uint64_t));
-}
-
-void memplan_trace_hook(void *uc, uint64_t address, uint32_t size, void *user)
-{
-    (void)uc;
-    trace_t *t = (trace_t *)user;
-    if (t->len == t->cap) {
-        int64_t cap = t->cap ? 2 * t->cap : (1 << 16);
-        uint64_t *b = (uint64_t *)realloc(t->buf, (size_t)cap * sizeof(uint64_t));
-        if (!b) { t->failed = 1; return; }
-        t->buf = b;
-        t->cap = cap;
-    }
-    t->buf[t->len++] = address | ((uint64_t)size << 32);
-}
-
 /* Instruction kinds, same order as decode.CLASSES. */
 enum { K_ALU, K_LOAD, K_STORE, K_BRANCH, K_JUMP, K_MUL, K_DIV, K_OTHER };
 
+/* Must match cycles._Model field by field. */
 typedef struct {
-    int64_t width;          /* issue width */
-    int64_t dual_pipes;     /* 1: pipe A = memory, pipe B = control/mul/div/other (SiFive7) */
-    int64_t lat[8];         /* result latency per kind */
-    int64_t lat_div32;      /* latency of divw/remw */
-    int64_t div_busy;       /* cycles the divider stays busy after a 64-bit divide issues */
-    int64_t div32_busy;
-    int64_t mispredict;     /* extra cycles after a mispredicted branch */
-    int64_t taken_ends_group; /* 1: a taken branch / jump ends the issue group */
-    int64_t bht_entries;    /* power of two */
-    int64_t bht_init;       /* initial 2-bit counter value */
+    int64_t width;            /* issue width */
+    int64_t dual_pipes;       /* SiFive7: pipe A memory, pipe B control/mul/div/other, ALU A or B */
+    int64_t lat[8];           /* write-back latency per kind */
+    int64_t lat_div32;        /* divw/remw */
+    int64_t div_busy, div32_busy;
+    int64_t bypass;           /* ReadAdvance cycles ... */
+    int64_t bypass_prod;      /* ... when the producer kind is in this bit mask ... */
+    int64_t bypass_cons;      /* ... and the consumer kind is in this bit mask */
+    int64_t inorder_wb;       /* llvm-mca in-order write-back rule */
+    int64_t mispredict;
+    int64_t taken_ends_group;
+    int64_t perfect_branches; /* 1: no prediction, no fetch redirect (llvm-mca block mode) */
+    int64_t bht_entries, bht_init;
+    int64_t l1i_sets, l1i_ways, l1i_shift, l1i_penalty; /* l1i_sets 0: no instruction cache */
+    int64_t l1d_sets, l1d_ways, l1d_shift, l1d_penalty; /* l1d_sets 0: no data cache */
 } model_t;
 
 typedef struct {
-    int64_t cycles, mispredicts, branches;
-} result_t;
+    int64_t sets, ways, shift;
+    uint64_t *tag;   /* line number + 1; 0 = invalid */
+    uint64_t *stamp; /* LRU: last access */
+    uint64_t clock;
+    int64_t accesses, misses;
+} cache_t;
 
-/* ids[e]: block index of the e-th executed block; blocks: first insn, count, fallthrough, addr;
- * insns: kind, rd, s0, s1, s2, w32 (int8 each, -1 = none); branch_pc[b]: pc of the last insn. */
-void memplan_cycles(const int32_t *ids, int64_t nexec, const int64_t *blk_first,
-                    const int64_t *blk_count, const uint64_t *blk_fall, const uint64_t *blk_addr,
-                    const uint64_t *blk_lastpc, const int8_t *insn, uint64_t halt,
-                    const model_t *m, result_t *out)
+typedef struct {
+    model_t m;
+    int64_t ready[64], ready_byp[64];
+    int64_t t, cnt, a_used, b_used, end, div_free, last_wb;
+    uint64_t rr_next, rr_removed; /* llvm-mca DefaultResourceStrategy of the A|B group */
+    uint8_t *bht;
+    cache_t l1i, l1d;
+    int64_t mispredicts, branches;
+} pipe_t;
+
+/* Must match cycles._PipeResult. */
+typedef struct {
+    int64_t cycles, mispredicts, branches;
+    int64_t l1i_accesses, l1i_misses, l1d_accesses, l1d_misses;
+} pipe_result_t;
+
+#define MAXMEM 256
+#define MAXPIPES 4
+
+typedef struct {
+    uint64_t base;        /* first code address of the decode table */
+    int64_t nhalf;        /* entries (one per halfword) */
+    const int8_t *dec;    /* 7 per entry: kind, rd, s0, s1, s2, w32, length */
+    pipe_t *pipes[MAXPIPES];
+    int64_t npipes;
+    uint64_t prev_addr;
+    int64_t prev_size, have_prev;
+    uint64_t mem[MAXMEM];
+    int64_t nmem, error;  /* error: 1 memory buffer overflow, 2 block outside the table */
+    int64_t *block_count; /* [nhalf] executions of a block starting at base + 2 k */
+    int64_t *block_size;  /* [nhalf] its size in bytes */
+    int64_t kind_count[8];
+    int64_t blocks;
+    uint64_t stack_lo, stack_hi, stack_min; /* lowest address touched in [stack_lo, stack_hi) */
+    uint64_t work_lo, work_hi, work_max;    /* highest address touched in [work_lo, work_hi) */
+} sim_t;
+
+static int cache_init(cache_t *c, int64_t sets, int64_t ways, int64_t shift)
 {
-    int64_t ready[64];
-    uint8_t *bht = (uint8_t *)malloc((size_t)m->bht_entries);
-    for (int i = 0; i < 64; i++) ready[i] = 0;
-    for (int64_t i = 0; i < m->bht_entries; i++) bht[i] = (uint8_t)m->bht_init;
-    int64_t t = 0, cnt = 0, a_used = 0, b_used = 0, end = 0, div_free = 0, issue = 0;
-    int64_t mispredicts = 0, branches = 0;
-    for (int64_t e = 0; e < nexec; e++) {
-        int32_t b = ids[e];
-        const int8_t *p = insn + 6 * blk_first[b];
-        int64_t k, nk = blk_count[b], kind = K_ALU;
-        for (k = 0; k < nk; k++, p += 6) {
-            kind = p[0];
-            int64_t e0 = t;
-            for (int s = 2; s < 5; s++)
-                if (p[s] >= 0 && ready[(int)p[s]] > e0) e0 = ready[(int)p[s]];
-            if (kind == K_DIV && div_free > e0) e0 = div_free;
-            if (e0 > t) { t = e0; cnt = a_used = b_used = 0; }
-            int needA = m->dual_pipes && (kind == K_LOAD || kind == K_STORE);
-            int needB = m->dual_pipes && (kind >= K_BRANCH && kind != K_LOAD && kind != K_STORE);
-            if (cnt >= m->width || (needA && a_used) || (needB && b_used)) {
-                t += 1; cnt = a_used = b_used = 0;
-            }
-            issue = t;
-            cnt++;
-            a_used |= needA;
-            b_used |= needB;
-            if (p[1] >= 0) {
-                int64_t lat = (kind == K_DIV && p[5]) ? m->lat_div32 : m->lat[kind];
-                ready[(int)p[1]] = issue + lat;
-            }
-            if (kind == K_DIV) div_free = issue + (p[5] ? m->div32_busy : m->div_busy);
-            if (issue + 1 > end) end = issue + 1;
-        }
-        if (kind == K_BRANCH) {
-            uint64_t next = e + 1 < nexec ? blk_addr[ids[e + 1]] : halt;
-            int taken = next != blk_fall[b];
-            int64_t idx = (int64_t)((blk_lastpc[b] >> 1) & (uint64_t)(m->bht_entries - 1));
-            int pred = bht[idx] >= 2;
-            if (taken && bht[idx] < 3) bht[idx]++;
-            if (!taken && bht[idx] > 0) bht[idx]--;
-            branches++;
-            if (pred != taken) {
-                mispredicts++;
-                t = issue + 1 + m->mispredict;
-                cnt = a_used = b_used = 0;
-                if (t > end) end = t;
-            } else if (taken && m->taken_ends_group) {
-                t = issue + 1; cnt = a_used = b_used = 0;
-            }
-        } else if (kind == K_JUMP && m->taken_ends_group) {
-            t = issue + 1; cnt = a_used = b_used = 0;
-        }
+    memset(c, 0, sizeof(*c));
+    if (sets <= 0) return 0;
+    c->sets = sets; c->ways = ways; c->shift = shift;
+    c->tag = (uint64_t *)calloc((size_t)(sets * ways), sizeof(uint64_t));
+    c->stamp = (uint64_t *)calloc((size_t)(sets * ways), sizeof(uint64_t));
+    return c->tag && c->stamp ? 0 : -1;
+}
+
+/* Access the line holding addr; 1 on a miss (the line is then allocated, LRU victim). */
+static int cache_access(cache_t *c, uint64_t addr)
+{
+    uint64_t line = addr >> c->shift;
+    int64_t set = (int64_t)(line & (uint64_t)(c->sets - 1));
+    uint64_t *tag = c->tag + set * c->ways, *st = c->stamp + set * c->ways;
+    c->clock++;
+    c->accesses++;
+    int64_t victim = 0;
+    for (int64_t w = 0; w < c->ways; w++) {
+        if (tag[w] == line + 1) { st[w] = c->clock; return 0; }
+        if (st[w] < st[victim]) victim = w;
     }
-    free(bht);
-    out->cycles = end;
-    out->mispredicts = mispredicts;
-    out->branches = branches;
+    c->misses++;
+    tag[victim] = line + 1;
+    st[victim] = c->clock;
+    return 1;
+}
+
+pipe_t *memplan_pipe_new(const model_t *m)
+{
+    pipe_t *p = (pipe_t *)calloc(1, sizeof(pipe_t));
+    if (!p) return 0;
+    p->m = *m;
+    p->bht = (uint8_t *)malloc((size_t)m->bht_entries);
+    if (!p->bht) { free(p); return 0; }
+    for (int64_t i = 0; i < m->bht_entries; i++) p->bht[i] = (uint8_t)m->bht_init;
+    p->rr_next = 3;
+    if (cache_init(&p->l1i, m->l1i_sets, m->l1i_ways, m->l1i_shift) ||
+        cache_init(&p->l1d, m->l1d_sets, m->l1d_ways, m->l1d_shift))
+        return 0;
+    return p;
+}
+
+void memplan_pipe_free(pipe_t *p)
+{
+    if (!p) return;
+    free(p->bht);
+    free(p->l1i.tag); free(p->l1i.stamp);
+    free(p->l1d.tag); free(p->l1d.stamp);
+    free(p);
+}
+
+void memplan_pipe_result(const pipe_t *p, pipe_result_t *r)
+{
+    r->cycles = p->end; /* one past the last issue, or the end of a mispredict penalty */
+    r->mispredicts = p->mispredicts;
+    r->branches = p->branches;
+    r->l1i_accesses = p->l1i.accesses; r->l1i_misses = p->l1i.misses;
+    r->l1d_accesses = p->l1d.accesses; r->l1d_misses = p->l1d.misses;
+}
+
+/* llvm-mca DefaultResourceStrategy (ResourceManager.cpp) for the group {A = 1, B = 2}. */
+static uint64_t rr_impl(uint64_t cand, uint64_t *next)
+{
+    uint64_t c = (cand & 2) ? 2 : 1; /* the highest set bit */
+    *next &= (c | (c - 1));
+    return c;
+}
+
+static uint64_t rr_select(pipe_t *p, uint64_t ready)
+{
+    uint64_t cand = ready & p->rr_next;
+    if (cand) return rr_impl(cand, &p->rr_next);
+    p->rr_next = 3 ^ p->rr_removed;
+    p->rr_removed = 0;
+    cand = ready & p->rr_next;
+    if (cand) return rr_impl(cand, &p->rr_next);
+    p->rr_next = 3;
+    return rr_impl(ready & 3, &p->rr_next);
+}
+
+static void rr_used(pipe_t *p, uint64_t mask)
+{
+    if (mask > p->rr_next) { p->rr_removed |= mask; return; }
+    p->rr_next &= ~mask;
+    if (p->rr_next) return;
+    p->rr_next = 3 ^ p->rr_removed;
+    p->rr_removed = 0;
+}
+
+static inline void new_cycle(pipe_t *p, int64_t t)
+{
+    p->t = t;
+    p->cnt = p->a_used = p->b_used = 0;
+}
+
+/* Issue one instruction; d = 7 decode bytes; memaddr = its data address (loads/stores) or 0;
+ * next_pc / fall: for the branch outcome of the block's last instruction. */
+static void step(pipe_t *p, const int8_t *d, uint64_t pc, int has_mem, uint64_t memaddr,
+                 int last, uint64_t fall, uint64_t next_pc)
+{
+    const model_t *m = &p->m;
+    int kind = d[0], rd = d[1];
+    int64_t lat = (kind == K_DIV && d[5]) ? m->lat_div32 : m->lat[kind];
+    int64_t extra = 0;
+    if (has_mem && m->l1d_sets) {
+        int miss = cache_access(&p->l1d, memaddr);
+        if (miss && kind == K_LOAD) extra = m->l1d_penalty;
+    }
+    int cons_byp = (int)((m->bypass_cons >> kind) & 1);
+    int64_t c = p->t;
+    for (int s = 2; s < 5; s++) {
+        if (d[s] < 0) continue;
+        int64_t r = cons_byp ? p->ready_byp[(int)d[s]] : p->ready[(int)d[s]];
+        if (r > c) c = r;
+    }
+    if (kind == K_DIV && p->div_free > c) c = p->div_free;
+    if (m->inorder_wb && p->last_wb - (lat + extra) > c) c = p->last_wb - (lat + extra);
+    if (c > p->t) new_cycle(p, c);
+    int needA = m->dual_pipes && (kind == K_LOAD || kind == K_STORE);
+    int needB = m->dual_pipes && (kind == K_BRANCH || kind == K_JUMP || kind == K_MUL ||
+                                  kind == K_DIV || kind == K_OTHER);
+    int needAB = m->dual_pipes && kind == K_ALU;
+    for (;;) {
+        if (p->cnt >= m->width || (needA && p->a_used) || (needB && p->b_used) ||
+            (needAB && p->a_used && p->b_used)) {
+            new_cycle(p, p->t + 1);
+            continue;
+        }
+        break;
+    }
+    int64_t issue = p->t;
+    p->cnt++;
+    if (needA) { p->a_used = 1; rr_used(p, 1); }
+    if (needB) { p->b_used = 1; rr_used(p, 2); }
+    if (needAB) {
+        uint64_t u = rr_select(p, (p->a_used ? 0 : 1) | (p->b_used ? 0 : 2));
+        if (u == 1) p->a_used = 1; else p->b_used = 1;
+        rr_used(p, u);
+    }
+    if (rd >= 0) {
+        p->ready[rd] = issue + lat + extra;
+        p->ready_byp[rd] = ((m->bypass_prod >> kind) & 1) ? issue + lat + extra - m->bypass
+                                                           : issue + lat + extra;
+    }
+    if (kind == K_DIV) p->div_free = issue + (d[5] ? m->div32_busy : m->div_busy);
+    if (m->inorder_wb) p->last_wb = issue + lat + extra;
+    if (issue + 1 > p->end) p->end = issue + 1;
+    if (!last || m->perfect_branches) return;
+    if (kind == K_BRANCH) {
+        int taken = next_pc != fall;
+        int64_t idx = (int64_t)((pc >> 1) & (uint64_t)(m->bht_entries - 1));
+        int pred = p->bht[idx] >= 2;
+        if (taken && p->bht[idx] < 3) p->bht[idx]++;
+        if (!taken && p->bht[idx] > 0) p->bht[idx]--;
+        p->branches++;
+        if (pred != taken) {
+            p->mispredicts++;
+            new_cycle(p, issue + 1 + m->mispredict);
+            if (p->t > p->end) p->end = p->t;
+        } else if (taken && m->taken_ends_group) {
+            new_cycle(p, issue + 1);
+        }
+    } else if (kind == K_JUMP && m->taken_ends_group) {
+        new_cycle(p, issue + 1);
+    }
+}
+
+/* Cost one executed block [addr, addr + size) whose successor starts at next_pc; mem[0..nmem)
+ * are the data addresses of its loads and stores in program order. */
+static void run_block(pipe_t *p, const int8_t *dec, uint64_t base, uint64_t addr, int64_t size,
+                      uint64_t next_pc, const uint64_t *mem, int64_t nmem)
+{
+    const model_t *m = &p->m;
+    if (m->l1i_sets) {
+        uint64_t first = addr >> m->l1i_shift, lastl = (addr + (uint64_t)size - 1) >> m->l1i_shift;
+        int64_t misses = 0;
+        for (uint64_t l = first; l <= lastl; l++) misses += cache_access(&p->l1i, l << m->l1i_shift);
+        if (misses) new_cycle(p, p->t + misses * m->l1i_penalty);
+    }
+    uint64_t pc = addr, fall = addr + (uint64_t)size;
+    int64_t j = 0;
+    while (pc < fall) {
+        const int8_t *d = dec + 7 * (int64_t)((pc - base) >> 1);
+        int is_mem = d[0] == K_LOAD || d[0] == K_STORE;
+        uint64_t a = 0;
+        int has = 0;
+        if (is_mem && j < nmem) { a = mem[j++]; has = 1; }
+        int len = d[6] > 0 ? d[6] : 2;
+        step(p, d, pc, has, a, pc + (uint64_t)len >= fall, fall, next_pc);
+        pc += (uint64_t)len;
+    }
+}
+
+/* Cost a straight sequence of decoded instructions (7 bytes each) `iterations` times with the
+ * block's branches counted as correctly predicted and not taken (llvm-mca's view of a block).
+ * Returns the cycle count (one past the last issue). */
+int64_t memplan_block_cycles(const model_t *m, const int8_t *insns, int64_t n, int64_t iterations)
+{
+    model_t mm = *m;
+    mm.perfect_branches = 1;
+    mm.l1i_sets = mm.l1d_sets = 0;
+    pipe_t *p = memplan_pipe_new(&mm);
+    if (!p) return -1;
+    for (int64_t it = 0; it < iterations; it++)
+        for (int64_t k = 0; k < n; k++) step(p, insns + 7 * k, 0, 0, 0, 0, 0, 0);
+    int64_t c = p->end;
+    memplan_pipe_free(p);
+    return c;
+}
+
+sim_t *memplan_sim_new(uint64_t base, int64_t nhalf, const int8_t *dec)
+{
+    sim_t *s = (sim_t *)calloc(1, sizeof(sim_t));
+    if (!s) return 0;
+    s->base = base;
+    s->nhalf = nhalf;
+    s->dec = dec;
+    s->block_count = (int64_t *)calloc((size_t)nhalf, sizeof(int64_t));
+    s->block_size = (int64_t *)calloc((size_t)nhalf, sizeof(int64_t));
+    s->stack_min = UINT64_MAX;
+    if (!s->block_count || !s->block_size) return 0;
+    return s;
+}
+
+int64_t memplan_sim_add_pipe(sim_t *s, pipe_t *p)
+{
+    if (s->npipes >= MAXPIPES) return -1;
+    s->pipes[s->npipes++] = p;
+    return 0;
+}
+
+void memplan_sim_regions(sim_t *s, uint64_t stack_lo, uint64_t stack_hi, uint64_t work_lo,
+                         uint64_t work_hi)
+{
+    s->stack_lo = stack_lo; s->stack_hi = stack_hi;
+    s->work_lo = work_lo; s->work_hi = work_hi;
+}
+
+void memplan_sim_free(sim_t *s)
+{
+    if (!s) return;
+    free(s->block_count);
+    free(s->block_size);
+    free(s);
+}
+
+static void cost_pending(sim_t *s, uint64_t next_pc)
+{
+    uint64_t addr = s->prev_addr;
+    int64_t size = s->prev_size;
+    if (addr < s->base || (int64_t)((addr + (uint64_t)size - s->base) >> 1) > s->nhalf) {
+        s->error = 2;
+        return;
+    }
+    int64_t k = (int64_t)((addr - s->base) >> 1);
+    s->block_count[k]++;
+    s->block_size[k] = size;
+    s->blocks++;
+    uint64_t pc = addr, fall = addr + (uint64_t)size;
+    while (pc < fall) {
+        const int8_t *d = s->dec + 7 * (int64_t)((pc - s->base) >> 1);
+        s->kind_count[(int)d[0]]++;
+        pc += (uint64_t)(d[6] > 0 ? d[6] : 2);
+    }
+    for (int64_t i = 0; i < s->npipes; i++)
+        run_block(s->pipes[i], s->dec, s->base, addr, size, next_pc, s->mem, s->nmem);
+}
+
+void memplan_block_hook(void *uc, uint64_t address, uint32_t size, void *user)
+{
+    (void)uc;
+    sim_t *s = (sim_t *)user;
+    if (s->have_prev) cost_pending(s, address);
+    s->prev_addr = address;
+    s->prev_size = (int64_t)size;
+    s->have_prev = 1;
+    s->nmem = 0;
+}
+
+void memplan_mem_hook(void *uc, int type, uint64_t address, int size, int64_t value, void *user)
+{
+    (void)uc; (void)type; (void)size; (void)value;
+    sim_t *s = (sim_t *)user;
+    if (s->nmem < MAXMEM) s->mem[s->nmem++] = address;
+    else s->error = 1;
+    if (address >= s->stack_lo && address < s->stack_hi && address < s->stack_min)
+        s->stack_min = address;
+    if (address >= s->work_lo && address < s->work_hi && address + 8 > s->work_max)
+        s->work_max = address + 8;
+}
+
+/* Cost the last block (successor: halt). Returns the error flag (0 ok). */
+int64_t memplan_sim_finish(sim_t *s, uint64_t halt)
+{
+    if (s->have_prev) cost_pending(s, halt);
+    s->have_prev = 0;
+    return s->error;
+}
+
+/* Must match cycles._SimStats. */
+typedef struct {
+    int64_t kind_count[8];
+    int64_t blocks;
+    uint64_t stack_min, work_max;
+} sim_stats_t;
+
+void memplan_sim_stats(const sim_t *s, sim_stats_t *out, int64_t *block_count, int64_t *block_size)
+{
+    for (int i = 0; i < 8; i++) out->kind_count[i] = s->kind_count[i];
+    out->blocks = s->blocks;
+    out->stack_min = s->stack_min;
+    out->work_max = s->work_max;
+    memcpy(block_count, s->block_count, (size_t)s->nhalf * sizeof(int64_t));
+    memcpy(block_size, s->block_size, (size_t)s->nhalf * sizeof(int64_t));
 }
