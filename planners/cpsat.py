@@ -243,14 +243,12 @@ class CPSat(Planner):
             raise ProblemError(f"cpsat: CP-SAT rejected the model of problem {problem.name!r}")
         if st == cp_model.INFEASIBLE:
             return SolveResult(None, "infeasible", None, info)
-        if mode == "minimize":
-            bound = (
-                max(lb, math.ceil(solver.BestObjectiveBound() - 1e-6))
-                if st != cp_model.UNKNOWN
-                else lb
-            )
-        else:
-            bound = lb
+        bound = lb
+        if mode == "minimize" and st != cp_model.UNKNOWN:
+            # BestObjectiveBound is a double: above 2**53 bytes it may round up past the true
+            # bound, so lower it by two units in the last place before rounding up to bytes.
+            b = solver.BestObjectiveBound()
+            bound = max(lb, math.ceil(b - 1e-6 - abs(b) * 2.0**-51))
         if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             offsets = offsets0.copy()
             for i in live:
@@ -258,7 +256,7 @@ class CPSat(Planner):
             info["source"] = "cpsat"
             status = "optimal" if st == cp_model.OPTIMAL else "feasible"
             if mode == "minimize" and status == "optimal":
-                bound = int(solver.ObjectiveValue())
+                bound = int(solver.Value(height))  # exact integer (ObjectiveValue is a double)
             return SolveResult(offsets, status, bound, info)
         # UNKNOWN: stopped before the solver found a plan
         if warm is not None and warm_arena <= ub:

@@ -298,8 +298,6 @@ def test_every_planner_exact_or_refused_on_huge_sizes(name, spec):
         assert name == "cpsat" or r.best_bound == opt
 
 
-@pytest.mark.xfail(strict=True, reason="planners/cpsat.py takes best_bound from CP-SAT's float "
-                   "ObjectiveValue/BestObjectiveBound, which rounds above 2**53 bytes")
 def test_cpsat_bound_exact_above_2_53():
     p = Problem.from_arrays([0], [1], [2**55 + 5], name="one")
     r = plan(p, "cpsat", **FAST["cpsat"], heuristic_first=False)
