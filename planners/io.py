@@ -49,8 +49,8 @@ def _plain_buffers(text: str, header: list[str], has_align: bool) -> list[Buffer
     not plain or any row would raise an error (the row-by-row path then reads it and names the
     error exactly as before).
 
-    Plain: no quote, carriage return, NUL or other line separator; no blank line; every row with
-    as many fields as the header. Every value is checked here as the row-by-row path checks it
+    Plain: no quote, carriage return, NUL or other line separator; no blank line; no line longer
+    than the csv module's field size limit; every row with as many fields as the header. Every value is checked here as the row-by-row path checks it
     (``int()`` of the stripped field, ids stripped and non-empty, ``|value| < 2**62``, size >= 0,
     end > start, alignment >= 1; a later duplicate header column wins, as in ``csv.DictReader``),
     so the buffers are equal to the ones that path builds; they are then built without re-running
@@ -63,7 +63,11 @@ def _plain_buffers(text: str, header: list[str], has_align: bool) -> list[Buffer
     if lines and lines[-1] == "":
         lines.pop()
     width = len(header)
-    if len(lines) < 2 or any(r.count(",") != width - 1 for r in lines[1:]):
+    if (
+        len(lines) < 2
+        or max(map(len, lines)) > csv.field_size_limit()  # the csv module refuses such a field
+        or any(r.count(",") != width - 1 for r in lines[1:])
+    ):
         return None
     body = text[len(lines[0]) + 1 :].rstrip("\n")
     del lines

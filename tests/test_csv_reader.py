@@ -102,6 +102,7 @@ BAD_FILES = {
     "carriage returns": "id,lower,upper,size\r\na,0,2,8\r\n",
     "header only": "id,lower,upper,size\n",
     "range rule": f"id,lower,upper,size\na,0,2,{2**62 - 1}\nb,0,2,{2**62 - 1}\nc,0,2,9\n",
+    "field over the csv limit": "id,lower,upper,size\n" + "a" * 200_000 + ",0,2,8\n",
     "ok": "id,lower,upper,size\na,0,2,8\nb,1,3,4\n",
 }
 
