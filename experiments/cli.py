@@ -146,9 +146,16 @@ def build_parser() -> argparse.ArgumentParser:
 def _extensions():
     """Command modules that add subcommands: each has ``add_parsers(subparsers)``, ``COMMANDS``
     and ``run(args) -> int``."""
-    from experiments import cli_budget, cli_check, cli_schedule, cli_sweep, cli_transforms
+    from experiments import (
+        cli_budget,
+        cli_check,
+        cli_schedule,
+        cli_sweep,
+        cli_transforms,
+        cli_view,
+    )
 
-    return [cli_sweep, cli_transforms, cli_budget, cli_schedule, cli_check]
+    return [cli_sweep, cli_transforms, cli_budget, cli_schedule, cli_check, cli_view]
 
 
 def _summary(doc: str | None, width: int = 96) -> str:
