@@ -1190,6 +1190,9 @@ def run_item(seed: int, kind: str, index: int, cfg: dict | None = None) -> dict:
         rec["detail"] = (f"took {rec['run_seconds']:.1f} s > limit {limit:.1f} s; "
                          f"outcome was {rec['outcome']}: {rec.get('detail', '')}")
         rec["outcome"] = "hang"
+    if rec["outcome"] in ("ok", "refused"):  # inputs are only kept to reproduce failures
+        for key in ("data", "problem"):
+            rec.pop(key, None)
     return rec
 
 
@@ -1197,7 +1200,7 @@ def _default_cfg() -> dict:
     # kill_slack: seconds a single rerun may take beyond its wall limit before the pool kills it
     # (the checks of this module run in the same task); chunk_slack: seconds of a chunk's limit
     # besides half the exact planners' limits.
-    return {"schedule": SCHEDULE, "exact_time": 1.0, "hang_limit": 10.0, "tmpdir": None,
+    return {"schedule": SCHEDULE, "exact_time": 1.0, "hang_limit": 30.0, "tmpdir": None,
             "kill_slack": 30.0, "chunk_slack": 120.0}
 
 
@@ -1238,7 +1241,7 @@ def soak(
     jobs: int = 2,
     chunk: int = 100,
     exact_time: float = 1.0,
-    hang_limit: float = 10.0,
+    hang_limit: float = 30.0,
     heuristic_weight: int = 10,
     mem_limit_gb: float = 4.0,
     failures_dir: str | Path | None = None,
@@ -1246,7 +1249,7 @@ def soak(
     progress: bool = True,
     kill_slack: float = 30.0,
     chunk_slack: float = 120.0,
-) -> tuple[dict[tuple[str, str], Counter], list[dict], float, dict[tuple[str, str], float]]:
+) -> tuple[dict[tuple[str, str], Counter], list[dict], float, dict[tuple[str, str], dict]]:
     """Run the soak and return ``(counts, failures, seconds, busy)``.
 
     Parameters
@@ -1274,7 +1277,8 @@ def soak(
     counts : ``{(kind, target): Counter(outcome -> runs)}``
     failures : records of failing runs (outcomes other than ``ok`` and ``refused``)
     seconds : wall-clock seconds of the whole soak
-    busy : ``{(kind, target): seconds}`` summed wall time of the planner or importer runs
+    busy : ``{(kind, target): {"seconds": total, "max": longest, "max_index": its item}}``, wall
+        times (s) of the planner or importer calls alone
     """
     cfg = {**_default_cfg(), "schedule": _schedule(heuristic_weight), "exact_time": exact_time,
            "hang_limit": hang_limit, "kill_slack": kill_slack, "chunk_slack": chunk_slack}
@@ -1282,10 +1286,11 @@ def soak(
     replay_args = "".join(
         f" --{k.replace('_', '-')} {v}" for k, v, d in
         (("heuristic_weight", heuristic_weight, 10), ("exact_time", exact_time, 1.0),
-         ("hang_limit", hang_limit, 10.0)) if v != d)
+         ("hang_limit", hang_limit, 30.0)) if v != d)
     t0 = time.perf_counter()
     counts: dict[tuple[str, str], Counter] = defaultdict(Counter)
-    busy: dict[tuple[str, str], float] = defaultdict(float)
+    busy: dict[tuple[str, str], dict] = defaultdict(
+        lambda: {"seconds": 0.0, "max": 0.0, "max_index": None})
     failures: list[dict] = []
     kept: Counter = Counter()
     done = [0]
@@ -1294,7 +1299,10 @@ def soak(
 
     def record(rec: dict) -> None:
         counts[(rec["kind"], rec["target"])][rec["outcome"]] += 1
-        busy[(rec["kind"], rec["target"])] += rec.get("run_seconds") or 0.0
+        b, sec = busy[(rec["kind"], rec["target"])], rec.get("run_seconds") or 0.0
+        b["seconds"] += sec
+        if sec > b["max"]:
+            b["max"], b["max_index"] = sec, rec["index"]
         done[0] += 1
         if rec["outcome"] not in ("ok", "refused"):
             failures.append(rec)
@@ -1430,15 +1438,19 @@ def write_results(counts, out: str | Path, seed: int, seconds: float, jobs: int,
         "wrong bounds, tracebacks and hangs. Totals: "
         + ", ".join(f"{o} {bad[o]}" for o in OUTCOMES) + ".",
         "",
-        "| kind | target | runs | " + " | ".join(OUTCOMES) + " | run seconds |",
-        "|---|---|---:|" + "---:|" * len(OUTCOMES) + "---:|",
+        "| kind | target | runs | " + " | ".join(OUTCOMES) + " | run s | slowest s (item) |",
+        "|---|---|---:|" + "---:|" * len(OUTCOMES) + "---:|---:|",
     ]
     busy = busy or {}
-    md += [f"| {r['kind']} | {r['target']} | {r['runs']} | "
-           + " | ".join(str(r[o]) for o in OUTCOMES)
-           + f" | {busy.get((r['kind'], r['target']), 0.0):.0f} |" for r in rows]
-    md += ["", "Run seconds: summed wall time of the planner or importer calls alone (the checks "
-           "are not included), under whatever else ran on the machine.", "",
+    for r in rows:
+        b = busy.get((r["kind"], r["target"]), {"seconds": 0.0, "max": 0.0, "max_index": None})
+        md.append(f"| {r['kind']} | {r['target']} | {r['runs']} | "
+                  + " | ".join(str(r[o]) for o in OUTCOMES)
+                  + f" | {b['seconds']:.0f} | {b['max']:.1f} ({b['max_index']}) |")
+    md += ["", "Run s: summed wall time of the planner or importer calls alone (the checks are "
+           "not included); slowest s: the longest single call and its item index. Both under "
+           "whatever else ran on the machine. A hang is a call over the wall limit "
+           f"({args.get('hang_limit', 30.0):g} s, exact planners plus their time limit).", "",
            "`refused` is a clean toolkit error naming the input (for mutated files, the "
            "expected answer; for problems, the model refusing e.g. a deliberately bad alias or "
            "sizes near 2**62). Checks are described in `experiments/soak.py`.", ""]
@@ -1477,7 +1489,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--chunk", type=int, default=100, help="items per pool task")
     ap.add_argument("--exact-time", type=float, default=1.0,
                     help="time limit of the exact planners, s")
-    ap.add_argument("--hang-limit", type=float, default=10.0, help="wall limit of one run, s")
+    ap.add_argument("--hang-limit", type=float, default=30.0,
+                    help="wall limit of one planner or importer call, s (exact planners: plus "
+                         "--exact-time)")
     ap.add_argument("--heuristic-weight", type=int, default=10,
                     help="round-robin slots per heuristic planner (exact planners get 1)")
     ap.add_argument("--mem-limit-gb", type=float, default=4.0)
@@ -1513,7 +1527,8 @@ def main(argv: list[str] | None = None) -> int:
         a.problems, a.files, a.seed, a.jobs, a.chunk, a.exact_time, a.hang_limit,
         a.heuristic_weight, a.mem_limit_gb, failures_dir)
     cmd = " ".join(argv if argv is not None else sys.argv[1:])
-    write_results(counts, a.out, a.seed, seconds, a.jobs, {"cmd": cmd}, failures, busy)
+    write_results(counts, a.out, a.seed, seconds, a.jobs, {"cmd": cmd, "hang_limit": a.hang_limit},
+                  failures, busy)
     bad = sum(c[o] for c in counts.values() for o in OUTCOMES[2:])
     print(f"soak: {sum(sum(c.values()) for c in counts.values())} runs in {seconds:.0f} s; "
           f"{bad} failures; wrote {a.out}", file=sys.stderr)
