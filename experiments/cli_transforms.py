@@ -3,7 +3,9 @@
 ``memplan export MODEL --pipeline simplify,views,fuse,inplace --planner greedy_by_size
 -o plan.json`` writes the operator sequence, the buffer layout table, the reuse table and the
 arena size (:func:`scheduling.transforms.export.execution_plan`); ``--format c-header`` writes a C99
-header instead (:func:`scheduling.transforms.export.c_header`). MODEL is anything
+header instead (:func:`scheduling.transforms.export.c_header`), ``--format chrome-trace`` a Chrome /
+Perfetto trace (:func:`scheduling.transforms.export.chrome_trace`: one track per buffer, sorted by
+offset, one complete event per buffer over its steps, ``args`` offset and size). MODEL is anything
 :func:`experiments.workloads.load_graph` accepts. A fusion that raises the peak of live bytes is
 refused (one line on stderr names each, with the peak before and after, in bytes) unless
 ``--allow-peak-increase`` is given (:func:`scheduling.transforms.fuse`).
@@ -38,7 +40,10 @@ def add_parsers(subparsers) -> None:
                    help="one arena with weights and inputs as residents (seed 000 layout)")
     e.add_argument("--time-limit", type=float, default=10.0,
                    help="seconds, for planners with a time limit")
-    e.add_argument("--format", choices=("json", "c-header"), default="json")
+    e.add_argument("--format", choices=("json", "c-header", "chrome-trace"), default="json",
+                   help="json (execution plan), c-header (C99 header) or chrome-trace (Trace "
+                        "Event Format JSON for ui.perfetto.dev / chrome://tracing: one track per "
+                        "buffer sorted by offset, steps as microseconds)")
     e.add_argument("--prefix", default="memplan", help="C identifier prefix (c-header)")
     e.add_argument("-o", "--output", help="output file (default: stdout)")
     e.add_argument("--override", action="append", metavar="NAME=DIMS",
@@ -75,7 +80,7 @@ def run(args) -> int:
     from experiments.workloads import load_graph, parse_overrides
     from planners.bounds import lower_bound
     from scheduling.transforms import run_pipeline, transformed_problem
-    from scheduling.transforms.export import c_header, execution_plan
+    from scheduling.transforms.export import c_header, chrome_trace, execution_plan
 
     g = load_graph(args.model, overrides=parse_overrides(getattr(args, "override", None)))
     g2, logs = run_pipeline(g, args.pipeline or None, pipeline_params(args))
@@ -90,7 +95,12 @@ def run(args) -> int:
               file=sys.stderr)
         return 1
     ep = execution_plan(g2, plan, pipeline=args.pipeline or "")
-    text = c_header(ep, args.prefix) if args.format == "c-header" else json.dumps(ep, indent=1)
+    if args.format == "c-header":
+        text = c_header(ep, args.prefix)
+    elif args.format == "chrome-trace":
+        text = json.dumps(chrome_trace(ep), separators=(",", ":"))
+    else:
+        text = json.dumps(ep, indent=1)
     if args.output:
         out = Path(args.output)
         tmp = out.with_name(out.name + ".tmp")

@@ -12,7 +12,9 @@ An execution plan holds what a runtime needs so that no allocator runs on the in
 
 :func:`execution_plan` builds it as a JSON-ready dict; :func:`c_header` renders it as a C99 header
 (``#define`` of the arena size, an enum of buffer ids, a ``static const`` table of offsets and
-lengths, and the operator table), which compiles with any C compiler.
+lengths, and the operator table), which compiles with any C compiler; :func:`chrome_trace` renders
+it as a Chrome / Perfetto trace (Trace Event Format JSON) to open in ``ui.perfetto.dev`` or
+``chrome://tracing``.
 
 Numbers are exact: the dict holds Python integers (JSON writes them digit for digit), and the
 header picks each field's width from the values it must hold: offsets and lengths are
@@ -33,7 +35,7 @@ from planners.model import Plan
 
 from ..graph import Graph
 
-__all__ = ["execution_plan", "reuse_table", "c_header", "c_identifier"]
+__all__ = ["execution_plan", "reuse_table", "c_header", "c_identifier", "chrome_trace"]
 
 
 def reuse_table(plan: Plan) -> list[list[str]]:
@@ -214,3 +216,69 @@ def c_header(ep: dict[str, Any], prefix: str = "memplan") -> str:
         lines += [f"static const {pl}_op_t {pl}_ops[{P}_NUM_OPS] = {{", *op_rows, "};"]
     lines += ["", f"#endif /* {guard} */", ""]
     return "\n".join(lines)
+
+
+def chrome_trace(ep: dict[str, Any]) -> dict[str, Any]:
+    """Render an :func:`execution_plan` dict as a Chrome / Perfetto trace (Trace Event Format).
+
+    Time is the schedule: step ``k`` is ``ts = k`` microseconds of trace time. Two processes:
+
+    * pid 1, ``arena <N> bytes``: one track (thread) per buffer, named after its tensor and
+      sorted by offset (``thread_sort_index`` = rank by ``(offset, tensor)``), so the tracks read
+      top to bottom as the arena's addresses, as ExecuTorch's memory trace lays out memory; on it
+      one ``"X"`` (complete) event per buffer with ``ts = first`` and ``dur = last - first + 1``
+      (its closed lifetime ``[first, last]`` in steps) and ``args`` ``offset``, ``size``, ``end``
+      (``offset + size``), ``first``, ``last`` (bytes, steps) and ``alias_parent``; and a counter
+      (``"C"``) ``live bytes`` with the bytes live at each step (alias children counted in their
+      parent only).
+    * pid 0, ``schedule``: one ``"X"`` event per operator at its step (``args``: op type, inputs,
+      outputs).
+
+    Returns a JSON-ready dict ``{"traceEvents": [...], "displayTimeUnit": "ms", "metadata":
+    {...}}``; numbers are Python integers. ``O(n log n + steps)``.
+    """
+    bufs = list(ep["buffers"])
+    ops = list(ep["operators"])
+    arena = int(ep["arena_size"])
+    ev: list[dict[str, Any]] = [
+        {"ph": "M", "pid": 0, "name": "process_name", "args": {"name": "schedule"}},
+        {"ph": "M", "pid": 0, "name": "process_sort_index", "args": {"sort_index": 0}},
+        {"ph": "M", "pid": 0, "tid": 0, "name": "thread_name", "args": {"name": "operators"}},
+        {"ph": "M", "pid": 1, "name": "process_name",
+         "args": {"name": f"arena {arena} bytes ({ep['planner']})"}},
+        {"ph": "M", "pid": 1, "name": "process_sort_index", "args": {"sort_index": 1}},
+    ]
+    for op in ops:
+        ev.append({"ph": "X", "pid": 0, "tid": 0, "name": str(op["name"]), "cat": "operator",
+                   "ts": int(op["step"]), "dur": 1,
+                   "args": {"op_type": op["op_type"], "inputs": list(op["inputs"]),
+                            "outputs": list(op["outputs"])}})
+    rank = sorted(range(len(bufs)), key=lambda k: (int(bufs[k]["offset"]), str(bufs[k]["tensor"])))
+    horizon = max([int(b["last"]) + 1 for b in bufs] + [len(ops)])
+    delta = [0] * (horizon + 1)
+    for pos, k in enumerate(rank):
+        b = bufs[k]
+        tid = k + 1
+        off, size = int(b["offset"]), int(b["length"])
+        first, last = int(b["first"]), int(b["last"])
+        ev.append({"ph": "M", "pid": 1, "tid": tid, "name": "thread_name",
+                   "args": {"name": f"{b['tensor']} @{off}"}})
+        ev.append({"ph": "M", "pid": 1, "tid": tid, "name": "thread_sort_index",
+                   "args": {"sort_index": pos}})
+        ev.append({"ph": "X", "pid": 1, "tid": tid, "name": str(b["tensor"]), "cat": "buffer",
+                   "ts": first, "dur": last - first + 1,
+                   "args": {"offset": off, "size": size, "end": off + size, "first": first,
+                            "last": last, "alias_parent": b.get("alias_parent")}})
+        if not b.get("alias_parent"):
+            delta[first] += size
+            delta[last + 1] -= size
+    live = 0
+    for step in range(horizon + 1):
+        live += delta[step]
+        ev.append({"ph": "C", "pid": 1, "tid": 0, "name": "live bytes", "ts": step,
+                   "args": {"bytes": live}})
+    return {"traceEvents": ev, "displayTimeUnit": "ms",
+            "metadata": {"model": str(ep["model"]), "pipeline": ep["pipeline"],
+                         "planner": ep["planner"], "arena_size": arena,
+                         "lower_bound": int(ep["lower_bound"]),
+                         "time_unit": "1 us of trace time = 1 schedule step"}}
