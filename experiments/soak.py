@@ -83,8 +83,17 @@ __all__ = [
 
 #: Outcome columns of ``results/soak.csv`` (module docstring).
 OUTCOMES = ("ok", "refused", "invalid", "wrong_bound", "traceback", "hang")
-#: Exact planners: at most ``EXACT_MAX_N`` buffers, a short time limit, one slot each.
-EXACT = ("cpsat", "ilp_blocks", "milp_offsets", "exact_search", "minimize")
+
+
+def _timed_planners() -> tuple[str, ...]:
+    from planners.registry import PLANNERS
+
+    return tuple(n for n, c in PLANNERS.items() if "time_limit" in c._param_names())
+
+
+#: Planners run under a time limit (exact and search planners: every registered planner with a
+#: ``time_limit`` parameter): at most ``EXACT_MAX_N`` buffers, ``--exact-time``, one slot each.
+EXACT = _timed_planners()
 EXACT_MAX_N = 12
 #: Brute-force optimum on problems of at most this many non-empty alias groups.
 BRUTE_MAX = 8
@@ -525,6 +534,22 @@ def _check(p, plan, brute: bool) -> tuple[str, str]:
 # Planner runs
 # --------------------------------------------------------------------------------------------
 def _planner_params(name: str, rng, has_capacity: bool, exact_time: float) -> dict:
+    from planners.greedy import resolve_engine
+    from planners.registry import PLANNERS
+
+    names = PLANNERS[name]._param_names()
+    extra: dict[str, Any] = {}
+    if "engine" in names:  # both placement engines of the greedy family, when the C one is built
+        extra["engine"] = str(rng.choice(["c", "python"] if resolve_engine() == "c"
+                                         else ["python"]))
+    if "workers" in names:  # one thread or process per soak worker
+        extra["workers"] = 1
+    if "time_limit" in names:
+        extra["time_limit"] = exact_time
+    return {**_own_params(name, rng, has_capacity, exact_time), **extra}
+
+
+def _own_params(name: str, rng, has_capacity: bool, exact_time: float) -> dict:
     from planners.greedy import FITS, ORDERS
 
     if name == "greedy":
