@@ -6,7 +6,8 @@
   representable limit, power-of-two and odd alignments, every lifetime shape, zero sizes, alias
   groups, capacities) through the planners of :data:`planners.registry.PLANNERS`. Problem ``i``
   goes to the planner ``SCHEDULE[i % len(SCHEDULE)]``: every heuristic gets ``--heuristic-weight``
-  slots, every exact planner one slot, with at most 12 buffers and a 1 s time limit;
+  slots, every planner with a ``time_limit`` (exact and search planners, :data:`EXACT`) one slot,
+  with at most 12 buffers and a 1 s time limit;
 * ``--files`` mutated MiniMalloc CSV, ONNX and TFLite files (one third each) through
   :func:`planners.io.read_minimalloc_csv`, :func:`experiments.workloads.onnx_problem` and
   :func:`scheduling.tflite_import.tflite_problem`; an imported problem is then planned with
