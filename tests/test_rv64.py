@@ -277,3 +277,26 @@ def test_block_counters_equal_the_recorded_trace():
     assert b.sim.blocks == len(a.trace)
     assert a.sim.pipes == b.sim.pipes
     assert np.array_equal(a.offsets, b.offsets)
+
+
+@needs_rv64
+@pytest.mark.parametrize("case", ["random", "all_overlap", "chain", "zero_sizes"])
+def test_greedy_by_size_tree_core_equals_greedy_by_size(case):
+    from planners.random_problems import random_problem
+    from planners.registry import get_planner
+
+    if case == "random":
+        p = random_problem(300, seed=5, alignment=16)
+    elif case == "all_overlap":  # every buffer live with every other: k = i
+        p = Problem.from_arrays([0] * 40, [10] * 40, [(i * 37) % 200 + 1 for i in range(40)],
+                                alignment=8)  # fmt: skip
+    elif case == "chain":  # short lifetimes, equal sizes: ties broken by start, then index
+        p = Problem.from_arrays(list(range(60)), [i + 2 for i in range(60)], [64] * 60,
+                                alignment=16)  # fmt: skip
+    else:
+        p = random_problem(120, seed=2, alignment=4, zero_fraction=0.2)
+    est = rv64.estimate(p, "greedy_by_size_tree")
+    want = np.asarray(get_planner("greedy_by_size").plan(p).offsets, np.int64)
+    assert np.array_equal(est.offsets, want)
+    assert est.offsets_match
+    check_plan(p, est.offsets)

@@ -23,6 +23,15 @@
  *                      request rounded up to job->granule; best-fit over the freelist (no
  *                      coalescing, a reused block keeps its size, ties: lowest freelist index),
  *                      bump when nothing fits; compaction when the freelist exceeds 200 entries.
+ *   5 greedy_by_size_tree  the same placement as greedy_by_size (same order, same lowest offset,
+ *                      hence the same offsets), with an ordered structure over the placed
+ *                      blocks instead of a scan of all of them: a max-end segment tree over the
+ *                      buffers in start order (the role of XLA's BufferIntervalTree) enumerates
+ *                      exactly the placed buffers live at the same time in O(k log(n / k) +
+ *                      log n), which are merge-sorted by offset (O(k log k)) and scanned for
+ *                      the lowest gap. Total O(n log n + sum_i k_i log k_i), k_i = placed
+ *                      buffers overlapping buffer i in time: O(n log n) when the live set is
+ *                      bounded, O(n^2 log n) when every buffer overlaps every other.
  */
 #include <stdint.h>
 
@@ -37,7 +46,7 @@ typedef struct {
     const int64_t *align;    /* [n] effective alignment (bytes, >= 1) */
     const int64_t *resident; /* [n] 1 = resident (weights/inputs) */
     int64_t *offset;         /* [n] out: bytes */
-    int64_t *work;           /* scratch, >= 8 n + 16 int64 */
+    int64_t *work;           /* scratch, >= 12 n + 64 int64 */
     int64_t arena;           /* out: bytes (max offset + size; bump pointer for freelist_bump) */
     int64_t status;          /* out: 0 ok, nonzero error */
 } job_t;
@@ -250,6 +259,63 @@ static void freelist_bump(job_t *job)
     job->arena = bump;
 }
 
+/* ---- 5 greedy_by_size_tree ------------------------------------------------------------------ */
+static void greedy_by_size_tree(job_t *job)
+{
+    int64_t n = job->n;
+    const int64_t *st = job->start, *en = job->end, *sz = job->size, *al = job->align;
+    int64_t *off = job->offset, *w = job->work;
+    int64_t *order = w, *tmp = w + n, *key = w + 2 * n, *byst = w + 3 * n, *rank = w + 4 * n;
+    int64_t *buf = w + 5 * n, *tree = w + 6 * n; /* tree: 2 P <= 4 n + 2 slots */
+    int64_t P = 1;
+    while (P < n) P *= 2;
+    for (int64_t i = 0; i < n; i++) { order[i] = i; byst[i] = i; key[i] = -sz[i]; }
+    sort_idx(order, tmp, n, key, st);    /* size descending, then start, then index */
+    sort_idx(byst, tmp, n, st, 0);       /* start ascending */
+    for (int64_t i = 0; i < n; i++) rank[byst[i]] = i;
+    for (int64_t v = 1; v < 2 * P; v++) tree[v] = INT64_MIN; /* max end of placed buffers */
+    for (int64_t i = 0; i < n; i++) {
+        int64_t c = order[i], cs = st[c], ce = en[c], csz = sz[c], ca = al[c];
+        if (csz == 0) { off[c] = 0; continue; }
+        /* lim: number of buffers starting before ce (binary search over byst) */
+        int64_t lo = 0, hi = n;
+        while (lo < hi) {
+            int64_t mid = lo + (hi - lo) / 2;
+            if (st[byst[mid]] < ce) lo = mid + 1; else hi = mid;
+        }
+        int64_t lim = lo, k = 0;
+        /* placed buffers at positions [0, lim) whose end > cs: depth-first over the tree */
+        int64_t stk_v[64], stk_lo[64], top = 0, wlev[64];
+        if (lim > 0 && tree[1] > cs) { stk_v[0] = 1; stk_lo[0] = 0; wlev[0] = P; top = 1; }
+        while (top > 0) { /* a node is pushed only if it starts below lim and holds an end > cs */
+            top--;
+            int64_t v = stk_v[top], vlo = stk_lo[top], vw = wlev[top];
+            if (vw == 1) { buf[k++] = byst[vlo]; continue; }
+            int64_t h = vw / 2, r = vlo + h;
+            if (r < lim && tree[2 * v + 1] > cs) {
+                stk_v[top] = 2 * v + 1; stk_lo[top] = r; wlev[top] = h; top++;
+            }
+            if (tree[2 * v] > cs) { stk_v[top] = 2 * v; stk_lo[top] = vlo; wlev[top] = h; top++; }
+        }
+        sort_idx(buf, tmp, k, off, 0);   /* by offset: O(k log k) */
+        int64_t o = 0;
+        for (int64_t j = 0; j < k; j++) {
+            int64_t p = buf[j];
+            if (o + csz <= off[p]) break;
+            int64_t t = align_up(off[p] + sz[p], ca);
+            if (t > o) o = t;
+        }
+        off[c] = o;
+        /* insert c: its end at leaf rank[c], maxima up to the root */
+        int64_t v = P + rank[c];
+        tree[v] = ce;
+        for (v /= 2; v >= 1; v /= 2) {
+            int64_t a = tree[2 * v], b = tree[2 * v + 1];
+            tree[v] = a > b ? a : b;
+        }
+    }
+}
+
 void memplan_run(job_t *job)
 {
     int64_t n = job->n;
@@ -281,6 +347,9 @@ void memplan_run(job_t *job)
 #endif
 #if !defined(MEMPLAN_CORE) || MEMPLAN_CORE == 4
     case 4: freelist_bump(job); return;
+#endif
+#if !defined(MEMPLAN_CORE) || MEMPLAN_CORE == 5
+    case 5: greedy_by_size_tree(job); break;
 #endif
     default: job->status = 1; return;
     }

@@ -12,7 +12,7 @@ cores) fit in a bounded footprint. ``record=True`` additionally keeps the full b
 data addresses in Python, for tests that replay them through :func:`.cycles.simulate_reference`.
 
 Memory map: the image at ``0x10000`` (``link.ld``), a 1 MiB stack below ``0x400000``, the job at
-``JOB_ADDR = 0x1000000`` followed by its arrays (``8 * (14 n + 16)`` bytes for ``n`` buffers).
+``JOB_ADDR = 0x1000000`` followed by its arrays (:func:`job_bytes`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import numpy as np
 
 from .build import Image
 
-__all__ = ["CORES", "JOB_ADDR", "RunResult", "run_core"]
+__all__ = ["CORES", "JOB_ADDR", "RunResult", "job_bytes", "run_core", "work_words"]
 
 #: Core ids of ``memplan_run`` (``cores.c``) by planner registry name.
 CORES = {
@@ -33,7 +33,18 @@ CORES = {
     "best_fit": 2,
     "greedy_by_size": 3,
     "freelist_bump": 4,
+    "greedy_by_size_tree": 5,
 }
+
+
+def work_words(n: int) -> int:
+    """int64 slots of the scratch array the host gives a core for ``n`` buffers (``cores.c``)."""
+    return 12 * n + 64
+
+
+def job_bytes(n: int) -> int:
+    """Bytes of the job block: header, five input arrays, offsets, scratch."""
+    return _HEADER + 8 * (6 * n + work_words(n))
 
 JOB_ADDR = 0x1000000
 STACK_BASE, STACK_SIZE = 0x300000, 0x100000
@@ -137,7 +148,7 @@ def run_core(
     p_in = [JOB_ADDR + _HEADER + k * 8 * n for k in range(5)]
     p_off = JOB_ADDR + _HEADER + 5 * 8 * n
     p_work = p_off + 8 * n
-    total = _HEADER + 8 * (14 * n + 16)
+    total = job_bytes(n)
     uc.mem_map(JOB_ADDR, _page(total))
     header = struct.pack("<4q7Q2q", CORES[core], n, int(granule), 0, *p_in, p_off, p_work, 0, 0)
     uc.mem_write(JOB_ADDR, header)

@@ -164,12 +164,13 @@ def job_bytes(
     ``128 + 8 * (14 n + 16)`` bytes (header, five inputs, offsets, scratch). ``O(n)``.
     """
     from .emulate import _HEADER
+    from .emulate import job_bytes as job_size
 
     n = len(starts)
     p_in = [job_addr + _HEADER + k * 8 * n for k in range(5)]
     p_off = job_addr + _HEADER + 5 * 8 * n
     p_work = p_off + 8 * n
-    buf = bytearray(_HEADER + 8 * (14 * n + 16))
+    buf = bytearray(job_size(n))
     header = struct.pack("<4q7Q2q", core_id, n, int(granule), 0, *p_in, p_off, p_work, 0, 0)
     buf[: len(header)] = header
     for p, a in zip(p_in, (starts, ends, sizes, alignments, resident), strict=True):
@@ -335,7 +336,9 @@ def run_rvsim(
     if check:
         from planners.registry import get_planner
 
-        py = np.asarray(get_planner(planner_name).plan(problem).offsets, np.int64)
+        from . import CORE_PLANNER
+
+        py = np.asarray(get_planner(CORE_PLANNER[planner_name]).plan(problem).offsets, np.int64)
         match = bool(np.array_equal(py, offsets))
     else:
         py, match = np.zeros(0, np.int64), None
