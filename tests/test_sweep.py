@@ -691,3 +691,19 @@ def pd_isna(x) -> bool:
     import pandas as pd
 
     return bool(pd.isna(x))
+
+
+def test_worker_that_dies_gives_an_error_record_and_the_sweep_goes_on(tmp_path, monkeypatch):
+    from planners.greedy import GreedyBySize
+
+    monkeypatch.setattr(GreedyBySize, "_solve", lambda self, p: os._exit(3))  # e.g. a crash in C
+    cfg = load_config(write(tmp_path, 'out = "out"\ncode_version = "pinned"\n'
+                                      'workloads = ["seed002_ex5.1"]\n[planners]\n'
+                                      'greedy_by_size = {}\nfirst_fit = {}\nbest_fit = {}\n'))
+    s = run_sweep(cfg, progress=False)
+    assert (s["ran"], s["errors"]) == (3, 1)
+    df = load_records(cfg.out)
+    dead = df[df.planner == "greedy_by_size"].iloc[0]
+    assert dead["status"] == "error" and "worker process died (exit code 3)" in dead["error"]
+    assert dead["workload_source"] == "seed002_ex5.1" and dead["code_version"] == "pinned"
+    assert sorted(df[df.valid]["arena"].tolist()) == [880, 880]
