@@ -546,16 +546,21 @@ def _module_source(name: str) -> str | None:
     """The source text of the project module ``name``, or ``None`` when there is no such module.
 
     A C extension module (``planners._exact_search``) stands for its C source
-    ``<package>/_ext/<module>.c`` (the layout ``setup.py`` builds from), else for the bytes of the
-    built library (hex). Tests replace this function to simulate an edited module.
+    ``<package>/_ext/<module>.c`` (the layout ``setup.py`` builds from), built or not, else for the
+    bytes of the built library (hex). Tests replace this function to simulate an edited module.
     """
     spec = _find_spec(name)
-    if spec is None or spec.origin is None or not os.path.isfile(spec.origin):
+    if spec is None or isinstance(spec.loader, importlib.machinery.ExtensionFileLoader):
+        parent = _find_spec(name.rpartition(".")[0]) if "." in name else None
+        for folder in (parent.submodule_search_locations or []) if parent else []:
+            c_source = Path(folder) / "_ext" / (name.rsplit(".", 1)[-1] + ".c")
+            if c_source.is_file():  # built or not: the same code version
+                return c_source.read_text()
+        if spec is None:
+            return None
+        return Path(spec.origin).read_bytes().hex() if spec.origin else None
+    if spec.origin is None or not os.path.isfile(spec.origin):
         return None
-    if isinstance(spec.loader, importlib.machinery.ExtensionFileLoader):
-        origin = Path(spec.origin)
-        c_source = origin.parent / "_ext" / (name.rsplit(".", 1)[-1] + ".c")
-        return c_source.read_text() if c_source.is_file() else origin.read_bytes().hex()
     return spec.loader.get_source(name)
 
 
@@ -576,6 +581,12 @@ def _strip_docstrings(tree: ast.AST) -> ast.AST:
     return tree
 
 
+#: SHA-256 of a module's text -> SHA-256 of its syntax tree without docstrings (a pure function).
+_TREE_DIGESTS: dict[str, str] = {}
+#: SHA-256 of a module's text -> its import statements (:meth:`_ModuleGraph.imports`).
+_IMPORTS: dict[str, tuple[tuple, ...]] = {}
+
+
 class _ModuleGraph:
     """Import graph of the project's modules, read from their sources (one parse per module).
 
@@ -590,7 +601,6 @@ class _ModuleGraph:
     def __init__(self, source: Callable[[str], str | None]):
         self._source = source
         self._texts: dict[str, str | None] = {}
-        self._trees: dict[str, ast.Module] = {}
         self._deps: dict[str, tuple[str, ...]] = {}
         self._digests: dict[str, str] = {}
         self._specs: dict[str, Any] = {}
@@ -608,16 +618,7 @@ class _ModuleGraph:
 
     def _is_python(self, name: str) -> bool:
         spec = self.spec(name)
-        return not (spec is not None and isinstance(spec.loader, importlib.machinery.ExtensionFileLoader))
-
-    def tree(self, name: str) -> ast.Module:
-        if name not in self._trees:
-            text = self.text(name)
-            if text is None:
-                raise ConfigError(f"code version: module {name!r} has no readable source")
-            self._trees[name] = ast.parse(text, filename=name) if self._is_python(name) \
-                else ast.Module(body=[], type_ignores=[])
-        return self._trees[name]
+        return spec is not None and not isinstance(spec.loader, importlib.machinery.ExtensionFileLoader)
 
     def is_package(self, name: str) -> bool:
         spec = self.spec(name)
@@ -628,8 +629,14 @@ class _ModuleGraph:
             text = self.text(name)
             if text is None:
                 raise ConfigError(f"code version: module {name!r} has no readable source")
-            self._digests[name] = _digest_bytes(text.encode()) if not self._is_python(name) \
-                else _digest_bytes(ast.dump(_strip_docstrings(ast.parse(text))).encode())
+            if not self._is_python(name):
+                self._digests[name] = _digest_bytes(text.encode())
+            else:  # the syntax tree's digest depends on the text alone: memoised per process
+                raw = _digest_bytes(text.encode())
+                if raw not in _TREE_DIGESTS:
+                    tree = _strip_docstrings(ast.parse(text))
+                    _TREE_DIGESTS[raw] = _digest_bytes(ast.dump(tree).encode())
+                self._digests[name] = _TREE_DIGESTS[raw]
         return self._digests[name]
 
     def _absolute(self, name: str, module: str | None, level: int) -> str:
@@ -646,29 +653,48 @@ class _ModuleGraph:
         if self.text(sub) is not None:
             return sub
         if depth < 8 and self.text(package) is not None and self.is_package(package):
-            tree = self.tree(package)
-            for node in tree.body:
-                if isinstance(node, ast.ImportFrom):
-                    for a in node.names:
-                        if (a.asname or a.name) == symbol:
-                            return self._resolve(self._absolute(package, node.module, node.level),
-                                                 a.name, depth + 1)
+            for imp in self.imports(package):
+                if imp[0] == "from" and imp[4]:
+                    for a, alias in imp[3]:
+                        if (alias or a) == symbol:
+                            return self._resolve(self._absolute(package, imp[1], imp[2]), a,
+                                                 depth + 1)
         return package
+
+    def imports(self, name: str) -> tuple[tuple, ...]:
+        """The module's import statements, anywhere in it: ``("import", module)`` and
+        ``("from", module, level, names, top_level)`` (memoised per text: a pure function)."""
+        text = self.text(name)
+        if text is None or not self._is_python(name):
+            return ()
+        raw = _digest_bytes(text.encode())
+        if raw not in _IMPORTS:
+            tree = ast.parse(text, filename=name)
+            top = {id(n) for n in tree.body}
+            found: list[tuple] = []
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Import):
+                    found += [("import", a.name) for a in node.names]
+                elif isinstance(node, ast.ImportFrom):
+                    found.append(("from", node.module, node.level,
+                                  tuple((a.name, a.asname) for a in node.names), id(node) in top))
+            _IMPORTS[raw] = tuple(found)
+        return _IMPORTS[raw]
 
     def deps(self, name: str) -> tuple[str, ...]:
         if name not in self._deps:
             found: set[str] = set()
-            for node in ast.walk(self.tree(name)):
-                if isinstance(node, ast.Import):
-                    found.update(a.name for a in node.names)
-                elif isinstance(node, ast.ImportFrom):
-                    mod = self._absolute(name, node.module, node.level)
-                    if mod.split(".")[0] not in PROJECT_PACKAGES:
-                        continue
-                    if any(a.name == "*" for a in node.names):
-                        found.add(mod)
-                    else:
-                        found.update(self._resolve(mod, a.name) for a in node.names)
+            for imp in self.imports(name):
+                if imp[0] == "import":
+                    found.add(imp[1])
+                    continue
+                mod = self._absolute(name, imp[1], imp[2])
+                if mod.split(".")[0] not in PROJECT_PACKAGES:
+                    continue
+                if any(a == "*" for a, _ in imp[3]):
+                    found.add(mod)
+                else:
+                    found.update(self._resolve(mod, a) for a, _ in imp[3])
             self._deps[name] = tuple(sorted(
                 m for m in found if m.split(".")[0] in PROJECT_PACKAGES and self.text(m) is not None))
         return self._deps[name]
@@ -684,7 +710,8 @@ class _ModuleGraph:
             m = stack.pop()
             if m in seen:
                 continue
-            self.tree(m)  # raises for a module without source
+            if self.text(m) is None:
+                raise ConfigError(f"code version: module {m!r} has no readable source")
             seen.add(m)
             if through_registries or m.rsplit(".", 1)[-1] != "registry":
                 stack.extend(self.deps(m))
