@@ -5,7 +5,11 @@
 arena size (:func:`scheduling.transforms.export.execution_plan`); ``--format c-header`` writes a C99
 header instead (:func:`scheduling.transforms.export.c_header`), ``--format chrome-trace`` a Chrome /
 Perfetto trace (:func:`scheduling.transforms.export.chrome_trace`: one track per buffer, sorted by
-offset, one complete event per buffer over its steps, ``args`` offset and size). MODEL is anything
+offset, one complete event per buffer over its steps, ``args`` offset and size), and
+``--format tflm-offline -o planned.tflite`` (MODEL a ``.tflite`` file or ``wakeword:NAME``; no
+passes; ``--scheduler`` reorders the operators when safe) writes the model with the plan in its
+``OfflineMemoryAllocation`` metadata for TFLite Micro (:mod:`experiments.tflm_offline`). MODEL
+is anything
 :func:`experiments.workloads.load_graph` accepts. A fusion that raises the peak of live bytes is
 refused (one line on stderr names each, with the peak before and after, in bytes) unless
 ``--allow-peak-increase`` is given (:func:`scheduling.transforms.fuse`).
@@ -30,8 +34,9 @@ def add_parsers(subparsers) -> None:
     )
     e.add_argument("model", help="ONNX light model name, mobilenet_v1[:alpha:res:dtype], "
                                  "mobilenet_v2[...], mobilenet_v1_first_layer, seed000 or PATH.onnx")
-    e.add_argument("--pipeline", default="simplify,views,fuse,inplace",
-                   help="comma-separated passes (default simplify,views,fuse,inplace; '' for none)")
+    e.add_argument("--pipeline", default=None,
+                   help="comma-separated passes (default simplify,views,fuse,inplace; '' for none; "
+                        "tflm-offline plans the model as written and takes none)")
     e.add_argument("--allow-peak-increase", action="store_true",
                    help="apply fusions that raise the peak of live bytes (refused by default)")
     e.add_argument("--planner", default="greedy_by_size")
@@ -40,10 +45,16 @@ def add_parsers(subparsers) -> None:
                    help="one arena with weights and inputs as residents (seed 000 layout)")
     e.add_argument("--time-limit", type=float, default=10.0,
                    help="seconds, for planners with a time limit")
-    e.add_argument("--format", choices=("json", "c-header", "chrome-trace"), default="json",
-                   help="json (execution plan), c-header (C99 header) or chrome-trace (Trace "
+    e.add_argument("--format", choices=("json", "c-header", "chrome-trace", "tflm-offline"),
+                   default="json",
+                   help="json (execution plan), c-header (C99 header), chrome-trace (Trace "
                         "Event Format JSON for ui.perfetto.dev / chrome://tracing: one track per "
-                        "buffer sorted by offset, steps as microseconds)")
+                        "buffer sorted by offset, steps as microseconds) or tflm-offline (MODEL "
+                        "a .tflite: write the model with the plan in its OfflineMemoryAllocation "
+                        "metadata to -o)")
+    e.add_argument("--scheduler", default=None,
+                   help="tflm-offline: operator order to plan and write (default file_order; "
+                        "another order reorders the model's operators when that is safe)")
     e.add_argument("--prefix", default="memplan", help="C identifier prefix (c-header)")
     e.add_argument("-o", "--output", help="output file (default: stdout)")
     e.add_argument("--override", action="append", metavar="NAME=DIMS",
@@ -82,8 +93,13 @@ def run(args) -> int:
     from scheduling.transforms import run_pipeline, transformed_problem
     from scheduling.transforms.export import c_header, chrome_trace, execution_plan
 
+    if args.format == "tflm-offline":
+        return _run_tflm_offline(args)
+    if getattr(args, "scheduler", None) is not None:
+        raise ValueError("--scheduler applies to --format tflm-offline only")
+    pipeline = "simplify,views,fuse,inplace" if args.pipeline is None else args.pipeline
     g = load_graph(args.model, overrides=parse_overrides(getattr(args, "override", None)))
-    g2, logs = run_pipeline(g, args.pipeline or None, pipeline_params(args))
+    g2, logs = run_pipeline(g, pipeline or None, pipeline_params(args))
     report_peak_refusals(logs)
     p = transformed_problem(g2, unified=args.unified, alignment=args.alignment)
     planner = planner_for(args.planner, args.time_limit)
@@ -94,7 +110,7 @@ def run(args) -> int:
         print(f"memplan: error: planner {args.planner!r} found no plan (status {plan.status})",
               file=sys.stderr)
         return 1
-    ep = execution_plan(g2, plan, pipeline=args.pipeline or "")
+    ep = execution_plan(g2, plan, pipeline=pipeline or "")
     if args.format == "c-header":
         text = c_header(ep, args.prefix)
     elif args.format == "chrome-trace":
@@ -108,4 +124,22 @@ def run(args) -> int:
         tmp.replace(out)
     else:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0
+
+
+def _run_tflm_offline(args) -> int:
+    """``memplan export MODEL.tflite --format tflm-offline -o planned.tflite``."""
+    from experiments.tflm_offline import export_offline
+
+    if not args.output:
+        raise ValueError("--format tflm-offline writes a .tflite model: give -o PATH")
+    if args.pipeline:
+        raise ValueError("--format tflm-offline plans the model as written: graph passes "
+                         f"({args.pipeline}) would change tensors the model does not have")
+    if getattr(args, "override", None) or args.unified or args.alignment not in (1, 16):
+        raise ValueError("--format tflm-offline takes no --override/--unified, and its "
+                         "alignment is TFLite Micro's 16 bytes")
+    rep = export_offline(args.model, args.output, args.planner, getattr(args, "scheduler", None) or "file_order",
+                         args.time_limit)
+    print(json.dumps(rep))
     return 0

@@ -1,0 +1,140 @@
+"""Offline plans for TFLite Micro (experiments/tflm_offline.py, `memplan export --format
+tflm-offline`): the tflite-micro interpreter runs the planned model with the same outputs as the
+original, and its non-persistent head equals memplan's arena."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tflite")
+pytest.importorskip("tflite_micro")
+
+from experiments.cli import main  # noqa: E402
+from experiments.tflm_offline import (  # noqa: E402
+    _rewrite,
+    check_offline_plan,
+    read_offline_plan,
+    run_model,
+    tflm_lifetimes,
+    tflm_problem,
+    write_offline_plan,
+)
+from experiments.workloads import tflite_model_files  # noqa: E402
+from planners import Plan, lower_bound, plan  # noqa: E402
+
+MODELS = tflite_model_files()
+WAKEWORD = [n for n in MODELS if n.startswith("wakeword:")]
+if not WAKEWORD:
+    pytest.skip("pymicro-wakeword models not installed", allow_module_level=True)
+
+_BASE: dict[str, dict] = {}
+
+
+def _base(name):
+    if name not in _BASE:
+        _BASE[name] = run_model(MODELS[name])
+    return _BASE[name]
+
+
+@pytest.mark.parametrize("name", WAKEWORD)
+def test_greedy_offline_plan_reproduces_tflm(tmp_path, name):
+    """greedy_by_size in file order is TFLM's own plan: same head, same outputs."""
+    path = MODELS[name]
+    p, order = tflm_problem(path)
+    pl = plan(p, "greedy_by_size")
+    out = tmp_path / "planned.tflite"
+    rep = write_offline_plan(path, pl, out, order=order)
+    assert rep["violations"] == [] and not rep["reordered"] and rep["online"] == 0
+    data = out.read_bytes()
+    offs = read_offline_plan(data)
+    lives = tflm_lifetimes(data)
+    assert len(offs) == sum(len(s) for s in lives)  # nbr_tensors covers every subgraph
+    ids = {b.id: o for b, o in zip(p.buffers, pl.offsets.tolist(), strict=True)}
+    assert sorted(o for o in offs if o >= 0) == sorted(o for b, o in ids.items()
+                                                        if not b.endswith(":effect"))
+    base, new = _base(name), run_model(out)
+    assert new["outputs"] == base["outputs"]
+    assert new["head"] == pl.arena_size == base["head"]
+    assert new["tail"] == base["tail"]
+
+
+@pytest.mark.parametrize("name", WAKEWORD)
+def test_better_plan_is_smaller_than_tflm(tmp_path, name):
+    """choose_best on file order, then best_of's order (operators reordered): TFLM's head is
+    memplan's arena, below TFLM's own, with identical outputs."""
+    path = MODELS[name]
+    base = _base(name)
+    heads = []
+    for sched in ("file_order", "best_of"):
+        p, order = tflm_problem(path, sched)
+        pl = plan(p, "choose_best")
+        out = tmp_path / f"{sched}.tflite"
+        rep = write_offline_plan(path, pl, out, order=order)
+        assert rep["reordered"] == (sched == "best_of")
+        new = run_model(out)
+        assert new["outputs"] == base["outputs"]
+        assert new["head"] == pl.arena_size
+        assert pl.arena_size == lower_bound(p)  # both reach the bound of their order
+        heads.append(new["head"])
+    assert heads[1] <= heads[0] < base["head"]
+
+
+def test_wakeword_alexa_numbers(tmp_path):
+    """Pinned: TFLM plans 3648 bytes; memplan's offline plan 3200 (file order, the lower bound)
+    and 2688 (best_of order)."""
+    path = MODELS["wakeword:alexa"]
+    assert _base("wakeword:alexa")["head"] == 3648
+    arenas = []
+    for sched in ("file_order", "best_of"):
+        p, order = tflm_problem(path, sched)
+        pl = plan(p, "choose_best")
+        write_offline_plan(path, pl, tmp_path / "m.tflite", order=order)
+        arenas.append(run_model(tmp_path / "m.tflite", invocations=2)["head"])
+    assert arenas == [3200, 2688]
+
+
+def test_conflicting_offsets_are_refused_and_would_corrupt(tmp_path):
+    name = WAKEWORD[0]
+    path = MODELS[name]
+    data = Path(path).read_bytes()
+    lives = tflm_lifetimes(data)
+    # every planned tensor at offset 0: TFLM's lifetimes show the conflicts
+    offs = [0 if t.needs_allocating else -1 for t in lives[0]]
+    offs += [-1] * sum(len(s) for s in lives[1:])
+    bad = _rewrite(data, offs, None)
+    rep = check_offline_plan(bad)
+    assert rep["violations"] and "overlap in address" in rep["violations"][0]
+    p, order = tflm_problem(path)
+    with pytest.raises(ValueError, match="conflict under TFLite Micro's lifetimes"):
+        write_offline_plan(path, Plan(p, np.zeros(p.n, np.int64), "given", "heuristic"),
+                           tmp_path / "x.tflite", order=order)
+    assert not (tmp_path / "x.tflite").exists()
+    # the run comparison sees such a plan: the interpreter's outputs change
+    (tmp_path / "bad.tflite").write_bytes(bad)
+    assert run_model(tmp_path / "bad.tflite")["outputs"] != _base(name)["outputs"]
+
+
+def test_unsafe_order_is_refused(tmp_path):
+    path = MODELS[WAKEWORD[0]]
+    p, order = tflm_problem(path)
+    pl = plan(p, "greedy_by_size")
+    with pytest.raises(ValueError, match="not topological"):
+        write_offline_plan(path, pl, tmp_path / "x.tflite", order=order[::-1])
+
+
+def test_cli_export_tflm_offline(tmp_path, capsys):
+    out = tmp_path / "planned.tflite"
+    assert main(["export", "wakeword:alexa", "--format", "tflm-offline", "--planner",
+                 "choose_best", "--scheduler", "best_of", "-o", str(out)]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["arena"] == 2688 and rep["reordered"] and rep["online"] == 0
+    assert read_offline_plan(out.read_bytes()) is not None
+    assert main(["export", "seed000", "--format", "tflm-offline", "-o", str(out)]) == 2
+    assert "needs a .tflite file" in capsys.readouterr().err
+    assert main(["export", "wakeword:alexa", "--format", "tflm-offline"]) == 2
+    assert main(["export", "wakeword:alexa", "--format", "tflm-offline", "--pipeline", "fuse",
+                 "-o", str(out)]) == 2
