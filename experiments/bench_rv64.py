@@ -1,28 +1,42 @@
-"""Benchmark: RV64 cost of the allocator cores -> ``results/bench_rv64.csv`` and a log-log plot.
+"""Benchmark: RV64 cost of the allocator cores -> ``results/bench_rv64*.csv`` and figures.
 
 For random problems with N = 16, 64, 256, 1024 buffers (:func:`planners.random_problems.random_problem`,
 seeded, alignment 16) and the nine light ONNX models of the ``onnx`` wheel (when the ONNX importer
 works), every core of :data:`experiments.rv64.CORE_NAMES` is compiled to RV64, emulated, and costed
-with the U74 and C906 core models (:func:`experiments.rv64.estimate`). One CSV row per (workload,
-planner): instructions by class, estimated cycles and cycles per buffer per core model, whether the
-emulated offsets equal the Python planner's, and the host wall-clock seconds of the estimate.
+with the U74 and C906 core models (:func:`experiments.rv64.estimate`), with and without L1 caches.
+One CSV row per (workload, planner): instructions by class, estimated cycles (with caches, and with
+ideal memory), cache accesses, misses and hit rates, code size (``.text`` of a one-core image, both
+builds), stack and scratch bytes, whether the emulated offsets equal the Python planner's, the host
+wall-clock seconds of the estimate, and the assumptions each core model rests on.
+
+Scaling rows (``--scale-sizes``, default 2048, 4096, 8192): every core on the random problem of
+that size, each estimate in a fresh subprocess whose peak resident memory (``peak_rss_mb``) and
+wall-clock seconds are recorded (the cost of estimating; the machine's load makes the seconds
+noisy).
+
+``results/bench_rv64_mca.csv``: the U74 model against ``llvm-mca -mcpu=sifive-u74`` on the hottest
+blocks of every core and on hand-made dependence sequences (:mod:`experiments.rv64.mca`; skipped
+with a message when LLVM >= 19 is not installed).
 
 Run: ``python -m experiments.bench_rv64 --out results/bench_rv64.csv`` (``make bench-rv64``);
-``--figures-only`` redraws the figure from that CSV without rerunning the benchmark.
+``--figures-only`` redraws the figures from that CSV without rerunning the benchmark.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["run", "plot", "main", "SIZES"]
+__all__ = ["run", "run_scaling", "run_mca", "plot", "plot_caches", "main", "SIZES", "SCALE_SIZES"]
 
 SIZES = (16, 64, 256, 1024)
+SCALE_SIZES = (2048, 4096, 8192)
 
 
 def _workloads(sizes, seed: int, onnx: bool):
@@ -109,6 +123,104 @@ def run(sizes=SIZES, seed: int = 0, onnx: bool = True, planners=None, rvsim_max_
     return df[first + [c for c in df.columns if c not in first]]
 
 
+def _one(core: str, n: int, seed: int) -> dict:
+    """One estimate in this process (the ``--one`` entry point): record + seconds + peak RSS."""
+    import resource
+
+    from experiments import rv64
+    from planners.random_problems import random_problem
+
+    p = random_problem(n, seed=seed, alignment=16)
+    t0 = time.perf_counter()
+    est = rv64.estimate(p, core)
+    seconds = time.perf_counter() - t0
+    rec = est.as_record()
+    rec.pop("offsets")
+    rec.update(workload=f"random_n{n}", kind="random", seconds=round(seconds, 3),
+               peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1))  # fmt: skip
+    return rec
+
+
+def run_scaling(sizes=SCALE_SIZES, seed: int = 0, planners=None) -> list[dict]:
+    """Every core on the random problem of each size in ``sizes``, one subprocess per estimate
+    (so ``peak_rss_mb`` is that estimate's own peak). Returns the records."""
+    from experiments import rv64
+
+    rows = []
+    for n in sizes:
+        for name in planners or rv64.CORE_NAMES:
+            cmd = [sys.executable, "-m", "experiments.bench_rv64", "--one", name, str(n),
+                   "--seed", str(seed)]  # fmt: skip
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            if proc.returncode != 0:
+                print(f"bench_rv64: {name} n={n} failed:\n{proc.stderr}", file=sys.stderr)
+                continue
+            rec = json.loads(proc.stdout.strip().splitlines()[-1])
+            rows.append(rec)
+            print(f"{rec['workload']:>14} n={n:<5} {name:<20} insn={rec['rv64_instructions']:>11} "
+                  f"u74={rec['rv64_cycles_u74']:>11} {rec['seconds']:.1f}s "
+                  f"{rec['peak_rss_mb']:.0f} MB", file=sys.stderr)  # fmt: skip
+    return rows
+
+
+def run_mca(out: Path, seed: int = 0):
+    """Write ``results/bench_rv64_mca.csv`` (see the module docstring); ``None`` when llvm-mca
+    is unavailable (the reason is printed)."""
+    import pandas as pd
+
+    from experiments import rv64
+    from experiments.rv64 import mca
+    from planners.random_problems import random_problem
+
+    llvm, why = mca.find_llvm()
+    if llvm is None:
+        print(f"bench_rv64: llvm-mca cross-check skipped ({why})", file=sys.stderr)
+        return None
+    rows = mca.core_rows(llvm, random_problem(256, seed=seed, alignment=16), rv64.CORE_NAMES, 3)
+    rows += mca.hand_rows(llvm)
+    df = pd.DataFrame([r.as_record() for r in rows])
+    df.insert(6, "llvm_version", llvm.version)
+    tmp = out.with_name(out.name + ".tmp")
+    df.to_csv(tmp, index=False)
+    tmp.replace(out)
+    worst = (df["ratio"] - 1).abs().max()
+    print(f"wrote {out} ({len(df)} blocks, largest |ratio - 1| = {worst:.4f})", file=sys.stderr)
+    return df
+
+
+def plot_caches(df, out_stem: Path) -> list[Path]:
+    """Estimated U74 cycles against buffers ``n`` (random problems), with L1 caches (solid) and
+    with ideal memory (dashed), one line pair per core; right panel: L1 data-cache miss rate.
+    Writes ``out_stem`` ``.png`` and ``.pdf``."""
+    import matplotlib.pyplot as plt
+
+    from experiments.plots import distinct_styles, paper_style, save
+
+    paper_style()
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    r = df[df["kind"] == "random"].sort_values("n")
+    groups = list(r.groupby("planner", sort=False))
+    styles = distinct_styles(len(groups))
+    for (name, g), (colour, marker) in zip(groups, styles, strict=True):
+        axes[0].plot(g["n"], g["rv64_cycles_u74"], "-", marker=marker, color=colour, ms=4,
+                     lw=1.2, label=f"{name}")  # fmt: skip
+        axes[0].plot(g["n"], g["rv64_cycles_u74_ideal_memory"], "--", color=colour, lw=1.0)
+        miss = 1 - g["l1d_hit_rate_u74"]
+        axes[1].plot(g["n"], 100 * miss, "-", marker=marker, color=colour, ms=4, lw=1.2,
+                     label=name)  # fmt: skip
+    for ax in axes:
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("buffers n (count, log scale)")
+        ax.grid(True, which="major", alpha=0.3)
+    axes[0].set_yscale("log")
+    axes[0].set_ylabel("estimated U74 cycles (log scale)\nsolid: L1 caches, dashed: ideal memory")
+    axes[1].set_ylabel("L1 data-cache misses (% of accesses)")
+    axes[1].legend(loc="upper left", frameon=False, fontsize=8)
+    fig.suptitle("U74 model with and without L1 caches (32 KiB, 64-byte lines; miss penalty 20 "
+                 "cycles: an assumption)", y=1.02)  # fmt: skip
+    return save(fig, out_stem)
+
+
 def plot(df, out_stem: Path) -> list[Path]:
     """Log-log plot of estimated cycles vs buffer count, one panel per core model (U74, C906).
 
@@ -164,14 +276,23 @@ def main(argv=None) -> int:
                     help="rvsim cross-check only for workloads with at most this many buffers "
                          "(-1: never; needs the rvsim extra)")
     ap.add_argument("--figures-only", action="store_true",
-                    help="redraw the figure from the --out CSV without rerunning the benchmark")
+                    help="redraw the figures from the --out CSV without rerunning the benchmark")
+    ap.add_argument("--scale-sizes", default=",".join(map(str, SCALE_SIZES)),
+                    help="sizes of the scaling rows (one subprocess per estimate; '' for none)")
+    ap.add_argument("--mca-out", default="results/bench_rv64_mca.csv")
+    ap.add_argument("--caches-figure", default="results/figures/rv64_cycles_caches")
+    ap.add_argument("--one", nargs=2, metavar=("CORE", "N"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.one:
+        print(json.dumps(_one(args.one[0], int(args.one[1]), args.seed)))
+        return 0
     if args.figures_only:
         import pandas as pd
 
         if not Path(args.out).is_file():
             ap.error(f"--figures-only: {args.out} does not exist; run the benchmark first")
-        paths = plot(pd.read_csv(args.out), Path(args.figure))
+        df = pd.read_csv(args.out)
+        paths = plot(df, Path(args.figure)) + plot_caches(df, Path(args.caches_figure))
         print(f"wrote {', '.join(map(str, paths))}", file=sys.stderr)
         return 0
     from experiments import rv64
@@ -180,14 +301,20 @@ def main(argv=None) -> int:
     if not ok:
         print(f"bench_rv64: {reason}", file=sys.stderr)
         return 2
+    import pandas as pd
+
     sizes = tuple(int(s) for s in args.sizes.split(","))
     df = run(sizes, args.seed, onnx=not args.no_onnx, rvsim_max_n=args.rvsim_max_n)
+    scale = tuple(int(s) for s in args.scale_sizes.split(",") if s)
+    if scale:
+        df = pd.concat([df, pd.DataFrame(run_scaling(scale, args.seed))], ignore_index=True)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
     df.to_csv(tmp, index=False)
     tmp.replace(out)
-    paths = plot(df, Path(args.figure))
+    run_mca(Path(args.mca_out), args.seed)
+    paths = plot(df, Path(args.figure)) + plot_caches(df, Path(args.caches_figure))
     print(f"wrote {out} ({len(df)} rows), {', '.join(map(str, paths))}", file=sys.stderr)
     if not df["offsets_match"].all():
         bad = df.loc[~df["offsets_match"], ["workload", "planner"]].values.tolist()
