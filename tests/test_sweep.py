@@ -707,3 +707,24 @@ def test_worker_that_dies_gives_an_error_record_and_the_sweep_goes_on(tmp_path, 
     assert dead["status"] == "error" and "worker process died (exit code 3)" in dead["error"]
     assert dead["workload_source"] == "seed002_ex5.1" and dead["code_version"] == "pinned"
     assert sorted(df[df.valid]["arena"].tolist()) == [880, 880]
+
+
+def test_c_extension_counts_by_its_c_source(monkeypatch):
+    from experiments import sweep
+
+    original, cache = sweep._module_source, {}
+
+    def frozen(mod):
+        if mod not in cache:
+            cache[mod] = original(mod)
+        return cache[mod]
+
+    monkeypatch.setattr(sweep, "_module_source", frozen)
+    assert "planners._exact_search" in sweep.run_modules("exact_search")
+    assert "static" in frozen("planners._exact_search")  # the C text, not the built library
+    before = {p: sweep.run_code_version(p) for p in ("exact_search", "first_fit")}
+    monkeypatch.setattr(sweep, "_module_source", lambda m: frozen(m) + "\nstatic int edited = 1;\n"
+                        if m == "planners._exact_search" else frozen(m))
+    after = {p: sweep.run_code_version(p) for p in ("exact_search", "first_fit")}
+    assert after["exact_search"] != before["exact_search"]
+    assert after["first_fit"] == before["first_fit"]
