@@ -31,7 +31,8 @@ def add_parsers(subparsers) -> None:
     s = subparsers.add_parser(
         "sweep", help="run a TOML sweep (resumable; only missing runs run)",
         description="Run every run of a TOML sweep that has no record yet (records are keyed by "
-                    "a hash of workload, scheduler, planner, parameters and code version). Runs "
+                    "a hash of workload, scheduler, planner, parameters and the code the run "
+                    "executes, so editing one planner reruns only its runs). Runs "
                     "that failed (status error or timeout) are kept as records and not rerun, "
                     "unless --retry-failed is given.")
     s.add_argument("config", help="sweep TOML file (see experiments/configs/default.toml)")
