@@ -7,7 +7,7 @@
   groups, capacities) through the planners of :data:`planners.registry.PLANNERS`. Problem ``i``
   goes to the planner ``SCHEDULE[i % len(SCHEDULE)]``: every heuristic gets ``--heuristic-weight``
   slots, every planner with a ``time_limit`` (exact and search planners, :data:`EXACT`) one slot,
-  with at most 12 buffers and a 1 s time limit;
+  with at most 12 buffers and a 0.5 s time limit;
 * ``--files`` mutated MiniMalloc CSV, ONNX and TFLite files (one third each) through
   :func:`planners.io.read_minimalloc_csv`, :func:`experiments.workloads.onnx_problem` and
   :func:`scheduling.tflite_import.tflite_problem`; an imported problem is then planned with
@@ -424,7 +424,7 @@ def _arena_ints(p, offsets) -> int:
     return max([int(o) + b.size for b, o in zip(p.buffers, offsets) if b.size > 0], default=0)
 
 
-def brute_force_optimum(p, node_limit: int = 20_000, seconds: float = 1.0) -> int | None:
+def brute_force_optimum(p, node_limit: int = 20_000, seconds: float = 0.5) -> int | None:
     """Minimum arena of ``p`` (bytes) by branch and bound over placement orders, or ``None``.
 
     Each order places every non-empty alias group at its lowest aligned offset that collides with
@@ -1226,7 +1226,7 @@ def _default_cfg() -> dict:
     # kill_slack: seconds a single rerun may take beyond its wall limit before the pool kills it
     # (the checks of this module run in the same task); chunk_slack: seconds of a chunk's limit
     # besides half the exact planners' limits.
-    return {"schedule": SCHEDULE, "exact_time": 1.0, "hang_limit": 30.0, "tmpdir": None,
+    return {"schedule": SCHEDULE, "exact_time": 0.5, "hang_limit": 30.0, "tmpdir": None,
             "kill_slack": 30.0, "chunk_slack": 120.0}
 
 
@@ -1266,7 +1266,7 @@ def soak(
     seed: int = 1,
     jobs: int = 2,
     chunk: int = 100,
-    exact_time: float = 1.0,
+    exact_time: float = 0.5,
     hang_limit: float = 30.0,
     heuristic_weight: int = 10,
     mem_limit_gb: float = 4.0,
@@ -1311,7 +1311,7 @@ def soak(
     items = _items(problems, files)
     replay_args = "".join(
         f" --{k.replace('_', '-')} {v}" for k, v, d in
-        (("heuristic_weight", heuristic_weight, 10), ("exact_time", exact_time, 1.0),
+        (("heuristic_weight", heuristic_weight, 10), ("exact_time", exact_time, 0.5),
          ("hang_limit", hang_limit, 30.0)) if v != d)
     t0 = time.perf_counter()
     counts: dict[tuple[str, str], Counter] = defaultdict(Counter)
@@ -1513,7 +1513,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--jobs", type=int, default=2, help="worker processes (0: in process)")
     ap.add_argument("--chunk", type=int, default=100, help="items per pool task")
-    ap.add_argument("--exact-time", type=float, default=1.0,
+    ap.add_argument("--exact-time", type=float, default=0.5,
                     help="time limit of the exact planners, s")
     ap.add_argument("--hang-limit", type=float, default=30.0,
                     help="wall limit of one planner or importer call, s (exact planners: plus "
