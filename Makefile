@@ -7,7 +7,7 @@ MINIMALLOC_DIR ?= ../shared/benchmarks/minimalloc
 MINIMALLOC_ARG := $(if $(wildcard $(MINIMALLOC_DIR)/*.csv),--minimalloc-dir $(MINIMALLOC_DIR),)
 PYTEST_WORKERS ?= 2
 
-.PHONY: venv run test lint bench bench-rv64 bench-exact bench-sched bench-transforms bench-budget bench-tflm bench-import soak sweep clean
+.PHONY: venv run test lint bench bench-rv64 bench-exact bench-sched bench-transforms bench-budget bench-tflm bench-tflm-offline bench-import soak sweep clean
 
 $(STAMP): pyproject.toml $(wildcard setup.py) $(wildcard planners/_ext/*.c)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -76,6 +76,13 @@ soak: $(STAMP)
 ## interpreter accepts (bisection) on every bundled .tflite -> results/bench_tflm_arena.csv
 bench-tflm: $(STAMP)
 	$(PY) -m experiments.bench_tflm --out results/bench_tflm_arena.csv
+
+## Offline plans in TFLite Micro: memplan plans written into each bundled .tflite model's
+## OfflineMemoryAllocation metadata (TFLM's greedy, choose_best, best_of order + choose_best), run by
+## the tflite-micro interpreter: outputs vs the original, head vs memplan's arena, bytes saved
+## -> results/bench_tflm_offline.csv (about 6 min)
+bench-tflm-offline: $(STAMP)
+	$(PY) -m experiments.bench_tflm_offline --out results/bench_tflm_offline.csv
 
 ## The small default sweep (resumable: only runs without a record run; add --retry-failed by hand
 ## to rerun failed ones) and its report -> results/sweeps/default/{records,problems,report}
