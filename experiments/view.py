@@ -147,8 +147,13 @@ def plan_explorer(plans, graph=None, violations: Mapping[str, Sequence] | None =
 
     Notes
     -----
-    ``O(n log n)`` per plan (the live profile) plus ``O(n)`` hover strings; 10^4 buffers build
-    in well under a second. Requires ``plotly``.
+    ``O(n log n)`` per plan (the live profile) plus ``O(n)`` hover strings. Measured at 10^4
+    random buffers (one plan, 2 shared cores): the figure builds in 0.45 s, :func:`write_html`
+    takes 0.3 s and writes 6.7 MB (4.8 MB of it plotly.js); a full redraw in headless Chromium
+    with software rendering takes about 2.5 s (a single filled-scatter path of the same
+    rectangles with hover markers measured 2.2 s, so the bars stay). Colours are numbers on a
+    discrete colour scale: plotly validates numeric arrays at once but lists of colour strings
+    one by one (8 s at 2 x 10^4 buffers). Requires ``plotly``.
     """
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
