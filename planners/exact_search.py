@@ -30,6 +30,18 @@ Method (MiniMalloc, Moffitt, ASPLOS 2023; the implementation is our own C99 in
 ``decompose``
     When no unplaced buffer crosses a section boundary, both sides are independent subproblems
     and are solved one after the other (statically at the start and dynamically during search).
+``memo_floor_profiles``
+    MiniMalloc's "same floor profile already explored" cut. With canonical placements every
+    placed buffer lies below every later one, so the placed layout acts on the rest of the search
+    only through the floor profile (skyline) it leaves: the min offsets of the unplaced buffers.
+    A subtree is therefore determined by its section range, its unplaced buffers with their min
+    offsets and static ranks, and the canonical constraint ``(last offset, last rank)``, a larger
+    constraint admitting a subset of the completions. Every subtree that ends with "no
+    completion" is stored in a hash set under that key with its constraint; a node reached again
+    (through another placement order giving the same profile) with a constraint at least the
+    stored one is cut. Keys are stored in full and compared exactly (a hash collision never cuts
+    anything); memory is bounded by ``memo_megabytes`` (keys plus table), after which the set is
+    only read. Only proved failures are stored, so the answer is unchanged (tested on/off).
 
 The static rank comes from ``preorderings``: one string per ranking, each a sequence of keys, all
 descending, ties by problem order: ``T`` the largest unplaced bytes of any section the buffer
@@ -141,6 +153,11 @@ class ExactSearch(Planner):
     canonical_only, section_inference, dynamic_ordering, check_dominance, decompose : bool
         The search techniques described in the module docstring (all on by default; switching
         any off keeps the search complete, only slower).
+    memo_floor_profiles : bool
+        The floor-profile memo (module docstring); on by default.
+    memo_megabytes : float
+        Memory cap of the memo in MiB (default 256; about ``24 + 24 k`` bytes per stored subtree
+        with ``k`` unplaced buffers, plus 28 bytes per hash slot).
     heuristic_first : bool
         Answer "fits" with the first cheap heuristic whose arena fits the capacity, before any
         search (module docstring; on by default, off for ablations).
@@ -155,7 +172,8 @@ class ExactSearch(Planner):
     equals the lower bound), ``"infeasible"`` (the search finished: no
     layout fits; ``best_bound = capacity + 1``) or ``"timeout"`` (offsets all zero, nothing
     proved). ``info`` holds ``nodes`` (search nodes), ``attempts`` (round-robin attempts),
-    ``sections``, ``capacity`` and ``answered_by`` (``"search"`` or the heuristic's name), plus
+    ``sections``, ``capacity``, ``memo_hits`` (subtrees cut by the memo), ``memo_entries``
+    (failed subtrees stored) and ``answered_by`` (``"search"`` or the heuristic's name), plus
     the heuristics' arenas when ``heuristic_first`` ran them.
 
     Raises
@@ -200,6 +218,8 @@ class ExactSearch(Planner):
         dynamic_ordering: bool = True,
         check_dominance: bool = True,
         decompose: bool = True,
+        memo_floor_profiles: bool = True,
+        memo_megabytes: float = 256.0,
         preorderings: tuple[str, ...] = ("WAT", "TAW", "TWA"),
         heuristic_first: bool = True,
     ) -> None:
@@ -211,6 +231,8 @@ class ExactSearch(Planner):
         self.dynamic_ordering = dynamic_ordering
         self.check_dominance = check_dominance
         self.decompose = decompose
+        self.memo_floor_profiles = memo_floor_profiles
+        self.memo_megabytes = memo_megabytes
         self.preorderings = preorderings
         self.heuristic_first = heuristic_first
 
@@ -276,8 +298,9 @@ class ExactSearch(Planner):
             bool(self.dynamic_ordering),
             bool(self.check_dominance),
             bool(self.decompose),
+            bool(self.memo_floor_profiles),
         )
-        status, offs, nodes, attempts = _core().search(
+        status, offs, nodes, attempts, hits, entries = _core().search(
             sizes.tolist(),
             aligns.tolist(),
             slo.tolist(),
@@ -289,8 +312,11 @@ class ExactSearch(Planner):
             flags,
             left,
             int(self.node_limit or 0),
+            int(max(0.0, float(self.memo_megabytes)) * 2**20),
         )
-        info.update(nodes=int(nodes), attempts=int(attempts))
+        info.update(
+            nodes=int(nodes), attempts=int(attempts), memo_hits=int(hits), memo_entries=int(entries)
+        )
         if status in ("found", "infeasible"):
             info["answered_by"] = "search"
         if status == "found":

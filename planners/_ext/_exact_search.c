@@ -17,7 +17,23 @@
  *     (that buffer would fit in the gap below, so a lower layout exists);
  *   - decomposition: when no unplaced buffer crosses a section boundary, the two sides are
  *     independent subproblems solved one after the other;
- *   - round robin over several static rankings with doubling node budgets.
+ *   - round robin over several static rankings with doubling node budgets;
+ *   - floor-profile memo: a hash set of search states proved to have no completion (see below).
+ *
+ * Memo (switch memo_floor_profiles). With canonical placements every placed buffer lies below
+ * every later placement, so an unplaced buffer's min offset is the round-up of the highest top of
+ * the placed buffers it interferes with: the placed layout acts on the rest of the search only
+ * through the floor profile (skyline) it leaves, i.e. through the min offsets of the unplaced
+ * buffers. Hence the set of completions explored by dfs() is a function of
+ *   (section range [s0, s1), the unplaced set U, minoff[j] and rank[j] for j in U)
+ * and of the canonical constraint (last_off, last_rank): a completion must start at
+ * (offset, rank) >= (last_off, last_rank) lexicographically, so a larger constraint admits a
+ * subset of the completions. (Totals, cuts and twin status are functions of U; floors only prune,
+ * and every pruning is sound.) When dfs() returns "no completion" the key is stored with its
+ * constraint (the smallest one on record); a later node with the same key and a constraint >= the
+ * stored one is cut. Keys are stored in full (sorted (buffer, minoff, rank) triples) and compared
+ * exactly, so a hash collision never cuts a subtree. Memory is bounded: entries are added until
+ * the key pool reaches memo_bytes bytes, after which the table is only read.
  *
  * Range: planners.model admits only problems whose worst-case arena
  * W = sum(round_up(size, align) + align - 1) is <= 2^63 - 1. Every offset this search forms is 0
@@ -58,6 +74,17 @@ typedef struct {
     Undo *undo; size_t nundo, capundo;
     i64 nodes, budget, node_limit;
     double deadline;
+    /* floor-profile memo */
+    int memo;
+    i64 memo_bytes;               /* cap on key storage (bytes) */
+    i64 *mkeys; size_t nmkeys, capmkeys;      /* key pool: [s0, s1, k, (b, minoff, rank) x k] */
+    size_t *mslot; unsigned long long *mhash; /* open addressing: pool offset + 1 (0 = empty), hash */
+    i64 *mlo; int *mlr;           /* stored constraint per slot */
+    size_t mcap, mcount;
+    i64 mhits, mstored;
+    int mfull;
+    i64 *kbuf;                    /* scratch key of the current node */
+    int *kmark, *kat; int kepoch; /* buffer stamps and positions for building keys */
 } Ctx;
 
 static double now_s(void) {
@@ -146,6 +173,97 @@ static int check(const Ctx *c, int s0, int s1, i64 o) {
     return 1;
 }
 
+/* ---- floor-profile memo --------------------------------------------------------------------- */
+
+static unsigned long long mix64(unsigned long long x) {
+    x ^= x >> 30; x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27; x *= 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    return x;
+}
+
+/* Build the key of the node (unplaced members of cand[0..nc), listed by buffer index) into
+   c->kbuf; returns its length in i64 words and its hash. O(n) with a stamp per buffer. */
+static size_t memo_key(Ctx *c, const Cand *cand, int nc, int s0, int s1, unsigned long long *hash) {
+    i64 *k = c->kbuf;
+    if (++c->kepoch == 0x7fffffff) { memset(c->kmark, 0, sizeof(int) * (size_t)c->n); c->kepoch = 1; }
+    for (int i = 0; i < nc; i++) { c->kmark[cand[i].b] = c->kepoch; c->kat[cand[i].b] = i; }
+    k[0] = s0; k[1] = s1; k[2] = nc;
+    size_t w = 3;
+    for (int b = 0; b < c->n; b++) {
+        if (c->kmark[b] != c->kepoch) continue;
+        const Cand *x = &cand[c->kat[b]];
+        k[w++] = b; k[w++] = x->off; k[w++] = x->rank;
+    }
+    size_t len = 3 + 3 * (size_t)nc;
+    unsigned long long h = 0x9e3779b97f4a7c15ULL;
+    for (size_t i = 0; i < len; i++) h = mix64(h ^ (unsigned long long)k[i]) + i;
+    *hash = h ? h : 1;
+    return len;
+}
+
+/* Slot of the key (found or the empty slot where it would go); the table is never full. */
+static size_t memo_find(const Ctx *c, unsigned long long h, size_t len, int *found) {
+    size_t mask = c->mcap - 1, i = (size_t)h & mask;
+    for (;;) {
+        if (!c->mslot[i]) { *found = 0; return i; }
+        if (c->mhash[i] == h) {
+            const i64 *e = c->mkeys + (c->mslot[i] - 1);
+            if ((size_t)(3 + 3 * e[2]) == len && !memcmp(e, c->kbuf, len * sizeof(i64))) {
+                *found = 1;
+                return i;
+            }
+        }
+        i = (i + 1) & mask;
+    }
+}
+
+static int memo_grow(Ctx *c) {
+    size_t nc = c->mcap ? 2 * c->mcap : 4096;
+    size_t *slot = (size_t *)calloc(nc, sizeof(size_t));
+    unsigned long long *hash = (unsigned long long *)malloc(nc * sizeof(unsigned long long));
+    i64 *lo = (i64 *)malloc(nc * sizeof(i64));
+    int *lr = (int *)malloc(nc * sizeof(int));
+    if (!slot || !hash || !lo || !lr) { free(slot); free(hash); free(lo); free(lr); return -1; }
+    for (size_t i = 0; i < c->mcap; i++) {
+        if (!c->mslot[i]) continue;
+        size_t j = (size_t)c->mhash[i] & (nc - 1);
+        while (slot[j]) j = (j + 1) & (nc - 1);
+        slot[j] = c->mslot[i]; hash[j] = c->mhash[i]; lo[j] = c->mlo[i]; lr[j] = c->mlr[i];
+    }
+    free(c->mslot); free(c->mhash); free(c->mlo); free(c->mlr);
+    c->mslot = slot; c->mhash = hash; c->mlo = lo; c->mlr = lr; c->mcap = nc;
+    return 0;
+}
+
+/* Record "no completion from this key under constraint (lo, lr)". Out of memory or over the
+   byte cap: the entry is simply not stored (the memo is an accelerator only). */
+static void memo_store(Ctx *c, unsigned long long h, size_t len, i64 lo, int lr) {
+    int found;
+    if (!c->mcap) { if (c->mfull || memo_grow(c)) { c->mfull = 1; return; } }
+    size_t i = memo_find(c, h, len, &found);
+    if (found) {
+        if (lo < c->mlo[i] || (lo == c->mlo[i] && lr < c->mlr[i])) { c->mlo[i] = lo; c->mlr[i] = lr; }
+        return;
+    }
+    if (c->mfull) return;
+    size_t bytes = (c->nmkeys + len) * sizeof(i64) +
+                   c->mcap * (sizeof(size_t) + sizeof(unsigned long long) + sizeof(i64) + sizeof(int));
+    if ((i64)bytes > c->memo_bytes) { c->mfull = 1; return; }
+    if (c->nmkeys + len > c->capmkeys) {
+        size_t nc = c->capmkeys ? 2 * c->capmkeys : 1 << 16;
+        while (nc < c->nmkeys + len) nc *= 2;
+        i64 *q = (i64 *)realloc(c->mkeys, nc * sizeof(i64));
+        if (!q) { c->mfull = 1; return; }
+        c->mkeys = q; c->capmkeys = nc;
+    }
+    memcpy(c->mkeys + c->nmkeys, c->kbuf, len * sizeof(i64));
+    c->mslot[i] = c->nmkeys + 1; c->mhash[i] = h; c->mlo[i] = lo; c->mlr[i] = lr;
+    c->nmkeys += len;
+    c->mcount++; c->mstored++;
+    if (2 * c->mcount > c->mcap && memo_grow(c)) c->mfull = 1;
+}
+
 static int cmp_dynamic(const void *pa, const void *pb) {
     const Cand *a = (const Cand *)pa, *b = (const Cand *)pb;
     if (a->off != b->off) return a->off < b->off ? -1 : 1;
@@ -180,6 +298,23 @@ static int dfs(Ctx *c, const int *list, int nl, int s0, int s1, i64 last_off, in
         nc++;
     }
     if (nc == 0) { free(cand); free(sub); return ST_FOUND; }
+    unsigned long long mh = 0;
+    size_t mlen = 0;
+    /* Without the canonical rule there is no constraint: every arrival is "(0, -1)". */
+    i64 key_lo = c->canonical ? last_off : 0;
+    int key_lr = c->canonical ? last_rank : -1;
+    if (c->memo) {
+        int found;
+        mlen = memo_key(c, cand, nc, s0, s1, &mh);
+        if (c->mcap) {
+            size_t slot = memo_find(c, mh, mlen, &found);
+            if (found && (c->mlo[slot] < key_lo || (c->mlo[slot] == key_lo && c->mlr[slot] <= key_lr))) {
+                c->mhits++;
+                free(cand); free(sub);
+                return ST_NOTFOUND;
+            }
+        }
+    }
     qsort(cand, (size_t)nc, sizeof(Cand), c->dynamic ? cmp_dynamic : cmp_static);
     for (int i = 0; i < nc; i++) sub[i] = cand[i].b;
     /* Placing any buffer at offset o leaves every section s that still has unplaced bytes with
@@ -215,6 +350,11 @@ static int dfs(Ctx *c, const int *list, int nl, int s0, int s1, i64 last_off, in
         }
         unplace(c, b, saved);
         if (st != ST_NOTFOUND) { status = st; break; }
+    }
+    /* dfs() may be re-entered below and overwrite kbuf: rebuild the key before storing. */
+    if (c->memo && status == ST_NOTFOUND) {
+        mlen = memo_key(c, cand, nc, s0, s1, &mh);
+        memo_store(c, mh, mlen, key_lo, key_lr);
     }
     free(cand);
     free(sub);
@@ -314,23 +454,24 @@ static const char *status_name(int st) {
 
 PyDoc_STRVAR(search_doc,
 "search(sizes, aligns, slo, shi, widths, n_sections, capacity, preorderings, flags, time_limit,\n"
-"       node_limit) -> (status, offsets or None, nodes, attempts)\n\n"
+"       node_limit, memo_bytes=0) -> (status, offsets or None, nodes, attempts, memo_hits,\n"
+"       memo_entries)\n\n"
 "Complete search for the fixed-capacity decision problem (see planners.exact_search).\n"
 "sizes, aligns: bytes (> 0); slo, shi: half-open section range of each buffer; widths: lifetime\n"
 "lengths (steps); preorderings: strings of keys T, W, A, C, Z (see planners.exact_search) tried\n"
 "round robin with doubling node budgets;\n"
-"flags: (canonical_only, section_inference, dynamic_ordering, check_dominance, decompose);\n"
-"time_limit in seconds; node_limit <= 0 means none. status is 'found', 'infeasible', 'timeout'\n"
-"or 'node_limit'.");
+"flags: (canonical_only, section_inference, dynamic_ordering, check_dominance, decompose\n"
+"[, memo_floor_profiles]); time_limit in seconds; node_limit <= 0 means none; memo_bytes caps the\n"
+"memo's storage. status is 'found', 'infeasible', 'timeout' or 'node_limit'.");
 
 static PyObject *py_search(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *py_size, *py_align, *py_slo, *py_shi, *py_width, *py_ranks, *py_flags, *py_cap;
     int ns, cap_over = 0;
-    long long cap, node_limit;
+    long long cap, node_limit, memo_bytes = 0;
     double time_limit;
-    if (!PyArg_ParseTuple(args, "OOOOOiOOOdL", &py_size, &py_align, &py_slo, &py_shi, &py_width,
-                          &ns, &py_cap, &py_ranks, &py_flags, &time_limit, &node_limit))
+    if (!PyArg_ParseTuple(args, "OOOOOiOOOdL|L", &py_size, &py_align, &py_slo, &py_shi, &py_width,
+                          &ns, &py_cap, &py_ranks, &py_flags, &time_limit, &node_limit, &memo_bytes))
         return NULL;
     /* A capacity above 2^63 - 1 is equivalent to 2^63 - 1: no top exceeds W <= 2^63 - 1. */
     cap = PyLong_AsLongLongAndOverflow(py_cap, &cap_over);
@@ -341,14 +482,16 @@ static PyObject *py_search(PyObject *self, PyObject *args) {
     Py_ssize_t nr = PySequence_Size(py_ranks);
     if (n < 0 || nr < 0) return NULL;
     if (nr < 1) { PyErr_SetString(PyExc_ValueError, "preorderings: need at least one"); return NULL; }
-    int flags[5];
-    if (!PyArg_ParseTuple(py_flags, "ppppp", &flags[0], &flags[1], &flags[2], &flags[3], &flags[4]))
+    int flags[6] = {0, 0, 0, 0, 0, 0};
+    if (!PyArg_ParseTuple(py_flags, "ppppp|p", &flags[0], &flags[1], &flags[2], &flags[3], &flags[4],
+                          &flags[5]))
         return NULL;
     Ctx c;
     memset(&c, 0, sizeof c);
     c.n = (int)n; c.ns = ns; c.cap = cap;
     c.canonical = flags[0]; c.inference = flags[1]; c.dynamic = flags[2];
     c.dominance = flags[3]; c.decompose = flags[4];
+    c.memo = flags[5] && memo_bytes > 0; c.memo_bytes = memo_bytes;
     size_t N = (size_t)(n ? n : 1), S = (size_t)(ns ? ns : 1);
     i64 *tmp = (i64 *)malloc(sizeof(i64) * N * 2);
     c.size = (i64 *)malloc(sizeof(i64) * N);
@@ -370,11 +513,14 @@ static PyObject *py_search(PyObject *self, PyObject *args) {
     c.width = (i64 *)malloc(sizeof(i64) * N);
     c.twin = (int *)malloc(sizeof(int) * N);
     int *order = (int *)malloc(sizeof(int) * N);
+    c.kbuf = (i64 *)malloc(sizeof(i64) * (3 + 3 * N));
+    c.kmark = (int *)calloc(N, sizeof(int));
+    c.kat = (int *)malloc(sizeof(int) * N);
     PyObject *result = NULL;
     int status = ST_NOMEM, attempts = 0;
     if (!tmp || !c.size || !c.align || !c.slo || !c.shi || !c.off || !c.minoff || !c.sol ||
         !c.floor_ || !c.total || !c.cuts || !c.mark || !c.affected || !c.sec_start ||
-        !c.adj_start || !heurs || !c.rank || !c.width || !c.twin || !order) { PyErr_NoMemory(); goto done; }
+        !c.adj_start || !heurs || !c.rank || !c.width || !c.twin || !order || !c.kbuf || !c.kmark || !c.kat) { PyErr_NoMemory(); goto done; }
     if (get_i64_list(py_size, n, c.size, "sizes") || get_i64_list(py_align, n, c.align, "aligns"))
         goto done;
     if (get_i64_list(py_slo, n, tmp, "slo") || get_i64_list(py_shi, n, tmp + N, "shi")) goto done;
@@ -498,13 +644,15 @@ static PyObject *py_search(PyObject *self, PyObject *args) {
         } else {
             offs = Py_None; Py_INCREF(offs);
         }
-        result = Py_BuildValue("(sNLi)", status_name(status), offs, (long long)c.nodes, attempts);
+        result = Py_BuildValue("(sNLiLL)", status_name(status), offs, (long long)c.nodes, attempts,
+                               (long long)c.mhits, (long long)c.mstored);
     }
 done:
     free(tmp); free(c.size); free(c.align); free(c.slo); free(c.shi); free(c.off); free(c.minoff);
     free(c.sol); free(c.floor_); free(c.total); free(c.cuts); free(c.mark); free(c.affected);
     free(c.sec_start); free(c.sec_mem); free(c.adj_start); free(c.adj); free(c.undo);
     free(heurs); free(c.rank); free(c.width); free(c.twin); free(order);
+    free(c.kbuf); free(c.kmark); free(c.kat); free(c.mkeys); free(c.mslot); free(c.mhash); free(c.mlo); free(c.mlr);
     return result;
 }
 
