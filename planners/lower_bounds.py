@@ -1,0 +1,299 @@
+"""Proved lower bounds on the optimal arena stronger than max live bytes, and the best of them.
+
+:func:`best_lower_bound` returns the largest of the bounds switched on, and which one gave it.
+Every bound here is a theorem about every valid layout (bytes; half-open ``[start, end)``
+lifetimes in schedule steps); none is an estimate. The bounds:
+
+``max_live`` (:func:`planners.bounds.lower_bound`)
+    The peak of live bytes, and the padded peak (sizes rounded up to the gcd of the alignments,
+    less the largest rounding). Buffers live at the same step need disjoint address ranges.
+``quantum`` (always applied)
+    Every optimal arena is a multiple of :func:`planners.minimize.arena_quantum` ``g`` (the gcd of
+    sizes and alignments above 1): pushing every buffer down to the top of a buffer below it (or
+    0), rounded up to its alignment, never raises the arena, and in the pushed-down layout every
+    offset and top is a multiple of ``g``. So any bound ``b`` rounds up to ``ceil(b / g) * g``.
+``windows`` (:func:`window_bound`)
+    Relaxation to a window of consecutive sections (:func:`planners.exact_search.sections`): keep
+    only the buffers live in sections ``[k, k + w)`` and clip their lifetimes to the window. Any
+    valid layout of the whole problem, restricted to those buffers, is a valid layout of the
+    window problem (clipping lifetimes only removes conflicts), so the window's optimum is at most
+    the whole problem's. A complete search (:class:`planners.exact_search.ExactSearch`) that
+    proves the window infeasible at capacity ``c`` therefore proves every layout of the whole
+    problem needs an arena ``> c``. A window of one section is the exact packing of one step's
+    live buffers with their alignments (stronger than the padded peak when alignments differ);
+    wider windows capture fragmentation: buffers that stay put while the live set around them
+    changes, so sizes that cannot fill the gaps left between them exactly (subset-sum
+    reachability of the gaps) force a higher arena. Windows are tried widest load first, each
+    probed at the current bound and, when proved infeasible, bisected upward.
+
+Bounds considered and left out, with the reason (so that nobody adds them expecting a gain):
+
+* **Cliques and pairs.** The interference graph of lifetimes is an interval graph; its maximal
+  cliques are exactly the sets of buffers live at one step (Helly property of intervals), so the
+  heaviest clique weighs the peak of live bytes: no clique bound exceeds ``max_live``.
+* **Subset sums of a live set.** In a pushed-down layout with alignment 1 the arena is a sum of
+  sizes along a chain of stacked buffers; but the live set at the peak step is itself a set of
+  sizes summing to the peak, so "the smallest achievable sum ``>=`` the peak" is the peak. The
+  subset-sum effect that does matter (gaps between buffers that stay in place) is what the
+  window relaxation measures exactly.
+* **LP relaxation of the big-M offsets model** (Sekiyama et al. 2018, :mod:`planners.milp_offsets`).
+  With ordering variables relaxed to ``[0, 1]`` the point ``o_i = 0``, ``z_ij = 1/2`` is feasible
+  whenever ``M >= 2 max size``, so the LP bound is the largest single size, never above
+  ``max_live``. A time-indexed LP (one variable per buffer and offset) has ``n x capacity / g``
+  columns (213 x 1024 for MiniMalloc's D before any cut) and its relaxation fractionally stacks the
+  live sizes, again reaching only the peak without cuts; not implemented.
+
+References
+----------
+M. D. Moffitt, "MiniMalloc: A Lightweight Memory Allocator for Hardware-Accelerated Machine
+Learning", ASPLOS 2023 (sections, canonical solutions, the A-F benchmarks). M. C. Golumbic,
+*Algorithmic Graph Theory and Perfect Graphs*, 1980 (cliques of interval graphs). Y. Sekiyama et
+al., "Profile-guided memory optimization for deep neural networks", 2018 (big-M model).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .bounds import lower_bound
+from .model import Problem
+
+__all__ = ["LowerBound", "best_lower_bound", "window_bound", "window_problem", "BOUNDS"]
+
+#: The named bounds :func:`best_lower_bound` can switch on.
+BOUNDS = ("max_live", "windows")
+
+
+@dataclass
+class LowerBound:
+    """A proved lower bound on the optimal arena (bytes).
+
+    value : the best bound (bytes), rounded up to the arena quantum.
+    source : name of the bound that gave it (``"max_live"`` or ``"windows"``; ties go to
+        ``"max_live"``).
+    values : every bound computed, by name (bytes, before rounding to the quantum).
+    info : details (``quantum``; for ``windows``: the window that gave the bound, probes, seconds).
+    """
+
+    value: int
+    source: str
+    values: dict[str, int] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def _quantum(problem: Problem) -> int:
+    from .minimize import arena_quantum  # late import: minimize imports this module
+
+    return arena_quantum(problem)
+
+
+def window_problem(problem: Problem, k: int, w: int, sec=None) -> tuple[Problem, np.ndarray]:
+    """The relaxation of ``problem`` to sections ``[k, k + w)``.
+
+    Returns the window problem (lifetimes in section indices, clipped to the window; sizes and
+    alignments kept; no capacity) and the indices of the kept buffers. ``sec`` is a precomputed
+    ``planners.exact_search.sections(starts, ends)`` of the non-zero-size buffers. Its optimum
+    is at most ``problem``'s (module docstring).
+    """
+    from .exact_search import sections
+
+    live = np.flatnonzero(problem.sizes > 0)
+    if sec is None:
+        sec = sections(problem.starts[live], problem.ends[live])
+    _, slo, shi = sec
+    m = (slo < k + w) & (shi > k)
+    idx = live[m]
+    s = np.maximum(slo[m], k) - k
+    e = np.minimum(shi[m], k + w) - k
+    sub = Problem.from_arrays(s, e, problem.sizes[idx], name=f"{problem.name}[{k}:{k + w}]")
+    if (problem.alignments[idx] > 1).any():
+        from dataclasses import replace
+
+        bufs = [replace(b, alignment=int(a)) for b, a in zip(sub.buffers, problem.alignments[idx])]
+        sub = Problem(bufs, name=sub.name)
+    return sub, idx
+
+
+def window_bound(
+    problem: Problem,
+    floor: int | None = None,
+    ceiling: int | None = None,
+    time_limit: float = 10.0,
+    probe_time_limit: float = 2.0,
+    widths: tuple[int, ...] = (1, 4, 8, 16, 24, 32, 48, 64),
+    max_windows: int = 64,
+) -> tuple[int, dict[str, Any]]:
+    """Window relaxation bound (module docstring): the largest proved window optimum (bytes).
+
+    Parameters
+    ----------
+    problem : Problem
+    floor : int or None
+        Start from this proved bound (default :func:`planners.bounds.lower_bound`).
+    ceiling : int or None
+        A known arena (e.g. a heuristic's): no probe at or above it (default: unbounded).
+    time_limit : float
+        Seconds for the whole call.
+    probe_time_limit : float
+        Seconds per window probe (one :class:`~planners.exact_search.ExactSearch` decision).
+    widths : tuple of int
+        Window widths in sections, tried in this order; width 1 is skipped when every alignment
+        is 1 (the one-step packing then equals the live sum).
+    max_windows : int
+        Windows per width, the most loaded first (load: the highest live total in the window).
+
+    Returns
+    -------
+    bound : int
+        ``floor`` or more; every value returned is proved (a window proved infeasible at
+        ``bound - 1``, rounded up to the quantum).
+    info : dict
+        ``window`` (``(k, w)`` that gave the bound, or None), ``probes`` (count), ``proofs``
+        (windows proved infeasible), ``seconds``.
+
+    Notes
+    -----
+    Each probe is a complete search on at most the buffers live in the window; a probe that
+    times out proves nothing and is skipped. Deterministic up to time limits.
+    """
+    from .exact_search import ExactSearch, sections
+
+    t0 = time.perf_counter()
+    g = _quantum(problem)
+    lb = lower_bound(problem) if floor is None else int(floor)
+    bound = -(-lb // g) * g
+    info: dict[str, Any] = {"window": None, "probes": 0, "proofs": 0}
+    live = np.flatnonzero(problem.sizes > 0)
+    if live.size == 0:
+        info["seconds"] = 0.0
+        return bound, info
+    sec = sections(problem.starts[live], problem.ends[live])
+    _, slo, shi = sec
+    ns = int(shi.max())
+    total = np.zeros(ns + 1, np.int64)
+    np.add.at(total, slo, problem.sizes[live])
+    np.add.at(total, shi, -problem.sizes[live])
+    total = np.cumsum(total)[:ns]
+    aligned = bool((problem.alignments[live] > 1).any())
+
+    def left() -> float:
+        return time_limit - (time.perf_counter() - t0)
+
+    def probe(sub: Problem, cap: int) -> str:
+        info["probes"] += 1
+        lim = min(probe_time_limit, left())
+        if lim <= 1e-3:
+            return "timeout"
+        return ExactSearch(capacity=cap, time_limit=lim).plan(sub).status
+
+    seen: set[tuple[int, ...]] = set()
+    for w in widths:
+        if w == 1 and not aligned:
+            continue
+        w = min(int(w), ns)
+        starts = range(0, ns - w + 1)
+        load = [int(total[k : k + w].max()) for k in starts]
+        order = sorted(starts, key=lambda k: (-load[k], k))[:max_windows]
+        for k in order:
+            if left() <= 1e-3:
+                break
+            sub, idx = window_problem(problem, k, w, sec)
+            key = tuple(idx.tolist()) + (-1,) + tuple(sub.starts.tolist() + sub.ends.tolist())
+            if key in seen:
+                continue
+            seen.add(key)
+            cap = bound  # is the window infeasible at the current bound? then bisect upward
+            if ceiling is not None and cap >= ceiling:
+                break
+            st = probe(sub, cap)
+            if st != "infeasible":
+                continue
+            info["proofs"] += 1
+            # lo: smallest capacity not proved infeasible; hi: largest not known feasible
+            lo, hi = cap + g, (ceiling - g if ceiling is not None else None)
+            step = g
+            while left() > 1e-3 and (hi is None or lo <= hi):
+                c = lo + step - g if hi is None else (lo + hi) // 2 // g * g
+                c = max(c, lo)
+                st = probe(sub, c)
+                if st == "infeasible":
+                    lo = c + g
+                    step *= 2
+                elif st in ("optimal", "feasible"):
+                    hi = c - g
+                else:
+                    break
+            best = lo  # proved: the window is infeasible at lo - g
+            if best > bound:
+                bound = best
+                info["window"] = (int(k), int(w))
+    info["seconds"] = round(time.perf_counter() - t0, 4)
+    return bound, info
+
+
+def best_lower_bound(
+    problem: Problem,
+    max_live: bool = True,
+    windows: bool = True,
+    time_limit: float = 10.0,
+    ceiling: int | None = None,
+    window_params: dict[str, Any] | None = None,
+) -> LowerBound:
+    """The best proved lower bound on the arena of ``problem`` (bytes) and which bound gave it.
+
+    Parameters
+    ----------
+    problem : Problem
+        Alias groups are collapsed first (one buffer per group, as every plan must reserve).
+    max_live, windows : bool
+        Switch each bound of the module docstring on or off (both on by default; the quantum
+        rounding is always applied, it is a theorem about every optimal arena).
+    time_limit : float
+        Seconds for the whole call (the window relaxation runs in what is left).
+    ceiling : int or None
+        A known arena (bytes): the window probes stay below it.
+    window_params : dict or None
+        Extra keyword parameters of :func:`window_bound`.
+
+    Returns
+    -------
+    LowerBound
+        ``value`` (bytes, a multiple of the arena quantum), ``source``, ``values``, ``info``.
+
+    Examples
+    --------
+    A 1-byte buffer and two 2-byte buffers with 4-byte alignment, all live at one step: max live is
+    5 bytes, but two distinct multiples of 4 put one 2-byte buffer at offset 4 or above, so every
+    arena is at least 6 (the one-section window proves it).
+
+    >>> from planners import Buffer, Problem
+    >>> p = Problem([Buffer("a", 0, 1, 1), Buffer("b", 0, 1, 2, alignment=4),
+    ...              Buffer("c", 0, 1, 2, alignment=4)])
+    >>> lb = best_lower_bound(p)
+    >>> lb.values["max_live"], lb.value, lb.source
+    (5, 6, 'windows')
+    """
+    t0 = time.perf_counter()
+    if problem.aliases:
+        problem = problem.collapse()[0]
+    g = _quantum(problem)
+    values: dict[str, int] = {}
+    info: dict[str, Any] = {"quantum": g}
+    values["max_live"] = lower_bound(problem) if max_live else 0
+    best, source = values["max_live"], "max_live"
+    if windows:
+        params = dict(window_params or {})
+        left = time_limit - (time.perf_counter() - t0)
+        params.setdefault("time_limit", max(1e-3, left))
+        wb, winfo = window_bound(problem, floor=best, ceiling=ceiling, **params)
+        values["windows"] = wb
+        info["windows"] = winfo
+        if wb > -(-best // g) * g:
+            best, source = wb, "windows"
+    value = -(-best // g) * g
+    info["seconds"] = round(time.perf_counter() - t0, 4)
+    return LowerBound(int(value), source, values, info)
