@@ -160,7 +160,9 @@ class Planner(Configurable):
             status=status,
             seconds=seconds,
             lower_bound=lb,
-            best_bound=res.best_bound if res.best_bound is not None else lb,
+            # a planner's proved bound (a stronger lower bound, or capacity + 1 when proved
+            # infeasible) is kept; never below max live bytes
+            best_bound=max(lb, int(res.best_bound)) if res.best_bound is not None else lb,
             params=self.get_params(),
             info=dict(res.info),
         )
