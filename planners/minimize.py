@@ -1,11 +1,22 @@
-"""``minimize``: turn any fixed-capacity decision planner into an arena minimiser by bisection.
+"""``minimize``: turn any fixed-capacity decision planner into an anytime arena minimiser.
 
-The optimal arena lies between the lower bound (max live bytes, :func:`planners.bounds.lower_bound`)
-and the best arena a heuristic reaches. :class:`Minimize` runs the registered cheap heuristics
-(:func:`planners.warmstart.best_heuristic`) for that upper bound and keeps the best plan as the
-incumbent, so the result is never worse than any of them; then it binary-searches the capacity
-with a decision planner (by default :class:`planners.exact_search.ExactSearch`; its own heuristic
-shortcut is switched off in the probes, as those heuristics already ran):
+The optimal arena lies between a proved lower bound and the best arena found so far (the
+incumbent). :class:`Minimize` runs the registered cheap heuristics
+(:func:`planners.warmstart.best_heuristic`) and, when registered, the anytime planners of
+``anytime_planners`` (``local_search``, ``telamalloc``; skipped when not registered) for the first
+incumbent, so the result is never worse than any of them; the floor is
+:func:`planners.lower_bounds.best_lower_bound` (max live bytes, window relaxations). Then it probes
+capacities with a decision planner (by default :class:`planners.exact_search.ExactSearch`; its own
+heuristic shortcut is switched off in the probes, as those heuristics already ran).
+
+Strategy ``"descend"`` (default, anytime): probe just below the incumbent, so that every probe
+that succeeds improves the plan at once. The step below the incumbent doubles after a success
+and is halved after a timeout; after a proof of infeasibility the next probe bisects the
+remaining gap. Each probe's time budget adapts to the last probes: a success that took ``s``
+seconds gives the next probe ``max(base, 4 s)``; a timeout at the smallest step doubles the
+budget (the next capacity is worth a longer look); never more than the time left.
+Strategy ``"bisect"`` (ablation, the earlier behaviour): binary search between the floor and the
+incumbent, optionally probing the floor first. In both:
 
 * a probe that finds a layout at capacity ``c`` lowers the best arena to that layout's arena
   (which may be below ``c``), and the search continues below it;
@@ -15,8 +26,10 @@ shortcut is switched off in the probes, as those heuristics already ran):
 * a probe that times out proves nothing; the bisection then continues above ``c`` (looking for
   better layouts) while the proved bound stays where it was.
 
-The result is optimal when the best arena equals the proved bound. Capacities are bytes; buffers
-keep their half-open ``[start, end)`` lifetimes (schedule steps) from the problem.
+The result is optimal when the best arena equals the proved bound. Every improvement of the arena
+and of the proved bound is recorded with its time (``info["trajectory"]``,
+``info["bound_trajectory"]``). Capacities are bytes; buffers keep their half-open
+``[start, end)`` lifetimes (schedule steps) from the problem.
 """
 
 from __future__ import annotations
@@ -29,15 +42,21 @@ import numpy as np
 
 from .base import Planner, SolveResult
 from .bounds import lower_bound
-from .errors import ProblemError
+from .errors import MemplanError, ProblemError
 from .model import Plan, Problem
 from .warmstart import HEURISTIC_SHARE, HEURISTICS, best_heuristic
 
-__all__ = ["Minimize", "UPPER_BOUND_HEURISTICS", "arena_quantum"]
+__all__ = ["Minimize", "UPPER_BOUND_HEURISTICS", "ANYTIME_PLANNERS", "STRATEGIES", "arena_quantum"]
 
 #: Heuristics run (when registered) for the starting upper bound: the exact planners' warm-start
 #: list :data:`planners.warmstart.HEURISTICS` (greedy family, colouring, ``naive`` as fallback).
 UPPER_BOUND_HEURISTICS = HEURISTICS
+
+#: Anytime planners run (when registered) for the first incumbent, each with a share of the time.
+ANYTIME_PLANNERS = ("telamalloc", "local_search")
+
+#: Probe orders of :class:`Minimize` (module docstring).
+STRATEGIES = ("descend", "bisect")
 
 
 def arena_quantum(problem: Problem) -> int:
@@ -54,7 +73,7 @@ def arena_quantum(problem: Problem) -> int:
 
 
 class Minimize(Planner):
-    """Minimise the arena by binary search on the capacity with a decision planner.
+    """Minimise the arena with a decision planner, anytime from the incumbent downward.
 
     Parameters
     ----------
@@ -64,40 +83,60 @@ class Minimize(Planner):
     solver_params : dict or None
         Keyword parameters of the solver (its ``time_limit`` is capped by the time left).
     time_limit : float
-        Total seconds for all probes (the heuristics' time is counted too).
+        Total seconds for the whole call (heuristics, anytime planners, bounds and probes).
     probe_time_limit : float or None
-        Seconds per probe (default ``time_limit / 4``), so that one hard probe cannot eat the
-        whole budget.
+        Base seconds per probe. ``None``: ``max(0.5, time_limit / 30)`` for ``"descend"``
+        (adapted as described in the module docstring), ``time_limit / 4`` for ``"bisect"``.
     heuristics : tuple of str
         Registered planners tried for the initial upper bound (unregistered names are skipped).
+    strategy : {"descend", "bisect"}
+        Probe order (module docstring).
     probe_lower_bound_first : bool
-        Probe the lower bound itself before bisecting: on many real problems it is feasible, and
-        then one probe proves optimality.
+        ``"bisect"`` only: probe the floor itself before bisecting.
     heuristic_incumbent : bool
         Start from the best heuristic plan (incumbent and upper bound) and switch the solver's
         own heuristic shortcut off in the probes (``heuristic_first=False`` when the solver has
         that parameter), since every probe capacity is below the heuristics' best arena. With
         ``False`` (ablation) only ``naive`` gives the starting upper bound and the solver runs
         with its own defaults.
+    anytime_planners : tuple of str
+        Registered anytime planners run after the heuristics for a better first incumbent
+        (unregistered names are skipped; a planner that raises a toolkit error is recorded in
+        ``info["anytime"]`` and skipped). ``()`` switches this off.
+    anytime_share : float
+        Share of ``time_limit`` given to the anytime planners together.
+    strong_bound : bool
+        Raise the floor with :func:`planners.lower_bounds.best_lower_bound` (window
+        relaxations) before probing; off: max live bytes only.
+    bound_share : float
+        Share of ``time_limit`` given to the stronger lower bound.
 
     Returns (via :meth:`plan`)
     --------------------------
     The best plan found, status ``"optimal"`` (best arena equals the proved bound) or
-    ``"feasible"``, ``best_bound`` = the largest capacity proved infeasible + 1, rounded up to
-    the arena quantum (or the lower bound, so rounded), and ``info["probes"]``: a list of ``{"capacity", "status", "arena", "seconds",
-    "nodes"}`` in probe order, plus ``info["upper_bound"]`` (best heuristic arena) and
-    ``info["heuristic"]`` (its name).
+    ``"feasible"``, ``best_bound`` = the proved bound (the largest capacity proved infeasible
+    + 1, or the stronger lower bound, rounded up to the arena quantum). ``info``: ``probes``
+    (``{"capacity", "status", "arena", "seconds", "budget", "nodes"}`` in probe order),
+    ``trajectory`` (``[seconds, arena]`` at every improvement, from the start of the call),
+    ``bound_trajectory`` (``[seconds, proved bound]``), ``upper_bound`` and ``heuristic`` (the best
+    heuristic's arena and name), ``anytime`` (arena per anytime planner), ``lower_bound``
+    (which bound gave the floor), ``strategy``.
 
     Raises
     ------
     ProblemError
-        ``time_limit`` not positive, or the solver is not a known planner.
+        ``time_limit`` not positive, unknown strategy, or the solver is not a known planner.
 
     Notes
     -----
-    ``O(log2(U - L))`` probes for heuristic arena ``U`` and lower bound ``L``, each bounded by the
-    probe time limit. The problem's own capacity is ignored (the problem is re-posed with each
-    probe capacity via :meth:`Problem.with_capacity`).
+    ``"bisect"`` makes ``O(log2(U - L))`` probes for incumbent ``U`` and floor ``L``; ``"descend"``
+    makes as many as the time allows. The problem's own capacity is ignored (the problem is
+    re-posed with each probe capacity via :meth:`Problem.with_capacity`). Deterministic when no
+    probe or anytime planner is stopped by the clock.
+
+    References
+    ----------
+    M. D. Moffitt, "MiniMalloc", ASPLOS 2023 (the decision solver and the A-F benchmarks).
 
     Examples
     --------
@@ -118,16 +157,26 @@ class Minimize(Planner):
         time_limit: float = 60.0,
         probe_time_limit: float | None = None,
         heuristics: tuple[str, ...] = UPPER_BOUND_HEURISTICS,
+        strategy: str = "descend",
         probe_lower_bound_first: bool = True,
         heuristic_incumbent: bool = True,
+        anytime_planners: tuple[str, ...] = ANYTIME_PLANNERS,
+        anytime_share: float = 0.1,
+        strong_bound: bool = True,
+        bound_share: float = 0.05,
     ) -> None:
         self.solver = solver
         self.solver_params = solver_params
         self.time_limit = time_limit
         self.probe_time_limit = probe_time_limit
         self.heuristics = heuristics
+        self.strategy = strategy
         self.probe_lower_bound_first = probe_lower_bound_first
         self.heuristic_incumbent = heuristic_incumbent
+        self.anytime_planners = anytime_planners
+        self.anytime_share = anytime_share
+        self.strong_bound = strong_bound
+        self.bound_share = bound_share
 
     def _upper_bound(self, problem: Problem, deadline: float) -> tuple[np.ndarray, int, str]:
         """The incumbent: offsets, arena (bytes) and name of the best heuristic run."""
@@ -156,51 +205,137 @@ class Minimize(Planner):
     def _solve(self, problem: Problem) -> SolveResult:
         if not self.time_limit or self.time_limit <= 0:
             raise ProblemError(f"minimize: time_limit must be > 0 seconds, got {self.time_limit}")
+        if self.strategy not in STRATEGIES:
+            raise ProblemError(
+                f"minimize: unknown strategy {self.strategy!r}; choose one of {STRATEGIES}"
+            )
         t0 = time.perf_counter()
+        limit = float(self.time_limit)
+
+        def now() -> float:
+            return round(time.perf_counter() - t0, 4)
+
         lb = lower_bound(problem)
         best_offsets, best_arena, heuristic = self._upper_bound(
-            problem, t0 + HEURISTIC_SHARE * float(self.time_limit)
+            problem, t0 + HEURISTIC_SHARE * limit
         )
         upper_bound, first_heuristic = best_arena, heuristic
+        trajectory = [[now(), int(best_arena)]]
         g = arena_quantum(problem)
         proved = -(-lb // g) * g  # every arena is >= proved
+        bound_trajectory = [[now(), int(proved)]]
+        source = "max_live"
+        anytime: dict[str, Any] = {}
+        # Anytime planners (registered ones only) for a better first incumbent.
+        if self.heuristic_incumbent and self.anytime_planners and best_arena > proved:
+            from .registry import PLANNERS
+
+            names = [a for a in self.anytime_planners if a in PLANNERS]
+            share = max(0.0, float(self.anytime_share)) * limit
+            for name in names:
+                left = min(share / len(names), limit - (time.perf_counter() - t0))
+                if left <= 0.05 or best_arena <= proved:
+                    break
+                try:
+                    p = PLANNERS[name](time_limit=left).plan(problem.with_capacity(None))
+                except (MemplanError, TypeError, ValueError) as e:
+                    anytime[name] = f"error: {e}"
+                    continue
+                anytime[name] = p.arena_size if p.offsets is not None else p.status
+                if p.status not in ("timeout", "skipped") and p.arena_size < best_arena:
+                    best_arena, best_offsets, heuristic = p.arena_size, np.asarray(p.offsets), name
+                    trajectory.append([now(), int(best_arena)])
+        # A stronger proved floor.
+        if self.strong_bound and best_arena > proved:
+            from .lower_bounds import best_lower_bound
+
+            budget = min(max(0.0, float(self.bound_share)) * limit,
+                         limit - (time.perf_counter() - t0))
+            if budget > 0.05:
+                b = best_lower_bound(problem, time_limit=budget, ceiling=best_arena)
+                if b.value > proved:
+                    proved, source = min(b.value, best_arena), b.source
+                    bound_trajectory.append([now(), int(proved)])
         probes: list[dict[str, Any]] = []
-        per_probe = self.probe_time_limit or self.time_limit / 4
-        lo, hi = proved, (best_arena - 1) // g * g  # capacities still worth probing
-        first = self.probe_lower_bound_first
-        while lo <= hi and best_arena > proved:
-            left = self.time_limit - (time.perf_counter() - t0)
-            if left <= 1e-3:
-                break
-            cap = lo if first else (lo + hi) // 2 // g * g
-            first = False
-            p = self._probe(problem, cap, min(per_probe, left))
-            rec = {
-                "capacity": cap,
-                "status": p.status,
-                "arena": p.arena_size if p.status in ("optimal", "feasible") else None,
-                "seconds": round(p.seconds, 4),
-                "nodes": p.info.get("nodes"),
-            }
-            probes.append(rec)
-            if p.status in ("optimal", "feasible", "heuristic") and p.arena_size <= cap:
-                if p.arena_size < best_arena:
-                    best_arena, best_offsets = p.arena_size, np.asarray(p.offsets, np.int64)
-                    heuristic = None
-                hi = (min(cap, best_arena) - 1) // g * g
-            elif p.status == "infeasible":
-                proved = max(proved, cap + g)
-                lo = cap + g
-            else:  # timeout: nothing proved; look for better layouts above cap
-                lo = cap + g
+
+        def probe(cap: int, budget: float) -> Plan:
+            p = self._probe(problem, cap, budget)
+            probes.append(
+                {
+                    "capacity": cap,
+                    "status": p.status,
+                    "arena": p.arena_size if p.status in ("optimal", "feasible") else None,
+                    "seconds": round(p.seconds, 4),
+                    "budget": round(budget, 4),
+                    "nodes": p.info.get("nodes"),
+                }
+            )
+            return p
+
+        def fits(p: Plan, cap: int) -> bool:
+            return p.status in ("optimal", "feasible", "heuristic") and p.arena_size <= cap
+
+        if self.strategy == "bisect":
+            per_probe = self.probe_time_limit or limit / 4
+            lo, hi = proved, (best_arena - 1) // g * g  # capacities still worth probing
+            first = self.probe_lower_bound_first
+            while lo <= hi and best_arena > proved:
+                left = limit - (time.perf_counter() - t0)
+                if left <= 1e-3:
+                    break
+                cap = lo if first else (lo + hi) // 2 // g * g
+                first = False
+                p = probe(cap, min(per_probe, left))
+                if fits(p, cap):
+                    if p.arena_size < best_arena:
+                        best_arena, best_offsets = p.arena_size, np.asarray(p.offsets, np.int64)
+                        heuristic = None
+                        trajectory.append([now(), int(best_arena)])
+                    hi = (min(cap, best_arena) - 1) // g * g
+                elif p.status == "infeasible":
+                    proved = max(proved, cap + g)
+                    bound_trajectory.append([now(), int(proved)])
+                    lo = cap + g
+                else:  # timeout: nothing proved; look for better layouts above cap
+                    lo = cap + g
+        else:
+            base = self.probe_time_limit or max(0.5, limit / 30)
+            budget, step = base, g
+            while best_arena > proved:
+                left = limit - (time.perf_counter() - t0)
+                if left <= 1e-3:
+                    break
+                cap = max(proved, (best_arena - step) // g * g)
+                p = probe(cap, min(budget, left))
+                if fits(p, cap):
+                    if p.arena_size < best_arena:
+                        best_arena, best_offsets = p.arena_size, np.asarray(p.offsets, np.int64)
+                        heuristic = None
+                        trajectory.append([now(), int(best_arena)])
+                    step *= 2
+                    budget = max(base, 4 * p.seconds)
+                elif p.status == "infeasible":
+                    proved = max(proved, cap + g)
+                    bound_trajectory.append([now(), int(proved)])
+                    step = max(g, (best_arena - proved) // 2 // g * g)
+                else:  # timeout: nothing proved; come closer to the incumbent, or look longer
+                    if step > g:
+                        step = max(g, step // 2 // g * g)
+                    else:
+                        budget = 2 * budget
         status = "optimal" if best_arena <= proved else "feasible"
         info = {
+            "strategy": self.strategy,
             "probes": probes,
+            "trajectory": trajectory,
+            "bound_trajectory": bound_trajectory,
             "upper_bound": upper_bound,
             "heuristic": first_heuristic,
+            "anytime": anytime,
             "improved_by_solver": heuristic is None,
             "best_arena": best_arena,
             "proved_bound": proved,
+            "lower_bound": source,
             "quantum": g,
         }
         return SolveResult(best_offsets, status, best_bound=proved, info=info)

@@ -127,12 +127,32 @@ def test_infeasible_capacity_is_proved_not_timed_out():
 
 def test_minimize_proves_gap_above_lower_bound():
     p = aligned_gap(4)  # lower bound 12, optimum 4*3 + 2 = 14
+    for strategy in ("descend", "bisect"):
+        m = Minimize(time_limit=20, strong_bound=False, strategy=strategy).plan(p)
+        assert m.lower_bound == 12
+        assert m.arena_size == 14 and m.best_bound == 14 and m.status == "optimal"
+        caps = {pr["capacity"]: pr["status"] for pr in m.info["probes"]}
+        assert caps.get(13) == "infeasible"  # the proof that 14 is optimal
+        assert all(pr["seconds"] >= 0 for pr in m.info["probes"])
+        assert m.info["bound_trajectory"][-1][1] == 14
+    # The window bound proves 14 before any probe.
     m = Minimize(time_limit=20).plan(p)
-    assert m.lower_bound == 12
     assert m.arena_size == 14 and m.best_bound == 14 and m.status == "optimal"
-    caps = {pr["capacity"]: pr["status"] for pr in m.info["probes"]}
-    assert caps.get(13) == "infeasible"  # the proof that 14 is optimal
-    assert all(pr["seconds"] >= 0 for pr in m.info["probes"])
+    assert m.info["lower_bound"] == "windows"
+
+
+def test_minimize_trajectory_is_monotone_and_ends_at_the_plan():
+    p = aligned_gap(5)  # lower bound 15, optimum 18
+    m = Minimize(time_limit=20, strong_bound=False).plan(p)
+    arenas = [a for _, a in m.info["trajectory"]]
+    times = [t for t, _ in m.info["trajectory"]]
+    assert arenas == sorted(arenas, reverse=True) and len(set(arenas)) == len(arenas)
+    assert times == sorted(times)
+    assert arenas[0] == m.info["upper_bound"] and arenas[-1] == m.arena_size == 18
+    bounds = [b for _, b in m.info["bound_trajectory"]]
+    assert bounds == sorted(bounds) and bounds[0] == 15 and bounds[-1] == m.best_bound == 18
+    with pytest.raises(ProblemError, match="strategy"):
+        Minimize(strategy="zigzag").plan(p)
 
 
 def test_timeout_is_reported_cleanly():
@@ -175,6 +195,27 @@ def test_every_switch_off_still_exact():
     q = aligned_gap(3)
     for sw in SWITCHES:
         assert ExactSearch(capacity=9, time_limit=5, **{sw: False}).plan(q).status == "infeasible"
+
+
+def test_memo_cuts_subtrees_and_keeps_answers():
+    # One ranking (no round robin), so the memo only cuts subtrees of the same search: never
+    # more nodes, the same answer.
+    for p, cap in ((aligned_gap(5), 17), (aligned_gap(5), 18), (greedy_trap(), 10)):
+        kw = dict(capacity=cap, time_limit=10, heuristic_first=False, preorderings=("WAT",))
+        on = ExactSearch(**kw).plan(p)
+        off = ExactSearch(memo_floor_profiles=False, **kw).plan(p)
+        assert on.status == off.status
+        assert on.info["nodes"] <= off.info["nodes"]
+        assert off.info["memo_hits"] == 0 and off.info["memo_entries"] == 0
+    r = ExactSearch(capacity=17, time_limit=10, heuristic_first=False).plan(aligned_gap(5))
+    assert r.status == "infeasible" and r.info["memo_hits"] > 0
+
+
+def test_memo_with_tiny_cap_is_still_exact():
+    p = aligned_gap(5)
+    for cap, status in ((17, "infeasible"), (18, "feasible")):
+        r = ExactSearch(capacity=cap, time_limit=10, heuristic_first=False, memo_megabytes=1e-4)
+        assert r.plan(p).status == status
 
 
 def test_bad_input_raises_toolkit_errors():
@@ -240,6 +281,21 @@ def test_matches_brute_force(p):
     assert at_opt.status == ("optimal" if opt == lower_bound(p) else "feasible")
     if opt > lower_bound(p):
         assert ExactSearch(capacity=opt - 1, time_limit=10).plan(p).status == "infeasible"
+
+
+@settings(max_examples=60, deadline=None)
+@given(small_problems(), st.integers(0, 3), st.booleans())
+def test_memo_on_off_same_answer(p, slack, canonical):
+    opt = brute_force_optimum(p)
+    for cap in {max(lower_bound(p), opt - 1), opt, opt + slack}:
+        if cap < lower_bound(p):
+            continue
+        kw = dict(capacity=cap, time_limit=10, heuristic_first=False, canonical_only=canonical)
+        on = ExactSearch(**kw).plan(p)
+        off = ExactSearch(memo_floor_profiles=False, **kw).plan(p)
+        assert on.status == off.status == ("infeasible" if cap < opt else on.status)
+        if cap >= opt:
+            assert on.status in ("optimal", "feasible") and on.arena_size <= cap
 
 
 # -- the real challenging suite -------------------------------------------------------------------
