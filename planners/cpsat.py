@@ -10,8 +10,13 @@ same step (half-open lifetimes ``[start, end)`` in schedule steps), disjoint add
 * ``"pairwise"``: for each interference-graph edge a boolean ``b_ij`` with
   ``b_ij => o_i + s_i <= o_j`` and ``not b_ij => o_j + s_j <= o_i``.
 
-Mode ``"minimize"`` minimises ``H`` with ``lower_bound <= H <= min(warm start arena, capacity)``;
-mode ``"decide"`` only asks for ``H <= capacity`` (no objective). The warm start (solution hint) is
+Mode ``"minimize"`` (the default) minimises ``H`` with
+``lower_bound <= H <= min(warm start arena, capacity)``: a capacity (``problem.capacity``, e.g. from
+a ``NAME.CAPACITY.csv`` file name) constrains the minimisation, it never replaces it. Mode
+``"decide"``, only when asked, answers ``H <= capacity`` (no objective). ``"auto"`` (the behaviour
+before the explicit default, kept to reproduce old records) is ``"decide"`` when the problem has a
+capacity and ``"minimize"`` otherwise. The mode that ran is ``info["mode"]`` (the requested one
+``info["mode_requested"]``). The warm start (solution hint) is
 the best registered heuristic (:func:`planners.warmstart.best_heuristic`). Zero-size buffers are left
 out (offset 0); residents are ordinary buffers here.
 
@@ -57,10 +62,11 @@ class CPSat(Planner):
     ----------
     formulation : {"nooverlap2d", "pairwise"}
         How non-overlap is stated (NoOverlap2D rectangles, or a disjunction per interference edge).
-    mode : {"auto", "minimize", "decide"}
-        ``"minimize"``: smallest arena (and ``<= capacity`` when the problem has one);
-        ``"decide"``: any plan with arena ``<= problem.capacity``; ``"auto"``: ``"minimize"`` when
-        ``problem.capacity is None``, else ``"decide"``.
+    mode : {"minimize", "decide", "auto"}
+        ``"minimize"`` (default): smallest arena, subject to ``<= capacity`` when the problem has
+        one (an infeasible answer then proves ``best_bound = capacity + 1``);
+        ``"decide"``: any plan with arena ``<= problem.capacity``; ``"auto"``: ``"decide"`` when
+        the problem has a capacity, else ``"minimize"`` (the earlier default).
     time_limit : float
         Wall-clock seconds for the whole call: the warm-start heuristics and the model building
         are counted, the solver gets what is left.
@@ -111,7 +117,7 @@ class CPSat(Planner):
     def __init__(
         self,
         formulation: str = "nooverlap2d",
-        mode: str = "auto",
+        mode: str = "minimize",
         time_limit: float = 30.0,
         workers: int = 2,
         seed: int = 0,
@@ -147,7 +153,7 @@ class CPSat(Planner):
         t0 = time.perf_counter()
         limit = float(self.time_limit)
         lb = lower_bound(problem)
-        info: dict = {"mode": mode, "formulation": self.formulation}
+        info: dict = {"mode": mode, "mode_requested": self.mode, "formulation": self.formulation}
         warm, warm_arena = None, None
         cap = problem.capacity
         shortcut = self.heuristic_first and mode == "decide"
@@ -242,7 +248,8 @@ class CPSat(Planner):
         if st == cp_model.MODEL_INVALID:
             raise ProblemError(f"cpsat: CP-SAT rejected the model of problem {problem.name!r}")
         if st == cp_model.INFEASIBLE:
-            return SolveResult(None, "infeasible", None, info)
+            # proved: no layout of height <= ub (the capacity, in either mode)
+            return SolveResult(None, "infeasible", ub + 1, info)
         bound = lb
         if mode == "minimize" and st != cp_model.UNKNOWN:
             # BestObjectiveBound is a double: above 2**53 bytes it may round up past the true

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from planners import (
     PLANNERS,
+    Buffer,
     CapacityError,
     Problem,
     ProblemError,
@@ -177,6 +178,26 @@ def test_infeasible_above_lower_bound(name, kw):
     opt = plan(p, "cpsat", time_limit=20)
     assert opt.status == "optimal" and opt.arena_size == 6 == lb + 1
     assert is_valid(p, [0, 3, 0, 2, 5, 3, 0, 3], capacity=6)  # the layout in the docstring
+
+
+def test_cpsat_capacity_constrains_minimisation():
+    # A capacity (e.g. from NAME.CAPACITY.csv) no longer turns cpsat into a decision solver: the
+    # default mode minimises subject to arena <= capacity; "decide" only when asked; "auto" is
+    # the earlier behaviour. info["mode"] says which ran.
+    p = Problem.from_arrays([1, 1, 0, 0], [3, 2, 1, 2], [3, 3, 4, 4], capacity=100)
+    r = plan(p, "cpsat", time_limit=20, heuristic_first=False, warm_start=False, workers=1)
+    assert r.info["mode"] == "minimize" and r.info["mode_requested"] == "minimize"
+    assert r.arena_size == 10 and r.status == "optimal" and r.best_bound == 10
+    d = plan(p, "cpsat", mode="auto", time_limit=20, heuristic_first=False, workers=1)
+    assert d.info["mode"] == "decide" and d.info["mode_requested"] == "auto"
+    assert d.arena_size <= 100
+    # 2 B buffers aligned to 4 and 1 B buffers, four each, at one step: optimum 14 (one aligned
+    # buffer starts at >= 12). Capacity 13: proved infeasible, so the arena is >= 14.
+    bufs = [Buffer(f"w{i}", 0, 1, 2, alignment=4) for i in range(4)]
+    bufs += [Buffer(f"u{i}", 0, 1, 1) for i in range(4)]
+    q = Problem(bufs, capacity=13)
+    r = plan(q, "cpsat", time_limit=20, workers=1)
+    assert r.status == "infeasible" and r.best_bound == 14 and r.info["mode"] == "minimize"
 
 
 def test_cpsat_time_limit_still_returns_valid_plan_and_bound():
