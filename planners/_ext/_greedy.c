@@ -248,15 +248,23 @@ static int place_all(const Input *in) {
             Q->lo = Q->s ? lo_of[i] : 0; Q->hi = Q->s ? hi_of[i] : 0;
         }
         for (int r = 0; r < nb; r++) {
-            if (r + AHEAD < nb && qb[r + AHEAD].s) { /* warm the caches for a later buffer */
-                const Query *F = &qb[r + AHEAD];
-                if (F->lo > 0) {
-                    PREFETCH(&node[F->lo - 1]);
-                    PREFETCH(&rec_e[node[F->lo - 1].b0]);
+            /* Warm the caches for later buffers (no effect on the result): first the tree nodes
+               around the ends of their lifetimes (the bottom of both search paths) and their
+               own records, then the member records those nodes point to. */
+            if (r + 2 * AHEAD < nb && qb[r + 2 * AHEAD].s) {
+                const Query *F = &qb[r + 2 * AHEAD];
+                for (int d = -3; d <= 3; d += 2) {
+                    if (F->lo + d >= 0 && F->lo + d < m) PREFETCH(&node[F->lo + d]);
+                    if (F->hi + d >= 0 && F->hi + d < m) PREFETCH(&node[F->hi + d]);
                 }
-                PREFETCH(&node[F->lo]);
+                PREFETCH(&rec_s[F->ps]);
+                PREFETCH(&rec_e[F->pe]);
+                PREFETCH(&in->out[F->i]);
+            }
+            if (r + AHEAD < nb && qb[r + AHEAD].s) {
+                const Query *F = &qb[r + AHEAD];
+                if (F->lo > 0) PREFETCH(&rec_e[node[F->lo - 1].b0]);
                 PREFETCH(&rec_s[node[F->lo].b0]);
-                PREFETCH(&node[F->hi]);
                 PREFETCH(&rec_s[node[F->hi].b0]);
             }
             const Query *Q = &qb[r];
