@@ -1,4 +1,4 @@
-"""Benchmark of ``exact_search`` on MiniMalloc's challenging suite, and ``minimize`` on C.
+"""Benchmark of ``exact_search`` on MiniMalloc's challenging suite, and ``minimize`` on C and D.
 
 For each of ``A``-``F`` (``NAME.1048576.csv`` in ``--minimalloc-dir``) it solves the decision
 problem at the file's capacity (1048576 bytes) ``--repeats`` times (default 3) and records the
@@ -6,11 +6,16 @@ median wall-clock seconds of the solve (:attr:`planners.Plan.seconds`, excluding
 then runs ``minimize`` on the problems named by ``--minimize`` (default C) with a total time
 limit. One row per run, columns:
 
-``problem, planner, buffers, lower_bound, capacity, status, arena, best_bound, seconds, nodes``
+``problem, planner, buffers, lower_bound, capacity, status, arena, best_bound, bound_source,
+seconds, nodes, memo_hits, trajectory, bound_trajectory``
 
 ``capacity`` is the decision capacity (for ``minimize``: the file's capacity, unused);
-``arena`` and bounds are bytes; ``nodes`` the search nodes (summed over probes for
-``minimize``). Every plan is validated by :meth:`planners.Planner.plan`.
+``arena`` and bounds are bytes; ``best_bound`` is proved (``bound_source``: ``max_live``,
+``windows`` from :func:`planners.lower_bounds.best_lower_bound`, or ``probe`` when a probe
+proved a capacity infeasible); ``nodes`` the search nodes and ``memo_hits`` the subtrees cut by
+the floor-profile memo (summed over probes for ``minimize``); ``trajectory`` and
+``bound_trajectory`` (``minimize``) are JSON lists of ``[seconds, bytes]`` at every improvement of
+the arena and of the proved bound. Every plan is validated by :meth:`planners.Planner.plan`.
 
 Usage::
 
@@ -21,6 +26,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 from pathlib import Path
@@ -43,9 +49,18 @@ COLUMNS = [
     "status",
     "arena",
     "best_bound",
+    "bound_source",
     "seconds",
     "nodes",
+    "memo_hits",
+    "trajectory",
+    "bound_trajectory",
 ]
+
+
+def _bound_source(m) -> str:
+    """Which bound gave ``minimize``'s proved bound: a probe, or the floor's source."""
+    return m.info.get("bound_source", "max_live")
 
 
 def bench_exact_search(
@@ -74,8 +89,10 @@ def bench_exact_search(
                 "status": best.status,
                 "arena": best.arena_size if best.status in ("optimal", "feasible") else None,
                 "best_bound": best.best_bound,
+                "bound_source": "probe" if best.status == "infeasible" else "max_live",
                 "seconds": statistics.median(r.seconds for r in runs),
                 "nodes": best.info["nodes"],
+                "memo_hits": best.info.get("memo_hits"),
             }
         )
         print(f"{name}: {rows[-1]}", file=sys.stderr)
@@ -92,8 +109,12 @@ def bench_exact_search(
                 "status": m.status,
                 "arena": m.arena_size,
                 "best_bound": m.best_bound,
+                "bound_source": _bound_source(m),
                 "seconds": m.seconds,
                 "nodes": sum(p["nodes"] or 0 for p in m.info["probes"]),
+                "memo_hits": sum(p.get("memo_hits") or 0 for p in m.info["probes"]),
+                "trajectory": json.dumps(m.info["trajectory"]),
+                "bound_trajectory": json.dumps(m.info["bound_trajectory"]),
             }
         )
         print(f"{name} minimize: {rows[-1]} probes={m.info['probes']}", file=sys.stderr)

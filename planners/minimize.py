@@ -120,7 +120,8 @@ class Minimize(Planner):
     ``trajectory`` (``[seconds, arena]`` at every improvement, from the start of the call),
     ``bound_trajectory`` (``[seconds, proved bound]``), ``upper_bound`` and ``heuristic`` (the best
     heuristic's arena and name), ``anytime`` (arena per anytime planner), ``lower_bound``
-    (which bound gave the floor), ``strategy``.
+    (which bound gave the floor), ``bound_source`` (which gave ``best_bound``: that, or
+    ``"probe"`` when a probe proved a capacity infeasible), ``strategy``.
 
     Raises
     ------
@@ -257,6 +258,7 @@ class Minimize(Planner):
                     proved, source = min(b.value, best_arena), b.source
                     bound_trajectory.append([now(), int(proved)])
         probes: list[dict[str, Any]] = []
+        bound_source = source
 
         def probe(cap: int, budget: float) -> Plan:
             p = self._probe(problem, cap, budget)
@@ -268,6 +270,7 @@ class Minimize(Planner):
                     "seconds": round(p.seconds, 4),
                     "budget": round(budget, 4),
                     "nodes": p.info.get("nodes"),
+                    "memo_hits": p.info.get("memo_hits"),
                 }
             )
             return p
@@ -295,6 +298,7 @@ class Minimize(Planner):
                 elif p.status == "infeasible":
                     proved = max(proved, cap + g)
                     bound_trajectory.append([now(), int(proved)])
+                    bound_source = "probe"
                     lo = cap + g
                 else:  # timeout: nothing proved; look for better layouts above cap
                     lo = cap + g
@@ -317,6 +321,7 @@ class Minimize(Planner):
                 elif p.status == "infeasible":
                     proved = max(proved, cap + g)
                     bound_trajectory.append([now(), int(proved)])
+                    bound_source = "probe"
                     step = max(g, (best_arena - proved) // 2 // g * g)
                 else:  # timeout: nothing proved; come closer to the incumbent, or look longer
                     if step > g:
@@ -336,6 +341,7 @@ class Minimize(Planner):
             "best_arena": best_arena,
             "proved_bound": proved,
             "lower_bound": source,
+            "bound_source": bound_source,
             "quantum": g,
         }
         return SolveResult(best_offsets, status, best_bound=proved, info=info)
