@@ -104,6 +104,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--rv64", action="store_true",
                    help="add emulated RV64 cost columns (rv64_instructions, rv64_cycles_u74, "
                         "rv64_cycles_c906) for planners with a C core")
+    c.add_argument("--jobs", type=int, default=1,
+                   help="worker processes for the (workload, planner) runs (default 1)")
+    c.add_argument("--style", choices=("default", "paper"), default="default",
+                   help="figure style: default, or paper (3.5 / 7.16 in wide, 8-9 pt, PDF "
+                        "with embedded fonts, colour-blind-safe palette)")
 
     p = sub.add_parser("plan", help="plan one problem (MiniMalloc .csv, .onnx, or workload name)")
     p.add_argument("input", help="MiniMalloc .csv, .onnx or .tflite file, or a workload name "
@@ -307,7 +312,33 @@ def add_rv64_columns(df, problems: dict, progress: bool = False):
     return df, ""
 
 
-def _markdown(records, out: Path, figures: list[Path] = (), command: str = "memplan compare") -> str:
+def _write_parquet(df, path: Path) -> Path | None:
+    """Write ``df`` as Parquet (typed columns; pyarrow) through a temporary file; ``None`` and a
+    warning when pyarrow is missing."""
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        print("memplan: warning: pyarrow is not installed; no Parquet file written",
+              file=sys.stderr)
+        return None
+    df = df.copy()
+    for c in df.columns:  # object columns of mixed None/bool/int: one arrow type each
+        if df[c].dtype == object:
+            vals = [v for v in df[c] if v is not None and not (isinstance(v, float) and math.isnan(v))]
+            if vals and all(isinstance(v, bool) for v in vals):
+                df[c] = df[c].astype("boolean")
+            elif vals and all(isinstance(v, int) and not isinstance(v, bool) for v in vals):
+                df[c] = df[c].astype("Int64")
+            elif c not in ("fits", "valid"):
+                df[c] = df[c].astype("string")
+    tmp = path.with_name(path.name + ".tmp")
+    df.to_parquet(tmp, index=False, engine="pyarrow")
+    tmp.replace(path)
+    return path
+
+
+def _markdown(records, out: Path, figures: list[Path] = (), command: str = "memplan compare",
+              time_limit: float | None = None) -> str:
     import pandas as pd
 
     ok = records[records["valid"].astype(bool)]
@@ -327,6 +358,11 @@ def _markdown(records, out: Path, figures: list[Path] = (), command: str = "memp
         "plan was checked by the independent validator. Sizes in bytes; `ratio` = arena / lower",
         "bound (max live bytes), so 1.000 is the lower bound itself (an instance whose optimum lies",
         "above its lower bound cannot reach 1.000).",
+        "",
+        (f"Time limit: {time_limit:g} s per run for the planners that take one (exact and anytime "
+         "solvers); a solver stopped by it reports `feasible` (a plan without a proof of "
+         "optimality) or `timeout` (no plan), so their ratios depend on this limit and on the "
+         "machine's load." if time_limit is not None else ""),
         "",
         "## Workloads",
         "",
@@ -393,29 +429,46 @@ def _cmd_compare(args) -> int:
     if args.minimalloc_dir and not named_minimalloc:
         for n, w in minimalloc_workloads(args.minimalloc_dir).items():
             problems[n] = w.problem()
+    if args.jobs < 1:
+        raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
+    from experiments.harness import PLANS_FILE, plan_entry, read_plans, store_problem, write_plans
+
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     csv_path = out / "compare.csv"
     records: list[dict] = []
+    entries: list[dict] = []
+    stored = {w: store_problem(out, p) for w, p in problems.items()}  # once per workload
 
     def keep(rec):  # every finished run is on disk before the next starts
         records.append(rec)
         _atomic_write_text(csv_path, records_frame(records).to_csv(index=False))
 
+    def keep_plan(rec, offsets):  # the offsets beside the record, for the figures
+        entries.append(plan_entry(rec, offsets))
+        write_plans(out, stored, entries)
+
     df = compare(problems, planners, time_limit=args.time_limit, progress=not args.quiet,
-                 on_record=keep)
+                 on_record=keep, jobs=args.jobs, on_plan=keep_plan)
     if args.rv64:
         df, msg = add_rv64_columns(df, problems)
         if msg:
             print(f"memplan: {msg}", file=sys.stderr)
-        _atomic_write_text(csv_path, df.to_csv(index=False))
+    _atomic_write_text(csv_path, df.to_csv(index=False))
+    parquet = _write_parquet(df, out / "compare.parquet")
     figures: list[Path] = []
     if not args.no_plots:
-        figures = compare_figures(df, problems, out / "figures")
+        from experiments import plots
+
+        stored_problems, stored_plans = read_plans(out)  # figures from the records alone
+        with plots.style(args.style):
+            figures = compare_figures(df, stored_problems, stored_plans, out / "figures")
     command = "memplan " + " ".join(sys.argv[1:]) if sys.argv[1:] else "memplan compare"
-    _atomic_write_text(out / "compare.md", _markdown(df, out, figures, command))
+    _atomic_write_text(out / "compare.md", _markdown(df, out, figures, command,
+                                                     time_limit=args.time_limit))
     ok = int(df["valid"].sum())
-    wrote = [str(csv_path), str(out / "compare.md")] + ([f"{out / 'figures'}/"] if figures else [])
+    wrote = [str(csv_path), str(out / PLANS_FILE)] + ([str(parquet)] if parquet else []) + \
+        [str(out / "compare.md")] + ([f"{out / 'figures'}/"] if figures else [])
     print(f"{len(df)} runs, {ok} valid plans; wrote {', '.join(wrote)}")
     return 0
 
@@ -424,7 +477,12 @@ def _cmd_compare_schedules(args) -> int:
     import pandas as pd
 
     from experiments.compare_figures import sched_figures
-    from experiments.sched_compare import SCHED_COLUMNS, compare_schedules
+    from experiments.sched_compare import (
+        SCHED_COLUMNS,
+        compare_schedules,
+        read_schedules,
+        write_schedules,
+    )
     from experiments.workloads import graph_workloads, load_graph, parse_overrides
     from scheduling.schedulers import SCHEDULERS
 
@@ -441,15 +499,22 @@ def _cmd_compare_schedules(args) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     frames = []
+    found: list = []
     for name, g in graphs.items():  # one workload at a time, each on disk before the next
-        frames.append(compare_schedules({name: g}, schedulers, planners, time_limit=args.time_limit))
+        frames.append(compare_schedules({name: g}, schedulers, planners, time_limit=args.time_limit,
+                                        on_schedule=lambda r, o, p: found.append((r, o, p))))
         _atomic_write_text(out / "compare_sched.csv",
                            pd.concat(frames, ignore_index=True)[SCHED_COLUMNS].to_csv(index=False))
         if not args.quiet:
             print(f"scheduled {name}", file=sys.stderr)
     df = pd.concat(frames, ignore_index=True)
+    write_schedules(out, found)
+    _write_parquet(df[SCHED_COLUMNS], out / "compare_sched.parquet")
     if not args.no_plots:
-        sched_figures(df, graphs, schedulers, out / "figures", time_limit=args.time_limit)
+        from experiments import plots
+
+        with plots.style(args.style):  # from the stored schedules alone
+            sched_figures(df, read_schedules(out), schedulers, out / "figures")
     base = df[df["scheduler"] == "file_order"].groupby("workload")["peak_bytes"].first()
     peak = df.pivot_table(index="workload", columns="scheduler", values="peak_bytes", aggfunc="first")
     rel = (1 - peak.div(base, axis=0)) * 100
@@ -524,6 +589,12 @@ def main(argv: list[str] | None = None) -> int:
     from planners import MemplanError
 
     args = build_parser().parse_args(argv)
+    import os
+
+    if not os.environ.get("MPLBACKEND"):  # the CLI renders off-screen; notebooks stay inline
+        import matplotlib
+
+        matplotlib.use("Agg")
     try:
         if args.command == "list":
             return _cmd_list(args)

@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 import traceback
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 import pandas as pd
 
@@ -32,7 +36,11 @@ from planners import (
 from planners.registry import PLANNERS
 
 __all__ = ["RECORD_COLUMNS", "INT_COLUMNS", "records_frame", "run_one", "compare", "planner_for",
-           "default_planners"]
+           "default_planners", "PLANS_FILE", "plan_entry", "write_plans", "read_plans",
+           "store_problem", "load_problem_csv"]
+
+#: The side file of ``compare.csv`` with every run's offsets and the stored problems.
+PLANS_FILE = "compare_plans.json"
 
 #: Columns of a comparison record, in order.
 RECORD_COLUMNS = [
@@ -167,12 +175,22 @@ def run_one(
     return rec, (plan if keep_plan else None)
 
 
+def _run_task(w: str, problem: Problem, name: str, time_limit: float | None):
+    """Worker side of :func:`compare`: the record and the plan's offsets (a list, or None)."""
+    rec, plan = run_one(w, problem, name, time_limit=time_limit, keep_plan=True)
+    rec.pop("traceback", None)
+    offsets = plan.offsets.tolist() if plan is not None and rec["valid"] else None
+    return rec, offsets
+
+
 def compare(
     workloads: Iterable[tuple[str, Problem]] | dict[str, Problem],
     planners: Sequence[str] | None = None,
     time_limit: float | None = 10.0,
     progress: bool = True,
     on_record: Callable[[dict[str, Any]], None] | None = None,
+    jobs: int = 1,
+    on_plan: Callable[[dict[str, Any], list[int] | None], None] | None = None,
 ) -> pd.DataFrame:
     """Run every planner on every workload; return the records as a DataFrame (``RECORD_COLUMNS``).
 
@@ -183,29 +201,131 @@ def compare(
     time_limit : seconds given to planners that take a ``time_limit`` parameter (exact solvers)
     progress : show a tqdm progress bar
     on_record : called with each record as soon as it exists (e.g. to append it to a file)
+    jobs : int
+        Worker processes (``1``: run in this process). With ``jobs > 1`` the (workload, planner)
+        runs go to a process pool (``spawn``); each run still gets its whole time limit, and the
+        returned rows are in (workload, planner) order whatever order the runs finish in.
+    on_plan : called with each record and its plan's offsets (bytes, problem order; ``None``
+        without a valid plan) as soon as the run finishes, e.g. to store them (:func:`write_plans`).
     """
     items = list(workloads.items()) if isinstance(workloads, dict) else list(workloads)
     names = list(planners) if planners is not None else default_planners()
     for n in names:
         if n not in PLANNERS:
             raise ValueError(f"unknown planner {n!r}; registered planners: {', '.join(PLANNERS)}")
+    if not (isinstance(jobs, int) and jobs >= 1):
+        raise ValueError(f"jobs must be an integer >= 1, got {jobs!r}")
     runs = [(w, p, n) for w, p in items for n in names]
-    records = []
+    done: dict[int, dict[str, Any]] = {}
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(runs), unit="run", desc="compare")
-    for w, p, n in runs:
-        if bar is not None:
-            bar.set_postfix_str(f"{w} / {n}")
-        rec, _ = run_one(w, p, n, time_limit=time_limit)
-        rec.pop("traceback", None)
-        records.append(rec)
+
+    def finish(i, rec, offsets):
+        done[i] = rec
         if on_record is not None:
             on_record(rec)
+        if on_plan is not None:
+            on_plan(rec, offsets)
         if bar is not None:
+            bar.set_postfix_str(f"{rec['workload']} / {rec['planner']}")
             bar.update(1)
+
+    if jobs == 1 or len(runs) <= 1:
+        for i, (w, p, n) in enumerate(runs):
+            finish(i, *_run_task(w, p, n, time_limit))
+    else:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        # time-limited planners first, so the long runs overlap with the short ones
+        order = sorted(range(len(runs)), key=lambda i: (
+            "time_limit" not in PLANNERS[runs[i][2]]._param_names(), i))
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn")) as ex:
+            futs = {ex.submit(_run_task, *runs[i], time_limit): i for i in order}
+            for f in as_completed(futs):
+                finish(futs[f], *f.result())
     if bar is not None:
         bar.close()
-    return records_frame(records)
+    return records_frame([done[i] for i in range(len(runs))])
+
+
+# -- stored plans and problems (figures are drawn from these, never re-planned) ---------------
+
+
+def plan_entry(rec: Mapping[str, Any], offsets: Sequence[int] | None) -> dict[str, Any]:
+    """One entry of :data:`PLANS_FILE`: the run's identity, status, arena and offsets (bytes,
+    problem order; ``None`` when the run has no valid plan)."""
+    return {"workload": rec["workload"], "planner": rec["planner"], "params": rec.get("params", ""),
+            "status": rec["status"], "arena": rec.get("arena"),
+            "lower_bound": rec.get("lower_bound"), "best_bound": rec.get("best_bound"),
+            "offsets": None if offsets is None else [int(o) for o in offsets]}
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def store_problem(out: str | Path, problem: Problem) -> str:
+    """Write ``problem`` once as ``OUT/problems/DIGEST.csv`` (MiniMalloc columns, half-open
+    lifetimes, atomic) and return its path relative to ``out``. The digest is the SHA-256 of the
+    CSV text, so the same problem always has the same file."""
+    import hashlib
+    import tempfile
+
+    from planners.io import write_minimalloc_csv
+
+    with tempfile.TemporaryDirectory() as d:
+        f = Path(d) / "p.csv"
+        write_minimalloc_csv(problem, f)
+        text = f.read_text()
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    rel = f"problems/{digest}.csv"
+    path = Path(out) / rel
+    if not path.exists():
+        _atomic_write(path, text)
+    return rel
+
+
+def load_problem_csv(path: str | Path, name: str) -> Problem:
+    """A problem stored by :func:`store_problem` (or ``memplan sweep``), named ``name``."""
+    from planners.io import read_minimalloc_csv
+
+    return read_minimalloc_csv(path, capacity=None, name=name)
+
+
+def write_plans(out: str | Path, problems: Mapping[str, str], entries: Sequence[Mapping[str, Any]],
+                name: str = PLANS_FILE, extra: Mapping[str, Any] | None = None) -> Path:
+    """Write the plans side file atomically: ``{"problems": {workload: "problems/DIGEST.csv"},
+    "plans": [plan_entry, ...]}`` sorted by (workload, planner), plus ``extra`` keys."""
+    body = {"problems": dict(sorted(problems.items())),
+            "plans": sorted(entries, key=lambda e: (str(e["workload"]), str(e["planner"])))}
+    body.update(extra or {})
+    path = Path(out) / name
+    _atomic_write(path, json.dumps(body, sort_keys=True, separators=(",", ":")))
+    return path
+
+
+def read_plans(out: str | Path, name: str = PLANS_FILE) -> tuple[dict[str, Problem],
+                                                                 dict[tuple[str, str], Plan]]:
+    """The stored problems (by workload) and plans (by (workload, planner)) of a comparison
+    folder, for figures. Plans keep their recorded status; nothing is re-planned or re-checked
+    here (each was validated before it was stored)."""
+    out = Path(out)
+    body = json.loads((out / name).read_text())
+    problems = {w: load_problem_csv(out / rel, w) for w, rel in body["problems"].items()}
+    plans: dict[tuple[str, str], Plan] = {}
+    for e in body["plans"]:
+        p = problems.get(e["workload"])
+        if p is None or e.get("offsets") is None or len(e["offsets"]) != p.n:
+            continue
+        plans[(e["workload"], e["planner"])] = Plan(
+            p, np.asarray(e["offsets"], dtype=np.int64), e["planner"], e["status"],
+            lower_bound=int(e["lower_bound"]) if e.get("lower_bound") is not None else 0,
+            best_bound=e.get("best_bound"))
+    return problems, plans

@@ -19,28 +19,33 @@ Shared helpers, also used by the benchmark scripts:
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import matplotlib
+import matplotlib.pyplot as plt
+import matplotlib.ticker as mticker
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.collections import PatchCollection
+from matplotlib.colors import to_rgb
+from matplotlib.patches import Rectangle
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import matplotlib.ticker as mticker  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.collections import PatchCollection  # noqa: E402
-from matplotlib.colors import to_rgb  # noqa: E402
-from matplotlib.patches import Rectangle  # noqa: E402
-
-from planners import Plan, Problem, live_profile, lower_bound  # noqa: E402
+from planners import Plan, Problem, live_profile, lower_bound
 
 __all__ = [
     "PALETTE",
     "MARKERS",
     "LINESTYLES",
     "BINARY_UNITS",
+    "STYLES",
+    "style",
+    "current_style",
+    "figsize",
     "paper_style",
     "save",
     "format_bytes",
@@ -51,6 +56,8 @@ __all__ = [
     "distinct_styles",
     "short_label",
     "ratio_ticks",
+    "PROVED",
+    "planner_family",
     "plot_ratio_heatmap",
     "plot_ratio_by_planner",
     "plot_memory_over_time",
@@ -76,38 +83,131 @@ LINESTYLES = ["-", (0, (5, 2)), (0, (1.2, 1.2)), (0, (6, 2, 1.2, 2)), (0, (3, 1,
 BINARY_UNITS = (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10), ("B", 1))
 
 
+_BASE_RC = {
+    "figure.dpi": 110,
+    "savefig.dpi": 200,
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "axes.labelsize": 9,
+    "legend.fontsize": 8,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.prop_cycle": matplotlib.cycler(color=PALETTE),
+    "axes.formatter.useoffset": False,
+    "pdf.fonttype": 42,
+    "ps.fonttype": 42,
+    "svg.hashsalt": "memplan",
+    "path.simplify": False,
+}
+
+#: Named figure styles for :func:`style`: rcParams plus the widths figures take in it.
+#: ``"default"`` is the look of ``make run`` (screen and design reviews); ``"paper"`` is for
+#: two-column papers: 3.5 in single-column and 7.16 in double-column widths (IEEE / ACM), 8 pt
+#: text and 9 pt titles, TrueType fonts embedded in the PDF (``pdf.fonttype`` 42), the Okabe-Ito
+#: colour-blind-safe palette, PDF first.
+STYLES: dict[str, dict] = {
+    "default": {"rc": dict(_BASE_RC), "single": None, "double": None,
+                "formats": ("png", "pdf")},
+    "paper": {
+        "rc": {**_BASE_RC, "figure.dpi": 150, "savefig.dpi": 300, "font.size": 8,
+               "axes.titlesize": 9, "axes.labelsize": 8, "legend.fontsize": 8,
+               "xtick.labelsize": 8, "ytick.labelsize": 8, "legend.title_fontsize": 8,
+               "lines.linewidth": 1.0, "lines.markersize": 4, "axes.linewidth": 0.6,
+               "grid.linewidth": 0.4, "font.family": "sans-serif"},
+        "single": 3.5, "double": 7.16, "formats": ("pdf", "png"),
+    },
+}
+
+_CURRENT = contextvars.ContextVar("memplan_plot_style", default="default")
+
+
+def current_style() -> str:
+    """Name of the style of the innermost active :func:`style` block (``"default"`` outside)."""
+    return _CURRENT.get()
+
+
+@contextlib.contextmanager
+def style(name: str = "default") -> Iterator[dict]:
+    """Context manager: draw and save figures in the named style (:data:`STYLES`).
+
+    Only the block sees the style's rcParams (``matplotlib.rc_context``); nothing global is
+    changed, so a notebook keeps its own settings outside the block.
+
+    Parameters
+    ----------
+    name : {"default", "paper"}
+
+    Yields
+    ------
+    dict
+        The style's entry of :data:`STYLES`.
+
+    Raises
+    ------
+    ValueError
+        An unknown style name.
+
+    Examples
+    --------
+    >>> with style("paper"):
+    ...     figsize("double", 3.0)
+    (7.16, 3.0)
+    """
+    if name not in STYLES:
+        raise ValueError(f"unknown figure style {name!r}; styles: {', '.join(STYLES)}")
+    token = _CURRENT.set(name)
+    try:
+        with plt.rc_context(STYLES[name]["rc"]):
+            yield STYLES[name]
+    finally:
+        _CURRENT.reset(token)
+
+
+def figsize(column: str, height: float, default_width: float | None = None) -> tuple[float, float]:
+    """Figure size (inches) of a figure meant for one ``column`` (``"single"``/``"double"``).
+
+    In the paper style the width is the column's (3.5 or 7.16 in) and the height is scaled by
+    ``width / default_width`` (keeping the default look's aspect), but never below 1.6 in;
+    otherwise ``(default_width, height)``.
+    """
+    spec = STYLES[current_style()]
+    width = spec.get(column)
+    if width is None:
+        return (float(default_width if default_width is not None else 6.5), float(height))
+    if default_width:
+        height = max(1.6, height * width / default_width) if column == "single" else height
+    return (float(width), float(height))
+
+
+def _new_axes(ax, size: tuple[float, float]):
+    """``(fig, ax)``: the given axes and its figure, or a new figure of ``size`` in the current
+    style's rcParams (the rcParams of the active :func:`style` block, default style outside)."""
+    if ax is not None:
+        return ax.figure, ax
+    with plt.rc_context(STYLES[current_style()]["rc"]):
+        fig, ax = plt.subplots(figsize=size)
+    return fig, ax
+
+
 def paper_style() -> None:
-    """Apply the toolkit's figure style (font sizes, grid, palette, fixed hash salt) to rcParams."""
-    plt.rcParams.update(
-        {
-            "figure.dpi": 110,
-            "savefig.dpi": 200,
-            "font.size": 9,
-            "axes.titlesize": 10,
-            "axes.labelsize": 9,
-            "legend.fontsize": 8,
-            "axes.grid": True,
-            "grid.alpha": 0.3,
-            "axes.spines.top": False,
-            "axes.spines.right": False,
-            "axes.prop_cycle": matplotlib.cycler(color=PALETTE),
-            "axes.formatter.useoffset": False,
-            "pdf.fonttype": 42,
-            "svg.hashsalt": "memplan",
-            "path.simplify": False,
-        }
-    )
+    """Apply the default figure style to the global rcParams (for scripts that draw their own
+    figures; plotting functions never call it -- use :func:`style` blocks instead)."""
+    plt.rcParams.update(STYLES["default"]["rc"])
 
 
-def save(fig, path: str | Path, formats: Sequence[str] = ("png", "pdf")) -> list[Path]:
+def save(fig, path: str | Path, formats: Sequence[str] | None = None) -> list[Path]:
     """Save ``fig`` as ``path`` with each suffix in ``formats`` and close it.
 
     Parameters
     ----------
-    fig : matplotlib Figure
+    fig : matplotlib Figure or Axes
+        An Axes saves its figure.
     path : str or Path
         File stem; any suffix is replaced by each format's.
-    formats : sequence of {"png", "pdf", "svg"}
+    formats : sequence of {"png", "pdf", "svg"}, optional
+        Default: the current style's (:data:`STYLES`; PNG and PDF).
 
     Returns
     -------
@@ -117,9 +217,13 @@ def save(fig, path: str | Path, formats: Sequence[str] = ("png", "pdf")) -> list
     Notes
     -----
     Dates and the software tag are left out of the metadata (PNG ``Software``, PDF
-    ``CreationDate``, SVG ``Date``) and SVG ids are salted by :func:`paper_style`, so the same
+    ``CreationDate``, SVG ``Date``) and SVG ids are salted (``svg.hashsalt``), so the same
     figure gives byte-identical files on every run (checked by ``tests/test_plots.py``).
     """
+    if isinstance(fig, Axes):
+        fig = fig.figure
+    if formats is None:
+        formats = STYLES[current_style()]["formats"]
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     written = []
@@ -127,7 +231,8 @@ def save(fig, path: str | Path, formats: Sequence[str] = ("png", "pdf")) -> list
         out = path.with_suffix("." + fmt)
         meta = {"png": {"Software": None}, "pdf": {"CreationDate": None, "ModDate": None},
                 "svg": {"Date": None}}.get(fmt, {})
-        fig.savefig(out, bbox_inches="tight", metadata=meta)
+        with plt.rc_context({"svg.hashsalt": "memplan", "pdf.fonttype": 42}):
+            fig.savefig(out, bbox_inches="tight", metadata=meta)
         written.append(out)
     plt.close(fig)
     return written
@@ -370,83 +475,151 @@ def _legend_right(ax, **kw):
 
 # -- planner comparison ---------------------------------------------------------------------------
 
+#: Statuses that prove the arena minimal (the arena equals the best proved bound).
+PROVED = ("optimal",)
 
-def plot_ratio_heatmap(records: pd.DataFrame, title: str = "Arena / lower bound"):
+
+def _proved(records: pd.DataFrame) -> pd.Series:
+    """True where a record's arena is proved optimal: its ``status`` is in :data:`PROVED`, or its
+    arena equals its lower bound (``ratio == 1``: no plan can be smaller)."""
+    met = records["ratio"].astype(float) == 1.0 if "ratio" in records else False
+    if "status" not in records:
+        return pd.Series(met, index=records.index).astype(bool)
+    return (records["status"].astype(str).isin(PROVED) | met).astype(bool)
+
+
+def planner_family(name: str) -> str:
+    """The ``family`` of registered planner ``name`` (its first word, for configured labels such
+    as ``"cpsat mode=decide"``), ``"other"`` when it is not registered."""
+    from planners.registry import PLANNERS
+
+    cls = PLANNERS.get(str(name).split(" ")[0])
+    return str(getattr(cls, "family", "other")) if cls is not None else "other"
+
+
+def plot_ratio_heatmap(records: pd.DataFrame, title: str = "Arena / lower bound",
+                       cap_percentile: float | None = 95.0, ax=None):
     """Heatmap of ``arena / lower_bound`` (rows: workloads, columns: planners).
 
     Parameters
     ----------
     records : DataFrame
-        Comparison records (columns ``workload``, ``planner``, ``ratio``, ``valid``); failed or
-        timed-out runs are blank cells; duplicate cells take the minimum.
+        Comparison records (columns ``workload``, ``planner``, ``ratio``, ``valid``, optionally
+        ``status``); failed or timed-out runs are blank cells; duplicate cells take the minimum.
+        A cell whose run is proved optimal (``status`` ``"optimal"``) is marked ``*`` (said in the
+        colour bar's label): a ratio above 1 can be optimal, a ratio of 1.00 from a heuristic
+        is optimal too (it meets the lower bound), anything else is not proved.
     title : str
+    cap_percentile : float or None
+        The colour scale ends at this percentile of the ratios (so one outlier does not wash out
+        the rest); cells above it take the top colour, still print their value, and the colour
+        bar says ``"capped at <value> (<p>th percentile)"`` with an arrow. ``None``: no cap.
+    ax : matplotlib Axes, optional
+        Draw into it (default: a new figure).
 
     Returns
     -------
-    matplotlib Figure (one annotated cell per run, colour bar from 1.0 = lower bound).
+    matplotlib Axes (one annotated cell per run, colour bar from 1.0 = lower bound).
     """
-    paper_style()
-    ok = records[records["valid"].astype(bool)]
+    ok = records[records["valid"].astype(bool)].copy()
+    ok["_proved"] = _proved(ok)
     table = ok.pivot_table(index="workload", columns="planner", values="ratio", aggfunc="min")
+    proved = ok.pivot_table(index="workload", columns="planner", values="_proved", aggfunc="max")
     planners = [p for p in dict.fromkeys(records["planner"]) if p in table.columns]
     workloads = [w for w in dict.fromkeys(records["workload"]) if w in table.index]
     table = table.reindex(index=workloads, columns=planners)
-    fig, ax = plt.subplots(figsize=(1.6 + 0.62 * len(planners), 1.0 + 0.34 * len(workloads)))
+    proved = proved.reindex(index=workloads, columns=planners).fillna(False).astype(bool)
+    fig, ax = _new_axes(ax, figsize("double", 1.0 + 0.34 * len(workloads),
+                                    1.6 + 0.62 * len(planners)))
     data = table.to_numpy(dtype=float)
     finite = data[np.isfinite(data)]
-    vmax = max(1.05, float(np.nanpercentile(finite, 95))) if finite.size else 2.0
+    top = float(finite.max()) if finite.size else 2.0
+    vmax = max(1.05, top)
+    capped = False
+    if cap_percentile is not None and finite.size:
+        cap = max(1.05, float(np.nanpercentile(finite, cap_percentile)))
+        if cap < top:
+            vmax, capped = cap, True
     im = ax.imshow(data, cmap="viridis_r", vmin=1.0, vmax=vmax, aspect="auto")
     ax.set_xticks(range(len(planners)), planners, rotation=45, ha="right")
-    ax.set_yticks(range(len(workloads)), workloads)
+    ax.set_yticks(range(len(workloads)), [short_label(w, 24) for w in workloads])
     ax.grid(False)
+    small = 6.5 if current_style() == "default" else 5.0
+    pv = proved.to_numpy(dtype=bool)
     for (r, c), v in np.ndenumerate(data):
         if np.isfinite(v):
-            ax.text(c, r, f"{v:.2f}", ha="center", va="center", fontsize=6.5,
-                    color="white" if v > 1 + 0.6 * (vmax - 1) else "black")
-    cb = fig.colorbar(im, ax=ax, fraction=0.03, pad=0.02)
-    cb.set_label("arena / lower bound (bytes/bytes; 1.0 = lower bound)")
+            ax.text(c, r, f"{v:.2f}" + ("*" if pv[r, c] else ""), ha="center", va="center",
+                    fontsize=small, color="white" if v > 1 + 0.6 * (vmax - 1) else "black")
+    cb = fig.colorbar(im, ax=ax, fraction=0.03, pad=0.02, extend="max" if capped else "neither")
+    label = "arena / lower bound (1.0 = lower bound)"
+    if capped:
+        label += f"\ncolour capped at {vmax:.2f} ({cap_percentile:g}th percentile)"
+    if pv.any():
+        label += "\n* proved optimal"
+    cb.set_label(label)
     ax.set_xlabel("planner")
     ax.set_ylabel("workload")
     ax.set_title(title)
-    return fig
+    return ax
 
 
-def plot_ratio_by_planner(records: pd.DataFrame, title: str = "Arena / lower bound per planner"):
-    """Strip plot: one row per planner, ``arena / lower_bound`` of every workload on a log x axis
-    from 1 (the lower bound, a reference line).
+def plot_ratio_by_planner(records: pd.DataFrame, title: str = "Arena / lower bound per planner",
+                          ax=None):
+    """Strip plot: one row per planner, grouped by planner family, ``arena / lower_bound`` of
+    every workload on a log x axis from 1 (the lower bound, a reference line).
 
-    Within a planner's row the workloads are spread over fixed vertical slots (workload ``k``
-    always at the same height), so runs that reach the lower bound (x = 1) do not hide each
-    other; every workload has its own (colour, marker) pair from :func:`distinct_styles`.
+    Rows are ordered by family (:attr:`planners.base.Planner.family`; bracketed and labelled at
+    the left), then by name; each family has one colour (:data:`PALETTE`), so a planner is found
+    by its family's colour and its row. Within a row the workloads sit at fixed vertical slots
+    (workload ``k`` always at the same height), so runs that reach the lower bound do not hide
+    each other. A filled marker is a proved optimum (``status`` ``"optimal"``, or an arena equal
+    to the lower bound); an open marker a plan without that proof (heuristic, feasible, stopped
+    by a time limit).
 
     Parameters
     ----------
     records : DataFrame
-        Comparison records (``workload``, ``planner``, ``ratio``, ``valid``); invalid runs are left
-        out, the row of a planner without any valid run stays empty.
+        Comparison records (``workload``, ``planner``, ``ratio``, ``valid``, optionally
+        ``status`` and ``family``); invalid runs are left out, the row of a planner without any
+        valid run stays empty.
     title : str
+    ax : matplotlib Axes, optional
 
     Returns
     -------
-    matplotlib Figure.
+    matplotlib Axes.
     """
-    paper_style()
-    ok = records[records["valid"].astype(bool) & np.isfinite(records["ratio"].astype(float))]
+    fam = (dict(zip(records["planner"], records["family"], strict=False))
+           if "family" in records else {})
     planners = list(dict.fromkeys(records["planner"]))
+    families = {p: fam.get(p) or planner_family(p) for p in planners}
+    fam_order = list(dict.fromkeys(families[p] for p in planners))
+    planners = sorted(planners, key=lambda p: (fam_order.index(families[p]), p))
+    fam_colour = {f: PALETTE[k % (len(PALETTE) - 1)] for k, f in enumerate(fam_order)}  # no yellow
+    ok = records[records["valid"].astype(bool) & np.isfinite(records["ratio"].astype(float))].copy()
+    ok["_proved"] = _proved(ok)
     workloads = list(dict.fromkeys(ok["workload"]))
     nw = max(len(workloads), 1)
-    row_h = max(0.32, 0.022 * nw)  # inches per planner row: >= ~1.6 pt between slots
-    fig, ax = plt.subplots(figsize=(6.5, 0.9 + row_h * max(len(planners), 1)))
+    row_h = max(0.22, 0.012 * nw)
+    fig, ax = _new_axes(ax, figsize("double", 0.9 + row_h * max(len(planners), 1), 6.5))
     slot = 0.8 / nw
     row = {p: i for i, p in enumerate(planners)}
-    for k, (w, (colour, marker)) in enumerate(zip(workloads, distinct_styles(nw))):
-        sub = ok[ok["workload"] == w]
-        ys = sub["planner"].map(row).to_numpy(float) + (k - (nw - 1) / 2) * slot
-        ax.scatter(sub["ratio"].astype(float), ys, s=16, marker=marker, facecolor=colour,
-                   edgecolor="0.25", linewidth=0.3, label=w, zorder=3)
+    wslot = {w: (k - (nw - 1) / 2) * slot for k, w in enumerate(workloads)}
+    for f in fam_order:
+        sub = ok[ok["planner"].map(families) == f]
+        if sub.empty:
+            continue
+        ys = sub["planner"].map(row).to_numpy(float) + sub["workload"].map(wslot).to_numpy(float)
+        pr = sub["_proved"].to_numpy(bool)
+        x = sub["ratio"].astype(float).to_numpy()
+        c = fam_colour[f]
+        ax.scatter(x[pr], ys[pr], s=14, marker="o", facecolor=c, edgecolor=c, linewidth=0.6,
+                   zorder=3)
+        ax.scatter(x[~pr], ys[~pr], s=14, marker="o", facecolor="none", edgecolor=c,
+                   linewidth=0.8, zorder=3)
     rmax = float(ok["ratio"].max()) if len(ok) else 1.1
     rmin = min(1.0, float(ok["ratio"].min())) if len(ok) else 1.0
-    ax.axvline(1.0, color="black", lw=0.9, ls="--", label="lower bound (1.0)", zorder=2)
+    ax.axvline(1.0, color="black", lw=0.9, ls="--", zorder=2)
     ax.set_xscale("log")
     hi = max(rmax, 1.01) * 1.04
     ax.set_xlim(rmin / 1.02, hi)
@@ -455,15 +628,26 @@ def plot_ratio_by_planner(records: pd.DataFrame, title: str = "Arena / lower bou
     ax.xaxis.set_major_formatter(mticker.FixedFormatter([f"{t:g}" for t in ticks]))
     ax.xaxis.set_minor_locator(mticker.NullLocator())
     ax.set_yticks(range(len(planners)), planners)
+    for lab in ax.get_yticklabels():
+        lab.set_color(fam_colour[families[lab.get_text()]])
     ax.set_ylim(len(planners) - 0.5, -0.5)
     ax.grid(axis="y", visible=False)
     for i in range(1, len(planners)):
-        ax.axhline(i - 0.5, color="0.85", lw=0.5, zorder=1)
-    ax.set_xlabel("arena / lower bound (bytes/bytes, log scale; 1 = lower bound)")
+        same = families[planners[i]] == families[planners[i - 1]]
+        ax.axhline(i - 0.5, color="0.88" if same else "0.45", lw=0.5 if same else 0.8, zorder=1)
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], ls="", marker="s", color=fam_colour[f], label=f) for f in fam_order]
+    handles += [Line2D([], [], ls="", marker="o", color="0.3", label="proved optimal"),
+                Line2D([], [], ls="", marker="o", markerfacecolor="none", color="0.3",
+                       label="not proved optimal"),
+                Line2D([], [], ls="--", color="black", label="lower bound (1.0)")]
+    ax.set_xlabel("arena / lower bound (log scale; 1 = lower bound)")
     ax.set_ylabel("planner")
-    ax.set_title(title)
-    _legend_right(ax, title="workload", ncol=1 if nw <= 24 else 2, markerscale=1.2)
-    return fig
+    ax.set_title(title + (f" ({nw} workloads; one slot per workload in each row)"
+                          if nw > 1 else ""))
+    _legend_right(ax, handles=handles, title="planner family")
+    return ax
 
 
 def plot_memory_over_time(
@@ -472,6 +656,7 @@ def plot_memory_over_time(
     title: str | None = None,
     profiles: dict[str, Problem] | None = None,
     plan_roles: Sequence[str] | None = None,
+    ax=None,
 ):
     """Live bytes over schedule steps (step curves), the lower bound, and each plan's arena.
 
@@ -491,14 +676,15 @@ def plot_memory_over_time(
         colour and line style.
     plan_roles : sequence of str, optional
         Words prefixed to each plan's legend entry, e.g. ``("best plan", "reference")``, so the
-        legend says why each plan is drawn.
+        legend says why each plan is drawn (e.g. the schedule it belongs to).
+    ax : matplotlib Axes, optional
 
     Returns
     -------
-    matplotlib Figure. O(n log n) for n buffers (:func:`planners.live_profile`).
+    matplotlib Axes. O(n log n) for n buffers (:func:`planners.live_profile`); a plan that is
+    not proved optimal is labelled with its status.
     """
-    paper_style()
-    fig, ax = plt.subplots(figsize=(6.5, 3.0))
+    fig, ax = _new_axes(ax, figsize("double", 3.0, 6.5))
     curves = {"live bytes": problem}
     curves.update(profiles or {})
     for k, (label, prob) in enumerate(curves.items()):
@@ -516,6 +702,8 @@ def plot_memory_over_time(
         rel = "= lower bound" if a == lb else (f"{100 * (a / lb - 1):+.1f} % vs lower bound"
                                                 if lb else "")
         role = f"{roles[k]}: " if k < len(roles) and roles[k] else ""
+        if p.status != "optimal":
+            rel += f"; {p.status}, not proved optimal" if p.status != "heuristic" else "; heuristic"
         ax.axhline(a, color=colour, lw=max(5.0 - 2.0 * k, 1.5), alpha=0.55, solid_capstyle="butt",
                    zorder=3 + 0.1 * k,  # narrower bands on top: all stay visible
                    label=f"{role}{p.planner} arena\n{format_bytes(a)} ({rel})")
@@ -526,11 +714,11 @@ def plot_memory_over_time(
     ax.set_ylim(bottom=0)
     ax.set_title(title or f"Memory over time: {problem.name}")
     _legend_right(ax)
-    return fig
+    return ax
 
 
 def plot_arena_layout(plan: Plan, title: str | None = None, max_labels: int = 40,
-                      label_fontsize: float = 6.0):
+                      label_fontsize: float = 6.0, ax=None):
     """The arena layout of one plan: one rectangle per buffer ``[start, end) x [offset,
     offset + size)`` (schedule steps x bytes), the lower bound and arena as lines.
 
@@ -544,14 +732,15 @@ def plot_arena_layout(plan: Plan, title: str | None = None, max_labels: int = 40
         not crossed by the lower-bound line.
     label_fontsize : float
         Points.
+    ax : matplotlib Axes, optional
 
     Returns
     -------
-    matplotlib Figure. O(n log n) for n buffers.
+    matplotlib Axes. O(n log n) for n buffers. The arena's legend entry names the plan's status
+    when it is not a proved optimum.
     """
-    paper_style()
     p = plan.problem
-    fig, ax = plt.subplots(figsize=(6.5, 3.6))
+    fig, ax = _new_axes(ax, figsize("double", 3.6, 6.5))
     keep = p.sizes > 0
     starts, ends = p.starts[keep], p.ends[keep]
     offs, sizes = plan.offsets[keep], p.sizes[keep]
@@ -566,7 +755,8 @@ def plot_arena_layout(plan: Plan, title: str | None = None, max_labels: int = 40
     lb, arena = int(plan.lower_bound), int(plan.arena_size)
     same = arena == lb
     ax.axhline(arena, color=PALETTE[3], lw=3.0 if same else 1.4, alpha=0.6 if same else 1.0,
-               label=f"arena {format_bytes(arena)}" + (" (= lower bound)" if same else ""))
+               label=f"arena {format_bytes(arena)}" + (" (= lower bound)" if same else "")
+               + ("" if plan.status == "optimal" else f"\n({plan.status}, not proved optimal)"))
     ax.axhline(lb, color="black", ls=(0, (4, 2)), lw=0.9, label=f"lower bound {format_bytes(lb)}")
     ax.set_xlim(int(p.starts.min()) if p.n else 0, p.horizon or 1)
     ax.set_ylim(0, max(arena, lb, 1) * 1.05)
@@ -594,4 +784,4 @@ def plot_arena_layout(plan: Plan, title: str | None = None, max_labels: int = 40
     ax.set_ylabel("offset in the arena (address)")
     ax.set_title(title or f"Arena layout: {p.name}, {plan.planner}")
     _legend_right(ax)
-    return fig
+    return ax
