@@ -42,6 +42,10 @@ Method (MiniMalloc, Moffitt, ASPLOS 2023; the implementation is our own C99 in
     stored one is cut. Keys are stored in full and compared exactly (a hash collision never cuts
     anything); memory is bounded by ``memo_megabytes`` (keys plus table), after which the set is
     only read. Only proved failures are stored, so the answer is unchanged (tested on/off).
+    A :class:`SearchMemo` passed as ``memo`` keeps the set across calls on the same problem
+    (``minimize``'s probes): a failure proved at capacity ``K`` holds at every capacity ``<= K``,
+    so each entry keeps its capacity and is used only at capacities at most that; a probe
+    repeated with a longer time limit skips every subtree the shorter one proved empty.
 
 The static rank comes from ``preorderings``: one string per ranking, each a sequence of keys, all
 descending, ties by problem order: ``T`` the largest unplaced bytes of any section the buffer
@@ -74,7 +78,7 @@ from .errors import ProblemError
 from .model import Problem
 from .warmstart import HEURISTIC_SHARE, best_heuristic
 
-__all__ = ["ExactSearch", "sections", "PREORDER_KEYS"]
+__all__ = ["ExactSearch", "SearchMemo", "sections", "PREORDER_KEYS"]
 
 #: Keys of a static preordering string (all sorted descending), see :class:`ExactSearch`.
 PREORDER_KEYS = {
@@ -95,6 +99,28 @@ def _core():
             f"Python headers): {e}"
         ) from None
     return _exact_search
+
+
+class SearchMemo:
+    """A floor-profile memo kept across :class:`ExactSearch` calls on one problem.
+
+    Pass the same object as ``ExactSearch(memo=...)`` to several calls (probes at decreasing
+    capacities, or one capacity with growing time limits); each call reuses the failures the
+    earlier ones proved at a capacity at least its own. Used with another problem it is cleared
+    first (the compiled core keeps a fingerprint of sizes, alignments and sections).
+
+    Parameters
+    ----------
+    megabytes : float
+        Memory cap in MiB (keys plus hash table); when reached, no more entries are added.
+    """
+
+    def __init__(self, megabytes: float = 256.0) -> None:
+        self.megabytes = megabytes
+        self._capsule = _core().memo_new(int(max(0.0, float(megabytes)) * 2**20))
+
+    def __repr__(self) -> str:
+        return f"SearchMemo(megabytes={self.megabytes!r})"
 
 
 def sections(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -157,7 +183,10 @@ class ExactSearch(Planner):
         The floor-profile memo (module docstring); on by default.
     memo_megabytes : float
         Memory cap of the memo in MiB (default 256; about ``24 + 24 k`` bytes per stored subtree
-        with ``k`` unplaced buffers, plus 28 bytes per hash slot).
+        with ``k`` unplaced buffers, plus 36 bytes per hash slot).
+    memo : SearchMemo or None
+        A memo kept across calls (its own cap applies instead of ``memo_megabytes``); ``None``
+        gives each call a fresh one.
     heuristic_first : bool
         Answer "fits" with the first cheap heuristic whose arena fits the capacity, before any
         search (module docstring; on by default, off for ablations).
@@ -220,6 +249,7 @@ class ExactSearch(Planner):
         decompose: bool = True,
         memo_floor_profiles: bool = True,
         memo_megabytes: float = 256.0,
+        memo: SearchMemo | None = None,
         preorderings: tuple[str, ...] = ("WAT", "TAW", "TWA"),
         heuristic_first: bool = True,
     ) -> None:
@@ -233,6 +263,7 @@ class ExactSearch(Planner):
         self.decompose = decompose
         self.memo_floor_profiles = memo_floor_profiles
         self.memo_megabytes = memo_megabytes
+        self.memo = memo
         self.preorderings = preorderings
         self.heuristic_first = heuristic_first
 
@@ -313,6 +344,7 @@ class ExactSearch(Planner):
             left,
             int(self.node_limit or 0),
             int(max(0.0, float(self.memo_megabytes)) * 2**20),
+            self.memo._capsule if self.memo is not None else None,
         )
         info.update(
             nodes=int(nodes), attempts=int(attempts), memo_hits=int(hits), memo_entries=int(entries)

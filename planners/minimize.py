@@ -11,10 +11,14 @@ heuristic shortcut is switched off in the probes, as those heuristics already ra
 
 Strategy ``"descend"`` (default, anytime): probe just below the incumbent, so that every probe
 that succeeds improves the plan at once. The step below the incumbent doubles after a success
-and is halved after a timeout; after a proof of infeasibility the next probe bisects the
+(up to a quarter of the gap to the proved bound) and is halved after a timeout; after a proof of infeasibility the next probe bisects the
 remaining gap. Each probe's time budget adapts to the last probes: a success that took ``s``
 seconds gives the next probe ``max(base, 4 s)``; a timeout at the smallest step doubles the
-budget (the next capacity is worth a longer look); never more than the time left.
+budget (the next capacity is worth a longer look); never more than the time left. The search's
+difficulty is not monotone in the capacity (MiniMalloc's section inference prunes more at a tight
+capacity: on C the floor is proved feasible in milliseconds while capacities 7% above it time
+out), so the descent starts with one probe at the floor (``probe_lower_bound_first``) and every
+timed-out descent probe is followed by a *dive* to the middle of the gap.
 Strategy ``"bisect"`` (ablation, the earlier behaviour): binary search between the floor and the
 incumbent, optionally probing the floor first. In both:
 
@@ -92,7 +96,7 @@ class Minimize(Planner):
     strategy : {"descend", "bisect"}
         Probe order (module docstring).
     probe_lower_bound_first : bool
-        ``"bisect"`` only: probe the floor itself before bisecting.
+        Probe the floor itself first (both strategies).
     heuristic_incumbent : bool
         Start from the best heuristic plan (incumbent and upper bound) and switch the solver's
         own heuristic shortcut off in the probes (``heuristic_first=False`` when the solver has
@@ -110,13 +114,19 @@ class Minimize(Planner):
         relaxations) before probing; off: max live bytes only.
     bound_share : float
         Share of ``time_limit`` given to the stronger lower bound.
+    share_memo : bool
+        When the solver is ``exact_search``, keep one floor-profile memo
+        (:class:`planners.exact_search.SearchMemo`) across all probes of the call, so a probe
+        reuses every failure an earlier probe proved at a capacity at least its own (a timed-out
+        probe repeated with a longer budget resumes instead of redoing its work).
 
     Returns (via :meth:`plan`)
     --------------------------
     The best plan found, status ``"optimal"`` (best arena equals the proved bound) or
     ``"feasible"``, ``best_bound`` = the proved bound (the largest capacity proved infeasible
     + 1, or the stronger lower bound, rounded up to the arena quantum). ``info``: ``probes``
-    (``{"capacity", "status", "arena", "seconds", "budget", "nodes"}`` in probe order),
+    (``{"capacity", "status", "arena", "seconds", "budget", "nodes", "memo_hits"}`` in probe
+    order; ``"kind"``: ``floor``, ``descend`` or ``dive`` for ``"descend"``),
     ``trajectory`` (``[seconds, arena]`` at every improvement, from the start of the call),
     ``bound_trajectory`` (``[seconds, proved bound]``), ``upper_bound`` and ``heuristic`` (the best
     heuristic's arena and name), ``anytime`` (arena per anytime planner), ``lower_bound``
@@ -165,6 +175,7 @@ class Minimize(Planner):
         anytime_share: float = 0.1,
         strong_bound: bool = True,
         bound_share: float = 0.05,
+        share_memo: bool = True,
     ) -> None:
         self.solver = solver
         self.solver_params = solver_params
@@ -178,6 +189,7 @@ class Minimize(Planner):
         self.anytime_share = anytime_share
         self.strong_bound = strong_bound
         self.bound_share = bound_share
+        self.share_memo = share_memo
 
     def _upper_bound(self, problem: Problem, deadline: float) -> tuple[np.ndarray, int, str]:
         """The incumbent: offsets, arena (bytes) and name of the best heuristic run."""
@@ -185,18 +197,21 @@ class Minimize(Planner):
         offsets, arena, info = best_heuristic(problem, names, deadline=deadline)
         return offsets, arena, info["warm_start"]
 
-    def _probe(self, problem: Problem, capacity: int, seconds: float) -> Plan:
+    def _probe(self, problem: Problem, capacity: int, seconds: float, memo=None) -> Plan:
         from .registry import get_planner
 
         params = dict(self.solver_params or {})
         limit = params.get("time_limit")
         params["time_limit"] = max(1e-3, min(seconds, limit) if limit else seconds)
-        if self.heuristic_incumbent and "heuristic_first" not in params:
-            from .registry import PLANNERS
+        from .registry import PLANNERS
 
-            cls = PLANNERS.get(self.solver) if isinstance(self.solver, str) else self.solver
-            if "heuristic_first" in getattr(cls, "_param_names", lambda: [])():
+        cls = PLANNERS.get(self.solver) if isinstance(self.solver, str) else self.solver
+        names = getattr(cls, "_param_names", lambda: [])()
+        if self.heuristic_incumbent and "heuristic_first" not in params:
+            if "heuristic_first" in names:
                 params["heuristic_first"] = False
+        if memo is not None and "memo" in names and "memo" not in params:
+            params["memo"] = memo
         try:
             solver = get_planner(self.solver, **params)
         except ValueError as e:
@@ -212,6 +227,14 @@ class Minimize(Planner):
             )
         t0 = time.perf_counter()
         limit = float(self.time_limit)
+        memo = None
+        if self.share_memo:
+            from .exact_search import ExactSearch, SearchMemo
+
+            cls = self.solver if not isinstance(self.solver, str) else None
+            if self.solver == "exact_search" or isinstance(cls, ExactSearch) or cls is ExactSearch:
+                mb = (self.solver_params or {}).get("memo_megabytes", 256.0)
+                memo = SearchMemo(mb)
 
         def now() -> float:
             return round(time.perf_counter() - t0, 4)
@@ -261,7 +284,7 @@ class Minimize(Planner):
         bound_source = source
 
         def probe(cap: int, budget: float) -> Plan:
-            p = self._probe(problem, cap, budget)
+            p = self._probe(problem, cap, budget, memo)
             probes.append(
                 {
                     "capacity": cap,
@@ -305,29 +328,46 @@ class Minimize(Planner):
         else:
             base = self.probe_time_limit or max(0.5, limit / 30)
             budget, step = base, g
+            kind = "floor" if self.probe_lower_bound_first else "descend"
             while best_arena > proved:
                 left = limit - (time.perf_counter() - t0)
                 if left <= 1e-3:
                     break
-                cap = max(proved, (best_arena - step) // g * g)
+                if kind == "floor":
+                    cap = proved
+                elif kind == "dive":
+                    cap = max(proved, (proved + best_arena) // 2 // g * g)
+                else:
+                    cap = max(proved, (best_arena - step) // g * g)
                 p = probe(cap, min(budget, left))
+                probes[-1]["kind"] = kind
                 if fits(p, cap):
                     if p.arena_size < best_arena:
                         best_arena, best_offsets = p.arena_size, np.asarray(p.offsets, np.int64)
                         heuristic = None
                         trajectory.append([now(), int(best_arena)])
-                    step *= 2
+                    if kind == "descend":
+                        # bolder after a success, but never below a quarter of the gap left
+                        step = max(g, min(2 * step, (best_arena - proved) // 4 // g * g))
                     budget = max(base, 4 * p.seconds)
+                    kind = "descend"
                 elif p.status == "infeasible":
                     proved = max(proved, cap + g)
                     bound_trajectory.append([now(), int(proved)])
                     bound_source = "probe"
                     step = max(g, (best_arena - proved) // 2 // g * g)
-                else:  # timeout: nothing proved; come closer to the incumbent, or look longer
+                    kind = "descend"
+                elif kind == "descend":
+                    # timeout: nothing proved. Come closer to the incumbent, or look longer; the
+                    # solver's difficulty is not monotone in the capacity (a tight capacity
+                    # prunes more), so the next probe dives to the middle of the gap.
                     if step > g:
                         step = max(g, step // 2 // g * g)
                     else:
                         budget = 2 * budget
+                    kind = "dive"
+                else:  # a floor or dive probe timed out: back to the descent
+                    kind = "descend"
         status = "optimal" if best_arena <= proved else "feasible"
         info = {
             "strategy": self.strategy,

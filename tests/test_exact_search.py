@@ -211,6 +211,24 @@ def test_memo_cuts_subtrees_and_keeps_answers():
     assert r.status == "infeasible" and r.info["memo_hits"] > 0
 
 
+def test_memo_kept_across_calls():
+    from planners.exact_search import SearchMemo
+
+    p, q = aligned_gap(5), aligned_gap(4)
+    kw = dict(time_limit=10, heuristic_first=False, preorderings=("WAT",))
+    memo = SearchMemo(16)
+    first = ExactSearch(capacity=17, memo=memo, **kw).plan(p)
+    again = ExactSearch(capacity=17, memo=memo, **kw).plan(p)
+    assert first.status == again.status == "infeasible"
+    assert again.info["nodes"] < first.info["nodes"]  # the stored failures cut at once
+    lower = ExactSearch(capacity=16, memo=memo, **kw).plan(p)  # failures at 17 hold at 16
+    assert lower.status == "infeasible" and lower.info["memo_hits"] > 0
+    # failures proved at 17 are not used at 18 (feasible), nor for another problem
+    assert ExactSearch(capacity=18, memo=memo, **kw).plan(p).status == "feasible"
+    assert ExactSearch(capacity=14, memo=memo, **kw).plan(q).status == "feasible"
+    assert ExactSearch(capacity=13, memo=memo, **kw).plan(q).status == "infeasible"
+
+
 def test_memo_with_tiny_cap_is_still_exact():
     p = aligned_gap(5)
     for cap, status in ((17, "infeasible"), (18, "feasible")):

@@ -30,8 +30,8 @@
  * (offset, rank) >= (last_off, last_rank) lexicographically, so a larger constraint admits a
  * subset of the completions. (Totals, cuts and twin status are functions of U; floors only prune,
  * and every pruning is sound.) When dfs() returns "no completion" the key is stored with its
- * constraint (the smallest one on record); a later node with the same key and a constraint >= the
- * stored one is cut. Keys are stored in full (sorted (buffer, minoff, rank) triples) and compared
+ * constraint and the capacity (a failure at capacity K holds at every capacity <= K); a later node
+ * with the same key, a constraint >= the stored one and a capacity <= the stored one is cut. Keys are stored in full (sorted (buffer, minoff, rank) triples) and compared
  * exactly, so a hash collision never cuts a subtree. Memory is bounded: entries are added until
  * the key pool reaches memo_bytes bytes, after which the table is only read.
  *
@@ -50,11 +50,33 @@
 #include <time.h>
 
 typedef long long i64;
+#define MEMO_CAPSULE "planners._exact_search.memo"
 
 enum { ST_FOUND = 0, ST_NOTFOUND = 1, ST_ABORT = 2, ST_TIMEOUT = 3, ST_NODELIMIT = 4, ST_NOMEM = 5 };
 
 typedef struct { int idx; i64 old; } Undo; /* idx >= 0: buffer min offset; idx < 0: floor of section -idx-1 */
 typedef struct { i64 off; int rank; int b; } Cand;
+
+/* Floor-profile memo; may outlive one search() call (a capsule from memo_new()), so that probes
+   of the same problem at decreasing capacities, or again at one capacity with a longer time, reuse
+   the failures already proved. A failure proved at capacity K holds at every capacity <= K, so
+   each entry keeps the capacity it was proved at and is used only at capacities <= it. */
+typedef struct Memo {
+    i64 memo_bytes;               /* cap on storage (bytes) */
+    unsigned long long fp;        /* fingerprint of the problem the entries belong to */
+    i64 *mkeys; size_t nmkeys, capmkeys;      /* key pool: [s0, s1, k, (b, minoff, rank) x k] */
+    size_t *mslot; unsigned long long *mhash; /* open addressing: pool offset + 1 (0 = empty), hash */
+    i64 *mlo; int *mlr; i64 *mcapv;           /* stored constraint and capacity per slot */
+    size_t mcap, mcount;
+    int mfull;
+} Memo;
+
+static void memo_clear(Memo *m) {
+    free(m->mkeys); free(m->mslot); free(m->mhash); free(m->mlo); free(m->mlr); free(m->mcapv);
+    m->mkeys = NULL; m->mslot = NULL; m->mhash = NULL; m->mlo = NULL; m->mlr = NULL; m->mcapv = NULL;
+    m->nmkeys = m->capmkeys = m->mcap = m->mcount = 0;
+    m->mfull = 0;
+}
 
 typedef struct {
     int n, ns;
@@ -76,13 +98,8 @@ typedef struct {
     double deadline;
     /* floor-profile memo */
     int memo;
-    i64 memo_bytes;               /* cap on key storage (bytes) */
-    i64 *mkeys; size_t nmkeys, capmkeys;      /* key pool: [s0, s1, k, (b, minoff, rank) x k] */
-    size_t *mslot; unsigned long long *mhash; /* open addressing: pool offset + 1 (0 = empty), hash */
-    i64 *mlo; int *mlr;           /* stored constraint per slot */
-    size_t mcap, mcount;
+    struct Memo *M;               /* the call's own memo, or one kept across calls (capsule) */
     i64 mhits, mstored;
-    int mfull;
     i64 *kbuf;                    /* scratch key of the current node */
     int *kmark, *kat; int kepoch; /* buffer stamps and positions for building keys */
 } Ctx;
@@ -204,11 +221,12 @@ static size_t memo_key(Ctx *c, const Cand *cand, int nc, int s0, int s1, unsigne
 
 /* Slot of the key (found or the empty slot where it would go); the table is never full. */
 static size_t memo_find(const Ctx *c, unsigned long long h, size_t len, int *found) {
-    size_t mask = c->mcap - 1, i = (size_t)h & mask;
+    const Memo *m = c->M;
+    size_t mask = m->mcap - 1, i = (size_t)h & mask;
     for (;;) {
-        if (!c->mslot[i]) { *found = 0; return i; }
-        if (c->mhash[i] == h) {
-            const i64 *e = c->mkeys + (c->mslot[i] - 1);
+        if (!m->mslot[i]) { *found = 0; return i; }
+        if (m->mhash[i] == h) {
+            const i64 *e = m->mkeys + (m->mslot[i] - 1);
             if ((size_t)(3 + 3 * e[2]) == len && !memcmp(e, c->kbuf, len * sizeof(i64))) {
                 *found = 1;
                 return i;
@@ -218,50 +236,58 @@ static size_t memo_find(const Ctx *c, unsigned long long h, size_t len, int *fou
     }
 }
 
-static int memo_grow(Ctx *c) {
-    size_t nc = c->mcap ? 2 * c->mcap : 4096;
+static int memo_grow(Memo *m) {
+    size_t nc = m->mcap ? 2 * m->mcap : 4096;
     size_t *slot = (size_t *)calloc(nc, sizeof(size_t));
     unsigned long long *hash = (unsigned long long *)malloc(nc * sizeof(unsigned long long));
     i64 *lo = (i64 *)malloc(nc * sizeof(i64));
     int *lr = (int *)malloc(nc * sizeof(int));
-    if (!slot || !hash || !lo || !lr) { free(slot); free(hash); free(lo); free(lr); return -1; }
-    for (size_t i = 0; i < c->mcap; i++) {
-        if (!c->mslot[i]) continue;
-        size_t j = (size_t)c->mhash[i] & (nc - 1);
+    i64 *cv = (i64 *)malloc(nc * sizeof(i64));
+    if (!slot || !hash || !lo || !lr || !cv) { free(slot); free(hash); free(lo); free(lr); free(cv); return -1; }
+    for (size_t i = 0; i < m->mcap; i++) {
+        if (!m->mslot[i]) continue;
+        size_t j = (size_t)m->mhash[i] & (nc - 1);
         while (slot[j]) j = (j + 1) & (nc - 1);
-        slot[j] = c->mslot[i]; hash[j] = c->mhash[i]; lo[j] = c->mlo[i]; lr[j] = c->mlr[i];
+        slot[j] = m->mslot[i]; hash[j] = m->mhash[i]; lo[j] = m->mlo[i]; lr[j] = m->mlr[i];
+        cv[j] = m->mcapv[i];
     }
-    free(c->mslot); free(c->mhash); free(c->mlo); free(c->mlr);
-    c->mslot = slot; c->mhash = hash; c->mlo = lo; c->mlr = lr; c->mcap = nc;
+    free(m->mslot); free(m->mhash); free(m->mlo); free(m->mlr); free(m->mcapv);
+    m->mslot = slot; m->mhash = hash; m->mlo = lo; m->mlr = lr; m->mcapv = cv; m->mcap = nc;
     return 0;
 }
 
-/* Record "no completion from this key under constraint (lo, lr)". Out of memory or over the
-   byte cap: the entry is simply not stored (the memo is an accelerator only). */
+/* Record "no completion from this key under constraint (lo, lr) at capacity c->cap". Out of
+   memory or over the byte cap: the entry is simply not stored (the memo is an accelerator only).
+   An existing entry is replaced when the new fact covers more: a larger capacity, or the same
+   capacity with a smaller constraint. */
 static void memo_store(Ctx *c, unsigned long long h, size_t len, i64 lo, int lr) {
+    Memo *m = c->M;
     int found;
-    if (!c->mcap) { if (c->mfull || memo_grow(c)) { c->mfull = 1; return; } }
+    if (!m->mcap) { if (m->mfull || memo_grow(m)) { m->mfull = 1; return; } }
     size_t i = memo_find(c, h, len, &found);
     if (found) {
-        if (lo < c->mlo[i] || (lo == c->mlo[i] && lr < c->mlr[i])) { c->mlo[i] = lo; c->mlr[i] = lr; }
+        if (c->cap > m->mcapv[i] ||
+            (c->cap == m->mcapv[i] && (lo < m->mlo[i] || (lo == m->mlo[i] && lr < m->mlr[i])))) {
+            m->mlo[i] = lo; m->mlr[i] = lr; m->mcapv[i] = c->cap;
+        }
         return;
     }
-    if (c->mfull) return;
-    size_t bytes = (c->nmkeys + len) * sizeof(i64) +
-                   c->mcap * (sizeof(size_t) + sizeof(unsigned long long) + sizeof(i64) + sizeof(int));
-    if ((i64)bytes > c->memo_bytes) { c->mfull = 1; return; }
-    if (c->nmkeys + len > c->capmkeys) {
-        size_t nc = c->capmkeys ? 2 * c->capmkeys : 1 << 16;
-        while (nc < c->nmkeys + len) nc *= 2;
-        i64 *q = (i64 *)realloc(c->mkeys, nc * sizeof(i64));
-        if (!q) { c->mfull = 1; return; }
-        c->mkeys = q; c->capmkeys = nc;
+    if (m->mfull) return;
+    size_t bytes = (m->nmkeys + len) * sizeof(i64) +
+                   m->mcap * (sizeof(size_t) + sizeof(unsigned long long) + 2 * sizeof(i64) + sizeof(int));
+    if ((i64)bytes > m->memo_bytes) { m->mfull = 1; return; }
+    if (m->nmkeys + len > m->capmkeys) {
+        size_t nc = m->capmkeys ? 2 * m->capmkeys : 1 << 16;
+        while (nc < m->nmkeys + len) nc *= 2;
+        i64 *q = (i64 *)realloc(m->mkeys, nc * sizeof(i64));
+        if (!q) { m->mfull = 1; return; }
+        m->mkeys = q; m->capmkeys = nc;
     }
-    memcpy(c->mkeys + c->nmkeys, c->kbuf, len * sizeof(i64));
-    c->mslot[i] = c->nmkeys + 1; c->mhash[i] = h; c->mlo[i] = lo; c->mlr[i] = lr;
-    c->nmkeys += len;
-    c->mcount++; c->mstored++;
-    if (2 * c->mcount > c->mcap && memo_grow(c)) c->mfull = 1;
+    memcpy(m->mkeys + m->nmkeys, c->kbuf, len * sizeof(i64));
+    m->mslot[i] = m->nmkeys + 1; m->mhash[i] = h; m->mlo[i] = lo; m->mlr[i] = lr; m->mcapv[i] = c->cap;
+    m->nmkeys += len;
+    m->mcount++; c->mstored++;
+    if (2 * m->mcount > m->mcap && memo_grow(m)) m->mfull = 1;
 }
 
 static int cmp_dynamic(const void *pa, const void *pb) {
@@ -306,9 +332,11 @@ static int dfs(Ctx *c, const int *list, int nl, int s0, int s1, i64 last_off, in
     if (c->memo) {
         int found;
         mlen = memo_key(c, cand, nc, s0, s1, &mh);
-        if (c->mcap) {
+        if (c->M->mcap) {
+            const Memo *m = c->M;
             size_t slot = memo_find(c, mh, mlen, &found);
-            if (found && (c->mlo[slot] < key_lo || (c->mlo[slot] == key_lo && c->mlr[slot] <= key_lr))) {
+            if (found && m->mcapv[slot] >= c->cap &&
+                (m->mlo[slot] < key_lo || (m->mlo[slot] == key_lo && m->mlr[slot] <= key_lr))) {
                 c->mhits++;
                 free(cand); free(sub);
                 return ST_NOTFOUND;
@@ -454,24 +482,29 @@ static const char *status_name(int st) {
 
 PyDoc_STRVAR(search_doc,
 "search(sizes, aligns, slo, shi, widths, n_sections, capacity, preorderings, flags, time_limit,\n"
-"       node_limit, memo_bytes=0) -> (status, offsets or None, nodes, attempts, memo_hits,\n"
-"       memo_entries)\n\n"
+"       node_limit, memo_bytes=0, memo=None) -> (status, offsets or None, nodes, attempts,\n"
+"       memo_hits, memo_entries)\n\n"
 "Complete search for the fixed-capacity decision problem (see planners.exact_search).\n"
 "sizes, aligns: bytes (> 0); slo, shi: half-open section range of each buffer; widths: lifetime\n"
 "lengths (steps); preorderings: strings of keys T, W, A, C, Z (see planners.exact_search) tried\n"
 "round robin with doubling node budgets;\n"
 "flags: (canonical_only, section_inference, dynamic_ordering, check_dominance, decompose\n"
 "[, memo_floor_profiles]); time_limit in seconds; node_limit <= 0 means none; memo_bytes caps the\n"
-"memo's storage. status is 'found', 'infeasible', 'timeout' or 'node_limit'.");
+"memo's storage; memo: a memo_new() object kept across calls (its own cap then applies).\n"
+"status is 'found', 'infeasible', 'timeout' or 'node_limit'.");
 
 static PyObject *py_search(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *py_size, *py_align, *py_slo, *py_shi, *py_width, *py_ranks, *py_flags, *py_cap;
     int ns, cap_over = 0;
+    PyObject *py_memo = Py_None;
     long long cap, node_limit, memo_bytes = 0;
     double time_limit;
-    if (!PyArg_ParseTuple(args, "OOOOOiOOOdL|L", &py_size, &py_align, &py_slo, &py_shi, &py_width,
-                          &ns, &py_cap, &py_ranks, &py_flags, &time_limit, &node_limit, &memo_bytes))
+    Memo local_memo;
+    memset(&local_memo, 0, sizeof local_memo);
+    if (!PyArg_ParseTuple(args, "OOOOOiOOOdL|LO", &py_size, &py_align, &py_slo, &py_shi, &py_width,
+                          &ns, &py_cap, &py_ranks, &py_flags, &time_limit, &node_limit, &memo_bytes,
+                          &py_memo))
         return NULL;
     /* A capacity above 2^63 - 1 is equivalent to 2^63 - 1: no top exceeds W <= 2^63 - 1. */
     cap = PyLong_AsLongLongAndOverflow(py_cap, &cap_over);
@@ -491,7 +524,14 @@ static PyObject *py_search(PyObject *self, PyObject *args) {
     c.n = (int)n; c.ns = ns; c.cap = cap;
     c.canonical = flags[0]; c.inference = flags[1]; c.dynamic = flags[2];
     c.dominance = flags[3]; c.decompose = flags[4];
-    c.memo = flags[5] && memo_bytes > 0; c.memo_bytes = memo_bytes;
+    if (py_memo != Py_None) {
+        c.M = (Memo *)PyCapsule_GetPointer(py_memo, MEMO_CAPSULE);
+        if (!c.M) return NULL;
+    } else {
+        c.M = &local_memo;
+        local_memo.memo_bytes = memo_bytes;
+    }
+    c.memo = flags[5] && c.M->memo_bytes > 0;
     size_t N = (size_t)(n ? n : 1), S = (size_t)(ns ? ns : 1);
     i64 *tmp = (i64 *)malloc(sizeof(i64) * N * 2);
     c.size = (i64 *)malloc(sizeof(i64) * N);
@@ -610,6 +650,15 @@ static PyObject *py_search(PyObject *self, PyObject *args) {
     }
     for (int i = 0; i < c.n; i++) { c.off[i] = -1; c.sol[i] = -1; order[i] = i; }
     c.node_limit = node_limit;
+    {
+        /* A kept memo belongs to one problem: clear it when the problem differs. */
+        unsigned long long fp = mix64((unsigned long long)c.n * 1000003ULL + (unsigned long long)ns);
+        for (int i = 0; i < c.n; i++) {
+            fp = mix64(fp ^ (unsigned long long)c.size[i]) + (unsigned long long)c.align[i];
+            fp = mix64(fp ^ ((unsigned long long)c.slo[i] << 32 | (unsigned long long)(unsigned)c.shi[i]));
+        }
+        if (c.M->fp != fp) { memo_clear(c.M); c.M->fp = fp; }
+    }
 
     Py_BEGIN_ALLOW_THREADS
     c.deadline = now_s() + time_limit;
@@ -652,12 +701,36 @@ done:
     free(c.sol); free(c.floor_); free(c.total); free(c.cuts); free(c.mark); free(c.affected);
     free(c.sec_start); free(c.sec_mem); free(c.adj_start); free(c.adj); free(c.undo);
     free(heurs); free(c.rank); free(c.width); free(c.twin); free(order);
-    free(c.kbuf); free(c.kmark); free(c.kat); free(c.mkeys); free(c.mslot); free(c.mhash); free(c.mlo); free(c.mlr);
+    free(c.kbuf); free(c.kmark); free(c.kat); memo_clear(&local_memo);
     return result;
+}
+
+static void memo_capsule_free(PyObject *cap) {
+    Memo *m = (Memo *)PyCapsule_GetPointer(cap, MEMO_CAPSULE);
+    if (m) { memo_clear(m); free(m); }
+}
+
+PyDoc_STRVAR(memo_new_doc,
+"memo_new(memo_bytes) -> memo\n\n"
+"A floor-profile memo that search() can keep across calls on the same problem (pass it as the\n"
+"last argument): failures proved at capacity K are reused at capacities <= K. Cleared when used\n"
+"with another problem; memo_bytes caps its storage.");
+
+static PyObject *py_memo_new(PyObject *self, PyObject *args) {
+    (void)self;
+    long long bytes;
+    if (!PyArg_ParseTuple(args, "L", &bytes)) return NULL;
+    Memo *m = (Memo *)calloc(1, sizeof(Memo));
+    if (!m) return PyErr_NoMemory();
+    m->memo_bytes = bytes;
+    PyObject *cap = PyCapsule_New(m, MEMO_CAPSULE, memo_capsule_free);
+    if (!cap) free(m);
+    return cap;
 }
 
 static PyMethodDef methods[] = {
     {"search", py_search, METH_VARARGS, search_doc},
+    {"memo_new", py_memo_new, METH_VARARGS, memo_new_doc},
     {NULL, NULL, 0, NULL},
 };
 
