@@ -109,6 +109,20 @@ def exact_planners() -> list[str]:
 #: Seconds given to each exact planner in the benchmark.
 EXACT_TIME_LIMIT = 10.0
 
+#: Integer columns (bytes, counts), written as exact integers with blanks for missing values.
+_INT_COLUMNS = ("n_buffers", "arena", "lower_bound", "seed")
+
+
+def _exact_ints(df: pd.DataFrame, columns) -> pd.DataFrame:
+    """``columns`` of ``df`` (built with ``dtype=object``) as nullable Int64 from the Python ints
+    themselves, never through float64 (which would round arenas above 2**53 bytes)."""
+    for c in columns:
+        df[c] = pd.array([None if v is None or v is pd.NA else int(v) for v in df[c]], dtype="Int64")
+    for c in df.columns:
+        if c not in columns:
+            df[c] = df[c].infer_objects()
+    return df
+
 
 def benchmark_planners(
     planners: list[str],
@@ -161,7 +175,7 @@ def benchmark_planners(
                     file=sys.stderr,
                     flush=True,
                 )
-    return pd.DataFrame(rows, columns=COLUMNS)
+    return _exact_ints(pd.DataFrame(rows, columns=COLUMNS, dtype=object), _INT_COLUMNS)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -352,7 +366,10 @@ def benchmark_scale(
                   f"{row['seconds']} s (cpu {row['cpu_seconds']}), validate "
                   f"{row['validate_seconds']} s, peak {row['peak_rss_mb']} MiB {row['note']}",
                   file=sys.stderr, flush=True)
-    df = pd.DataFrame(rows, columns=SCALE_COLUMNS)
+    df = _exact_ints(
+        pd.DataFrame(rows, columns=SCALE_COLUMNS, dtype=object),
+        ("n_buffers", "interfering_pairs", "arena", "lower_bound", "repeats"),
+    )
     _judge(df)
     return df
 
@@ -379,8 +396,8 @@ def _judge(df: pd.DataFrame) -> None:
 
 def plot_scale(df: pd.DataFrame, out_stem: str | Path) -> list[Path]:
     """Log-log figure of the scale benchmark: solve seconds against buffers (left) and against
-    interfering pairs (right), one line per engine over the random problems, pangu as a large
-    marker of the engine's colour. Draws the records of :func:`benchmark_scale` (no re-run);
+    interfering pairs (right), one line per engine over the random problems (dotted: its process
+    CPU time), pangu as a large marker of the engine's colour. Draws the records of :func:`benchmark_scale` (no re-run);
     writes ``out_stem`` ``.png`` and ``.pdf`` with :func:`experiments.plots.save`."""
     import matplotlib.pyplot as plt
 
@@ -402,6 +419,8 @@ def plot_scale(df: pd.DataFrame, out_stem: str | Path) -> list[Path]:
             if len(r):
                 ax.plot(r[col].astype(float), r["seconds"].astype(float), "-o", ms=4, lw=1.2,
                         color=colours[engine], label=f"{labels[engine]}, random problems")
+                ax.plot(r[col].astype(float), r["cpu_seconds"].astype(float), ":", lw=1.0,
+                        color=colours[engine], label=f"{labels[engine]}, random, CPU time")
             g = runs[(runs["case"] == "pangu") & (runs["engine"] == engine)]
             if len(g):
                 ax.scatter(g[col].astype(float), g["seconds"].astype(float), marker="*", s=110,
