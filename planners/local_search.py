@@ -157,7 +157,7 @@ def place_suffix(
     fit : {"first", "best"}
         The fit rule (as :func:`planners.greedy.greedy_offsets`).
     cutoff : int or None
-        Stop and return ``None`` as soon as a placed top exceeds ``cutoff`` bytes.
+        Stop and return ``None`` as soon as a re-placed top exceeds ``cutoff`` bytes.
 
     Returns
     -------
@@ -246,13 +246,20 @@ class LocalSearch(Planner):
         equal-arena move is accepted.
     evaluator : {"auto", "engine", "incremental"}, default "auto"
         Re-evaluation of a changed order (see the module docstring).
+    stall_limit : int, "auto" or None, default "auto"
+        Stop after this many moves without a new best arena (``"auto"``: 25 per non-empty
+        buffer, so a small problem stops in milliseconds); ``None`` runs to the time limit.
+    start_share : float, default 0.3
+        Share of ``time_limit`` after which no further start plan begins (one always runs).
 
     Returns (through :meth:`plan`)
     ------------------------------
     status ``optimal`` when the arena equals the max-live lower bound, else ``heuristic``;
     ``info``: ``trajectory`` (list of ``(seconds, arena)``), ``start`` (``"order/fit"`` of the
     start plan), ``start_arenas``, ``iterations``, ``accepted``, ``restarts``, ``stopped_by``
-    (``"lower_bound"``, ``"max_iters"`` or ``"time_limit"``).
+    (``"lower_bound"``, ``"max_iters"``, ``"stall_limit"``, ``"time_limit"`` or ``"range"``: the
+    worst-case arena exceeds ``2**62`` bytes, so the start plan is returned without a search,
+    keeping every sum of the search inside int64).
 
     Raises
     ------
@@ -282,6 +289,8 @@ class LocalSearch(Planner):
         kick: int = 3,
         tie_break: bool = True,
         evaluator: str = "auto",
+        stall_limit: int | str | None = "auto",
+        start_share: float = 0.3,
     ) -> None:
         self.time_limit = time_limit
         self.seed = seed
@@ -294,6 +303,8 @@ class LocalSearch(Planner):
         self.kick = kick
         self.tie_break = tie_break
         self.evaluator = evaluator
+        self.stall_limit = stall_limit
+        self.start_share = start_share
 
     def _check(self) -> None:
         bad = [m for m in self.moves if m not in MOVES]
@@ -313,7 +324,7 @@ class LocalSearch(Planner):
         traj = Trajectory(t0)
         lb = lower_bound(problem)
         perm, fit0, off, arena, arenas = best_greedy_start(
-            problem, self.start_orders, FITS, deadline
+            problem, self.start_orders, FITS, t0 + self.start_share * float(self.time_limit)
         )
         fit = fit0 if self.fit == "auto" else self.fit
         if fit != fit0:  # the search fit differs from the start plan's: re-place its order
@@ -324,9 +335,12 @@ class LocalSearch(Planner):
         best_perm, best_off, best_arena = perm.copy(), off, arena
         n = problem.n
         live = problem.sizes > 0
-        if arena <= lb or int(live.sum()) < 2:
-            info.update(trajectory=traj.points, iterations=0, stopped_by="lower_bound")
+        if arena <= lb or int(live.sum()) < 2 or problem.worst_case_arena > 2**62:
+            why = "lower_bound" if arena <= lb or int(live.sum()) < 2 else "range"
+            info.update(trajectory=traj.points, iterations=0, stopped_by=why)
             return SolveResult(best_off, "optimal" if arena <= lb else "heuristic", lb, info)
+        stall = 25 * int(live.sum()) if self.stall_limit == "auto" else self.stall_limit
+        since_best = 0
         engine = self.evaluator == "engine" or (
             self.evaluator == "auto" and resolve_engine("auto") == "c"
         )
@@ -348,7 +362,11 @@ class LocalSearch(Planner):
                 break
             if time.perf_counter() >= deadline:
                 break
+            if stall is not None and since_best >= stall:
+                stopped = "stall_limit"
+                break
             it += 1
+            since_best += 1
             if self.patience is not None and stale >= self.patience:
                 cur_perm, first = _kick(best_perm, self.kick, rng)
                 cur_off = self._evaluate(problem, cur_perm, best_off, first, fit, engine, None)
@@ -404,7 +422,7 @@ class LocalSearch(Planner):
             if cur_arena < best_arena:
                 best_perm, best_off, best_arena = cur_perm.copy(), cur_off, cur_arena
                 traj.add(best_arena)
-                stale = 0
+                stale = since_best = 0
                 if best_arena <= lb:
                     stopped = "lower_bound"
                     break

@@ -28,10 +28,13 @@ from .greedy import (
     LifetimeAware,
 )
 from .ilp_blocks import ILPBlocks
+from .lns_cpsat import LNSCPSat
+from .local_search import LocalSearch
 from .milp_offsets import MILPOffsets
 from .minimize import Minimize
 from .model import Plan, Problem
 from .naive import Naive
+from .telamalloc import TelaMalloc
 
 __all__ = ["PLANNERS", "get_planner", "plan", "available_planners"]
 
@@ -56,6 +59,9 @@ PLANNERS: dict[str, type[Planner]] = {
     "freelist_bump": FreelistBump,
     "exact_search": ExactSearch,
     "minimize": Minimize,
+    "local_search": LocalSearch,
+    "telamalloc": TelaMalloc,
+    "lns_cpsat": LNSCPSat,
 }
 
 

@@ -1,0 +1,315 @@
+"""``lns_cpsat``: large-neighbourhood search with CP-SAT sub-solves.
+
+Starting from the best greedy plan, repeat until ``time_limit`` or ``max_rounds``:
+
+1. **Choose a neighbourhood** with a seeded rule (``neighbourhoods``, drawn in turn from
+   ``numpy.random.default_rng(seed)``), always around a **critical** buffer ``c`` (one whose top is
+   the arena), so the buffers that set the arena are freed:
+
+   * ``"time"`` -- a time window: the window starts as ``c``'s lifetime and widens one lifetime end
+     point at a time, alternately left and right, until ``window`` buffers live in it; those
+     buffers are freed (any offset in ``[0, arena)``);
+   * ``"band"`` -- an address band: the ``window`` buffers live with ``c`` whose tops are highest
+     are freed, each kept above the band floor (the lowest offset among them).
+
+2. **Re-solve** the freed buffers with CP-SAT: NoOverlap2D over their rectangles (x = the fixed
+   lifetime ``[start, end)``, y = ``[offset, offset + size)``) and the fixed buffers they meet as
+   fixed rectangles; the objective is the highest top of the freed buffers, bounded by the
+   current arena; the current layout is the solution hint. Each sub-solve gets at most
+   ``sub_time_limit`` seconds (or ``sub_deterministic_time``) and what is left of
+   ``time_limit``.
+3. **Accept** the new layout when that highest top is not above the old one (so the arena never
+   grows; ties move the search on). With ``adaptive`` the window grows by a quarter after a
+   sub-solve proved its neighbourhood optimal without improving, and shrinks by a quarter after
+   one that stopped on its time limit.
+
+Conventions: half-open lifetimes in schedule steps; sizes, offsets and arenas in bytes.
+``plan.info["trajectory"]`` lists ``(seconds, arena)`` at the start plan and at every improvement.
+The best bound is the max-live lower bound (a neighbourhood optimum proves nothing globally);
+the status is ``"optimal"`` when the arena reaches it, else ``"heuristic"``.
+
+Determinism: neighbourhoods come from the seeded generator and every sub-solve runs CP-SAT with one
+worker and ``random_seed=seed``. With ``max_rounds`` and ``sub_deterministic_time`` set (CP-SAT's
+deterministic time, and a ``time_limit`` that is not reached) a run repeats exactly; with
+wall-clock sub-limits the sub-solves may stop at different points under load.
+
+Complexity: per round ``O(n)`` numpy work to choose the neighbourhood and the obstacles, plus a
+CP-SAT model of ``k`` free and ``f`` fixed rectangles (``k = window``).
+
+References
+----------
+.. [1] P. Shaw, "Using Constraint Programming and Local Search Methods to Solve Vehicle Routing
+   Problems", CP 1998 (large neighbourhood search).
+.. [2] L. Perron, F. Didier, "CP-SAT", OR-Tools, Google (NoOverlap2D).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from .base import Planner, SolveResult
+from .bounds import lower_bound
+from .errors import ProblemError
+from .greedy import FITS
+from .local_search import DEFAULT_START_ORDERS, Trajectory, best_greedy_start
+from .model import Problem
+
+__all__ = ["LNSCPSat", "NEIGHBOURHOODS"]
+
+#: Neighbourhood rules of :class:`LNSCPSat`.
+NEIGHBOURHOODS = ("time", "band")
+
+
+class LNSCPSat(Planner):
+    """Large-neighbourhood search: free a time window or address band, re-solve it with CP-SAT.
+
+    Parameters
+    ----------
+    time_limit : float, default 5.0
+        Wall-clock seconds for the whole call (start plans included).
+    seed : int, default 0
+        Seed of the neighbourhood choice and of CP-SAT.
+    max_rounds : int or None, default None
+        Sub-solve budget (see Determinism in the module docstring).
+    neighbourhoods : tuple of str, default ("time", "band")
+        Rules drawn uniformly each round (:data:`NEIGHBOURHOODS`).
+    window : int, default 40
+        Buffers freed per round (the starting size when ``adaptive``).
+    sub_time_limit : float, default 0.5
+        Wall-clock seconds per sub-solve.
+    sub_deterministic_time : float or None, default None
+        If set, each sub-solve stops on CP-SAT's deterministic time instead (reproducible).
+    adaptive : bool, default True
+        Grow the window after a proved neighbourhood optimum, shrink it after a stopped sub-solve
+        (between 8 and ``4 * window`` buffers).
+    stall_rounds : int or None, default 30
+        Stop after this many rounds without a new best arena; ``None`` runs to the time limit.
+    start_orders : tuple of str, default every name in :data:`planners.greedy.ORDERS`
+        Orders of the greedy start plans (each with both fits).
+    start_share : float, default 0.3
+        Share of ``time_limit`` after which no further start plan begins (one always runs).
+
+    Returns (through :meth:`plan`)
+    ------------------------------
+    status ``optimal`` when the arena equals the best proved bound: the max-live lower bound, or
+    the arena itself when one neighbourhood held every buffer and CP-SAT proved it optimal (small
+    problems); else ``heuristic``. ``info``: ``trajectory``, ``start``, ``rounds``, ``accepted``,
+    ``windows`` (last window size), ``stopped_by`` (``"lower_bound"``, ``"proved"``,
+    ``"max_rounds"``, ``"stall_rounds"``, ``"time_limit"``, or ``"range"``: the worst-case arena
+    exceeds ``2**60`` bytes, beyond what the CP-SAT models here are built for, and the start plan
+    is returned).
+
+    Raises
+    ------
+    ProblemError
+        Unknown neighbourhood, a window below 2, or a time limit that is not positive.
+
+    Examples
+    --------
+    >>> from planners.examples import exercise_5_1_problem
+    >>> LNSCPSat(max_rounds=5, sub_deterministic_time=1.0).plan(exercise_5_1_problem()).arena_size
+    780
+    """
+
+    name = "lns_cpsat"
+    family = "search"
+
+    def __init__(
+        self,
+        time_limit: float = 5.0,
+        seed: int = 0,
+        max_rounds: int | None = None,
+        neighbourhoods: tuple[str, ...] = NEIGHBOURHOODS,
+        window: int = 40,
+        sub_time_limit: float = 0.5,
+        sub_deterministic_time: float | None = None,
+        adaptive: bool = True,
+        stall_rounds: int | None = 30,
+        start_orders: tuple[str, ...] = DEFAULT_START_ORDERS,
+        start_share: float = 0.3,
+    ) -> None:
+        self.time_limit = time_limit
+        self.seed = seed
+        self.max_rounds = max_rounds
+        self.neighbourhoods = neighbourhoods
+        self.window = window
+        self.sub_time_limit = sub_time_limit
+        self.sub_deterministic_time = sub_deterministic_time
+        self.adaptive = adaptive
+        self.stall_rounds = stall_rounds
+        self.start_orders = start_orders
+        self.start_share = start_share
+
+    def _check(self) -> None:
+        bad = [h for h in self.neighbourhoods if h not in NEIGHBOURHOODS]
+        if bad or not self.neighbourhoods:
+            raise ProblemError(
+                f"lns_cpsat: neighbourhoods {self.neighbourhoods!r}; choose from {NEIGHBOURHOODS}"
+            )
+        if int(self.window) < 2:
+            raise ProblemError(f"lns_cpsat: window must be >= 2 buffers, got {self.window!r}")
+        if not self.time_limit or self.time_limit <= 0:
+            raise ProblemError(f"lns_cpsat: time_limit must be > 0, got {self.time_limit!r}")
+
+    def _solve(self, problem: Problem) -> SolveResult:
+        self._check()
+        t0 = time.perf_counter()
+        deadline = t0 + float(self.time_limit)
+        traj = Trajectory(t0)
+        lb = lower_bound(problem)
+        _, _, off, arena, arenas = best_greedy_start(
+            problem, self.start_orders, FITS, t0 + self.start_share * float(self.time_limit)
+        )
+        off = np.asarray(off, np.int64).copy()
+        traj.add(arena)
+        info: dict = {"start": min(arenas, key=arenas.get), "start_arenas": arenas}
+        sizes = problem.sizes
+        live = sizes > 0
+        rng = np.random.default_rng(self.seed)
+        window = int(self.window)
+        wmin, wmax = min(8, window), 4 * window
+        rounds = accepted = since_best = 0
+        stopped = "lower_bound"
+        bound = lb
+        n_live = int(live.sum())
+        if problem.worst_case_arena > 2**60:
+            stopped = "range"
+        while arena > bound and stopped != "range":
+            if self.max_rounds is not None and rounds >= self.max_rounds:
+                stopped = "max_rounds"
+                break
+            left = deadline - time.perf_counter()
+            if left <= 0.01:
+                stopped = "time_limit"
+                break
+            if self.stall_rounds is not None and since_best >= self.stall_rounds:
+                stopped = "stall_rounds"
+                break
+            rounds += 1
+            since_best += 1
+            top = off + sizes
+            crit = np.flatnonzero(live & (top == arena))
+            c = int(crit[rng.integers(crit.size)])
+            kind = self.neighbourhoods[int(rng.integers(len(self.neighbourhoods)))]
+            if kind == "time":
+                free, floor = _time_window(problem, c, window), 0
+            else:
+                free, floor = _address_band(problem, off, c, window)
+            res = self._sub_solve(problem, off, free, floor, arena, left)
+            if res is None:
+                continue
+            new_off, new_max, old_max, proved = res
+            if new_max <= old_max:
+                off = new_off
+                new_arena = int((off + sizes)[live].max())
+                if new_arena < arena:
+                    since_best = 0
+                arena = new_arena
+                accepted += 1
+                traj.add(arena)
+            if proved and floor == 0 and int((sizes[free] > 0).sum()) >= n_live:  # the whole problem, solved
+                bound = arena
+                stopped = "proved"
+            if self.adaptive:
+                if proved and new_max >= old_max:
+                    window = min(wmax, window + max(1, window // 4))
+                elif not proved:
+                    window = max(wmin, window - max(1, window // 4))
+        info.update(
+            trajectory=traj.points,
+            rounds=rounds,
+            accepted=accepted,
+            windows=window,
+            stopped_by=stopped,
+        )
+        return SolveResult(off, "optimal" if arena <= bound else "heuristic", bound, info)
+
+    def _sub_solve(self, problem, off, free, floor, arena, left):
+        """Re-place ``free`` (buffer indices) among the fixed others; ``None`` if CP-SAT found
+        nothing, else ``(offsets, new highest free top, old highest free top, proved)``."""
+        starts, ends, sizes, aligns = (
+            problem.starts,
+            problem.ends,
+            problem.sizes,
+            problem.alignments,
+        )
+        free = free[sizes[free] > 0]
+        if free.size == 0:
+            return None
+        is_free = np.zeros(problem.n, bool)
+        is_free[free] = True
+        t_lo, t_hi = int(starts[free].min()), int(ends[free].max())
+        top = off + sizes
+        fixed = np.flatnonzero(
+            ~is_free & (sizes > 0) & (starts < t_hi) & (ends > t_lo) & (top > floor)
+        )
+        m = cp_model.CpModel()
+        xs, ys, tops = [], [], []
+        hz = m.NewIntVar(floor, arena, "z")
+        ovars = {}
+        for i in free.tolist():
+            s, a = int(sizes[i]), int(aligns[i])
+            lo_k = -(-floor // a)
+            hi_k = (arena - s) // a
+            k = m.NewIntVar(lo_k, hi_k, f"k{i}")
+            o = k if a == 1 else a * k
+            ovars[i] = (k, a)
+            m.AddHint(k, int(off[i]) // a)
+            xs.append(m.NewFixedSizeIntervalVar(int(starts[i]), int(ends[i] - starts[i]), f"t{i}"))
+            ys.append(m.NewIntervalVar(o, s, o + s, f"y{i}"))
+            m.Add(o + s <= hz)
+            tops.append(int(top[i]))
+        for j in fixed.tolist():
+            xs.append(m.NewFixedSizeIntervalVar(int(starts[j]), int(ends[j] - starts[j]), f"ft{j}"))
+            ys.append(m.NewFixedSizeIntervalVar(int(off[j]), int(sizes[j]), f"fy{j}"))
+        m.AddNoOverlap2D(xs, ys)
+        old_max = max(tops)
+        m.AddHint(hz, old_max)
+        m.Minimize(hz)
+        solver = cp_model.CpSolver()
+        prm = solver.parameters
+        prm.num_workers = 1
+        prm.random_seed = int(self.seed)
+        prm.max_time_in_seconds = max(0.01, min(float(self.sub_time_limit), left))
+        if self.sub_deterministic_time is not None:
+            prm.max_deterministic_time = float(self.sub_deterministic_time)
+        st = solver.Solve(m)
+        if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            return None
+        new = off.copy()
+        for i, (k, a) in ovars.items():
+            new[i] = solver.Value(k) * a
+        new_max = int((new[free] + sizes[free]).max())
+        return new, new_max, old_max, st == cp_model.OPTIMAL
+
+
+def _time_window(problem: Problem, c: int, window: int) -> np.ndarray:
+    """Buffers live in a time window grown from ``c``'s lifetime, one lifetime end point at a
+    time, alternately left and right, until at least ``window`` buffers are live in it."""
+    starts, ends = problem.starts, problem.ends
+    points = np.unique(np.concatenate([starts, ends]))
+    a = int(np.searchsorted(points, starts[c]))
+    b = int(np.searchsorted(points, ends[c]))
+    sel = np.flatnonzero((starts < points[b]) & (ends > points[a]))
+    side = 0
+    while sel.size < window and (a > 0 or b < len(points) - 1):
+        if (side == 0 and a > 0) or b >= len(points) - 1:
+            a -= 1
+        else:
+            b += 1
+        side ^= 1
+        sel = np.flatnonzero((starts < points[b]) & (ends > points[a]))
+    return sel
+
+
+def _address_band(problem: Problem, off: np.ndarray, c: int, window: int):
+    """The ``window`` buffers live with ``c`` (``c`` included) whose tops are highest, and the
+    band floor (the lowest offset among them)."""
+    starts, ends, sizes = problem.starts, problem.ends, problem.sizes
+    nbr = np.flatnonzero((starts < ends[c]) & (ends > starts[c]) & (sizes > 0))
+    top = off[nbr] + sizes[nbr]
+    sel = nbr[np.argsort(-top, kind="stable")[:window]]
+    return sel, int(off[sel].min())
