@@ -7,7 +7,7 @@ MINIMALLOC_DIR ?= ../shared/benchmarks/minimalloc
 MINIMALLOC_ARG := $(if $(wildcard $(MINIMALLOC_DIR)/*.csv),--minimalloc-dir $(MINIMALLOC_DIR),)
 PYTEST_WORKERS ?= 2
 
-.PHONY: venv run test lint bench bench-rv64 bench-exact bench-sched bench-transforms bench-budget bench-tflm bench-tflm-offline bench-import soak sweep clean
+.PHONY: venv run run-full test lint bench bench-rv64 bench-exact bench-sched bench-transforms bench-budget bench-tflm bench-tflm-offline bench-import soak sweep clean
 
 $(STAMP): pyproject.toml $(wildcard setup.py) $(wildcard planners/_ext/*.c)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -18,8 +18,16 @@ $(STAMP): pyproject.toml $(wildcard setup.py) $(wildcard planners/_ext/*.c)
 venv: $(STAMP)
 
 ## The main job: compare every planner on the bundled real workloads; writes results/ and plots.
+## Quick (about a minute on 2 cores): 2 s per exact/anytime solver run, two worker processes.
+RUN_TIME_LIMIT ?= 2
+RUN_JOBS ?= 2
 run: $(STAMP)
-	$(VENV)/bin/memplan compare $(MINIMALLOC_ARG) --rv64 --out results
+	MPLBACKEND=Agg $(VENV)/bin/memplan compare $(MINIMALLOC_ARG) --rv64 --time-limit $(RUN_TIME_LIMIT) --jobs $(RUN_JOBS) --out results
+
+## The full-length comparison into results/ (10 s per solver run, one process; about 4-5 minutes;
+## results/compare.md names the time limit that produced it)
+run-full: $(STAMP)
+	MPLBACKEND=Agg $(VENV)/bin/memplan compare $(MINIMALLOC_ARG) --rv64 --time-limit 10 --jobs 1 --out results
 
 ## The test suite (unit, property, notebook tests); tests that need ../shared skip without it.
 test: $(STAMP)

@@ -66,18 +66,26 @@ def branchy_graphs() -> dict:
     return {name: build() for name, build in _branchy_builders().items()}
 
 
+#: Where :func:`run` stores the schedules the curves figure draws (orders + activation problems).
+SCHEDULE_STORE = "bench_sched_schedules"
+#: The schedules drawn in ``figures/sched_curves``.
+CURVE_SCHEDULERS = ("file_order", "best_of", "anneal")
+
+
 def draw_figures(bench: pd.DataFrame, out: Path) -> list[Path]:
     """Draw ``figures/sched_peaks`` and ``figures/sched_curves`` (PNG + PDF) under ``out`` from
-    the rows of ``bench_sched.csv`` (``bench``) alone, without rerunning the benchmark.
+    the rows of ``bench_sched.csv`` (``bench``) and the schedules :func:`run` stored in
+    ``OUT/bench_sched_schedules/`` alone: nothing is rebuilt, rescheduled or re-analysed.
 
-    The peaks figure shows the branchy workloads (relative to the file order); the curves figure
-    shows file order, ``best_of`` and ``anneal`` on the branchy graph where file order and
-    ``best_of`` differ most (:func:`experiments.compare_figures.most_different_workload`), the
-    only graph rebuilt and rescheduled. Returns the written paths."""
+    The peaks figure shows the branchy workloads (relative to the file order), with every result
+    of ``exact_dp`` / ``cpsat_schedule`` that is not a proved optimum (``timeout``, ``feasible``)
+    drawn as an open marker and named in the legend; the curves figure shows file order,
+    ``best_of`` and ``anneal`` on the branchy graph where file order and ``best_of`` differ most
+    (:func:`experiments.compare_figures.most_different_workload`). Returns the written paths."""
     from experiments.compare_figures import most_different_workload
+    from experiments.sched_compare import read_schedules
 
-    builders = _branchy_builders()
-    df = bench[bench["workload"].isin(list(builders))]
+    df = bench[bench["workload"].isin(list(_branchy_builders()))]
     out = Path(out)
     written = save(
         plot_sched_peaks(
@@ -88,12 +96,16 @@ def draw_figures(bench: pd.DataFrame, out: Path) -> list[Path]:
         ),
         out / "figures" / "sched_peaks",
     )
+    store = out / SCHEDULE_STORE
+    if not store.is_dir():
+        print(f"bench_sched: {store} missing; sched_curves not drawn (run the benchmark)")
+        return written
+    profiles = read_schedules(store)
     name = most_different_workload(df, ["file_order", "best_of"]) or "randwire100_s0"
-    g = builders[name]()
-    orders = {s: schedule(g, s).order for s in ("file_order", "best_of", "anneal")}
+    curves = {s: profiles[name][s] for s in CURVE_SCHEDULERS if s in profiles.get(name, {})}
     written += save(
-        plot_schedule_curves(g, orders, title=f"Live activation bytes: {name} "
-                                              "(largest file_order vs best_of difference)"),
+        plot_schedule_curves(curves, title=f"Live activation bytes: {name} "
+                                           "(largest file_order vs best_of difference)"),
         out / "figures" / "sched_curves",
     )
     return written
@@ -179,13 +191,19 @@ def run(out: Path, small: int = 60, time_limit: float = 10.0, figures: bool = Tr
     # 1. branchy graphs: every scheduler, arena by greedy_by_size
     graphs = branchy_graphs()
     scheds = HEURISTICS + ["exact_dp", "cpsat_schedule"]
+    found: list = []
     df = compare_schedules(
         graphs,
         scheds,
         ["greedy_by_size"],
         time_limit=time_limit,
         scheduler_params={"cpsat_schedule": {"max_ops": 120}},
+        on_schedule=lambda r, o, p: found.append((r, o, p)) if r["scheduler"] in CURVE_SCHEDULERS
+        else None,
     )
+    from experiments.sched_compare import write_schedules
+
+    write_schedules(out / SCHEDULE_STORE, found)
     # 2. speed: 1,000-operator graphs, greedy schedulers only
     big = {
         "layered1000": generate("random_layered", seed=1, n_ops=1000, width=8),
@@ -231,6 +249,9 @@ def main(argv=None) -> None:
     ap.add_argument("--figures-only", action="store_true",
                     help="redraw the figures from OUT/bench_sched.csv without rerunning")
     a = ap.parse_args(argv)
+    import matplotlib
+
+    matplotlib.use("Agg")  # off-screen (plots.py leaves the backend alone)
     if a.figures_only:
         csv = Path(a.out) / "bench_sched.csv"
         if not csv.is_file():

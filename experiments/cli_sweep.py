@@ -61,6 +61,9 @@ def add_parsers(subparsers) -> None:
                    help="figure formats, comma-separated: png, pdf, svg (default %(default)s)")
     r.add_argument("--all-versions", action="store_true",
                    help="use the records of every code version (default: only the latest one's)")
+    r.add_argument("--style", choices=("default", "paper"), default="default",
+                   help="figure style: default, or paper (3.5 / 7.16 in wide, 8-9 pt, PDF with "
+                        "embedded fonts, colour-blind-safe palette)")
     r.add_argument("--max-workload-figures", type=int, default=12,
                    help="memory-over-time and layout figures for at most this many workloads")
 
@@ -118,6 +121,7 @@ def _run(args) -> int:
 
         written = build_report(args.results_dir, out=args.out, formats=_formats(args.formats),
                                max_workload_figures=args.max_workload_figures,
+                               style=args.style,
                                all_versions=args.all_versions)
         print(f"wrote {len(written)} files; summary: "
               f"{[str(p) for p in written if p.suffix == '.md'][0]}")
