@@ -18,7 +18,8 @@ budget (the next capacity is worth a longer look); never more than the time left
 difficulty is not monotone in the capacity (MiniMalloc's section inference prunes more at a tight
 capacity: on C the floor is proved feasible in milliseconds while capacities 7% above it time
 out), so the descent starts with one probe at the floor (``probe_lower_bound_first``) and every
-timed-out descent probe is followed by a *dive* to the middle of the gap.
+timed-out descent probe is followed by a *dive* to the middle of the gap; floor and dive probes
+get the base budget only.
 Strategy ``"bisect"`` (ablation, the earlier behaviour): binary search between the floor and the
 incumbent, optionally probing the floor first. In both:
 
@@ -172,7 +173,7 @@ class Minimize(Planner):
         probe_lower_bound_first: bool = True,
         heuristic_incumbent: bool = True,
         anytime_planners: tuple[str, ...] = ANYTIME_PLANNERS,
-        anytime_share: float = 0.1,
+        anytime_share: float = 0.05,
         strong_bound: bool = True,
         bound_share: float = 0.05,
         share_memo: bool = True,
@@ -339,7 +340,8 @@ class Minimize(Planner):
                     cap = max(proved, (proved + best_arena) // 2 // g * g)
                 else:
                     cap = max(proved, (best_arena - step) // g * g)
-                p = probe(cap, min(budget, left))
+                # floor and dive probes are long shots: they get the base budget only
+                p = probe(cap, min(budget if kind == "descend" else base, left))
                 probes[-1]["kind"] = kind
                 if fits(p, cap):
                     if p.arena_size < best_arena:
