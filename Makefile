@@ -7,7 +7,7 @@ MINIMALLOC_DIR ?= ../shared/benchmarks/minimalloc
 MINIMALLOC_ARG := $(if $(wildcard $(MINIMALLOC_DIR)/*.csv),--minimalloc-dir $(MINIMALLOC_DIR),)
 PYTEST_WORKERS ?= 2
 
-.PHONY: venv run run-full test lint bench bench-rv64 bench-exact bench-sched bench-transforms bench-budget bench-tflm bench-tflm-offline bench-import soak sweep clean
+.PHONY: venv run run-full test lint bench bench-rv64 bench-exact bench-anytime bench-sched bench-transforms bench-budget bench-tflm bench-tflm-offline bench-import soak sweep clean
 
 $(STAMP): pyproject.toml $(wildcard setup.py) $(wildcard planners/_ext/*.c)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -53,6 +53,11 @@ bench-rv64: $(STAMP)
 bench-exact: $(STAMP)
 	$(PY) -m experiments.bench_exact --minimalloc-dir $(MINIMALLOC_DIR) --out results/bench_exact.csv
 	$(PY) -m experiments.bench_exact_search --minimalloc-dir $(MINIMALLOC_DIR) --minimize C,D --minimize-time 600 --out results/bench_exact_search.csv
+
+## Anytime planners (local_search, telamalloc, lns_cpsat) on MiniMalloc A-F (5 s each), pangu 2.6B
+## (30 s) and a chain problem (5 s), about 4 minutes -> results/bench_anytime.csv + figures/bench_anytime
+bench-anytime: $(STAMP)
+	$(PY) -m experiments.bench_anytime --minimalloc-dir $(MINIMALLOC_DIR) --out results/bench_anytime.csv
 
 ## Schedulers: peaks on branchy and synthetic graphs, gaps to exact_dp, greedy speed on 1k operators
 ## -> results/bench_sched.csv, results/bench_sched_gaps.csv, results/figures/sched_*.png/.pdf
