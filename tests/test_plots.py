@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from experiments import plots
 from experiments.compare_figures import most_different_workload
 from experiments.plots_sched import plot_sched_peaks, plot_schedule_curves
-from planners import Buffer, Plan, Problem
+from planners import Buffer, Plan, Problem, live_profile
+from scheduling.lifetimes import lifetime_problem
 from planners.examples import seed000_problem
 
 KIB, MIB = 2**10, 2**20
@@ -75,19 +76,85 @@ def test_distinct_styles_for_19_workloads_and_up_to_88():
     assert len({c for c, _ in styles[:8]}) == 8  # any 8 consecutive series differ in colour
 
 
-def test_ratio_by_planner_gives_every_workload_a_distinct_colour_marker_pair():
+def test_ratio_by_planner_colours_by_family_and_fills_only_proved_optima():
     rows = [{"workload": f"w{k}", "planner": p, "ratio": 1.0 + 0.1 * (k % 3) * (j + 1),
-             "valid": True} for k in range(19) for j, p in enumerate(["a", "b"])]
-    fig = plots.plot_ratio_by_planner(pd.DataFrame(rows))
-    ax = fig.axes[0]
-    pairs = []
-    for coll in ax.collections:
-        face = tuple(np.round(coll.get_facecolor()[0], 4))
-        path = coll.get_paths()[0]
-        pairs.append((face, path.vertices.round(4).tobytes()))
-    assert len(pairs) == 19 and len(set(pairs)) == 19
-    assert ax.get_xscale() == "log" and ax.get_xlim()[0] <= 1.0  # ratios from 1 on a log axis
+             "valid": True, "status": "optimal" if p == "cpsat" else "heuristic"}
+            for k in range(19) for j, p in enumerate(["cpsat", "greedy_by_size", "first_fit"])]
+    ax = plots.plot_ratio_by_planner(pd.DataFrame(rows))
+    # rows grouped by family: the two greedy planners are adjacent
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels == ["cpsat", "first_fit", "greedy_by_size"]
+    colours = {t.get_text(): t.get_color() for t in ax.get_yticklabels()}
+    assert colours["first_fit"] == colours["greedy_by_size"] != colours["cpsat"]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    fams = {plots.planner_family("cpsat"), plots.planner_family("first_fit")}
+    assert fams | {"proved optimal", "not proved optimal"} <= set(legend)
+    filled = sum(len(c.get_offsets()) for c in ax.collections
+                 if len(c.get_facecolor()) and c.get_facecolor()[0][3] > 0)
+    # cpsat's 19 are proved; a heuristic at ratio 1.0 (k % 3 == 0: 7 workloads x 2) meets the bound
+    assert filled == 19 + 2 * 7
+    assert ax.get_xscale() == "log" and ax.get_xlim()[0] <= 1.0
     assert min(ax.get_xticks()) == 1.0
+
+
+def test_heatmap_says_where_its_colour_scale_is_capped():
+    rows = [{"workload": f"w{k}", "planner": "a", "ratio": 1.0 + k / 10, "valid": True,
+             "status": "heuristic"} for k in range(40)]
+    ax = plots.plot_ratio_heatmap(pd.DataFrame(rows))
+    label = ax.figure.axes[-1].get_ylabel()
+    assert "capped at" in label and "95th percentile" in label
+    ax2 = plots.plot_ratio_heatmap(pd.DataFrame(rows), cap_percentile=None)
+    assert "capped" not in ax2.figure.axes[-1].get_ylabel()
+
+
+def test_plot_functions_draw_into_a_given_axes_and_style_is_local():
+    import matplotlib.pyplot as plt
+
+    before = plt.rcParams["font.size"]
+    fig, axes = plt.subplots(1, 2)
+    plan = _seed_plan()
+    with plots.style("paper"):
+        a = plots.plot_memory_over_time(seed000_problem(), [plan], ax=axes[0])
+        b = plots.plot_arena_layout(plan, ax=axes[1])
+        assert plt.rcParams["font.size"] == 8
+    assert a is axes[0] and b is axes[1] and len(fig.axes) == 2
+    assert plt.rcParams["font.size"] == before  # nothing global changed
+    plt.close(fig)
+    with pytest.raises(ValueError, match="unknown figure style"):
+        with plots.style("poster"):
+            pass
+
+
+def test_paper_style_gives_column_widths_and_embedded_fonts(tmp_path):
+    plan = _seed_plan()
+    recs = pd.DataFrame([{"workload": "w", "planner": "greedy_by_size", "ratio": 1.0,
+                          "valid": True, "status": "heuristic"}])
+    sched = pd.DataFrame({"workload": ["g", "g"], "scheduler": ["file_order", "dfs"],
+                          "peak_bytes": [100, 80], "status": ["heuristic"] * 2})
+    makers = {
+        "heatmap": lambda: plots.plot_ratio_heatmap(recs),
+        "by_planner": lambda: plots.plot_ratio_by_planner(recs),
+        "mot": lambda: plots.plot_memory_over_time(seed000_problem(), [plan]),
+        "layout": lambda: plots.plot_arena_layout(plan),
+        "peaks": lambda: plot_sched_peaks(sched),
+        "curves": lambda: plot_schedule_curves({"a": ([0, 1, 2], [5, 9, 0])}),
+    }
+    with plots.style("paper"):
+        for name, make in makers.items():
+            ax = make()
+            w, _ = ax.figure.get_size_inches()
+            assert w in (3.5, 7.16), (name, w)
+            for t in ax.figure.findobj(lambda o: hasattr(o, "get_fontsize")):
+                if t.get_visible() and getattr(t, "get_text", lambda: "x")():
+                    assert 5 <= t.get_fontsize() <= 9, (name, t.get_text(), t.get_fontsize())
+            written = plots.save(ax, tmp_path / name)
+            assert [p.suffix for p in written] == [".pdf", ".png"]
+            pdf = written[0].read_bytes()
+            assert b"/FontFile2" in pdf  # TrueType embedded (pdf.fonttype 42), not Type 3
+    with plots.style("default"):
+        ax = plots.plot_memory_over_time(seed000_problem(), [plan])
+        assert tuple(ax.figure.get_size_inches()) == (6.5, 3.0)  # make run keeps its look
+        plots.save(ax, tmp_path / "d")
 
 
 def _seed_plan() -> Plan:
@@ -100,8 +167,7 @@ def test_memory_over_time_marks_an_arena_equal_to_the_lower_bound_and_no_offset(
     p = seed000_problem()
     plan = _seed_plan()
     assert plan.arena_size == plan.lower_bound  # greedy by size reaches the bound on seed 000
-    fig = plots.plot_memory_over_time(p, [plan], plan_roles=["best plan"])
-    ax = fig.axes[0]
+    ax = plots.plot_memory_over_time(p, [plan], plan_roles=["best plan"])
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert any("best plan: greedy_by_size" in s and "= lower bound" in s for s in labels)
     # the arena band is wider than the dashed lower-bound line drawn on top of it
@@ -112,9 +178,9 @@ def test_memory_over_time_marks_an_arena_equal_to_the_lower_bound_and_no_offset(
     assert bound.get_zorder() > band.get_zorder()
     # long schedule-step axis: no "1e6" offset
     big = Problem([Buffer("a", 0, 1_000_000, 100), Buffer("b", 999_990, 1_000_050, 40)])
-    fig2 = plots.plot_memory_over_time(big)
-    fig2.canvas.draw()
-    xa = fig2.axes[0].xaxis
+    ax2 = plots.plot_memory_over_time(big)
+    ax2.figure.canvas.draw()
+    xa = ax2.xaxis
     assert xa.get_offset_text().get_text() == ""
     assert "1,000,000" in [t.get_text() for t in xa.get_ticklabels()]
 
@@ -123,8 +189,8 @@ def test_arena_layout_labels_only_rectangles_that_fit():
     # one big buffer and one thin sliver: only the big one is labelled
     p = Problem([Buffer("big", 0, 10, 1000), Buffer("thin", 0, 1, 5)])
     plan = Plan(p, np.array([0, 1000]), "manual", "heuristic", lower_bound=1005)
-    fig = plots.plot_arena_layout(plan)
-    texts = [t.get_text() for t in fig.axes[0].texts]
+    ax = plots.plot_arena_layout(plan)
+    texts = [t.get_text() for t in ax.texts]
     assert texts == ["big"]
 
 
@@ -132,13 +198,27 @@ def test_sched_peaks_is_a_dot_plot_with_reference_line_and_short_labels():
     df = pd.DataFrame({"workload": ["mobilenet_v1_first_layer_and_more"] * 2 + ["g"] * 2,
                        "scheduler": ["file_order", "dfs"] * 2,
                        "peak_bytes": [100, 80, 50, 55]})
-    fig = plot_sched_peaks(df)
-    ax = fig.axes[0]
+    ax = plot_sched_peaks(df)
     assert not ax.patches  # no bars
     assert any(np.allclose(ln.get_ydata(), 1.0) for ln in ax.get_lines())
     labels = [t.get_text() for t in ax.get_xticklabels()]
     assert all(max(len(s) for s in lab.split("\n")) <= 24 for lab in labels)
     assert plots.short_label("mobilenet_v1_first_layer") == "mobilenet_v1_\nfirst_layer"
+
+
+def test_sched_peaks_never_draws_a_timed_out_exact_scheduler_as_exact():
+    df = pd.DataFrame({"workload": ["g", "g", "g", "h", "h", "h"],
+                       "scheduler": ["file_order", "best_of", "exact_dp"] * 2,
+                       "peak_bytes": [100, 90, 80, 50, 45, 45],
+                       "status": ["heuristic", "heuristic", "optimal",
+                                  "heuristic", "heuristic", "timeout"]})
+    ax = plot_sched_peaks(df)
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "exact_dp (proved optimal)" in legend
+    assert "exact_dp (not proved: timeout)" in legend
+    hollow = [c for c in ax.collections if len(c.get_offsets()) and
+              c.get_facecolor()[0][:3].tolist() == [1.0, 1.0, 1.0]]
+    assert len(hollow) == 1 and hollow[0].get_offsets()[0][1] == pytest.approx(0.9)
 
 
 def test_most_different_workload_skips_a_chain_where_orders_agree():
@@ -164,7 +244,9 @@ def test_figures_are_byte_identical_when_written_twice(tmp_path):
     makers = {
         "mot": lambda: plots.plot_memory_over_time(seed000_problem(), [plan]),
         "layout": lambda: plots.plot_arena_layout(plan),
-        "curves": lambda: plot_schedule_curves(g, {"file": list("acvz"), "best": list("avcz")}),
+        "curves": lambda: plot_schedule_curves(
+            {k: live_profile(lifetime_problem(g, o)) for k, o in
+             {"file": list("acvz"), "best": list("avcz")}.items()}),
     }
     for name, make in makers.items():
         first = plots.save(make(), tmp_path / "one" / name, formats=("png", "pdf", "svg"))

@@ -55,8 +55,12 @@ def test_sched_figures_are_written(tmp_path):
     assert [p.suffix for p in written] == [".png", ".pdf"] and all(
         p.stat().st_size for p in written
     )
-    fig = plot_schedule_curves(xla_trap(), {"file": list("acvz"), "dfs": list("avcz")})
-    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    from planners import live_profile
+    from scheduling.lifetimes import lifetime_problem
+
+    ax = plot_schedule_curves({k: live_profile(lifetime_problem(xla_trap(), o))
+                               for k, o in {"file": list("acvz"), "dfs": list("avcz")}.items()})
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert labels[:2] == ["file", "dfs"]
     with pytest.raises(ValueError, match="reference scheduler 'bfs'"):
         plot_sched_peaks(df, relative_to="bfs")
