@@ -263,7 +263,15 @@ class CPSat(Planner):
             info["source"] = "cpsat"
             status = "optimal" if st == cp_model.OPTIMAL else "feasible"
             if mode == "minimize" and status == "optimal":
-                bound = int(solver.Value(height))  # exact integer (ObjectiveValue is a double)
+                v = int(solver.Value(height))  # exact integer (ObjectiveValue is a double)
+                if v <= 2**53:
+                    bound = v
+                elif bound < v:
+                    # Above 2**53 CP-SAT compares objective and bound as doubles (its gap limits
+                    # are absolute), so OPTIMAL may be off by units: keep the claim only when the
+                    # lowered double bound (or max live) reaches the arena.
+                    info["solver_claim"] = "optimal"
+                    status = "feasible"
             return SolveResult(offsets, status, bound, info)
         # UNKNOWN: stopped before the solver found a plan
         if warm is not None and warm_arena <= ub:
