@@ -697,57 +697,60 @@ def _mutate_csv(rng, text: str) -> tuple[bytes, str, str]:
         body = rows[1:]
         r = int(rng.integers(0, max(len(body), 1))) + 1
         c = int(rng.integers(0, max(len(rows[0]), 1)))
-        if op == "bad_field" and len(rows) > 1:
-            rows[r][c % len(rows[r])] = str(rng.choice(_BAD_TEXT))
-        elif op == "huge_field" and len(rows) > 1:
-            rows[r][c % len(rows[r])] = str(rng.choice(_HUGE_TEXT))
-        elif op == "negative_size" and len(rows) > 1 and "size" in rows[0]:
-            rows[r][rows[0].index("size")] = str(-int(rng.integers(1, 100)))
-        elif op == "swap_bounds" and len(rows) > 1 and len(rows[r]) >= 3:
-            rows[r][1], rows[r][2] = rows[r][2], rows[r][1]
-        elif op == "dup_id" and len(rows) > 2:
-            rows[r][0] = rows[1][0] if r != 1 else rows[2][0]
-        elif op == "empty_id" and len(rows) > 1:
-            rows[r][0] = ""
-        elif op == "drop_column":
-            for row in rows:
-                if len(row) > c:
-                    del row[c]
-        elif op == "extra_column":
-            rows[0].append(str(rng.choice(["note", "alignment", "offset", ""])))
-            for row in rows[1:]:
-                row.append(str(int(rng.integers(0, 64))))
-        elif op == "reorder_columns":
-            perm = rng.permutation(len(rows[0])).tolist()
-            rows = [[row[i] for i in perm if i < len(row)] for row in rows]
-        elif op == "header_case":
-            rows[0] = [h.upper() if rng.random() < 0.5 else f" {h} " for h in rows[0]]
-        elif op == "dup_header" and rows[0]:
-            rows[0][c % len(rows[0])] = rows[0][(c + 1) % len(rows[0])]
-        elif op == "extra_field" and len(rows) > 1:
-            rows[r].append("1")
-        elif op == "missing_field" and len(rows) > 1 and rows[r]:
-            rows[r].pop()
-        elif op == "alignment":
-            if "alignment" not in rows[0]:
-                rows[0].append("alignment")
+        try:
+            if op == "bad_field" and len(rows) > 1:
+                rows[r][c % len(rows[r])] = str(rng.choice(_BAD_TEXT))
+            elif op == "huge_field" and len(rows) > 1:
+                rows[r][c % len(rows[r])] = str(rng.choice(_HUGE_TEXT))
+            elif op == "negative_size" and len(rows) > 1 and "size" in rows[0]:
+                rows[r][rows[0].index("size")] = str(-int(rng.integers(1, 100)))
+            elif op == "swap_bounds" and len(rows) > 1 and len(rows[r]) >= 3:
+                rows[r][1], rows[r][2] = rows[r][2], rows[r][1]
+            elif op == "dup_id" and len(rows) > 2:
+                rows[r][0] = rows[1][0] if r != 1 else rows[2][0]
+            elif op == "empty_id" and len(rows) > 1:
+                rows[r][0] = ""
+            elif op == "drop_column":
+                for row in rows:
+                    if len(row) > c:
+                        del row[c]
+            elif op == "extra_column":
+                rows[0].append(str(rng.choice(["note", "alignment", "offset", ""])))
                 for row in rows[1:]:
-                    row.append("1")
-            k = rows[0].index("alignment")
-            if len(rows) > 1 and len(rows[r]) > k:
-                rows[r][k] = str(rng.choice(["0", "-4", "x", "3", str(2**62), str(2**70), "",
-                                             "1048576"]))
-        elif op == "offset_column":
-            rows[0].append("offset")
-            for row in rows[1:]:
-                row.append(str(rng.choice(["0", "-1", "x", "16"])))
-        elif op == "capacity_name":
-            name = "soak." + str(rng.choice(["0", "1", "1048576", "9" * 30, str(2**62),
-                                             str(2**61)])) + ".csv"
-        elif op == "header_only":
-            rows = rows[:1]
-        elif op == "id_quotes" and len(rows) > 1:
-            rows[r][0] = str(rng.choice(['a,b', 'x"y', "line\nbreak", " ", "é"]))
+                    row.append(str(int(rng.integers(0, 64))))
+            elif op == "reorder_columns":
+                perm = rng.permutation(len(rows[0])).tolist()
+                rows = [[row[i] for i in perm if i < len(row)] for row in rows]
+            elif op == "header_case":
+                rows[0] = [h.upper() if rng.random() < 0.5 else f" {h} " for h in rows[0]]
+            elif op == "dup_header" and rows[0]:
+                rows[0][c % len(rows[0])] = rows[0][(c + 1) % len(rows[0])]
+            elif op == "extra_field" and len(rows) > 1:
+                rows[r].append("1")
+            elif op == "missing_field" and len(rows) > 1 and rows[r]:
+                rows[r].pop()
+            elif op == "alignment":
+                if "alignment" not in rows[0]:
+                    rows[0].append("alignment")
+                    for row in rows[1:]:
+                        row.append("1")
+                k = rows[0].index("alignment")
+                if len(rows) > 1 and len(rows[r]) > k:
+                    rows[r][k] = str(rng.choice(["0", "-4", "x", "3", str(2**62), str(2**70), "",
+                                                 "1048576"]))
+            elif op == "offset_column":
+                rows[0].append("offset")
+                for row in rows[1:]:
+                    row.append(str(rng.choice(["0", "-1", "x", "16"])))
+            elif op == "capacity_name":
+                name = "soak." + str(rng.choice(["0", "1", "1048576", "9" * 30, str(2**62),
+                                                 str(2**61)])) + ".csv"
+            elif op == "header_only":
+                rows = rows[:1]
+            elif op == "id_quotes" and len(rows) > 1:
+                rows[r][0] = str(rng.choice(['a,b', 'x"y', "line\nbreak", " ", "é"]))
+        except (IndexError, ZeroDivisionError, ValueError):
+            ops[-1] += "(not applicable)"  # an earlier mutation removed its target
     buf = io.StringIO()
     csv.writer(buf).writerows(rows)
     text = buf.getvalue()
@@ -1153,8 +1156,9 @@ def _run_import_item(seed: int, kind: str, index: int, cfg: dict) -> dict:
     out: dict[str, Any] = {"kind": "importer", "target": kind, "index": index}
     try:
         data, fname, desc = mutated_file(seed, kind, index)
-    except Exception as e:  # noqa: BLE001 - a broken generator is our bug, reported as such
-        out.update(outcome="traceback", detail="mutation failed: " + _tb(e), desc="")
+    except Exception as e:  # noqa: BLE001 - a broken generator is the soak's bug, not the importer's
+        out.update(kind="harness", target=f"{kind} mutation", outcome="traceback",
+                   detail="mutation failed: " + _tb(e), desc="")
         return out
     out["desc"] = desc
     if len(data) <= 300_000:
@@ -1405,7 +1409,7 @@ def _pool_run(chunks, seed, cfg, jobs, mem_limit_gb, record) -> None:
 
 def _write_failure(folder: Path, seed: int, rec: dict, replay_args: str = "") -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    kind = "problem" if rec["kind"] == "planner" else rec["target"]
+    kind = "problem" if rec["kind"] == "planner" else rec["target"].split()[0]
     stem = f"{rec['target']}-{rec['outcome']}-{rec['index']}"
     lines = [
         f"target: {rec['target']}",
@@ -1491,7 +1495,7 @@ def write_results(counts, out: str | Path, seed: int, seconds: float, jobs: int,
                 continue
             detail = str(f.get("detail", "")).strip().splitlines()
             last = detail[-1] if detail else ""
-            item = "problem" if f["kind"] == "planner" else f["target"]
+            item = "problem" if f["kind"] == "planner" else f["target"].split()[0]
             md.append(f"- `{f['target']}` {f['outcome']} (item `{item}:{f['index']}`): "
                       f"{last[:300]}")
         md.append("")

@@ -176,3 +176,10 @@ def test_pool_reruns_overrun_chunks_and_kills_hung_runs():
                                        kill_slack=1e-3)
     assert {t: c["hang"] for (_, t), c in counts.items()} == {"csv": 1, "onnx": 1, "tflite": 1}
     assert all("killed after" in f["detail"] or "> limit" in f["detail"] for f in failures)
+
+
+def test_csv_mutations_never_fail_on_rows_an_earlier_mutation_shortened():
+    # seed 1 item 2171 drops a row's last field, then sets that row's size column
+    data, _, desc = soak.mutated_file(1, "csv", 2171)
+    assert desc.endswith("negative_size(not applicable)")
+    assert soak.run_item(1, "csv", 2171)["outcome"] == "refused"
