@@ -10,14 +10,16 @@ heuristic search part:
   every step the candidates are the unplaced buffers whose skyline offset is the lowest of all
   (the lowest point of the skyline). Every layout pushed down as far as it goes is reachable this
   way (MiniMalloc's canonical layouts), so backtracking over the candidates loses nothing.
-* **Contention first.** Candidates are tried by decreasing contention, the largest live bytes at
-  any step of the buffer's lifetime (``priority="contention"``; ties: larger size, longer
-  lifetime, problem order), or by size (``"size"``) or size x lifetime (``"area"``).
+* **Priorities.** Candidates at the same offset are tried by decreasing contention, the largest
+  live bytes at any step of the buffer's lifetime (``"contention"``; ties: larger size, longer
+  lifetime, problem order), by lifetime then size x lifetime then contention (``"width"``,
+  MiniMalloc's ``WAT``), by size (``"size"``) or by size x lifetime (``"area"``); by default
+  the searches of ``width``, ``contention`` and ``area`` take turns, one target each.
 * **Capacity target and pruning.** A placement whose top exceeds the target fails, and a node is
   abandoned as soon as some step's floor (the highest placed top there, at least the current
   offset) plus the unplaced bytes live at it exceeds the target.
 * **Backtracking.** Depth-first over the candidates (at most ``max_branch`` per node), at most
-  ``node_limit`` placements per target; ``node_limit`` doubles after a target fails.
+  ``node_limit`` placements per target; the limit doubles after every priority failed once.
 * **Lowering the target.** The first target is below the best greedy arena (every order of
   :data:`planners.greedy.ORDERS` with both fits, the compiled engine when built). After a success
   the target drops halfway towards the best proved bound; after a failure it moves halfway back
@@ -244,8 +246,10 @@ class TelaMalloc(Planner):
     ----------
     time_limit : float, default 5.0
         Wall-clock seconds for the whole call (start plans included).
-    priority : {"contention", "size", "area", "width"}, default "width"
-        Order of the candidates at a node (see the module docstring).
+    priority : str or tuple of str, default ("width", "contention", "area")
+        Order of the candidates at a node (:data:`PRIORITIES`, see the module docstring). A
+        tuple runs one search per priority in turn, one target attempt each (MiniMalloc's round
+        robin of preorderings), which protects against one unlucky order.
     node_limit : int, default 2000
         Placements allowed for the first target; doubled after every failed target.
     max_nodes : int or None, default None
@@ -291,7 +295,7 @@ class TelaMalloc(Planner):
     def __init__(
         self,
         time_limit: float = 5.0,
-        priority: str = "width",
+        priority: str | tuple[str, ...] = ("width", "contention", "area"),
         node_limit: int = 2000,
         max_nodes: int | None = None,
         max_branch: int | None = None,
@@ -311,7 +315,8 @@ class TelaMalloc(Planner):
         self.start_share = start_share
 
     def _solve(self, problem: Problem) -> SolveResult:
-        if self.priority not in PRIORITIES:
+        prios = (self.priority,) if isinstance(self.priority, str) else tuple(self.priority)
+        if not prios or any(pr not in PRIORITIES for pr in prios):
             raise ProblemError(f"telamalloc: unknown priority {self.priority!r}; {PRIORITIES}")
         if not self.time_limit or self.time_limit <= 0 or self.node_limit < 1:
             raise ProblemError(
@@ -329,9 +334,12 @@ class TelaMalloc(Planner):
         info: dict = {"start": min(arenas, key=arenas.get), "start_arenas": arenas}
         bound = lb
         targets: list[tuple[int, str]] = []
-        search = _Search(
-            problem, self.priority, self.max_branch, self.symmetry, self.check_dominance
-        )
+        prios = (self.priority,) if isinstance(self.priority, str) else tuple(self.priority)
+        searches = [
+            _Search(problem, pr, self.max_branch, self.symmetry, self.check_dominance)
+            for pr in prios
+        ]
+        turn = 0
         budget = int(self.node_limit)
         failed = bound - 1  # highest target that failed on its budget (bound - 1: none yet)
         stopped = "lower_bound"
@@ -342,7 +350,8 @@ class TelaMalloc(Planner):
             if time.perf_counter() >= deadline:
                 stopped = "time_limit"
                 break
-            left = None if self.max_nodes is None else self.max_nodes - search.nodes
+            used = sum(x.nodes for x in searches)
+            left = None if self.max_nodes is None else self.max_nodes - used
             if left is not None and left <= 0:
                 stopped = "max_nodes"
                 break
@@ -352,6 +361,8 @@ class TelaMalloc(Planner):
                 low = bound
                 budget *= 2
             target = (low + best - 1) // 2 if best - low > 1 else low
+            search = searches[turn % len(searches)]
+            turn += 1
             res = search.run(target, budget if left is None else min(budget, left), deadline)
             if isinstance(res, np.ndarray):
                 targets.append((target, "found"))
@@ -363,11 +374,12 @@ class TelaMalloc(Planner):
             else:
                 targets.append((target, res))
                 failed = target
-                budget *= 2
+                if turn % len(searches) == 0:  # every priority has had this budget
+                    budget *= 2
         info.update(
             trajectory=traj.points,
             targets=targets,
-            nodes=search.nodes,
+            nodes=sum(x.nodes for x in searches),
             stopped_by=stopped if best > bound else "bound",
         )
         return SolveResult(best_off, "optimal" if best <= bound else "heuristic", bound, info)
