@@ -250,7 +250,48 @@ class Minimize(Planner):
         proved = -(-lb // g) * g  # every arena is >= proved
         bound_trajectory = [[now(), int(proved)]]
         source = "max_live"
+        floor_proved = False
         anytime: dict[str, Any] = {}
+        probes: list[dict[str, Any]] = []
+
+        def probe(cap: int, budget: float) -> Plan:
+            p = self._probe(problem, cap, budget, memo)
+            probes.append(
+                {
+                    "capacity": cap,
+                    "status": p.status,
+                    "arena": p.arena_size if p.status in ("optimal", "feasible") else None,
+                    "seconds": round(p.seconds, 4),
+                    "budget": round(budget, 4),
+                    "nodes": p.info.get("nodes"),
+                    "memo_hits": p.info.get("memo_hits"),
+                }
+            )
+            return p
+
+        def fits(p: Plan, cap: int) -> bool:
+            return p.status in ("optimal", "feasible", "heuristic") and p.arena_size <= cap
+
+        # One short probe at the floor first: a tight capacity is often the easiest one.
+        first = self.probe_lower_bound_first
+        if self.strategy == "descend":
+            base = self.probe_time_limit or max(0.5, limit / 30)
+        else:
+            base = self.probe_time_limit or limit / 4
+        if first and best_arena > proved:
+            first = False
+            left = limit - (time.perf_counter() - t0)
+            if left > 1e-3:
+                p = probe(proved, min(base, left))
+                probes[-1]["kind"] = "floor"
+                if fits(p, proved):
+                    best_arena, best_offsets = p.arena_size, np.asarray(p.offsets, np.int64)
+                    heuristic = None
+                    trajectory.append([now(), int(best_arena)])
+                elif p.status == "infeasible":
+                    proved += g
+                    bound_trajectory.append([now(), int(proved)])
+                    floor_proved = True
         # Anytime planners (registered ones only) for a better first incumbent.
         if self.heuristic_incumbent and self.anytime_planners and best_arena > proved:
             from .registry import PLANNERS
@@ -281,31 +322,11 @@ class Minimize(Planner):
                 if b.value > proved:
                     proved, source = min(b.value, best_arena), b.source
                     bound_trajectory.append([now(), int(proved)])
-        probes: list[dict[str, Any]] = []
-        bound_source = source
-
-        def probe(cap: int, budget: float) -> Plan:
-            p = self._probe(problem, cap, budget, memo)
-            probes.append(
-                {
-                    "capacity": cap,
-                    "status": p.status,
-                    "arena": p.arena_size if p.status in ("optimal", "feasible") else None,
-                    "seconds": round(p.seconds, 4),
-                    "budget": round(budget, 4),
-                    "nodes": p.info.get("nodes"),
-                    "memo_hits": p.info.get("memo_hits"),
-                }
-            )
-            return p
-
-        def fits(p: Plan, cap: int) -> bool:
-            return p.status in ("optimal", "feasible", "heuristic") and p.arena_size <= cap
-
+                    floor_proved = False
+        bound_source = "probe" if floor_proved else source
         if self.strategy == "bisect":
-            per_probe = self.probe_time_limit or limit / 4
+            per_probe = base
             lo, hi = proved, (best_arena - 1) // g * g  # capacities still worth probing
-            first = self.probe_lower_bound_first
             while lo <= hi and best_arena > proved:
                 left = limit - (time.perf_counter() - t0)
                 if left <= 1e-3:
@@ -327,20 +348,17 @@ class Minimize(Planner):
                 else:  # timeout: nothing proved; look for better layouts above cap
                     lo = cap + g
         else:
-            base = self.probe_time_limit or max(0.5, limit / 30)
             budget, step = base, g
-            kind = "floor" if self.probe_lower_bound_first else "descend"
+            kind = "descend"
             while best_arena > proved:
                 left = limit - (time.perf_counter() - t0)
                 if left <= 1e-3:
                     break
-                if kind == "floor":
-                    cap = proved
-                elif kind == "dive":
+                if kind == "dive":
                     cap = max(proved, (proved + best_arena) // 2 // g * g)
                 else:
                     cap = max(proved, (best_arena - step) // g * g)
-                # floor and dive probes are long shots: they get the base budget only
+                # dive probes are long shots: they get the base budget only
                 p = probe(cap, min(budget if kind == "descend" else base, left))
                 probes[-1]["kind"] = kind
                 if fits(p, cap):
@@ -368,7 +386,7 @@ class Minimize(Planner):
                     else:
                         budget = 2 * budget
                     kind = "dive"
-                else:  # a floor or dive probe timed out: back to the descent
+                else:  # a dive probe timed out: back to the descent
                     kind = "descend"
         status = "optimal" if best_arena <= proved else "feasible"
         info = {
