@@ -23,8 +23,9 @@ lifetimes in schedule steps); none is an estimate. The bounds:
     live buffers with their alignments (stronger than the padded peak when alignments differ);
     wider windows capture fragmentation: buffers that stay put while the live set around them
     changes, so sizes that cannot fill the gaps left between them exactly (subset-sum
-    reachability of the gaps) force a higher arena. Windows are tried widest load first, each
-    probed at the current bound and, when proved infeasible, bisected upward.
+    reachability of the gaps) force a higher arena. Widths are tried narrow first and, for each,
+    the most loaded windows first; each window is probed at the current bound and, when proved
+    infeasible, its optimum is searched upward (galloping, then bisection).
 
 Bounds considered and left out, with the reason (so that nobody adds them expecting a gain):
 
