@@ -13,6 +13,7 @@ __all__ = [
     "InvalidPlanError",
     "InfeasibleError",
     "CapacityError",
+    "SolverError",
 ]
 
 
@@ -35,3 +36,8 @@ class InfeasibleError(MemplanError):
 
 class CapacityError(InfeasibleError):
     """The requested capacity is below what is provably needed; the message states the bound."""
+
+
+class SolverError(MemplanError, RuntimeError):
+    """An external solver (CBC through PuLP, HiGHS) failed to run or to report a result; the
+    message names the solver and its last log line. Never a claim about the problem."""

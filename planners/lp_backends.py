@@ -44,6 +44,25 @@ def _cbc_log_bound(text: str) -> float | None:
     return float(found[-1]) if found else None
 
 
+def _cbc_failed(log: str, info: dict):
+    """CBC ran but wrote no solution file (PuLP raises ``PulpSolverError``). CBC does that when
+    its preprocessing proves the model infeasible ("Pre-processing says infeasible"): that is
+    returned as ``infeasible`` (callers that need a proof re-solve with ``preprocess off``). Any
+    other failure raises :class:`planners.errors.SolverError` with CBC's last log line."""
+    from .errors import SolverError
+
+    try:
+        with open(log, errors="replace") as f:
+            text = f.read()
+    except OSError:
+        text = ""
+    if re.search(r"says infeasible|Problem is infeasible|infeasible - objective", text):
+        info["cbc_claim"] = "infeasible (no solution file; CBC log)"
+        return "infeasible", None, info
+    last = next((ln.strip() for ln in reversed(text.splitlines()) if ln.strip()), "no log output")
+    raise SolverError(f"CBC failed to solve the model and wrote no solution: {last}")
+
+
 def solve_pulp(
     prob: pulp.LpProblem,
     time_limit: float,
@@ -97,7 +116,7 @@ def solve_pulp(
                 prob.solve(solver)
             except pulp.PulpSolverError:
                 if not warm_start:
-                    raise
+                    return _cbc_failed(log, info)
                 # The bundled CBC (2.10) was seen to crash reading a MIP start on larger models
                 # (ilp_blocks on MiniMalloc A); retry once without it and record the fact.
                 info["mip_start"] = "CBC crashed with the MIP start; solved again without it"
@@ -109,7 +128,10 @@ def solve_pulp(
                     logPath=log,
                     options=list(cbc_options or []),
                 )
-                prob.solve(solver)
+                try:
+                    prob.solve(solver)
+                except pulp.PulpSolverError:
+                    return _cbc_failed(log, info)
             with open(log, errors="replace") as f:
                 log_text = f.read()
         finally:

@@ -59,6 +59,7 @@ import pulp
 from .base import Planner, SolveResult
 from .bounds import lower_bound
 from .colouring import interference_edges
+from .errors import SolverError
 from .lp_backends import solve_pulp
 from .model import Problem
 from .model_size import ModelEstimate, decline_reason, interference_pairs
@@ -252,6 +253,10 @@ class MILPOffsets(Planner):
             ub_m = max(start[i] + s_m[i] for i in live)
             if cap is not None and cap // q < ub_m:
                 start, ub_m = None, cap // q
+            # Alignments that q does not divide are dropped from the model (a_m = 1), so the
+            # model's longest-path arena can fall below the rounded-up lower bound; the height
+            # variable must still admit it.
+            ub_m = max(ub_m, lb_m)
         big_m = ub_m
         info["big_m"] = big_m * q
 
@@ -292,15 +297,24 @@ class MILPOffsets(Planner):
                 # CBC's integer preprocessing was seen to declare small models with sizes near
                 # 2**37 infeasible although a plan exists; a claim is only kept if a second
                 # solve without that preprocessing agrees.
-                status, bound, sinfo = solve_pulp(
-                    prob,
-                    left,
-                    warm_start=start is not None,
-                    threads=self.workers,
-                    cbc_options=["preprocess off"],
-                )
-                info.update(sinfo)
-                info["resolved_without_preprocess"] = True
+                try:
+                    status, bound, sinfo = solve_pulp(
+                        prob,
+                        left,
+                        warm_start=start is not None,
+                        threads=self.workers,
+                        cbc_options=["preprocess off"],
+                    )
+                    info.update(sinfo)
+                    info["resolved_without_preprocess"] = True
+                except SolverError as exc:
+                    # The bundled CBC (2.10.3) was seen to crash on small models with
+                    # preprocessing off. The claim is then checked by the complete search.
+                    info["resolve_error"] = str(exc)
+                    if cap is not None:
+                        return self._confirm_infeasible(problem, t0 + limit, lb, info)
+                    # Without a capacity the claim is numerically wrong (a plan always exists);
+                    # below it becomes "timeout" and the warm start, when there is one, is kept.
         info["solver_bound"] = None if bound is None else bound * q
         if status == "infeasible" and (cap is None or q > 1):
             # Without a capacity a plan always exists (the warm start or the naive layout): a
@@ -331,6 +345,30 @@ class MILPOffsets(Planner):
             info["source"] = "warm_start"
             return SolveResult(warm, "feasible", best, info)
         return SolveResult(None, status, best if status == "timeout" else None, info)
+
+    @staticmethod
+    def _confirm_infeasible(problem: Problem, deadline: float, lb: int, info: dict) -> SolveResult:
+        """Check CBC's unconfirmed infeasibility claim with :class:`planners.exact_search.
+        ExactSearch` in the time left: ``infeasible`` only if it proves it; a plan it finds is
+        returned as ``feasible`` (``info["source"] = "exact_search"``); otherwise
+        :class:`SolverError` (nothing proved, no plan)."""
+        from .exact_search import ExactSearch
+
+        info["solver_claim"] = "infeasible"
+        left = deadline - time.perf_counter()
+        if left > 0:
+            res = ExactSearch(time_limit=left)._solve(problem)
+            info["confirmed_by"] = "exact_search"
+            if res.status == "infeasible":
+                return SolveResult(None, "infeasible", None, info)
+            if res.offsets is not None:
+                info["source"] = "exact_search"
+                return SolveResult(res.offsets, "feasible", lb, info)
+        raise SolverError(
+            f"milp_offsets: CBC claimed problem {problem.name!r} infeasible at capacity "
+            f"{problem.capacity} bytes but crashed confirming it, and the complete search could "
+            "not decide within the time limit"
+        )
 
     @staticmethod
     def _exact_offsets(problem, live, edges, z, k, aligns, sizes, info) -> np.ndarray:

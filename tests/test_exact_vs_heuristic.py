@@ -265,3 +265,30 @@ def test_milp_with_a_capacity_reports_fits_or_proves_infeasible():
     r = MILPOffsets(time_limit=10, warm_start=False).plan(Problem(bufs, capacity=10))
     assert r.status == "optimal" and r.arena_size == 10
     assert MILPOffsets(time_limit=10).plan(Problem(bufs, capacity=9)).status == "infeasible"
+
+
+def test_milp_alignment_only_infeasible_is_proved_not_a_traceback():
+    # 16 B aligned to 2**18 and 31 B aligned to 2**14 live together, 38 B (byte-aligned) beside
+    # the 31 B one: max live is 69 B, but with a capacity of 77 B one of the two aligned buffers
+    # must start at 2**14 or 2**18 -- infeasible only because of alignment. The bundled CBC
+    # proves it in preprocessing and crashes when asked to confirm without preprocessing; the
+    # claim is then confirmed by the complete search.
+    bufs = [Buffer("a", 3, 5, 16, alignment=2**18), Buffer("b", 2, 3, 38, alignment=1),
+            Buffer("c", 1, 6, 31, alignment=2**14)]
+    r = MILPOffsets(time_limit=5, warm_start=False).plan(Problem(bufs, capacity=77))
+    assert r.status == "infeasible"
+    ok = MILPOffsets(time_limit=5, warm_start=False).plan(Problem(bufs, capacity=16384 + 31))
+    assert ok.status in ("optimal", "feasible") and ok.arena_size == 16384 + 31
+
+
+def test_milp_scaled_model_with_an_alignment_the_unit_does_not_divide():
+    # sizes near 2**30 force model units of q > 1 bytes; the odd alignment 1000003 is dropped
+    # from the scaled model, whose longest-path arena then falls below the rounded lower bound
+    # (this raised "initial value ... greater than upBound" in PuLP)
+    sizes = [240963575, 264643836, 176856914, 2373159, 792910770, 1024053453]
+    life = [(0, 12), (2, 10), (5, 7), (3, 9), (1, 11), (4, 8)]
+    p = Problem([Buffer(f"b{i}", s, e, z) for i, ((s, e), z) in enumerate(zip(life, sizes))],
+                alignment=1000003)
+    r = MILPOffsets(time_limit=5).plan(p)  # plan() validates
+    assert r.status in ("optimal", "feasible")
+    assert lower_bound(p) <= r.best_bound <= r.arena_size
