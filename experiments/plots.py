@@ -123,6 +123,21 @@ STYLES: dict[str, dict] = {
 _CURRENT = contextvars.ContextVar("memplan_plot_style", default="default")
 
 
+@contextlib.contextmanager
+def _rc(params: dict) -> Iterator[None]:
+    """Set ``params`` in rcParams for the block and restore exactly those keys afterwards.
+
+    Unlike ``matplotlib.rc_context``, rcParams that something else sets inside the block stay
+    set: IPython switches on ``interactive`` when the first figure picks the inline backend, and
+    restoring it would stop every later notebook figure from showing."""
+    old = {k: plt.rcParams[k] for k in params}
+    plt.rcParams.update(params)
+    try:
+        yield
+    finally:
+        plt.rcParams.update(old)
+
+
 def current_style() -> str:
     """Name of the style of the innermost active :func:`style` block (``"default"`` outside)."""
     return _CURRENT.get()
@@ -132,8 +147,8 @@ def current_style() -> str:
 def style(name: str = "default") -> Iterator[dict]:
     """Context manager: draw and save figures in the named style (:data:`STYLES`).
 
-    Only the block sees the style's rcParams (``matplotlib.rc_context``); nothing global is
-    changed, so a notebook keeps its own settings outside the block.
+    Only the block sees the style's rcParams (the keys it sets are restored on exit); nothing
+    else is changed, so a notebook keeps its own settings outside the block.
 
     Parameters
     ----------
@@ -159,7 +174,7 @@ def style(name: str = "default") -> Iterator[dict]:
         raise ValueError(f"unknown figure style {name!r}; styles: {', '.join(STYLES)}")
     token = _CURRENT.set(name)
     try:
-        with plt.rc_context(STYLES[name]["rc"]):
+        with _rc(STYLES[name]["rc"]):
             yield STYLES[name]
     finally:
         _CURRENT.reset(token)
@@ -186,7 +201,7 @@ def _new_axes(ax, size: tuple[float, float]):
     style's rcParams (the rcParams of the active :func:`style` block, default style outside)."""
     if ax is not None:
         return ax.figure, ax
-    with plt.rc_context(STYLES[current_style()]["rc"]):
+    with _rc(STYLES[current_style()]["rc"]):
         fig, ax = plt.subplots(figsize=size)
     return fig, ax
 
@@ -231,8 +246,8 @@ def save(fig, path: str | Path, formats: Sequence[str] | None = None) -> list[Pa
         out = path.with_suffix("." + fmt)
         meta = {"png": {"Software": None}, "pdf": {"CreationDate": None, "ModDate": None},
                 "svg": {"Date": None}}.get(fmt, {})
-        with plt.rc_context({"svg.hashsalt": "memplan",
-                             "pdf.fonttype": STYLES[current_style()]["rc"]["pdf.fonttype"]}):
+        with _rc({"svg.hashsalt": "memplan",
+                  "pdf.fonttype": STYLES[current_style()]["rc"]["pdf.fonttype"]}):
             fig.savefig(out, bbox_inches="tight", metadata=meta)
         written.append(out)
     plt.close(fig)
