@@ -8,7 +8,8 @@ Starting from the best greedy plan, repeat until ``time_limit`` or ``max_rounds`
 
    * ``"time"`` -- a time window: the window starts as ``c``'s lifetime and widens one lifetime end
      point at a time, alternately left and right, until ``window`` buffers live in it; those
-     buffers are freed (any offset in ``[0, arena)``);
+     buffers are freed (any offset in ``[0, arena)``); when ``c``'s lifetime alone holds more,
+     the ``window`` nearest to ``c`` in address are freed;
    * ``"band"`` -- an address band: the ``window`` buffers live with ``c`` whose tops are highest
      are freed, each kept above the band floor (the lowest offset among them).
 
@@ -172,6 +173,7 @@ class LNSCPSat(Planner):
         window = int(self.window)
         wmin, wmax = min(8, window), 4 * window
         rounds = accepted = since_best = 0
+        last_round = 0.0  # seconds the last round spent building its model
         stopped = "lower_bound"
         bound = lb
         n_live = int(live.sum())
@@ -182,7 +184,7 @@ class LNSCPSat(Planner):
                 stopped = "max_rounds"
                 break
             left = deadline - time.perf_counter()
-            if left <= 0.01:
+            if left <= max(0.01, last_round):  # the next round would likely overrun
                 stopped = "time_limit"
                 break
             if self.stall_rounds is not None and since_best >= self.stall_rounds:
@@ -195,10 +197,10 @@ class LNSCPSat(Planner):
             c = int(crit[rng.integers(crit.size)])
             kind = self.neighbourhoods[int(rng.integers(len(self.neighbourhoods)))]
             if kind == "time":
-                free, floor = _time_window(problem, c, window), 0
+                free, floor = _time_window(problem, off, c, window), 0
             else:
                 free, floor = _address_band(problem, off, c, window)
-            res = self._sub_solve(problem, off, free, floor, arena, left)
+            res, last_round = self._sub_solve(problem, off, free, floor, arena, left)
             if res is None:
                 continue
             new_off, new_max, old_max, proved = res
@@ -228,8 +230,12 @@ class LNSCPSat(Planner):
         return SolveResult(off, "optimal" if arena <= bound else "heuristic", bound, info)
 
     def _sub_solve(self, problem, off, free, floor, arena, left):
-        """Re-place ``free`` (buffer indices) among the fixed others; ``None`` if CP-SAT found
-        nothing, else ``(offsets, new highest free top, old highest free top, proved)``."""
+        """Re-place ``free`` (buffer indices) among the fixed others.
+
+        Returns ``(result, build_seconds)``: ``result`` is ``None`` if CP-SAT found nothing, else
+        ``(offsets, new highest free top, old highest free top, proved)``; ``build_seconds`` is
+        the time spent building the model."""
+        t0 = time.perf_counter()
         starts, ends, sizes, aligns = (
             problem.starts,
             problem.ends,
@@ -238,7 +244,7 @@ class LNSCPSat(Planner):
         )
         free = free[sizes[free] > 0]
         if free.size == 0:
-            return None
+            return None, 0.0
         is_free = np.zeros(problem.n, bool)
         is_free[free] = True
         t_lo, t_hi = int(starts[free].min()), int(ends[free].max())
@@ -269,6 +275,10 @@ class LNSCPSat(Planner):
         old_max = max(tops)
         m.AddHint(hz, old_max)
         m.Minimize(hz)
+        build = time.perf_counter() - t0
+        left -= build
+        if left <= 0.01:
+            return None, build
         solver = cp_model.CpSolver()
         prm = solver.parameters
         prm.num_workers = 1
@@ -278,22 +288,28 @@ class LNSCPSat(Planner):
             prm.max_deterministic_time = float(self.sub_deterministic_time)
         st = solver.Solve(m)
         if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            return None
+            return None, build
         new = off.copy()
         for i, (k, a) in ovars.items():
             new[i] = solver.Value(k) * a
         new_max = int((new[free] + sizes[free]).max())
-        return new, new_max, old_max, st == cp_model.OPTIMAL
+        return (new, new_max, old_max, st == cp_model.OPTIMAL), build
 
 
-def _time_window(problem: Problem, c: int, window: int) -> np.ndarray:
+def _time_window(problem: Problem, off: np.ndarray, c: int, window: int) -> np.ndarray:
     """Buffers live in a time window grown from ``c``'s lifetime, one lifetime end point at a
-    time, alternately left and right, until at least ``window`` buffers are live in it."""
-    starts, ends = problem.starts, problem.ends
+    time, alternately left and right, until at least ``window`` buffers are live in it. When
+    ``c``'s lifetime alone holds more than ``window`` buffers, the ``window`` of them nearest to
+    ``c`` in address (distance between centres) are taken, ``c`` first."""
+    starts, ends, sizes = problem.starts, problem.ends, problem.sizes
     points = np.unique(np.concatenate([starts, ends]))
     a = int(np.searchsorted(points, starts[c]))
     b = int(np.searchsorted(points, ends[c]))
-    sel = np.flatnonzero((starts < points[b]) & (ends > points[a]))
+    sel = np.flatnonzero((starts < points[b]) & (ends > points[a]) & (sizes > 0))
+    if sel.size > window:
+        mid = 2 * off[sel] + sizes[sel]  # twice the centre (bytes), exact in int64
+        dist = np.abs(mid - (2 * off[c] + sizes[c]))
+        return sel[np.lexsort((sel, dist))[:window]]
     side = 0
     while sel.size < window and (a > 0 or b < len(points) - 1):
         if (side == 0 and a > 0) or b >= len(points) - 1:
@@ -301,7 +317,7 @@ def _time_window(problem: Problem, c: int, window: int) -> np.ndarray:
         else:
             b += 1
         side ^= 1
-        sel = np.flatnonzero((starts < points[b]) & (ends > points[a]))
+        sel = np.flatnonzero((starts < points[b]) & (ends > points[a]) & (sizes > 0))
     return sel
 
 

@@ -355,12 +355,13 @@ class LocalSearch(Planner):
 
         cur_perm, cur_off, cur_arena, cur_over = perm, off, arena, overflow(off)
         it = accepted = restarts = stale = 0
+        last_eval = 0.0  # seconds of the last re-placement: none starts that would overrun
         stopped = "time_limit"
         while True:
             if self.max_iters is not None and it >= self.max_iters:
                 stopped = "max_iters"
                 break
-            if time.perf_counter() >= deadline:
+            if time.perf_counter() + last_eval >= deadline:  # the next one would overrun
                 break
             if stall is not None and since_best >= stall:
                 stopped = "stall_limit"
@@ -404,7 +405,9 @@ class LocalSearch(Planner):
             if temp and self.max_iters:
                 temp *= 1.0 - it / self.max_iters
             cutoff = None if temp > 0 else int(cur_arena)
+            t_eval = time.perf_counter()
             new_off = self._evaluate(problem, new_perm, cur_off, first, fit, engine, cutoff)
+            last_eval = time.perf_counter() - t_eval
             if new_off is None:
                 continue
             new_arena = arena_of(problem, new_off)
