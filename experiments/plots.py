@@ -242,13 +242,18 @@ def save(fig, path: str | Path, formats: Sequence[str] | None = None) -> list[Pa
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     written = []
+    bbox = "tight"
+    get_renderer = getattr(fig.canvas, "get_renderer", None)
+    if get_renderer is not None and len(formats) > 1:  # one tight-box layout pass for all formats
+        fig.draw_without_rendering()
+        bbox = fig.get_tightbbox(get_renderer()).padded(plt.rcParams["savefig.pad_inches"])
     for fmt in formats:
         out = path.with_suffix("." + fmt)
         meta = {"png": {"Software": None}, "pdf": {"CreationDate": None, "ModDate": None},
                 "svg": {"Date": None}}.get(fmt, {})
         with _rc({"svg.hashsalt": "memplan",
                   "pdf.fonttype": STYLES[current_style()]["rc"]["pdf.fonttype"]}):
-            fig.savefig(out, bbox_inches="tight", metadata=meta)
+            fig.savefig(out, bbox_inches=bbox, metadata=meta)
         written.append(out)
     plt.close(fig)
     return written

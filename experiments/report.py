@@ -172,6 +172,54 @@ def _problem(results: Path, digest: str, name: str):
                                ids=[str(i) for i in t["id"]], name=name)
 
 
+def _workload_figures(results: Path, w: str, sub: pd.DataFrame, figs: Path,
+                      formats: Sequence[str], style: str) -> list[Path]:
+    """Memory over time (one curve per scheduler; each arena band names the schedule its plan
+    belongs to) and the best plan's layout of workload ``w``, from its records ``sub`` and stored
+    problems; runs in a worker process of :func:`build_report`."""
+    from experiments import plots
+    from planners import Plan
+
+    written: list[Path] = []
+    with plots.style(style):
+        scheds = sorted(sub["scheduler"].fillna("-").unique())
+        profiles, main_problem, plans = {}, None, []
+        for s in scheds:
+            ss = sub[sub["scheduler"].fillna("-") == s]
+            prob = _problem(results, str(ss.iloc[0]["problem_digest"] or ""), case_label(w, s))
+            if prob is None:
+                continue
+            if main_problem is None:
+                main_problem = prob
+                best = ss[ss["offsets"].notna()].sort_values(["arena", "config", "key"]) \
+                    if "offsets" in ss else ss.iloc[0:0]
+                for _, row in best.drop_duplicates("config").head(2).iterrows():
+                    offs = np.asarray(json.loads(row["offsets"]), dtype=np.int64)
+                    if len(offs) == prob.n:
+                        plans.append(Plan(prob, offs, row["config"], str(row["status"]),
+                                          lower_bound=int(row["lower_bound"])))
+            else:
+                profiles[f"live bytes [{s}]"] = prob
+        if main_problem is None:
+            return written
+        label = "live bytes" if len(scheds) == 1 or scheds == ["-"] else f"live bytes [{scheds[0]}]"
+        where = "" if scheds[0] == "-" else f" on schedule {scheds[0]}"
+        roles = [f"{'best' if k == 0 else 'next'} plan{where}" for k in range(len(plans))]
+        ax = plots.plot_memory_over_time(main_problem, plans, title=f"Memory over time: {w}",
+                                         profiles=profiles, plan_roles=roles)
+        if label != "live bytes":
+            handles, labels = ax.get_legend_handles_labels()
+            labels = [label if lab == "live bytes" else lab for lab in labels]
+            ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+        written += plots.save(ax, figs / f"memory_over_time_{_safe(w)}", formats=formats)
+        if plans:
+            written += plots.save(
+                plots.plot_arena_layout(plans[0], title=f"Arena layout: {main_problem.name}, "
+                                                       f"{plans[0].planner}"),
+                figs / f"layout_{_safe(w)}", formats=formats)
+    return written
+
+
 def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
 
@@ -179,7 +227,8 @@ def _safe(name: str) -> str:
 def build_report(results_dir: str | Path, out: str | Path | None = None,
                  formats: Sequence[str] = ("png", "pdf"),
                  max_workload_figures: int = MAX_PER_WORKLOAD_FIGURES,
-                 all_versions: bool = False, style: str = "default") -> list[Path]:
+                 all_versions: bool = False, style: str = "default", jobs: int = 2
+                 ) -> list[Path]:
     """Write the figures, tables and ``report.md`` of a sweep folder; return the written paths.
 
     Parameters
@@ -194,6 +243,9 @@ def build_report(results_dir: str | Path, out: str | Path | None = None,
         medians never mix code versions.
     style : {"default", "paper"}
         Figure style (:func:`experiments.plots.style`).
+    jobs : int
+        Processes drawing the per-workload figures (forked workers beside this one; ``1``: all
+        here). The files do not depend on it.
 
     Raises
     ------
@@ -203,7 +255,8 @@ def build_report(results_dir: str | Path, out: str | Path | None = None,
     from experiments import plots
 
     with plots.style(style):
-        return _build_report(results_dir, out, formats, max_workload_figures, all_versions)
+        return _build_report(results_dir, out, formats, max_workload_figures, all_versions,
+                             style, jobs)
 
 
 #: Timings below this many seconds are not plotted as measurements: at microseconds a single
@@ -213,7 +266,8 @@ MIN_MEASURABLE_SECONDS = 1e-3
 MIN_FIT_SECONDS = 1e-2
 
 
-def _build_report(results_dir, out, formats, max_workload_figures, all_versions) -> list[Path]:
+def _build_report(results_dir, out, formats, max_workload_figures, all_versions, style="default",
+                  jobs=2) -> list[Path]:
     import matplotlib
     import matplotlib.pyplot as plt
 
@@ -240,6 +294,17 @@ def _build_report(results_dir, out, formats, max_workload_figures, all_versions)
     ok = df[df["valid"]]
     agg = _aggregate(ok)
 
+    # per-workload figures (the most numerous) start first, in worker processes
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    tasks = [(results, w, ok[ok["workload"] == w], figs, tuple(formats), style)
+             for w in sorted(ok["workload"].unique())[:max_workload_figures]]
+    pool = None
+    if jobs > 1 and len(tasks) > 1 and "fork" in mp.get_all_start_methods():
+        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("fork"))
+        futures = [pool.submit(_workload_figures, *t) for t in tasks]
+
     def save(fig, stem):
         written.extend(plots.save(fig, figs / stem, formats=formats))
 
@@ -256,7 +321,17 @@ def _build_report(results_dir, out, formats, max_workload_figures, all_versions)
     spread = (ok.groupby(["case", "config"], sort=True)["seconds"]
               .agg(t_min="min", t_max="max", t_n="count").reset_index())
     qa = agg.merge(spread, on=["case", "config"], how="left")
-    cases = sorted(qa["case"].unique())
+    measurable = qa.groupby("case")["seconds"].max() >= MIN_MEASURABLE_SECONDS
+    too_fast = sorted(measurable.index[~measurable])
+    cases = sorted(measurable.index[measurable])
+    if too_fast and not cases:  # nothing large enough to time: say so instead of ranking noise
+        fig, ax = plt.subplots(figsize=plots.figsize("single", 1.6, 4.0))
+        ax.axis("off")
+        ax.text(0.5, 0.5, f"Quality vs planning time: not drawn.\nIn all {len(too_fast)} cases "
+                f"every planner took < {MIN_MEASURABLE_SECONDS * 1e3:g} ms\n(median), too "
+                "fast to time apart from call overhead.", ha="center", va="center",
+                transform=ax.transAxes)
+        save(fig, "pareto_quality_time")
     if cases:
         ncol = min(3, len(cases))
         nrow = math.ceil(len(cases) / ncol)
@@ -310,7 +385,9 @@ def _build_report(results_dir, out, formats, max_workload_figures, all_versions)
                                                       else "1 run (no spread measured)")
             + "; bars: min-max.\nHollow at the dotted line: below "
             + f"{floor * 1e3:g} ms, too fast to time (call overhead), no ranking; "
-            + ("grey: Pareto front of the timed runs" if n_fronts else "no Pareto front drawn"),
+            + ("grey: Pareto front of the timed runs" if n_fronts else "no Pareto front drawn")
+            + (f"; {len(too_fast)} cases where every planner is < "
+               f"{MIN_MEASURABLE_SECONDS * 1e3:g} ms not shown" if too_fast else ""),
             y=1.02, fontsize=8)
         save(fig, "pareto_quality_time")
 
@@ -331,9 +408,10 @@ def _build_report(results_dir, out, formats, max_workload_figures, all_versions)
                 label = f"{cfg} (slope {slope:.2f}, runs >= {MIN_FIT_SECONDS * 1e3:g} ms)"
             ax.scatter(x, y, s=12, color=plots.PALETTE[i % len(plots.PALETTE)],
                        marker=plots.MARKERS[i % len(plots.MARKERS)], label=label, alpha=0.8)
-        ax.axhspan(ax.get_ylim()[0] if ax.get_ylim()[0] > 0 else 1e-7, MIN_FIT_SECONDS,
-                   color="0.92", zorder=0,
+        lo = float(sc["seconds"].min()) / 2
+        ax.axhspan(lo, MIN_FIT_SECONDS, color="0.92", zorder=0,
                    label=f"< {MIN_FIT_SECONDS * 1e3:g} ms: overhead, not fitted")
+        ax.set_ylim(bottom=lo)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("buffers")
@@ -347,46 +425,16 @@ def _build_report(results_dir, out, formats, max_workload_figures, all_versions)
                                                                 "min_buffers", "min_seconds"]),
                                   tabs / "scaling_slopes.csv"))
 
-    # -- memory over time and arena layouts ------------------------------------------------------
-    from planners import Plan
-
-    for w in sorted(ok["workload"].unique())[:max_workload_figures]:
-        sub = ok[ok["workload"] == w]
-        scheds = sorted(sub["scheduler"].fillna("-").unique())
-        profiles, main_problem, plans = {}, None, []
-        for s in scheds:
-            ss = sub[sub["scheduler"].fillna("-") == s]
-            prob = _problem(results, str(ss.iloc[0]["problem_digest"] or ""), case_label(w, s))
-            if prob is None:
-                continue
-            if main_problem is None:
-                main_problem = prob
-                best = ss[ss["offsets"].notna()].sort_values(["arena", "config", "key"]) \
-                    if "offsets" in ss else ss.iloc[0:0]
-                for _, row in best.drop_duplicates("config").head(2).iterrows():
-                    offs = np.asarray(json.loads(row["offsets"]), dtype=np.int64)
-                    if len(offs) == prob.n:
-                        plans.append(Plan(prob, offs, row["config"], str(row["status"]),
-                                          lower_bound=int(row["lower_bound"])))
-            else:
-                profiles[f"live bytes [{s}]"] = prob
-        if main_problem is None:
-            continue
-        label = "live bytes" if len(scheds) == 1 or scheds == ["-"] else f"live bytes [{scheds[0]}]"
-        where = "" if scheds[0] == "-" else f" on schedule {scheds[0]}"
-        roles = [f"{'best' if k == 0 else 'next'} plan{where}" for k in range(len(plans))]
-        ax = plots.plot_memory_over_time(main_problem, plans, title=f"Memory over time: {w}",
-                                         profiles=profiles, plan_roles=roles)
-        fig = ax.figure
-        if label != "live bytes":
-            handles, labels = ax.get_legend_handles_labels()
-            labels = [label if lab == "live bytes" else lab for lab in labels]
-            ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-        save(fig, f"memory_over_time_{_safe(w)}")
-        if plans:
-            save(plots.plot_arena_layout(plans[0], title=f"Arena layout: {main_problem.name}, "
-                                                        f"{plans[0].planner}"),
-                 f"layout_{_safe(w)}")
+    # -- memory over time and arena layouts (collected from the workers) ------------------------
+    if pool is not None:
+        try:
+            for f in futures:
+                written.extend(f.result())
+        finally:
+            pool.shutdown()
+    else:
+        for t in tasks:
+            written.extend(_workload_figures(*t))
 
     # -- RV64 cycles per planner -------------------------------------------------------------------
     rv = pd.DataFrame()
