@@ -546,13 +546,27 @@ def _cmd_compare_pipeline(args) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rows: list[dict] = []
+    from experiments.harness import _atomic_write, store_problem
+
+    stages: list[dict] = []
+
+    def keep_stage(rec, problem, plan, order):  # offsets and order of every stage, for figures
+        ok = plan.status not in ("infeasible", "timeout", "skipped")
+        stages.append({"model": rec["model"], "stage": rec["stage"], "pass": rec["pass"],
+                       "planner": rec["planner"], "status": plan.status,
+                       "arena": rec["arena"], "order": order,
+                       "offsets": plan.offsets.tolist() if ok else None,
+                       "problem": store_problem(out, problem)})
+        _atomic_write(out / "compare_pipeline_plans.json",
+                      json.dumps({"stages": stages}, sort_keys=True, separators=(",", ":")))
+
     for m in models:  # each model's records are on disk before the next starts
         for p in planners:
             try:
                 model = load_graph(m, overrides=parse_overrides(args.override)) \
                     if args.override else m
                 rows += compare_pipeline(model, args.pipeline, p, pipeline_params(args),
-                                         time_limit=args.time_limit)
+                                         time_limit=args.time_limit, on_plan=keep_stage)
             except Exception as e:  # noqa: BLE001 - a failing model must not lose the others
                 from planners import MemplanError
 

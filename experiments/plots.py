@@ -577,6 +577,8 @@ def plot_ratio_heatmap(records: pd.DataFrame, title: str = "Arena / lower bound"
         label += f"\ncolour capped at {vmax:.2f} ({cap_percentile:g}th percentile)"
     if pv.any():
         label += "\n* proved optimal"
+    if np.isnan(data).any():
+        label += "\nblank: no valid plan (timeout, skipped, error)"
     cb.set_label(label)
     ax.set_xlabel("planner")
     ax.set_ylabel("workload")

@@ -44,6 +44,7 @@ def compare_pipeline(
     unified: bool = False,
     alignment: int = 1,
     time_limit: float | None = 10.0,
+    on_plan: Any = None,
 ) -> list[dict[str, Any]]:
     """Peak and arena before and after each pass of ``pipeline``.
 
@@ -63,6 +64,9 @@ def compare_pipeline(
         Passed to :func:`scheduling.transforms.transformed_problem` (stored operator order).
     time_limit : float or None
         Seconds, for planners that take a time limit.
+    on_plan : callable, optional
+        Called as ``on_plan(record, problem, plan, order)`` after each stage is planned (the
+        stage's operator order, its problem and plan), e.g. to store them for figures.
 
     Returns
     -------
@@ -82,7 +86,7 @@ def compare_pipeline(
         if getattr(plnr, "requires_capacity", False) and p.capacity is None:
             p = p.with_capacity(lower_bound(p))
         pl = plnr.plan(p)
-        return {
+        rec = {
             "model": g.name, "stage": stage, "pass": name, "ops": len(graph.ops),
             "buffers": p.n, "alias_links": len(p.aliases), "peak": lower_bound(p),
             "arena": pl.arena_size if pl.status not in ("infeasible", "timeout", "skipped") else None,
@@ -92,6 +96,9 @@ def compare_pipeline(
             "refused_peak": sum(c.get("reason") == "raises_peak" for c in log.changes) if log else 0,
             "pass_seconds": round(seconds, 4),
         }
+        if on_plan is not None:
+            on_plan(rec, p, pl, [str(n) for n in graph.ops])
+        return rec
 
     out = [record(0, "-", g)]
     for k, (name, f) in enumerate(parse_pipeline(pipeline), start=1):
