@@ -280,12 +280,26 @@ def _cmd_rv64(args) -> int:
     return 0 if est.offsets_match else 1
 
 
-def add_rv64_columns(df, problems: dict, progress: bool = False):
+def _rv64_task(problem, planner: str):
+    """One RV64 estimate (worker side of :func:`add_rv64_columns`): the four values, or the
+    error text."""
+    from experiments import rv64
+
+    try:
+        est = rv64.estimate(problem.with_capacity(None), planner)
+    except Exception as e:  # noqa: BLE001 - one failing estimate must not lose the others
+        return None, str(e)
+    return (est.rv64_instructions, est.rv64_cycles_u74, est.rv64_cycles_c906,
+            est.offsets_match), ""
+
+
+def add_rv64_columns(df, problems: dict, progress: bool = False, jobs: int = 1):
     """Add ``rv64_instructions``, ``rv64_cycles_u74``, ``rv64_cycles_c906`` and
     ``rv64_offsets_match`` to comparison records, for planners with an RV64 core (others: empty).
 
-    Returns ``(df, message)``; when ziglang/unicorn are missing the columns are absent and the
-    message says why.
+    ``jobs > 1`` runs the estimates in that many processes (same values: the emulation is
+    deterministic). Returns ``(df, message)``; when ziglang/unicorn are missing the columns are
+    absent and the message says why.
     """
     from experiments import rv64
 
@@ -296,19 +310,23 @@ def add_rv64_columns(df, problems: dict, progress: bool = False):
     cols = ["rv64_instructions", "rv64_cycles_u74", "rv64_cycles_c906", "rv64_offsets_match"]
     for c in cols:
         df[c] = None
-    for i, row in df.iterrows():
-        if row["planner"] not in rv64.CORE_NAMES or row["workload"] not in problems:
+    todo = [(i, row["workload"], row["planner"]) for i, row in df.iterrows()
+            if row["planner"] in rv64.CORE_NAMES and row["workload"] in problems]
+    if jobs > 1 and len(todo) > 1:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn")) as ex:
+            results = list(ex.map(_rv64_task, [problems[w] for _, w, _ in todo],
+                                  [p for _, _, p in todo]))
+    else:
+        results = [_rv64_task(problems[w], p) for _, w, p in todo]
+    for (i, _, _), (vals, err) in zip(todo, results, strict=True):
+        if vals is None:
+            df.at[i, "error"] = (str(df.at[i, "error"]) + f" rv64: {err}").strip()
             continue
-        p = problems[row["workload"]].with_capacity(None)
-        try:
-            est = rv64.estimate(p, row["planner"])
-        except Exception as e:  # noqa: BLE001 - one failing estimate must not lose the others
-            df.at[i, "error"] = (str(row["error"]) + f" rv64: {e}").strip()
-            continue
-        df.at[i, "rv64_instructions"] = est.rv64_instructions
-        df.at[i, "rv64_cycles_u74"] = est.rv64_cycles_u74
-        df.at[i, "rv64_cycles_c906"] = est.rv64_cycles_c906
-        df.at[i, "rv64_offsets_match"] = est.offsets_match
+        for c, v in zip(cols, vals, strict=True):
+            df.at[i, c] = v
     return df, ""
 
 
@@ -451,7 +469,7 @@ def _cmd_compare(args) -> int:
     df = compare(problems, planners, time_limit=args.time_limit, progress=not args.quiet,
                  on_record=keep, jobs=args.jobs, on_plan=keep_plan)
     if args.rv64:
-        df, msg = add_rv64_columns(df, problems)
+        df, msg = add_rv64_columns(df, problems, jobs=args.jobs)
         if msg:
             print(f"memplan: {msg}", file=sys.stderr)
     _atomic_write_text(csv_path, df.to_csv(index=False))
