@@ -230,10 +230,13 @@ def test_memo_kept_across_calls():
 
 
 def test_memo_with_tiny_cap_is_still_exact():
-    p = aligned_gap(5)
-    for cap, status in ((17, "infeasible"), (18, "feasible")):
-        r = ExactSearch(capacity=cap, time_limit=10, heuristic_first=False, memo_megabytes=1e-4)
-        assert r.plan(p).status == status
+    # 1e-4 MiB holds nothing; 0.1415 MiB holds the table and about four keys, so the memo is emptied
+    # and refilled during the search
+    p = aligned_gap(6)
+    for mb in (1e-4, 0.1415):
+        for cap, status in ((21, "infeasible"), (22, "feasible")):
+            r = ExactSearch(capacity=cap, time_limit=20, heuristic_first=False, memo_megabytes=mb)
+            assert r.plan(p).status == status
 
 
 def test_bad_input_raises_toolkit_errors():

@@ -32,8 +32,8 @@
  * and every pruning is sound.) When dfs() returns "no completion" the key is stored with its
  * constraint and the capacity (a failure at capacity K holds at every capacity <= K); a later node
  * with the same key, a constraint >= the stored one and a capacity <= the stored one is cut. Keys are stored in full (sorted (buffer, minoff, rank) triples) and compared
- * exactly, so a hash collision never cuts a subtree. Memory is bounded: entries are added until
- * the key pool reaches memo_bytes bytes, after which the table is only read.
+ * exactly, so a hash collision never cuts a subtree. Memory is bounded: when the key pool and
+ * table would exceed memo_bytes bytes the memo is emptied and starts again.
  *
  * Range: planners.model admits only problems whose worst-case arena
  * W = sum(round_up(size, align) + align - 1) is <= 2^63 - 1. Every offset this search forms is 0
@@ -275,7 +275,14 @@ static void memo_store(Ctx *c, unsigned long long h, size_t len, i64 lo, int lr)
     if (m->mfull) return;
     size_t bytes = (m->nmkeys + len) * sizeof(i64) +
                    m->mcap * (sizeof(size_t) + sizeof(unsigned long long) + 2 * sizeof(i64) + sizeof(int));
-    if ((i64)bytes > m->memo_bytes) { m->mfull = 1; return; }
+    if ((i64)bytes > m->memo_bytes) {
+        /* Bounded memory: at the cap the memo is emptied and starts again (recent failures are
+           the likeliest to recur); a single key above the cap is not stored. */
+        if (!m->mcount) return;
+        memo_clear(m);
+        if (memo_grow(m)) { m->mfull = 1; return; }
+        i = memo_find(c, h, len, &found);
+    }
     if (m->nmkeys + len > m->capmkeys) {
         size_t nc = m->capmkeys ? 2 * m->capmkeys : 1 << 16;
         while (nc < m->nmkeys + len) nc *= 2;
