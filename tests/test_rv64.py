@@ -300,3 +300,17 @@ def test_greedy_by_size_tree_core_equals_greedy_by_size(case):
     assert np.array_equal(est.offsets, want)
     assert est.offsets_match
     check_plan(p, est.offsets)
+
+
+@needs_rv64
+def test_code_size_and_stack_of_one_core_images():
+    from experiments.rv64.build import core_stack_bytes, core_text_bytes
+
+    for build in ("baseline_rv64", "sifive_u74"):
+        full = rv64.estimate(seed_000_demo(), "first_fit").stack_bytes[build]
+        alone = core_stack_bytes("first_fit", build)
+        assert 0 < alone <= full  # the full image's frame also holds the tree core's stack
+        assert core_text_bytes("freelist_bump", build) > 0
+    # -mcpu=sifive_u74 unrolls and schedules: a larger .text than the baseline build
+    assert core_text_bytes("greedy_by_size", "sifive_u74") > core_text_bytes("greedy_by_size",
+                                                                             "baseline_rv64")

@@ -4,18 +4,22 @@ Seed 000 section 2 notes that planning online at load time costs load latency, a
 compiles its allocator for RV64 and runs it under an emulator. This package measures that cost:
 
 1. ``cores.c`` implements the allocator cores (``greedy_in_order``, ``first_fit``, ``best_fit``,
-   ``greedy_by_size``, ``freelist_bump``) in freestanding C99 with 64-bit sizes; they produce the
-   same offsets as the Python planners of the same names in :mod:`planners`.
+   ``greedy_by_size``, ``freelist_bump``, and ``greedy_by_size_tree``, ``greedy_by_size`` with a
+   segment tree over the placed blocks) in freestanding C99 with 64-bit sizes; they produce the
+   same offsets as the Python planners in :mod:`planners` (:data:`CORE_PLANNER`).
 2. :mod:`.build` cross-compiles it with ``python -m ziglang cc -target riscv64-freestanding-none``
    (``-mcpu=baseline_rv64`` and ``-mcpu=sifive_u74``), cached by content hash.
 3. :mod:`.emulate` runs a core in unicorn (``UC_ARCH_RISCV``, ``UC_MODE_RISCV64``) on a problem and
-   reads the offsets back; a basic-block hook records the executed block trace of the core only.
-4. :mod:`.decode` classifies every instruction of each block once (RV64GC incl. compressed).
-5. :mod:`.cycles` estimates cycles on in-order cores (SiFive U74, T-Head C906) over the trace.
+   reads the offsets back; block and memory hooks (C) count executed blocks in place and advance
+   the core models, so no trace is stored.
+4. :mod:`.decode` classifies every instruction of the code segment once (RV64GC incl. compressed).
+5. :mod:`.cycles` estimates cycles on in-order cores (SiFive U74, T-Head C906), with and without L1
+   caches; :mod:`.mca` cross-checks the U74 pipeline against ``llvm-mca``.
 
 Entry points: :func:`available` and :func:`estimate`. ``rv64_instructions`` counts the
-``baseline_rv64`` build; ``rv64_cycles_u74`` runs the U74 model over the ``sifive_u74`` build's trace
-and ``rv64_cycles_c906`` the C906 model over the ``baseline_rv64`` build's trace.
+``baseline_rv64`` build; ``rv64_cycles_u74`` runs the U74 model (with caches) over the
+``sifive_u74`` build's execution and ``rv64_cycles_c906`` the C906 model over the ``baseline_rv64``
+build's.
 
 Nothing here is imported by :mod:`planners`; a missing ``ziglang``/``unicorn`` only makes
 :func:`available` return ``(False, reason)`` and :func:`estimate` raise :class:`Rv64Unavailable`.
@@ -164,7 +168,9 @@ class Rv64Estimate:
     cycles_ideal_memory : ``{"u74": int, "c906": int}``, the same models with every access hitting
         and no instruction-fetch misses (``cycles`` includes the L1 caches).
     cache : ``{model: {"l1i_accesses", "l1i_misses", "l1d_accesses", "l1d_misses"}}``.
-    stack_bytes : ``{build: bytes}`` of stack the core touched below its entry stack pointer.
+    stack_bytes : ``{build: bytes}`` of stack touched below the entry stack pointer in the full
+        image, where ``memplan_run``'s frame is sized for the largest core (the
+        ``greedy_by_size_tree`` traversal stack); one core alone: :func:`.build.core_stack_bytes`.
     scratch_bytes : bytes of the host-provided work array the core touched (the cores allocate
         nothing else: no heap).
     text_bytes : ``{build: bytes}`` of ``.text`` in an image holding this core alone
