@@ -240,7 +240,8 @@ def plot(df, out_stem: Path) -> list[Path]:
     styles = distinct_styles(len(groups))
     for ax, (col, title) in zip(
         axes,
-        [("rv64_cycles_u74", "SiFive U74 model"), ("rv64_cycles_c906", "T-Head C906 model")],
+        [("rv64_cycles_u74", "SiFive U74 model (LLVM SiFive7; caches: penalty assumed)"),
+         ("rv64_cycles_c906", "T-Head C906 model (latencies, caches: assumptions)")],
         strict=True,
     ):
         for (name, g), (colour, marker) in zip(groups, styles, strict=True):
