@@ -126,8 +126,15 @@ def run_core(
     RuntimeError
         The emulator faulted or the core reported an error status.
     """
-    from unicorn import (UC_ARCH_RISCV, UC_HOOK_BLOCK, UC_HOOK_MEM_READ, UC_HOOK_MEM_WRITE,
-                         UC_MODE_RISCV64, Uc, UcError)  # fmt: skip
+    from unicorn import (
+        UC_ARCH_RISCV,
+        UC_HOOK_BLOCK,
+        UC_HOOK_MEM_READ,
+        UC_HOOK_MEM_WRITE,
+        UC_MODE_RISCV64,
+        Uc,
+        UcError,
+    )
     from unicorn.riscv_const import UC_RISCV_REG_A0, UC_RISCV_REG_RA, UC_RISCV_REG_SP
 
     from .cycles import HostSim
