@@ -184,16 +184,16 @@ def figsize(column: str, height: float, default_width: float | None = None) -> t
     """Figure size (inches) of a figure meant for one ``column`` (``"single"``/``"double"``).
 
     In the paper style the width is the column's (3.5 or 7.16 in) and the height is scaled by
-    ``width / default_width`` (keeping the default look's aspect), but never below 1.6 in;
-    otherwise ``(default_width, height)``.
+    ``width / default_width`` for a single column (keeping the default look's aspect), and is
+    never below 2 in; otherwise ``(default_width, height)``.
     """
     spec = STYLES[current_style()]
     width = spec.get(column)
     if width is None:
         return (float(default_width if default_width is not None else 6.5), float(height))
-    if default_width:
-        height = max(1.6, height * width / default_width) if column == "single" else height
-    return (float(width), float(height))
+    if default_width and column == "single":
+        height = height * width / default_width
+    return (float(width), float(max(2.0, height)))
 
 
 def _new_axes(ax, size: tuple[float, float]):
@@ -201,8 +201,9 @@ def _new_axes(ax, size: tuple[float, float]):
     style's rcParams (the rcParams of the active :func:`style` block, default style outside)."""
     if ax is not None:
         return ax.figure, ax
+    paper = bool(STYLES[current_style()].get("double"))
     with _rc(STYLES[current_style()]["rc"]):
-        fig, ax = plt.subplots(figsize=size)
+        fig, ax = plt.subplots(figsize=size, layout="constrained" if paper else None)
     return fig, ax
 
 
@@ -231,7 +232,9 @@ def save(fig, path: str | Path, formats: Sequence[str] | None = None) -> list[Pa
 
     Notes
     -----
-    Dates and the software tag are left out of the metadata (PNG ``Software``, PDF
+    In a style with column widths (``"paper"``) the file keeps the figure's exact size (a
+    constrained layout fits outside legends into it); otherwise the figure is cropped to its
+    drawn extent. Dates and the software tag are left out of the metadata (PNG ``Software``, PDF
     ``CreationDate``, SVG ``Date``) and SVG ids are salted (``svg.hashsalt``), so the same
     figure gives byte-identical files on every run (checked by ``tests/test_plots.py``).
     """
@@ -244,7 +247,16 @@ def save(fig, path: str | Path, formats: Sequence[str] | None = None) -> list[Pa
     written = []
     bbox = "tight"
     get_renderer = getattr(fig.canvas, "get_renderer", None)
-    if get_renderer is not None and len(formats) > 1:  # one tight-box layout pass for all formats
+    if STYLES[current_style()].get("double"):  # paper: the file is exactly the column width,
+        try:                                    # outside legends fitted inside it
+            if fig.get_layout_engine() is None:
+                fig.set_layout_engine("constrained")
+            fig.draw_without_rendering()
+            bbox = None
+        except (RuntimeError, ZeroDivisionError, ValueError):  # too small to lay out: crop
+            fig.set_layout_engine("none")
+    if bbox == "tight" and get_renderer is not None and len(formats) > 1:
+        # one tight-box layout pass for all formats
         fig.draw_without_rendering()
         bbox = fig.get_tightbbox(get_renderer()).padded(plt.rcParams["savefig.pad_inches"])
     for fmt in formats:

@@ -149,6 +149,10 @@ def test_paper_style_gives_column_widths_and_embedded_fonts(tmp_path):
                     assert 5 <= t.get_fontsize() <= 9, (name, t.get_text(), t.get_fontsize())
             written = plots.save(ax, tmp_path / name)
             assert [p.suffix for p in written] == [".pdf", ".png"]
+            from PIL import Image
+
+            px = Image.open(written[1]).size[0]  # the file itself is one column wide
+            assert abs(px - w * plots.STYLES["paper"]["rc"]["savefig.dpi"]) <= 2, (name, px)
             pdf = written[0].read_bytes()
             assert b"/FontFile2" in pdf  # TrueType embedded (pdf.fonttype 42), not Type 3
     with plots.style("default"):
