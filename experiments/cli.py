@@ -136,7 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("input", help="MiniMalloc .csv, .onnx, or workload name (see `memplan list`)")
     r.add_argument("--planner", default="greedy_in_order",
                    help="one of the planners with a C core (greedy_in_order, first_fit, best_fit, "
-                        "greedy_by_size, freelist_bump)")
+                        "greedy_by_size, freelist_bump) or greedy_by_size_tree (greedy_by_size's "
+                        "offsets, faster core)")
     r.add_argument("--json", action="store_true", help="print one JSON object")
     r.add_argument("--override", action="append", metavar="NAME=DIMS",
                    help="ONNX/TFLite: a symbolic dimension (N=1) or a tensor's static shape "
@@ -262,7 +263,7 @@ def _cmd_rv64(args) -> int:
         raise rv64.Rv64Unavailable(reason)
     from planners.registry import PLANNERS
 
-    if args.planner not in PLANNERS:
+    if args.planner not in PLANNERS and args.planner not in rv64.CORE_NAMES:
         raise ValueError(f"unknown planner {args.planner!r}; registered planners: {', '.join(PLANNERS)}")
     if args.planner not in rv64.CORE_NAMES:
         raise ValueError(
