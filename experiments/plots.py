@@ -737,7 +737,7 @@ def plot_memory_over_time(
         rel = "= lower bound" if a == lb else (f"{100 * (a / lb - 1):+.1f} % vs lower bound"
                                                 if lb else "")
         role = f"{roles[k]}: " if k < len(roles) and roles[k] else ""
-        if p.status != "optimal":
+        if p.status != "optimal" and a != lb:  # an arena at the lower bound is optimal anyway
             rel += f"; {p.status}, not proved optimal" if p.status != "heuristic" else "; heuristic"
         ax.axhline(a, color=colour, lw=max(5.0 - 2.0 * k, 1.5), alpha=0.55, solid_capstyle="butt",
                    zorder=3 + 0.1 * k,  # narrower bands on top: all stay visible
