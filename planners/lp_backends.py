@@ -103,33 +103,22 @@ def solve_pulp(
     else:
         fd, log = tempfile.mkstemp(suffix=".cbc.log")
         os.close(fd)
+        def cbc(mip_start: bool):
+            return pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit, threads=threads,
+                                     warmStart=mip_start, logPath=log,
+                                     options=list(cbc_options or []))
+
         try:
-            solver = pulp.PULP_CBC_CMD(
-                msg=False,
-                timeLimit=time_limit,
-                threads=threads,
-                warmStart=warm_start,
-                logPath=log,
-                options=list(cbc_options or []),
-            )
             try:
-                prob.solve(solver)
+                prob.solve(cbc(warm_start))
             except pulp.PulpSolverError:
                 if not warm_start:
                     return _cbc_failed(log, info)
                 # The bundled CBC (2.10) was seen to crash reading a MIP start on larger models
                 # (ilp_blocks on MiniMalloc A); retry once without it and record the fact.
                 info["mip_start"] = "CBC crashed with the MIP start; solved again without it"
-                solver = pulp.PULP_CBC_CMD(
-                    msg=False,
-                    timeLimit=time_limit,
-                    threads=threads,
-                    warmStart=False,
-                    logPath=log,
-                    options=list(cbc_options or []),
-                )
                 try:
-                    prob.solve(solver)
+                    prob.solve(cbc(False))
                 except pulp.PulpSolverError:
                     return _cbc_failed(log, info)
             with open(log, errors="replace") as f:
