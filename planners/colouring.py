@@ -218,6 +218,7 @@ class Chaitin(Planner):
     """
 
     name = "chaitin"
+    family = "colouring"
 
     def __init__(self, k: int | None = None, spill_rule: str = "cost_degree") -> None:
         self.k = k
@@ -335,6 +336,7 @@ class IntervalColouring(Planner):
     """
 
     name = "interval_colouring"
+    family = "colouring"
 
     def _solve(self, problem: Problem) -> SolveResult:
         block_of = interval_colouring_blocks(problem)

@@ -113,6 +113,7 @@ class CPSat(Planner):
     """
 
     name = "cpsat"
+    family = "exact"
 
     def __init__(
         self,

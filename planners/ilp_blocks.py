@@ -173,6 +173,7 @@ class ILPBlocks(Planner):
     """
 
     name = "ilp_blocks"
+    family = "exact"
 
     def __init__(
         self,

@@ -194,6 +194,7 @@ class MILPOffsets(Planner):
     """
 
     name = "milp_offsets"
+    family = "exact"
 
     def __init__(
         self,
