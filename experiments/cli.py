@@ -457,7 +457,7 @@ def _cmd_compare(args) -> int:
     csv_path = out / "compare.csv"
     records: list[dict] = []
     entries: list[dict] = []
-    stored = {w: store_problem(out, p) for w, p in problems.items()}  # once per workload
+    stored = {w: store_problem(out, p, workload=w) for w, p in problems.items()}  # once each
 
     def keep(rec):  # every finished run is on disk before the next starts
         records.append(rec)

@@ -27,6 +27,7 @@ from planners import (
     MemplanError,
     Plan,
     Problem,
+    ProblemError,
     check_plan,
     get_planner,
     lower_bound,
@@ -36,7 +37,8 @@ from planners.registry import PLANNERS
 
 __all__ = ["RECORD_COLUMNS", "INT_COLUMNS", "records_frame", "run_one", "compare", "planner_for",
            "default_planners", "PLANS_FILE", "plan_entry", "write_plans", "read_plans",
-           "store_problem", "load_problem_csv"]
+           "store_problem", "load_problem_csv", "external_source",
+           "write_stored_problem", "problem_csv_text"]
 
 #: The side file of ``compare.csv`` with every run's offsets and the stored problems.
 PLANS_FILE = "compare_plans.json"
@@ -270,10 +272,33 @@ def _atomic_write(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
-def store_problem(out: str | Path, problem: Problem) -> str:
-    """Write ``problem`` once as ``OUT/problems/DIGEST.csv`` (MiniMalloc columns, half-open
-    lifetimes, atomic) and return its path relative to ``out``. The digest is the SHA-256 of the
-    CSV text, so the same problem always has the same file."""
+#: ``../shared`` beside the repository. Benchmark problems read from there (MiniMalloc, idealloc)
+#: are third-party data that results/ must not copy: they are stored as references.
+SHARED_DIR = Path(__file__).resolve().parents[1].parent / "shared"
+_REPO = Path(__file__).resolve().parents[1]
+
+
+def external_source(workload: str, source: str | os.PathLike | None = None) -> str | None:
+    """The portable reference under which a workload's problem is stored instead of its CSV, or
+    ``None`` to store the CSV. ``minimalloc:NAME`` workloads and files under ``../shared`` are
+    external (third-party benchmark data): the reference is the workload name, or the file's path
+    relative to the repository (``../shared/...``)."""
+    if workload.startswith("minimalloc:"):
+        return workload
+    for cand in (source, workload):
+        if not cand:
+            continue
+        try:
+            path = Path(cand).resolve()
+        except (OSError, ValueError):
+            continue
+        if path.is_relative_to(SHARED_DIR.resolve()):
+            return os.path.relpath(path, _REPO)
+    return None
+
+
+def problem_csv_text(problem: Problem) -> tuple[str, str]:
+    """``(csv_text, sha256)`` of ``problem`` in MiniMalloc columns (half-open lifetimes)."""
     import hashlib
     import tempfile
 
@@ -283,19 +308,63 @@ def store_problem(out: str | Path, problem: Problem) -> str:
         f = Path(d) / "p.csv"
         write_minimalloc_csv(problem, f)
         text = f.read_text()
-    digest = hashlib.sha256(text.encode()).hexdigest()
-    rel = f"problems/{digest}.csv"
-    path = Path(out) / rel
-    if not path.exists():
-        _atomic_write(path, text)
-    return rel
+    return text, hashlib.sha256(text.encode()).hexdigest()
+
+
+def write_stored_problem(out: str | Path, digest: str, text: str, external: str | None) -> None:
+    """Write ``OUT/problems/DIGEST.csv`` (atomic, once), or for an external problem
+    (:func:`external_source`) ``OUT/problems/DIGEST.ref``: JSON ``{"source", "sha256"}``."""
+    base = Path(out) / "problems" / digest
+    if external is None:
+        if not base.with_suffix(".csv").exists():
+            _atomic_write(base.with_suffix(".csv"), text)
+    elif not base.with_suffix(".ref").exists():
+        _atomic_write(base.with_suffix(".ref"), json.dumps({"source": external, "sha256": digest}))
+
+
+def store_problem(out: str | Path, problem: Problem, workload: str = "",
+                  source: str | os.PathLike | None = None) -> str:
+    """Store ``problem`` once under ``OUT/problems/`` and return ``problems/DIGEST.csv`` (relative
+    to ``out``; the digest is the SHA-256 of the MiniMalloc CSV text, so the same problem always
+    has the same name). Third-party benchmark problems (:func:`external_source` of ``workload``
+    and ``source``) are stored as a reference ``DIGEST.ref`` instead of a copy;
+    :func:`load_problem_csv` resolves either."""
+    text, digest = problem_csv_text(problem)
+    write_stored_problem(out, digest, text, external_source(workload, source))
+    return f"problems/{digest}.csv"
 
 
 def load_problem_csv(path: str | Path, name: str) -> Problem:
-    """A problem stored by :func:`store_problem` (or ``memplan sweep``), named ``name``."""
+    """A problem stored by :func:`store_problem` (or ``memplan sweep``), named ``name``.
+
+    ``path`` is ``.../problems/DIGEST.csv``; where only ``DIGEST.ref`` exists, the referenced
+    workload is loaded (it needs ``../shared`` or ``$MEMPLAN_MINIMALLOC_DIR``) and its digest
+    checked. Raises :class:`planners.ProblemError` when the problem cannot be had or differs.
+    """
     from planners.io import read_minimalloc_csv
 
-    return read_minimalloc_csv(path, capacity=None, name=name)
+    path = Path(path)
+    if path.exists():
+        return read_minimalloc_csv(path, capacity=None, name=name)
+    ref = path.with_suffix(".ref")
+    if not ref.exists():
+        raise ProblemError(f"{path}: stored problem not found")
+    body = json.loads(ref.read_text())
+    from experiments.workloads import load_problem
+
+    spec = body["source"]
+    if not spec.startswith("minimalloc:"):
+        spec = str((_REPO / spec).resolve())
+    try:
+        p = load_problem(spec, capacity=None)
+    except ProblemError as exc:
+        raise ProblemError(f"{ref}: the referenced benchmark {body['source']!r} cannot be "
+                           f"loaded ({exc})") from None
+    p = Problem(p.buffers, capacity=None, alignment=p.alignment, name=name, aliases=p.aliases)
+    if problem_csv_text(p)[1] != body["sha256"]:
+        raise ProblemError(f"{ref}: {body['source']!r} is not the problem that was planned "
+                           "(its content changed)")
+    return p
 
 
 def write_plans(out: str | Path, problems: Mapping[str, str], entries: Sequence[Mapping[str, Any]],

@@ -275,6 +275,8 @@ def _ref_from_registry(name: str, w) -> WorkloadRef:
 
 
 def _problem_digest(p) -> str:
+    """SHA-256 of a problem's arrays, ids, capacity and default alignment (the record's
+    ``problem_digest``; ``OUT/problems/DIGEST.csv`` or ``.ref``)."""
     h = hashlib.sha256()
     for a in (p.starts, p.ends, p.sizes, p.alignments, p.resident):
         h.update(a.tobytes())
@@ -965,6 +967,26 @@ def _problem_for(spec: RunSpec):
                             name=w.name), extra
 
 
+def load_referenced_problem(ref_file: str | Path, name: str):
+    """The problem of an ``OUT/problems/DIGEST.ref`` file (a third-party benchmark stored by
+    reference): loaded again from its source (``minimalloc:NAME`` or a path relative to the
+    repository) and checked against the digest. Raises :class:`planners.ProblemError` when it
+    cannot be had (``../shared`` absent) or differs."""
+    from experiments.harness import _REPO
+    from experiments.workloads import load_problem
+    from planners import Problem, ProblemError
+
+    body = json.loads(Path(ref_file).read_text())
+    spec = body["source"]
+    if not spec.startswith("minimalloc:"):
+        spec = str((_REPO / spec).resolve())
+    p = load_problem(spec)
+    p = Problem(p.buffers, capacity=p.capacity, alignment=p.alignment, name=name)
+    if _problem_digest(p) != body["digest"]:
+        raise ProblemError(f"{ref_file}: {body['source']!r} is not the problem that was planned")
+    return p
+
+
 def _problem_csv(p) -> str:
     lines = ["id,lower,upper,size"]
     lines += [f"{i},{s},{e},{z}" for i, s, e, z in zip(range(p.n), p.starts.tolist(),
@@ -993,6 +1015,13 @@ def execute_run(spec: RunSpec) -> tuple[dict[str, Any], str | None, str]:
         problem, extra = _problem_for(spec)
         pdigest = _problem_digest(problem)
         problem_csv = _problem_csv(problem)
+        if not spec.workload.is_graph:
+            from experiments.harness import external_source
+
+            # third-party benchmark data (../shared) is stored as a reference, never copied
+            ref = external_source(spec.workload.name, spec.workload.source)
+            if ref is not None:
+                rec["problem_ref"] = ref
         r, plan = run_one(spec.workload.name, problem, spec.planner, time_limit=spec.time_limit,
                           params=json.loads(spec.planner_params), keep_plan=True)
         tb = r.pop("traceback", None)
@@ -1185,9 +1214,14 @@ def _done_keys(out: Path, retry_failed: bool = False, quarantine: bool = False) 
 
 def _store(out: Path, rec: dict[str, Any], problem_csv: str | None, pdigest: str) -> None:
     if problem_csv is not None and pdigest:
-        pf = out / "problems" / f"{pdigest}.csv"
-        if not pf.exists():
-            _atomic_write(pf, problem_csv)
+        if rec.get("problem_ref"):  # OUT/problems/DIGEST.ref (experiments.harness.external_source)
+            pf = out / "problems" / f"{pdigest}.ref"
+            if not pf.exists():
+                _atomic_write(pf, json.dumps({"source": rec["problem_ref"], "digest": pdigest}))
+        else:
+            pf = out / "problems" / f"{pdigest}.csv"
+            if not pf.exists():
+                _atomic_write(pf, problem_csv)
     _atomic_write(out / "records" / f"{rec['key']}.json", json.dumps(rec, sort_keys=True, indent=0))
 
 
