@@ -62,8 +62,8 @@ def test_corpus_lower_bound_is_the_brute_force_peak(name, expected):
     """silero_vad.onnx keeps its sr-dependent If (sr is a runtime input): at the If's step the
     condition (1 B), the If's outputs (4 B + 1024 B) and its subgraph workspace (6192 B, the
     16 kHz branch; the 8 kHz branch cannot run with 512 samples) are live: 7221 B."""
-    from scheduling.onnx_import import load_onnx
     from experiments.workloads import parse_overrides
+    from scheduling.onnx_import import load_onnx
 
     model = BY_NAME[name]
     path = _fetch(name)

@@ -13,8 +13,8 @@ from experiments import plots
 from experiments.compare_figures import most_different_workload
 from experiments.plots_sched import plot_sched_peaks, plot_schedule_curves
 from planners import Buffer, Plan, Problem, live_profile
-from scheduling.lifetimes import lifetime_problem
 from planners.examples import seed000_problem
+from scheduling.lifetimes import lifetime_problem
 
 KIB, MIB = 2**10, 2**20
 
