@@ -31,7 +31,8 @@ run-full: $(STAMP)
 
 ## The test suite (unit, property, notebook tests); tests that need ../shared skip without it.
 test: $(STAMP)
-	$(PY) -m pytest -q -n $(PYTEST_WORKERS) tests --nbmake notebooks
+	$(PY) -m pytest -q -n $(PYTEST_WORKERS) tests --nbmake notebooks \
+		--doctest-modules planners scheduling experiments
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check planners scheduling experiments tests
