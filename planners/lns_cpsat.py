@@ -52,10 +52,8 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from .base import Planner, SolveResult
-from .bounds import lower_bound
 from .errors import ProblemError
-from .greedy import FITS
-from .local_search import DEFAULT_START_ORDERS, Trajectory, best_greedy_start
+from .local_search import DEFAULT_START_ORDERS, anytime_start
 from .model import Problem
 
 __all__ = ["LNSCPSat", "NEIGHBOURHOODS"]
@@ -157,16 +155,11 @@ class LNSCPSat(Planner):
 
     def _solve(self, problem: Problem) -> SolveResult:
         self._check()
-        t0 = time.perf_counter()
-        deadline = t0 + float(self.time_limit)
-        traj = Trajectory(t0)
-        lb = lower_bound(problem)
-        _, _, off, arena, arenas = best_greedy_start(
-            problem, self.start_orders, FITS, t0 + self.start_share * float(self.time_limit)
-        )
-        off = np.asarray(off, np.int64).copy()
+        st = anytime_start(problem, self.time_limit, self.start_orders, self.start_share)
+        deadline, traj, lb, arena = st.deadline, st.trajectory, st.lower_bound, st.arena
+        off = np.asarray(st.offsets, np.int64).copy()
         traj.add(arena)
-        info: dict = {"start": min(arenas, key=arenas.get), "start_arenas": arenas}
+        info: dict = dict(st.info)
         sizes = problem.sizes
         live = sizes > 0
         rng = np.random.default_rng(self.seed)

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -69,6 +70,8 @@ __all__ = [
     "EVALUATORS",
     "DEFAULT_START_ORDERS",
     "best_greedy_start",
+    "AnytimeStart",
+    "anytime_start",
     "place_suffix",
     "Trajectory",
 ]
@@ -127,6 +130,39 @@ def best_greedy_start(
             if best is None or arena < best[3]:
                 best = (perm, fit, off, arena)
     return (*best, arenas)
+
+
+@dataclass
+class AnytimeStart:
+    """Where every anytime planner starts (:func:`anytime_start`): the clock, the deadline of the
+    whole call, the trajectory, the max-live lower bound (bytes), and the best greedy plan
+    (``perm``, ``fit``, ``offsets``, ``arena`` in bytes) with ``info`` naming it and every start's
+    arena (``{"start", "start_arenas"}``)."""
+
+    t0: float
+    deadline: float
+    trajectory: Trajectory
+    lower_bound: int
+    perm: np.ndarray
+    fit: str
+    offsets: np.ndarray
+    arena: int
+    info: dict
+
+
+def anytime_start(problem: Problem, time_limit: float, start_orders, start_share: float
+                  ) -> AnytimeStart:
+    """Start an anytime planner's call: the deadline is ``time_limit`` seconds from now, and
+    :func:`best_greedy_start` over ``start_orders`` x both fits starts no plan after
+    ``start_share * time_limit`` seconds (one always runs). The trajectory is left empty: the
+    caller records its start arena."""
+    t0 = time.perf_counter()
+    limit = float(time_limit)
+    perm, fit, off, arena, arenas = best_greedy_start(
+        problem, start_orders, FITS, t0 + start_share * limit
+    )
+    return AnytimeStart(t0, t0 + limit, Trajectory(t0), lower_bound(problem), perm, fit, off,
+                        arena, {"start": min(arenas, key=arenas.get), "start_arenas": arenas})
 
 
 def _align_up(v: np.ndarray, a: int) -> np.ndarray:
@@ -319,19 +355,15 @@ class LocalSearch(Planner):
 
     def _solve(self, problem: Problem) -> SolveResult:
         self._check()
-        t0 = time.perf_counter()
-        deadline = t0 + float(self.time_limit)
-        traj = Trajectory(t0)
-        lb = lower_bound(problem)
-        perm, fit0, off, arena, arenas = best_greedy_start(
-            problem, self.start_orders, FITS, t0 + self.start_share * float(self.time_limit)
-        )
-        fit = fit0 if self.fit == "auto" else self.fit
-        if fit != fit0:  # the search fit differs from the start plan's: re-place its order
+        st = anytime_start(problem, self.time_limit, self.start_orders, self.start_share)
+        deadline, traj, lb = st.deadline, st.trajectory, st.lower_bound
+        perm, off, arena = st.perm, st.offsets, st.arena
+        fit = st.fit if self.fit == "auto" else self.fit
+        if fit != st.fit:  # the search fit differs from the start plan's: re-place its order
             off = greedy_offsets(problem, perm, fit)
             arena = arena_of(problem, off)
         traj.add(arena)
-        info = {"start": min(arenas, key=arenas.get), "start_arenas": arenas, "fit": fit}
+        info = dict(st.info, fit=fit)
         best_perm, best_off, best_arena = perm.copy(), off, arena
         n = problem.n
         live = problem.sizes > 0

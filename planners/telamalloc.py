@@ -52,10 +52,9 @@ import time
 import numpy as np
 
 from .base import Planner, SolveResult
-from .bounds import live_profile, lower_bound
+from .bounds import live_profile
 from .errors import ProblemError
-from .greedy import FITS
-from .local_search import DEFAULT_START_ORDERS, Trajectory, best_greedy_start
+from .local_search import DEFAULT_START_ORDERS, anytime_start
 from .model import Problem
 
 __all__ = ["TelaMalloc", "PRIORITIES", "contention"]
@@ -323,15 +322,11 @@ class TelaMalloc(Planner):
                 f"telamalloc: time_limit ({self.time_limit!r}) and node_limit "
                 f"({self.node_limit!r}) must be positive"
             )
-        t0 = time.perf_counter()
-        deadline = t0 + float(self.time_limit)
-        traj = Trajectory(t0)
-        lb = lower_bound(problem)
-        _, _, best_off, best, arenas = best_greedy_start(
-            problem, self.start_orders, FITS, t0 + self.start_share * float(self.time_limit)
-        )
+        st = anytime_start(problem, self.time_limit, self.start_orders, self.start_share)
+        deadline, traj, lb = st.deadline, st.trajectory, st.lower_bound
+        best_off, best = st.offsets, st.arena
         traj.add(best)
-        info: dict = {"start": min(arenas, key=arenas.get), "start_arenas": arenas}
+        info: dict = dict(st.info)
         bound = lb
         targets: list[tuple[int, str]] = []
         prios = (self.priority,) if isinstance(self.priority, str) else tuple(self.priority)
