@@ -608,11 +608,13 @@ class _ModuleGraph:
         self._specs: dict[str, Any] = {}
 
     def spec(self, name: str):
+        """The import spec of module ``name`` (cached; ``None`` if not found)."""
         if name not in self._specs:
             self._specs[name] = _find_spec(name)
         return self._specs[name]
 
     def text(self, name: str) -> str | None:
+        """Source text of a project module (cached); ``None`` outside the project."""
         if name not in self._texts:
             inside = name.split(".")[0] in PROJECT_PACKAGES
             self._texts[name] = self._source(name) if inside else None
@@ -623,10 +625,12 @@ class _ModuleGraph:
         return spec is not None and not isinstance(spec.loader, importlib.machinery.ExtensionFileLoader)
 
     def is_package(self, name: str) -> bool:
+        """Whether module ``name`` is a package."""
         spec = self.spec(name)
         return spec is not None and spec.submodule_search_locations is not None
 
     def digest(self, name: str) -> str:
+        """SHA-256 of the module's code (comments and docstrings left out), cached."""
         if name not in self._digests:
             text = self.text(name)
             if text is None:
@@ -684,6 +688,7 @@ class _ModuleGraph:
         return _IMPORTS[raw]
 
     def deps(self, name: str) -> tuple[str, ...]:
+        """Project modules that module ``name`` imports directly (cached)."""
         if name not in self._deps:
             found: set[str] = set()
             for imp in self.imports(name):

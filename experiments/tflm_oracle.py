@@ -263,6 +263,7 @@ class _Tail:
         self.parts: dict[str, int] = {}
 
     def alloc(self, part: str, size: int, alignment: int) -> None:
+        """Take ``size`` bytes for ``part`` and round the tail up to ``alignment`` bytes."""
         before = self.used
         self.used = _align_up(self.used + int(size), int(alignment))
         self.parts[part] = self.parts.get(part, 0) + self.used - before

@@ -98,6 +98,7 @@ class Trajectory:
 
     @property
     def best(self) -> int | None:
+        """The best arena recorded (bytes), or None before the first point."""
         return self.points[-1][1] if self.points else None
 
 

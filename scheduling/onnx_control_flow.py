@@ -941,6 +941,7 @@ class _Scope:
         self.fallback = fallback
 
     def nbytes(self, name: str, node: onnx.NodeProto | None, what: str) -> int:
+        """Bytes of tensor ``name`` in this subgraph; OnnxImportError naming the node if unknown."""
         b = _bytes_of(self.vinfo.get(name))
         if b is None:
             b = _bytes_of(self.fallback.get(name))

@@ -258,6 +258,7 @@ class _Cache:
         self.clock = self.accesses = self.misses = 0
 
     def access(self, addr: int) -> bool:
+        """Touch byte address ``addr``; return True on a miss (LRU fill of its set)."""
         line = addr >> self.shift
         s = line & (self.sets - 1)
         tags, st = self.tags[s], self.stamp[s]
@@ -333,6 +334,8 @@ class _RefPipe:
 
     def step(self, ins: Insn, pc: int = 0, taken: bool = False, addr: int | None = None,
              last: bool = True):  # fmt: skip
+        """Issue one instruction (its branch outcome ``taken`` and data address ``addr`` from
+        the emulator) and advance the pipeline clock in cycles."""
         m = self.m
         self.n += 1
         lat = _lat(m, ins)
@@ -398,6 +401,7 @@ class _RefPipe:
             self._new_cycle(issue + 1)
 
     def result(self) -> dict:
+        """Cycles, instructions, branch and cache counts so far."""
         out = {"cycles": self.end, "instructions": self.n, "mispredicts": self.mis,
                "branches": self.br}  # fmt: skip
         for name in ("l1i", "l1d"):

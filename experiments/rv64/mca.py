@@ -174,6 +174,7 @@ class McaRow:
         return self.ours / self.mca if self.mca else float("nan")
 
     def as_record(self) -> dict:
+        """One row of ``results/bench_rv64_mca.csv`` (cycles per iteration)."""
         return {"block": self.block, "source": self.source, "instructions": self.instructions,
                 "our_cycles_per_iter": self.ours, "mca_cycles_per_iter": self.mca,
                 "ratio": round(self.ratio, 4), "asm": self.asm.replace("\n", "; ")}  # fmt: skip
