@@ -51,6 +51,7 @@ from pathlib import Path
 import numpy as np
 
 from planners.model import Buffer, Plan, Problem
+from scheduling.tflite_import import tensor_names
 
 __all__ = ["METADATA_NAME", "TflmLifetime", "tflm_lifetimes", "tflm_problem", "offline_offsets",
            "read_offline_plan", "check_offline_plan", "write_offline_plan", "run_model",
@@ -77,19 +78,6 @@ def _read(data: bytes, what: str):
     import tflite
 
     return tflite.Model.GetRootAsModel(data, 0)
-
-
-def _tensor_names(sg) -> list[str]:
-    """Tensor names as :func:`scheduling.tflite_import.load_tflite` makes them (buffer ids)."""
-    names, seen = [], set()
-    for j in range(sg.TensorsLength()):
-        raw = sg.Tensors(j).Name()
-        nm = raw.decode("utf-8", "replace") if raw else f"tensor{j}"
-        if nm in seen:
-            nm = f"{nm}#{j}"
-        seen.add(nm)
-        names.append(nm)
-    return names
 
 
 @dataclass(frozen=True)
@@ -208,7 +196,7 @@ def offline_offsets(data: bytes, plan: Plan) -> list[int]:
         A buffer id that names no main-subgraph tensor, or an offset outside ``[0, 2**31)``.
     """
     model = _read(data, "model")
-    names = _tensor_names(model.Subgraphs(0))
+    names = tensor_names(model.Subgraphs(0))
     index = {n: j for j, n in enumerate(names)}
     total = sum(model.Subgraphs(s).TensorsLength() for s in range(model.SubgraphsLength()))
     out = [-1] * total

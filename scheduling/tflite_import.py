@@ -66,7 +66,8 @@ from planners.model import Problem
 from .errors import GraphError
 from .graph import Graph
 
-__all__ = ["TfliteImportError", "TfliteModel", "load_tflite", "tflite_problem", "tflite_available"]
+__all__ = ["TfliteImportError", "TfliteModel", "load_tflite", "tflite_problem", "tflite_available",
+           "tensor_names"]
 
 # TensorType enum value -> (numpy dtype name used for the Tensor, bytes per element or None)
 _TYPES: dict[str, tuple[str, float]] = {
@@ -134,6 +135,22 @@ def _enum_names(enum_cls) -> dict[int, str]:
     return {v: k for k, v in vars(enum_cls).items() if not k.startswith("_") and isinstance(v, int)}
 
 
+def tensor_names(sg) -> list[str]:
+    """The buffer id of every tensor of a TFLite subgraph (flatbuffer ``SubGraph``), by index:
+    its UTF-8 name (undecodable bytes replaced), ``tensor{j}`` when unnamed, and ``name#j`` for a
+    repeated name, so ids are unique."""
+    names: list[str] = []
+    seen: set[str] = set()
+    for j in range(sg.TensorsLength()):
+        raw = sg.Tensors(j).Name()
+        nm = raw.decode("utf-8", "replace") if raw else f"tensor{j}"
+        if nm in seen:
+            nm = f"{nm}#{j}"
+        seen.add(nm)
+        names.append(nm)
+    return names
+
+
 def load_tflite(
     path: str | os.PathLike,
     overrides: Mapping[str, Sequence[int]] | None = None,
@@ -199,15 +216,7 @@ def _build(path, model, index, n_sub, op_names, type_names, overrides, name,
     sg = model.Subgraphs(index)
     stack = (*stack, index)
     nt = sg.TensorsLength()
-    tnames: list[str] = []
-    seen: set[str] = set()
-    for j in range(nt):
-        raw = sg.Tensors(j).Name()
-        nm = raw.decode("utf-8", "replace") if raw else f"tensor{j}"
-        if nm in seen:
-            nm = f"{nm}#{j}"
-        seen.add(nm)
-        tnames.append(nm)
+    tnames = tensor_names(sg)
     unknown = set(overrides) - set(tnames) if index == 0 else set()
     if unknown:
         raise TfliteImportError(f"{path}: overrides name no tensor: {sorted(unknown)}")
