@@ -33,6 +33,7 @@ from planners import (
     lower_bound,
     naive_arena,
 )
+from planners.params import validate_params
 from planners.registry import PLANNERS
 
 __all__ = ["RECORD_COLUMNS", "INT_COLUMNS", "records_frame", "run_one", "compare", "planner_for",
@@ -91,16 +92,17 @@ def planner_for(name: str, time_limit: float | None = None,
     """Instantiate planner ``name`` with ``params``; ``time_limit`` (seconds) is the default for
     planners that take one, and a ``time_limit`` in ``params`` overrides it.
 
-    Raises ``ValueError`` for an unknown planner or parameter, or a time limit that is not > 0.
+    Raises ``ValueError`` for an unknown planner or parameter, and
+    :class:`planners.errors.ParameterError` for a value its rules forbid (e.g. a time limit that
+    is not > 0).
     """
     params = dict(params or {})
     cls = PLANNERS.get(name)
     if cls is not None and time_limit is not None and "time_limit" in cls._param_names():
         params.setdefault("time_limit", time_limit)
-    tl = params.get("time_limit")
-    if tl is not None and not (isinstance(tl, (int, float)) and tl > 0):
-        raise ValueError(f"planner {name!r}: time_limit must be > 0 seconds, got {tl!r}")
-    return get_planner(name, **params)
+    planner = get_planner(name, **params)
+    validate_params(planner)  # its declared rules, checked before any run
+    return planner
 
 
 def _needs_capacity(planner) -> bool:

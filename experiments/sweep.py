@@ -124,7 +124,8 @@ from typing import Any
 
 import tomllib
 
-from planners.errors import MemplanError
+from planners.errors import MemplanError, ParameterError
+from planners.params import check_params
 
 __all__ = [
     "ConfigError",
@@ -235,7 +236,8 @@ def _digest_obj(obj: Any) -> str:
     return _digest_bytes(json.dumps(obj, sort_keys=True, default=str).encode())
 
 
-def _expand_grid(kind: str, name: str, table: Any, allowed: list[str]) -> list[dict[str, Any]]:
+def _expand_grid(kind: str, name: str, table: Any, allowed: list[str],
+                 rules: Mapping[str, list] | None = None) -> list[dict[str, Any]]:
     where = f"[{kind}] {name}"
     if not isinstance(table, Mapping):
         raise ConfigError(f"{where}: must be a table of parameters (e.g. {name} = {{}}), got {table!r}")
@@ -249,9 +251,7 @@ def _expand_grid(kind: str, name: str, table: Any, allowed: list[str]) -> list[d
         for x in values:
             if isinstance(x, (list, dict)):
                 raise ConfigError(f"{where}: grid of {k!r} must hold scalars, got {x!r}")
-            if k == "time_limit" and (isinstance(x, bool) or not isinstance(x, (int, float))
-                                      or not x > 0):
-                raise ConfigError(f"{where}: time_limit must be a number > 0 (seconds), got {x!r}")
+            check_params(where, rules or {}, {k: x})  # the component's declared rules
         axes.append([(k, x) for x in values])
     return [dict(combo) for combo in itertools.product(*axes)] if axes else [{}]
 
@@ -445,7 +445,8 @@ def parse_config(raw: Mapping[str, Any], base: str | Path = ".", source: str = "
         if name not in PLANNERS:
             raise ConfigError(f"[planners]: unknown planner {name!r}; registered planners: "
                               f"{', '.join(PLANNERS)}")
-        planners[name] = _expand_grid("planners", name, table, PLANNERS[name]._param_names())
+        planners[name] = _expand_grid("planners", name, table, PLANNERS[name]._param_names(),
+                                      PLANNERS[name]._parameter_constraints)
     sched_raw = raw.get("schedulers", {"file_order": {}})
     if not isinstance(sched_raw, Mapping) or not sched_raw:
         raise ConfigError("[schedulers]: give at least one scheduler, e.g. file_order = {}")
@@ -454,7 +455,8 @@ def parse_config(raw: Mapping[str, Any], base: str | Path = ".", source: str = "
         if name not in SCHEDULERS:
             raise ConfigError(f"[schedulers]: unknown scheduler {name!r}; registered schedulers: "
                               f"{', '.join(SCHEDULERS)}")
-        schedulers[name] = _expand_grid("schedulers", name, table, SCHEDULERS[name]._param_names())
+        schedulers[name] = _expand_grid("schedulers", name, table, SCHEDULERS[name]._param_names(),
+                                        SCHEDULERS[name]._parameter_constraints)
 
     def number(key, default, kind=float, minimum=0.0, optional=True):
         v = raw.get(key, default)
@@ -515,8 +517,8 @@ def load_config(path: str | Path, out: str | Path | None = None) -> SweepConfig:
         raw["out"] = str(Path(out).resolve())
     try:
         return parse_config(raw, base=path.resolve().parent, source=text)
-    except ConfigError as e:
-        raise ConfigError(f"{path}: {e}") from None
+    except (ConfigError, ParameterError) as e:
+        raise type(e)(f"{path}: {e}") from None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from .errors import (
     InfeasibleError,
     InvalidPlanError,
     MemplanError,
+    ParameterError,
     ProblemError,
 )
 from .io import capacity_from_name, read_minimalloc_csv, write_minimalloc_csv
@@ -48,6 +49,7 @@ __all__ = [
     "capacity_from_name",
     "MemplanError",
     "ProblemError",
+    "ParameterError",
     "InvalidPlanError",
     "InfeasibleError",
     "CapacityError",

@@ -1,8 +1,10 @@
 """The one interface every offset planner implements.
 
 A planner is configured by keyword parameters in ``__init__`` (stored unchanged, no work done there,
-as scikit-learn estimators) and run by :meth:`Planner.plan`, which
+as scikit-learn estimators), declares each parameter's rules once in ``_parameter_constraints``
+(:mod:`planners.params`), and is run by :meth:`Planner.plan`, which
 
+0. checks the parameters against those rules (:class:`planners.errors.ParameterError`),
 1. refuses a problem whose capacity is below the lower bound (:class:`CapacityError`),
 2. times :meth:`Planner._solve` (the algorithm, the only method a new planner writes),
 3. passes the offsets through the independent validator :func:`planners.validate.check_plan`,
@@ -13,7 +15,6 @@ A new algorithm is one module with a subclass and one line in :mod:`planners.reg
 
 from __future__ import annotations
 
-import inspect
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,8 +24,10 @@ import numpy as np
 from .bounds import lower_bound
 from .errors import CapacityError
 from .model import Plan, Problem
+from .params import Configurable, validate_params
 from .validate import check_plan
 
+# ``Configurable`` lives in :mod:`planners.params`; re-exported here for older imports.
 __all__ = ["Configurable", "Planner", "SolveResult", "FunctionPlanner"]
 
 
@@ -45,53 +48,13 @@ class SolveResult:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-class Configurable:
-    """Keyword parameters set in ``__init__`` and stored unchanged (scikit-learn style).
-
-    :meth:`get_params` reads them back from the constructor's signature, so a sweep can record any
-    run and rebuild it from its record; planners and schedulers both derive from this class.
-    """
-
-    name: str = "configurable"
-    #: What the object is, for messages ("planner", "scheduler").
-    _kind: str = "component"
-
-    @classmethod
-    def _param_names(cls) -> list[str]:
-        init = cls.__init__
-        if init is object.__init__:
-            return []
-        sig = inspect.signature(init)
-        return [
-            p.name
-            for p in sig.parameters.values()
-            if p.name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-        ]
-
-    def get_params(self) -> dict[str, Any]:
-        """The constructor's keyword parameters and their current values."""
-        return {k: getattr(self, k) for k in self._param_names()}
-
-    def set_params(self, **params: Any):
-        """Set parameters by name (``ValueError`` naming an unknown one); returns ``self``."""
-        names = self._param_names()
-        for k, v in params.items():
-            if k not in names:
-                raise ValueError(f"{self._kind} {self.name!r} has no parameter {k!r}; it has {names}")
-            setattr(self, k, v)
-        return self
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({args})"
-
-
 class Planner(Configurable):
     """Base class of offset planners (see module docstring).
 
     Subclasses set the class attribute ``name`` (registry key) and implement ``_solve``. Parameters
     are the keyword arguments of the subclass ``__init__``; :meth:`get_params` reads them back so a
-    sweep can record and reproduce any run.
+    sweep can record and reproduce any run. ``_parameter_constraints`` maps every parameter to its
+    rules (:mod:`planners.params`), checked once by :meth:`plan`.
     """
 
     name: str = "planner"
@@ -117,11 +80,15 @@ class Planner(Configurable):
 
         Raises
         ------
+        ParameterError
+            A parameter value the class's ``_parameter_constraints`` do not allow
+            (:func:`planners.params.validate_params`; checked here, once, before any work).
         CapacityError
             ``problem.capacity`` is below the lower bound (no plan can fit).
         InvalidPlanError
             The algorithm produced an invalid layout (a bug in the planner, never silenced).
         """
+        validate_params(self)
         lb = lower_bound(problem)
         if problem.capacity is not None and lb > problem.capacity:
             raise CapacityError(
@@ -185,8 +152,12 @@ class FunctionPlanner(Planner):
     """Wrap a plain function ``func(problem, **params) -> offsets`` as a planner.
 
     This is how a researcher plugs an algorithm in from a notebook without touching the registry:
-    ``planners.plan(problem, my_function)``. The offsets are validated like any planner's.
+    ``planners.plan(problem, my_function)``. The offsets are validated like any planner's. Its
+    parameters are the function's, so the wrapper declares no rules (``_parameter_constraints =
+    None``); a function decorated with :func:`planners.params.param_rules` checks its own.
     """
+
+    _parameter_constraints = None
 
     def __init__(self, func, name: str | None = None, **params: Any) -> None:
         self.func = func

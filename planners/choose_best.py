@@ -10,10 +10,18 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
+from numbers import Integral
 
 from .base import Planner, SolveResult
 from .greedy import GreedyPlanner, arena_of, placement_edges, resolve_engine
 from .model import Problem
+from .params import (
+    InstanceOf,
+    Interval,
+    SequenceOf,
+    StrOptions,
+    validate_params,
+)
 
 __all__ = ["ChooseBest", "DEFAULT_CANDIDATES"]
 
@@ -27,6 +35,14 @@ DEFAULT_CANDIDATES: tuple[str, ...] = (
     "best_fit",
     "greedy_in_order",
 )
+
+
+def _registered_planners() -> list[str]:
+    """Names in :data:`planners.registry.PLANNERS`, read at check time (the registry imports this
+    module)."""
+    from .registry import PLANNERS  # noqa: PLC0415
+
+    return list(PLANNERS)
 
 
 class ChooseBest(Planner):
@@ -53,8 +69,9 @@ class ChooseBest(Planner):
 
     Raises
     ------
-    ValueError
-        Empty list, an unknown planner name, or ``workers`` not a positive integer.
+    ParameterError
+        (from :meth:`plan`, a ``ValueError``) An empty list, an unknown planner name, ``workers``
+        not a positive integer, or a member whose own parameters break its rules.
 
     Examples
     --------
@@ -65,6 +82,10 @@ class ChooseBest(Planner):
 
     name = "choose_best"
     family = "greedy"
+    _parameter_constraints = {
+        "planners": [SequenceOf(StrOptions(_registered_planners), InstanceOf(Planner), callable)],
+        "workers": [Interval(Integral, 1, None), None],
+    }
 
     def __init__(self, planners=DEFAULT_CANDIDATES, workers: int | None = None) -> None:
         self.planners = planners
@@ -73,8 +94,6 @@ class ChooseBest(Planner):
     def _run_members(self, problem: Problem, resolved: list) -> list[SolveResult]:
         """Every member's :class:`SolveResult`, in list order; compiled greedy members in threads."""
         w = self.workers
-        if w is not None and (isinstance(w, bool) or not isinstance(w, int) or w < 1):
-            raise ValueError(f"choose_best: workers must be a positive integer or None, got {w!r}")
         compiled = [
             isinstance(p, GreedyPlanner) and resolve_engine(p.engine) == "c" for p in resolved
         ]
@@ -108,12 +127,12 @@ class ChooseBest(Planner):
         from .registry import get_planner  # noqa: PLC0415  (the registry imports this module)
 
         members = list(self.planners)
-        if not members:
-            raise ValueError("choose_best: the list of planners is empty")
         best = None
         arenas: dict[str, int | None] = {}
         first_fail = None
         resolved = [get_planner(m) for m in members]
+        for p in resolved:  # members run through _solve, not plan(): check their rules here
+            validate_params(p)
         for planner, res in zip(resolved, self._run_members(problem, resolved), strict=True):
             label = planner.name
             if label in arenas:  # same planner twice with other params: keep both records

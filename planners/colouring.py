@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from numbers import Integral
 
 import networkx as nx
 import numpy as np
@@ -39,6 +40,7 @@ from .base import Planner, SolveResult
 from .errors import ProblemError
 from .interference import interference_edges as shared_interference_edges
 from .model import INT64_MAX, Problem
+from .params import Interval, StrOptions
 
 __all__ = [
     "Chaitin",
@@ -202,9 +204,10 @@ class Chaitin(Planner):
 
     Raises
     ------
+    ParameterError
+        (from :meth:`plan`) ``k < 1`` or an unknown spill rule.
     ProblemError
-        ``k < 1``, an unknown spill rule, or a block layout above ``2**63 - 1`` bytes
-        (:func:`layout_blocks`).
+        A block layout above ``2**63 - 1`` bytes (:func:`layout_blocks`).
 
     Notes
     -----
@@ -219,6 +222,10 @@ class Chaitin(Planner):
 
     name = "chaitin"
     family = "colouring"
+    _parameter_constraints = {
+        "k": [Interval(Integral, 1, None), None],
+        "spill_rule": [StrOptions(lambda: SPILL_RULES), callable],
+    }
 
     def __init__(self, k: int | None = None, spill_rule: str = "cost_degree") -> None:
         self.k = k
@@ -227,14 +234,8 @@ class Chaitin(Planner):
     def _solve(self, problem: Problem) -> SolveResult:
         rule = self.spill_rule
         if isinstance(rule, str):
-            if rule not in SPILL_RULES:
-                raise ProblemError(
-                    f"chaitin: unknown spill_rule {rule!r}; choose one of {sorted(SPILL_RULES)}"
-                )
             rule = SPILL_RULES[rule]
         k = max(1, max_live_count(problem)) if self.k is None else int(self.k)
-        if k < 1:
-            raise ProblemError(f"chaitin: k (number of colours) must be >= 1, got {self.k!r}")
         nodes = np.flatnonzero(problem.sizes > 0).tolist()
         edges = interference_edges(problem)
         adj: dict[int, list[int]] = {i: [] for i in nodes}
@@ -337,6 +338,7 @@ class IntervalColouring(Planner):
 
     name = "interval_colouring"
     family = "colouring"
+    _parameter_constraints: dict = {}  # no parameters
 
     def _solve(self, problem: Problem) -> SolveResult:
         block_of = interval_colouring_blocks(problem)

@@ -47,6 +47,14 @@ from .colouring import interference_edges
 from .errors import ProblemError
 from .model import Problem
 from .model_size import ModelEstimate, decline_reason, interference_pairs
+from .params import (
+    MODEL_BUDGET,
+    OPTIONAL_POSITIVE_SECONDS,
+    POSITIVE_SECONDS,
+    SEED,
+    THREADS,
+    StrOptions,
+)
 from .warmstart import HEURISTIC_SHARE, best_heuristic
 
 __all__ = ["CPSat", "FORMULATIONS", "MODES", "estimate_model"]
@@ -102,9 +110,11 @@ class CPSat(Planner):
 
     Raises
     ------
+    ParameterError
+        (from :meth:`plan`) A value ``_parameter_constraints`` does not allow (unknown formulation
+        or mode, ``time_limit <= 0``, ...).
     ProblemError
-        Unknown formulation or mode; ``mode="decide"`` without a capacity; the solver rejected the
-        model (``MODEL_INVALID``).
+        ``mode="decide"`` without a capacity; the solver rejected the model (``MODEL_INVALID``).
 
     Notes
     -----
@@ -114,6 +124,17 @@ class CPSat(Planner):
 
     name = "cpsat"
     family = "exact"
+    _parameter_constraints = {
+        "formulation": [StrOptions(FORMULATIONS)],
+        "mode": [StrOptions(MODES)],
+        "time_limit": [POSITIVE_SECONDS],
+        "workers": [THREADS],
+        "seed": [SEED],
+        "warm_start": ["boolean"],
+        "deterministic_time": OPTIONAL_POSITIVE_SECONDS,
+        "heuristic_first": ["boolean"],
+        "model_budget": MODEL_BUDGET,
+    }
 
     def __init__(
         self,
@@ -138,12 +159,6 @@ class CPSat(Planner):
         self.model_budget = model_budget
 
     def _solve(self, problem: Problem) -> SolveResult:
-        if self.formulation not in FORMULATIONS:
-            raise ProblemError(
-                f"cpsat: unknown formulation {self.formulation!r}; choose one of {FORMULATIONS}"
-            )
-        if self.mode not in MODES:
-            raise ProblemError(f"cpsat: unknown mode {self.mode!r}; choose one of {MODES}")
         mode = self.mode
         if mode == "auto":
             mode = "minimize" if problem.capacity is None else "decide"

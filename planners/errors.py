@@ -13,6 +13,7 @@ __all__ = [
     "InvalidPlanError",
     "InfeasibleError",
     "CapacityError",
+    "ParameterError",
     "SolverError",
 ]
 
@@ -36,6 +37,14 @@ class InfeasibleError(MemplanError):
 
 class CapacityError(InfeasibleError):
     """The requested capacity is below what is provably needed; the message states the bound."""
+
+
+class ParameterError(MemplanError, ValueError):
+    """A planner, scheduler or graph pass was given a parameter value its declared rules
+    (``_parameter_constraints``, :mod:`planners.params`) do not allow, or a parameter it does not
+    have. The message names the owner, the parameter, the value and what is allowed. A
+    ``ValueError`` (so ``except ValueError`` keeps working) but not a :class:`ProblemError`: the
+    allocation problem is not at fault."""
 
 
 class SolverError(MemplanError, RuntimeError):

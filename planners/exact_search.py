@@ -71,6 +71,7 @@ Zero-size buffers take no space and get offset 0. Offsets respect each buffer's 
 from __future__ import annotations
 
 import time
+from numbers import Integral, Real
 
 import numpy as np
 
@@ -78,6 +79,7 @@ from .base import Planner, SolveResult
 from .bounds import lower_bound
 from .errors import ProblemError
 from .model import Problem
+from .params import POSITIVE_SECONDS, InstanceOf, Interval, Satisfies, SequenceOf
 from .warmstart import HEURISTIC_SHARE, best_heuristic
 
 __all__ = ["ExactSearch", "SearchMemo", "sections", "PREORDER_KEYS"]
@@ -90,6 +92,13 @@ PREORDER_KEYS = {
     "C": "number of sections the buffer spans",
     "Z": "size (bytes)",
 }
+
+
+#: One static ranking: 1-8 characters from :data:`PREORDER_KEYS`.
+_PREORDERING = Satisfies(
+    lambda k: isinstance(k, str) and 1 <= len(k) <= 8 and not set(k) - set(PREORDER_KEYS),
+    f"a string of 1-8 characters from {''.join(PREORDER_KEYS)!r}",
+)
 
 
 def _core():
@@ -210,8 +219,11 @@ class ExactSearch(Planner):
 
     Raises
     ------
+    ParameterError
+        (from :meth:`plan`) A value ``_parameter_constraints`` does not allow (``time_limit`` not
+        > 0, an unknown preordering key, ...).
     ProblemError
-        Neither ``capacity`` nor ``problem.capacity`` is set, or ``time_limit`` is not positive.
+        Neither ``capacity`` nor ``problem.capacity`` is set.
     CapacityError
         (from :meth:`plan`) ``problem.capacity`` is below the lower bound.
 
@@ -239,6 +251,21 @@ class ExactSearch(Planner):
     name = "exact_search"
     family = "exact"
     requires_capacity = True
+    _parameter_constraints = {
+        "capacity": [Interval(Integral, 0, None), None],
+        "time_limit": [POSITIVE_SECONDS],
+        "node_limit": [Interval(Integral, 1, None), None],
+        "canonical_only": ["boolean"],
+        "section_inference": ["boolean"],
+        "dynamic_ordering": ["boolean"],
+        "check_dominance": ["boolean"],
+        "decompose": ["boolean"],
+        "memo_floor_profiles": ["boolean"],
+        "memo_megabytes": [Interval(Real, 0, None)],
+        "memo": [InstanceOf(SearchMemo), None],
+        "preorderings": [_PREORDERING, SequenceOf(_PREORDERING)],
+        "heuristic_first": ["boolean"],
+    }
 
     def __init__(
         self,
@@ -279,21 +306,9 @@ class ExactSearch(Planner):
             )
         cap = int(cap)
         t0 = time.perf_counter()
-        if not self.time_limit or self.time_limit <= 0:
-            raise ProblemError(
-                f"exact_search: time_limit must be > 0 seconds, got {self.time_limit}"
-            )
         prefs = (
             (self.preorderings,) if isinstance(self.preorderings, str) else tuple(self.preorderings)
         )
-        if not prefs:
-            raise ProblemError("exact_search: preorderings must name at least one ranking")
-        for k in prefs:
-            if not isinstance(k, str) or not 1 <= len(k) <= 8 or set(k) - set(PREORDER_KEYS):
-                raise ProblemError(
-                    f"exact_search: preordering {k!r} must be 1-8 characters from "
-                    f"{''.join(PREORDER_KEYS)}"
-                )
         n = problem.n
         offsets = np.zeros(n, np.int64)
         lb = lower_bound(problem)

@@ -36,23 +36,28 @@ from __future__ import annotations
 
 import bisect
 import math
+from numbers import Integral
 
 import numpy as np
 
 from .base import Planner, SolveResult
 from .errors import ProblemError
 from .model import INT64_MAX, Problem
+from .params import Interval, param_rules
 
 __all__ = ["FreelistBump", "freelist_granule"]
 
 
+#: The rule of the request granule (bytes), shared by :func:`freelist_granule` and the planner.
+GRANULE_RULES = {"granule": [Interval(Integral, 1, None)]}
+
+
+@param_rules(GRANULE_RULES)
 def freelist_granule(problem: Problem, granule: int = 16) -> int:
     """Request rounding in bytes: ``lcm(granule, alignment of every non-empty buffer)``.
 
-    Raises :class:`ProblemError` when ``granule < 1``.
+    Raises :class:`planners.errors.ParameterError` when ``granule`` is not an int ``>= 1``.
     """
-    if int(granule) < 1:
-        raise ProblemError(f"freelist_bump: granule must be >= 1 byte, got {granule}")
     g = int(granule)
     for a in np.unique(problem.alignments[problem.sizes > 0]).tolist():
         g = math.lcm(g, int(a))
@@ -69,9 +74,10 @@ class FreelistBump(Planner):
 
     Raises
     ------
+    ParameterError
+        (from :meth:`plan`) ``granule`` not an int ``>= 1``.
     ProblemError
-        ``granule < 1``, or the bump pointer (bytes) exceeds ``2**63 - 1``, the largest offset
-        int64 represents.
+        The bump pointer (bytes) exceeds ``2**63 - 1``, the largest offset int64 represents.
 
     Examples
     --------
@@ -84,6 +90,8 @@ class FreelistBump(Planner):
     name = "freelist_bump"
     #: An online allocator simulated offline (not one of the order x fit greedy planners).
     family = "online"
+
+    _parameter_constraints = GRANULE_RULES
 
     def __init__(self, granule: int = 16) -> None:
         self.granule = granule

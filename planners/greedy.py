@@ -64,6 +64,7 @@ from .bounds import live_profile
 from .errors import ProblemError
 from .interference import interference_degrees, sweep_pairs
 from .model import Problem, arena_top
+from .params import StrOptions
 
 __all__ = [
     "ORDERS",
@@ -517,6 +518,12 @@ class GreedyPlanner(Planner):
     name = "greedy"
     family = "greedy"
     in_default_comparison = False  # its default is greedy_by_size
+    # the named subclasses share these rules (same parameters, other defaults)
+    _parameter_constraints = {
+        "order": [StrOptions(lambda: ORDERS), callable, "array-like"],
+        "fit": [StrOptions(FITS)],
+        "engine": [StrOptions(ENGINES)],
+    }
 
     def __init__(self, order="size", fit: str = "first", engine: str = "auto") -> None:
         self.order = order

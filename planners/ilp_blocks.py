@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 import time
+from numbers import Integral
 
 import numpy as np
 
@@ -48,6 +49,7 @@ from .errors import ProblemError
 from .lp_backends import solve_pulp
 from .model import Problem
 from .model_size import ModelEstimate, clique_terms, decline_reason, interference_pairs
+from .params import MODEL_BUDGET, POSITIVE_SECONDS, THREADS, Interval, StrOptions
 
 __all__ = ["ILPBlocks", "maximal_cliques", "BACKENDS", "ORTOOLS_SOLVERS", "estimate_model"]
 
@@ -162,8 +164,11 @@ class ILPBlocks(Planner):
 
     Raises
     ------
+    ParameterError
+        (from :meth:`plan`) Unknown backend, solver or conflicts rule, ``blocks < 1``, ...
     ProblemError
-        Unknown backend, solver, conflicts rule, or ``blocks`` below the clique number.
+        ``blocks`` below the clique number of the problem; a solver missing from this ortools
+        build.
 
     Notes
     -----
@@ -174,6 +179,17 @@ class ILPBlocks(Planner):
 
     name = "ilp_blocks"
     family = "exact"
+    _parameter_constraints = {
+        "backend": [StrOptions(BACKENDS)],
+        "solver": [StrOptions(ORTOOLS_SOLVERS)],
+        "time_limit": [POSITIVE_SECONDS],
+        "blocks": [Interval(Integral, 1, None), None],
+        "conflicts": [StrOptions(("clique", "edge"))],
+        "symmetry_breaking": ["boolean"],
+        "warm_start": ["boolean"],
+        "workers": [THREADS],
+        "model_budget": MODEL_BUDGET,
+    }
 
     def __init__(
         self,
@@ -199,14 +215,6 @@ class ILPBlocks(Planner):
 
     # -- model data shared by both backends ------------------------------------------------------
     def _data(self, problem: Problem):
-        if self.backend not in BACKENDS:
-            raise ProblemError(
-                f"ilp_blocks: unknown backend {self.backend!r}; choose one of {BACKENDS}"
-            )
-        if self.conflicts not in ("clique", "edge"):
-            raise ProblemError(
-                f"ilp_blocks: conflicts must be 'clique' or 'edge', got {self.conflicts!r}"
-            )
         omega = max_live_count(problem)
         M = omega if self.blocks is None else int(self.blocks)
         if M < omega:
@@ -237,10 +245,6 @@ class ILPBlocks(Planner):
         return M, rank, allowed, groups, hint, sz.tolist()
 
     def _solve(self, problem: Problem) -> SolveResult:
-        if self.backend not in BACKENDS:
-            raise ProblemError(
-                f"ilp_blocks: unknown backend {self.backend!r}; choose one of {BACKENDS}"
-            )
         if not (problem.sizes > 0).any():
             return SolveResult(np.zeros(problem.n, np.int64), "optimal", 0)
         t0 = time.perf_counter()
@@ -281,10 +285,6 @@ class ILPBlocks(Planner):
     def _ortools(self, M, allowed, groups, hint, sz, lb, deadline):
         from ortools.linear_solver import pywraplp
 
-        if self.solver not in ORTOOLS_SOLVERS:
-            raise ProblemError(
-                f"ilp_blocks: solver {self.solver!r} is not supported; choose one of {ORTOOLS_SOLVERS}"
-            )
         s = pywraplp.Solver.CreateSolver(self.solver)
         if s is None:
             raise ProblemError(

@@ -47,14 +47,23 @@ References
 from __future__ import annotations
 
 import time
+from numbers import Integral
 
 import numpy as np
 from ortools.sat.python import cp_model
 
 from .base import Planner, SolveResult
-from .errors import ProblemError
-from .local_search import DEFAULT_START_ORDERS, anytime_start
+from .local_search import DEFAULT_START_ORDERS, START_ORDERS_RULE, anytime_start
 from .model import Problem
+from .params import (
+    OPTIONAL_POSITIVE_SECONDS,
+    POSITIVE_SECONDS,
+    SEED,
+    SHARE,
+    Interval,
+    SequenceOf,
+    StrOptions,
+)
 
 __all__ = ["LNSCPSat", "NEIGHBOURHOODS"]
 
@@ -103,8 +112,9 @@ class LNSCPSat(Planner):
 
     Raises
     ------
-    ProblemError
-        Unknown neighbourhood, a window below 2, or a time limit that is not positive.
+    ParameterError
+        (from :meth:`plan`) Unknown neighbourhood, a window below 2, a time limit that is not
+        positive, ... (``_parameter_constraints``).
 
     Examples
     --------
@@ -115,6 +125,19 @@ class LNSCPSat(Planner):
 
     name = "lns_cpsat"
     family = "search"
+    _parameter_constraints = {
+        "time_limit": [POSITIVE_SECONDS],
+        "seed": [SEED],
+        "max_rounds": [Interval(Integral, 0, None), None],
+        "neighbourhoods": [SequenceOf(StrOptions(NEIGHBOURHOODS))],
+        "window": [Interval(Integral, 2, None)],
+        "sub_time_limit": [POSITIVE_SECONDS],
+        "sub_deterministic_time": OPTIONAL_POSITIVE_SECONDS,
+        "adaptive": ["boolean"],
+        "stall_rounds": [Interval(Integral, 1, None), None],
+        "start_orders": [START_ORDERS_RULE],
+        "start_share": [SHARE],
+    }
 
     def __init__(
         self,
@@ -142,19 +165,7 @@ class LNSCPSat(Planner):
         self.start_orders = start_orders
         self.start_share = start_share
 
-    def _check(self) -> None:
-        bad = [h for h in self.neighbourhoods if h not in NEIGHBOURHOODS]
-        if bad or not self.neighbourhoods:
-            raise ProblemError(
-                f"lns_cpsat: neighbourhoods {self.neighbourhoods!r}; choose from {NEIGHBOURHOODS}"
-            )
-        if int(self.window) < 2:
-            raise ProblemError(f"lns_cpsat: window must be >= 2 buffers, got {self.window!r}")
-        if not self.time_limit or self.time_limit <= 0:
-            raise ProblemError(f"lns_cpsat: time_limit must be > 0, got {self.time_limit!r}")
-
     def _solve(self, problem: Problem) -> SolveResult:
-        self._check()
         st = anytime_start(problem, self.time_limit, self.start_orders, self.start_share)
         deadline, traj, lb, arena = st.deadline, st.trajectory, st.lower_bound, st.arena
         off = np.asarray(st.offsets, np.int64).copy()

@@ -55,6 +55,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from numbers import Integral, Real
 
 import numpy as np
 
@@ -63,6 +64,7 @@ from .bounds import lower_bound
 from .errors import ProblemError
 from .greedy import FITS, ORDERS, arena_of, greedy_offsets, resolve_engine
 from .model import Problem
+from .params import POSITIVE_SECONDS, SEED, SHARE, Interval, SequenceOf, StrOptions
 
 __all__ = [
     "LocalSearch",
@@ -82,6 +84,8 @@ MOVES = ("move", "swap")
 EVALUATORS = ("auto", "engine", "incremental")
 #: Orders tried for the start plan (every name of :data:`planners.greedy.ORDERS`).
 DEFAULT_START_ORDERS: tuple[str, ...] = tuple(ORDERS)
+#: Rule of ``start_orders`` (the anytime planners share it): names in :data:`planners.greedy.ORDERS`.
+START_ORDERS_RULE = SequenceOf(StrOptions(lambda: ORDERS))
 
 
 class Trajectory:
@@ -300,8 +304,9 @@ class LocalSearch(Planner):
 
     Raises
     ------
-    ProblemError
-        An unknown move, fit, evaluator or start order, or a time limit that is not positive.
+    ParameterError
+        (from :meth:`plan`) An unknown move, fit, evaluator or start order, a time limit that is
+        not positive, ... (``_parameter_constraints``).
 
     Examples
     --------
@@ -312,6 +317,21 @@ class LocalSearch(Planner):
 
     name = "local_search"
     family = "search"
+    _parameter_constraints = {
+        "time_limit": [POSITIVE_SECONDS],
+        "seed": [SEED],
+        "max_iters": [Interval(Integral, 0, None), None],
+        "moves": [SequenceOf(StrOptions(MOVES))],
+        "fit": [StrOptions(("auto", *FITS))],
+        "start_orders": [START_ORDERS_RULE],
+        "temperature": [Interval(Real, 0, None)],
+        "patience": [Interval(Integral, 0, None), None],
+        "kick": [Interval(Integral, 0, None)],
+        "tie_break": ["boolean"],
+        "evaluator": [StrOptions(EVALUATORS)],
+        "stall_limit": [Interval(Integral, 0, None), StrOptions(("auto",)), None],
+        "start_share": [SHARE],
+    }
 
     def __init__(
         self,
@@ -343,19 +363,7 @@ class LocalSearch(Planner):
         self.stall_limit = stall_limit
         self.start_share = start_share
 
-    def _check(self) -> None:
-        bad = [m for m in self.moves if m not in MOVES]
-        if bad or not self.moves:
-            raise ProblemError(f"local_search: moves {self.moves!r}; choose from {MOVES}")
-        if self.fit not in ("auto", *FITS):
-            raise ProblemError(f"local_search: unknown fit {self.fit!r}; choose auto or {FITS}")
-        if self.evaluator not in EVALUATORS:
-            raise ProblemError(f"local_search: unknown evaluator {self.evaluator!r}; {EVALUATORS}")
-        if not self.time_limit or self.time_limit <= 0:
-            raise ProblemError(f"local_search: time_limit must be > 0, got {self.time_limit!r}")
-
     def _solve(self, problem: Problem) -> SolveResult:
-        self._check()
         st = anytime_start(problem, self.time_limit, self.start_orders, self.start_share)
         deadline, traj, lb = st.deadline, st.trajectory, st.lower_bound
         perm, off, arena = st.perm, st.offsets, st.arena

@@ -63,6 +63,7 @@ from .errors import SolverError
 from .lp_backends import solve_pulp
 from .model import Problem
 from .model_size import ModelEstimate, decline_reason, interference_pairs
+from .params import MODEL_BUDGET, POSITIVE_SECONDS, THREADS
 from .warmstart import HEURISTIC_SHARE, best_heuristic
 
 __all__ = ["MILPOffsets", "offsets_from_order", "estimate_model", "INTEGRALITY_TOLERANCE"]
@@ -195,6 +196,12 @@ class MILPOffsets(Planner):
 
     name = "milp_offsets"
     family = "exact"
+    _parameter_constraints = {
+        "time_limit": [POSITIVE_SECONDS],
+        "warm_start": ["boolean"],
+        "workers": [THREADS],
+        "model_budget": MODEL_BUDGET,
+    }
 
     def __init__(
         self,

@@ -47,8 +47,17 @@ import numpy as np
 
 from .base import Planner, SolveResult
 from .bounds import lower_bound
-from .errors import MemplanError, ProblemError
+from .errors import MemplanError, ParameterError
 from .model import Plan, Problem
+from .params import (
+    OPTIONAL_POSITIVE_SECONDS,
+    POSITIVE_SECONDS,
+    SHARE,
+    InstanceOf,
+    Satisfies,
+    SequenceOf,
+    StrOptions,
+)
 from .warmstart import HEURISTIC_SHARE, HEURISTICS, best_heuristic
 
 __all__ = ["Minimize", "UPPER_BOUND_HEURISTICS", "ANYTIME_PLANNERS", "STRATEGIES", "arena_quantum"]
@@ -75,6 +84,14 @@ def arena_quantum(problem: Problem) -> int:
     vals = [int(v) for v in problem.sizes[problem.sizes > 0]]
     vals += [int(a) for a in problem.alignments[(problem.alignments > 1) & (problem.sizes > 0)]]
     return math.gcd(*vals) if vals else 1
+
+
+def _registered_planners() -> list[str]:
+    """Names in :data:`planners.registry.PLANNERS`, read at check time (the registry imports this
+    module)."""
+    from .registry import PLANNERS  # noqa: PLC0415
+
+    return list(PLANNERS)
 
 
 class Minimize(Planner):
@@ -136,8 +153,9 @@ class Minimize(Planner):
 
     Raises
     ------
-    ProblemError
-        ``time_limit`` not positive, unknown strategy, or the solver is not a known planner.
+    ParameterError
+        (from :meth:`plan`) ``time_limit`` not positive, unknown strategy, the solver is not a
+        known planner, ... (``_parameter_constraints``); an unknown key in ``solver_params``.
 
     Notes
     -----
@@ -161,6 +179,26 @@ class Minimize(Planner):
 
     name = "minimize"
     family = "exact"
+    _parameter_constraints = {
+        "solver": [
+            StrOptions(_registered_planners),
+            InstanceOf(Planner),
+            Satisfies(lambda c: isinstance(c, type) and issubclass(c, Planner),
+                      "a Planner subclass"),
+        ],
+        "solver_params": [dict, None],
+        "time_limit": [POSITIVE_SECONDS],
+        "probe_time_limit": OPTIONAL_POSITIVE_SECONDS,
+        "heuristics": [SequenceOf(str, min_len=0)],  # unregistered names are skipped
+        "strategy": [StrOptions(STRATEGIES)],
+        "probe_lower_bound_first": ["boolean"],
+        "heuristic_incumbent": ["boolean"],
+        "anytime_planners": [SequenceOf(str, min_len=0)],  # () switches them off
+        "anytime_share": [SHARE],
+        "strong_bound": ["boolean"],
+        "bound_share": [SHARE],
+        "share_memo": ["boolean"],
+    }
 
     def __init__(
         self,
@@ -215,17 +253,11 @@ class Minimize(Planner):
             params["memo"] = memo
         try:
             solver = get_planner(self.solver, **params)
-        except ValueError as e:
-            raise ProblemError(f"minimize: solver {self.solver!r}: {e}") from None
+        except ValueError as e:  # an unknown parameter in solver_params
+            raise ParameterError(f"minimize: solver {self.solver!r}: {e}") from None
         return solver.plan(problem.with_capacity(capacity))
 
     def _solve(self, problem: Problem) -> SolveResult:
-        if not self.time_limit or self.time_limit <= 0:
-            raise ProblemError(f"minimize: time_limit must be > 0 seconds, got {self.time_limit}")
-        if self.strategy not in STRATEGIES:
-            raise ProblemError(
-                f"minimize: unknown strategy {self.strategy!r}; choose one of {STRATEGIES}"
-            )
         t0 = time.perf_counter()
         limit = float(self.time_limit)
         memo = None

@@ -20,6 +20,7 @@ class Naive(Planner):
 
     name = "naive"
     family = "baseline"
+    _parameter_constraints: dict = {}  # no parameters
 
     def _solve(self, problem: Problem) -> SolveResult:
         offsets = np.zeros(problem.n, np.int64)

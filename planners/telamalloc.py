@@ -48,14 +48,15 @@ References
 from __future__ import annotations
 
 import time
+from numbers import Integral
 
 import numpy as np
 
 from .base import Planner, SolveResult
 from .bounds import live_profile
-from .errors import ProblemError
-from .local_search import DEFAULT_START_ORDERS, anytime_start
+from .local_search import DEFAULT_START_ORDERS, START_ORDERS_RULE, anytime_start
 from .model import Problem
+from .params import POSITIVE_SECONDS, SHARE, Interval, SequenceOf, StrOptions
 
 __all__ = ["TelaMalloc", "PRIORITIES", "contention"]
 
@@ -278,8 +279,9 @@ class TelaMalloc(Planner):
 
     Raises
     ------
-    ProblemError
-        Unknown priority, or a time limit or node limit that is not positive.
+    ParameterError
+        (from :meth:`plan`) Unknown priority, a time limit or node limit that is not positive, ...
+        (``_parameter_constraints``).
 
     Examples
     --------
@@ -290,6 +292,17 @@ class TelaMalloc(Planner):
 
     name = "telamalloc"
     family = "search"
+    _parameter_constraints = {
+        "time_limit": [POSITIVE_SECONDS],
+        "priority": [StrOptions(PRIORITIES), SequenceOf(StrOptions(PRIORITIES))],
+        "node_limit": [Interval(Integral, 1, None)],
+        "max_nodes": [Interval(Integral, 1, None), None],
+        "max_branch": [Interval(Integral, 1, None), None],
+        "symmetry": ["boolean"],
+        "check_dominance": ["boolean"],
+        "start_orders": [START_ORDERS_RULE],
+        "start_share": [SHARE],
+    }
 
     def __init__(
         self,
@@ -315,13 +328,6 @@ class TelaMalloc(Planner):
 
     def _solve(self, problem: Problem) -> SolveResult:
         prios = (self.priority,) if isinstance(self.priority, str) else tuple(self.priority)
-        if not prios or any(pr not in PRIORITIES for pr in prios):
-            raise ProblemError(f"telamalloc: unknown priority {self.priority!r}; {PRIORITIES}")
-        if not self.time_limit or self.time_limit <= 0 or self.node_limit < 1:
-            raise ProblemError(
-                f"telamalloc: time_limit ({self.time_limit!r}) and node_limit "
-                f"({self.node_limit!r}) must be positive"
-            )
         st = anytime_start(problem, self.time_limit, self.start_orders, self.start_share)
         deadline, traj, lb = st.deadline, st.trajectory, st.lower_bound
         best_off, best = st.offsets, st.arena

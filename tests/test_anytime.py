@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planners import Buffer, Problem, lower_bound, plan, read_minimalloc_csv
-from planners.errors import ProblemError
+from planners.errors import ParameterError
 from planners.examples import exercise_5_1_problem
 from planners.greedy import ORDERS, greedy_offsets
 from planners.local_search import place_suffix
@@ -148,7 +148,7 @@ def test_contention_is_the_peak_live_bytes_over_each_lifetime():
     ],
 )
 def test_bad_parameters_are_named(name, bad):
-    with pytest.raises(ProblemError, match=name):
+    with pytest.raises(ParameterError, match=name):
         plan(exercise_5_1_problem(), name, **bad)
 
 

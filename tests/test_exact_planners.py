@@ -15,6 +15,7 @@ from planners import (
     PLANNERS,
     Buffer,
     CapacityError,
+    ParameterError,
     Problem,
     ProblemError,
     check_plan,
@@ -232,22 +233,25 @@ def test_milp_time_limit_returns_valid_plan():
 
 
 @pytest.mark.parametrize(
-    "name,kw,match",
+    "name,kw,error,match",
     [
-        ("cpsat", {"formulation": "boxes"}, "unknown formulation"),
-        ("cpsat", {"mode": "fast"}, "unknown mode"),
-        ("cpsat", {"mode": "decide"}, "needs a capacity"),
-        ("ilp_blocks", {"backend": "gurobi"}, "unknown backend"),
-        ("ilp_blocks", {"solver": "HIGHS"}, "not supported"),
-        ("ilp_blocks", {"blocks": 1}, "below the clique number"),
-        ("ilp_blocks", {"conflicts": "pairs"}, "conflicts"),
-        ("chaitin", {"k": 0}, "k \\(number of colours\\)"),
-        ("chaitin", {"spill_rule": "random"}, "unknown spill_rule"),
+        ("cpsat", {"formulation": "boxes"}, ParameterError, "'formulation' = 'boxes'"),
+        ("cpsat", {"mode": "fast"}, ParameterError, "'mode' = 'fast'"),
+        ("cpsat", {"mode": "decide"}, ProblemError, "needs a capacity"),
+        ("ilp_blocks", {"backend": "gurobi"}, ParameterError, "'backend' = 'gurobi'"),
+        ("ilp_blocks", {"solver": "HIGHS"}, ParameterError, "'solver' = 'HIGHS'"),
+        ("ilp_blocks", {"blocks": 1}, ProblemError, "below the clique number"),
+        ("ilp_blocks", {"conflicts": "pairs"}, ParameterError, "'conflicts' = 'pairs'"),
+        ("chaitin", {"k": 0}, ParameterError, "'k' = 0"),
+        ("chaitin", {"spill_rule": "random"}, ParameterError, "'spill_rule' = 'random'"),
     ],
 )
-def test_bad_parameters_raise_problem_error(name, kw, match):
-    with pytest.raises(ProblemError, match=match):
+def test_bad_parameters_raise_parameter_error_bad_problems_problem_error(name, kw, error, match):
+    # a value a parameter's rules forbid is a ParameterError, whatever the problem; a rule that
+    # depends on the problem (its capacity, its clique number) stays a ProblemError
+    with pytest.raises(error, match=match) as e:
         plan(seed_exercise_5_1(), name, **kw)
+    assert type(e.value) is error
 
 
 # -- colouring planners ----------------------------------------------------------------------------

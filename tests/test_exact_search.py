@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planners import Buffer, Problem, check_plan, lower_bound, plan
-from planners.errors import CapacityError, ProblemError
+from planners.errors import CapacityError, ParameterError, ProblemError
 from planners.exact_search import ExactSearch, sections
 from planners.minimize import Minimize, arena_quantum
 from planners.registry import PLANNERS
@@ -151,7 +151,7 @@ def test_minimize_trajectory_is_monotone_and_ends_at_the_plan():
     assert arenas[0] == m.info["upper_bound"] and arenas[-1] == m.arena_size == 18
     bounds = [b for _, b in m.info["bound_trajectory"]]
     assert bounds == sorted(bounds) and bounds[0] == 15 and bounds[-1] == m.best_bound == 18
-    with pytest.raises(ProblemError, match="strategy"):
+    with pytest.raises(ParameterError, match="strategy"):
         Minimize(strategy="zigzag").plan(p)
 
 
@@ -243,9 +243,9 @@ def test_bad_input_raises_toolkit_errors():
     p = greedy_trap()
     with pytest.raises(ProblemError, match="capacity"):
         ExactSearch().plan(p)
-    with pytest.raises(ProblemError, match="preordering"):
+    with pytest.raises(ParameterError, match="preordering"):
         ExactSearch(capacity=10, preorderings=("TQ",)).plan(p)
-    with pytest.raises(ProblemError, match="time_limit"):
+    with pytest.raises(ParameterError, match="time_limit"):
         ExactSearch(capacity=10, time_limit=0).plan(p)
     with pytest.raises(CapacityError):
         plan(p.with_capacity(9), "exact_search")

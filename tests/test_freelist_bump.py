@@ -6,7 +6,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planners import Buffer, Problem, ProblemError, check_plan, get_planner, lower_bound, plan
+from planners import (
+    Buffer,
+    ParameterError,
+    Problem,
+    check_plan,
+    get_planner,
+    lower_bound,
+    plan,
+)
 from planners.freelist_bump import FreelistBump, freelist_granule
 
 
@@ -47,7 +55,7 @@ def test_granule_takes_alignment_into_account():
     p = Problem([Buffer("a", 0, 1, 10, alignment=64), Buffer("b", 0, 1, 10)], alignment=1)
     assert freelist_granule(p) == 64
     assert plan(p, "freelist_bump").offsets.tolist() == [0, 64]
-    with pytest.raises(ProblemError, match="granule"):
+    with pytest.raises(ParameterError, match="granule"):
         plan(p, "freelist_bump", granule=0)
 
 

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import planners.greedy as greedy
-from planners import Buffer, Problem, get_planner, plan
+from planners import Buffer, ParameterError, Problem, get_planner, plan
 from planners.choose_best import ChooseBest
 from planners.greedy import FITS, ORDERS, greedy_offsets, resolve_engine
 from planners.random_problems import random_problem
@@ -176,8 +176,10 @@ def test_engine_switch_and_info(monkeypatch):
     assert plan(p, "greedy_by_size").info["engine"] == "c"
     assert plan(p, "greedy_by_size", engine="python").info["engine"] == "python"
     assert get_planner("best_fit").get_params() == {"order": "start", "fit": "best", "engine": "auto"}
-    with pytest.raises(ValueError, match="unknown engine"):
+    with pytest.raises(ParameterError, match="^greedy_by_size: parameter 'engine' = 'fortran'"):
         plan(p, "greedy_by_size", engine="fortran")
+    with pytest.raises(ValueError, match="unknown engine"):  # the function keeps its own check
+        resolve_engine("fortran")
     # without the compiled module, "auto" runs the Python engine and "c" says it is not built
     monkeypatch.setattr(greedy, "_c_core", lambda: None)
     r = plan(p, "greedy_by_size")

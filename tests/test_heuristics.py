@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from planners import PLANNERS, Buffer, Problem, get_planner, is_valid, lower_bound, plan
 from planners.choose_best import ChooseBest
-from planners.errors import InvalidPlanError, ProblemError
+from planners.errors import InvalidPlanError, ParameterError, ProblemError
 from planners.examples import (
     SEED000_OFFSETS,
     exercise_5_1_problem,
@@ -260,9 +260,9 @@ def test_engine_custom_order_and_params():
     }
     with pytest.raises(ProblemError, match="permutation"):
         GreedyPlanner(order=lambda q: np.zeros(q.n, int)).plan(p)
-    with pytest.raises(ValueError, match="unknown order"):
+    with pytest.raises(ParameterError, match="^greedy: parameter 'order' = 'bogus'"):
         GreedyPlanner(order="bogus").plan(p)
-    with pytest.raises(ValueError, match="unknown fit"):
+    with pytest.raises(ParameterError, match="^greedy: parameter 'fit' = 'worst'"):
         GreedyPlanner(fit="worst").plan(p)
 
 

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from planners.errors import ParameterError
 from scheduling.errors import CycleError, GraphError
 from scheduling.generators import GENERATORS, generate
 from scheduling.graph import Graph
@@ -265,11 +266,11 @@ def test_cyclic_graph_raises_cycle_error_naming_the_cycle(name):
 
 def test_bad_parameters_are_named():
     g = diamond()
-    with pytest.raises(ValueError, match="alpha must be >= 0"):
+    with pytest.raises(ParameterError, match=r"parameter 'alpha' = -1 .* a number in \[0, inf\)"):
         schedule(g, "critical_path", alpha=-1)
-    with pytest.raises(ValueError, match="direction"):
+    with pytest.raises(ParameterError, match="'direction' = 'sideways'"):
         schedule(g, "dfs", direction="sideways")
-    with pytest.raises(ValueError, match="population must be >= 4"):
+    with pytest.raises(ParameterError, match=r"'population' = 2 .* an int in \[4, inf\)"):
         schedule(g, "genetic", population=2)
 
 

@@ -23,6 +23,7 @@ from experiments.sweep import (
     run_key,
     run_sweep,
 )
+from planners.errors import ParameterError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -62,7 +63,13 @@ greedy_by_size = {}
         ('workloads = ["seed000"]\n[planners]\ncpsat = {bogus = [1, 2]}', "unknown parameter 'bogus'"),
         ('workloads = ["seed000"]\n[planners]\ncpsat = {time_limit = [[1]]}', "must hold scalars"),
         ('workloads = ["seed000"]\n[planners]\ncpsat = {time_limit = [1.0, -2.0]}',
-         "cpsat: time_limit must be a number > 0 (seconds), got -2.0"),
+         "[planners] cpsat: parameter 'time_limit' = -2.0 is not allowed; allowed: a number in "
+         "(0, inf) seconds"),
+        ('workloads = ["seed000"]\n[planners]\ncpsat = {mode = ["minimize", "fast"]}',
+         "[planners] cpsat: parameter 'mode' = 'fast' is not allowed; allowed: one of "
+         "{'auto', 'minimize', 'decide'}"),
+        ('workloads = ["seed000"]\n[schedulers]\ngenetic = {population = 2}\n[planners]\n'
+         'first_fit = {}', "[schedulers] genetic: parameter 'population' = 2 is not allowed"),
         ('workloads = ["missing/none.csv"]\n[planners]\nfirst_fit = {}', "no such file"),
         ('workloads = ["nothing/*.csv"]\n[planners]\nfirst_fit = {}', "matches no file"),
         ('workloads = ["no_such_workload"]\n[planners]\nfirst_fit = {}', "unknown workload 'no_such_workload'"),
@@ -76,7 +83,8 @@ greedy_by_size = {}
 )
 def test_config_errors_are_reported_before_anything_runs(tmp_path, body, message):
     cfg = write(tmp_path, 'out = "out"\n' + body)
-    with pytest.raises(ConfigError, match=None) as e:
+    # a parameter value its planner's or scheduler's declared rules forbid is a ParameterError
+    with pytest.raises((ConfigError, ParameterError), match=None) as e:
         load_config(cfg)
     assert message in str(e.value) and str(cfg) in str(e.value)
     r = cli("sweep", str(cfg), "--quiet")

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import math
 import time
+from numbers import Integral, Real
 
 import numpy as np
+
+from planners.params import OPTIONAL_POSITIVE_SECONDS, SEED, Interval, StrOptions
 
 from ..graph import Graph
 from .base import Scheduler, ScheduleResult
@@ -46,8 +49,9 @@ class Anneal(Scheduler):
 
     Raises
     ------
-    ValueError
-        Unknown ``init`` or ``iterations < 0``. ``CycleError`` for a cyclic graph.
+    ParameterError
+        (from :meth:`schedule`, a ``ValueError``) Unknown ``init``, ``iterations < 0``, ...
+        (``_parameter_constraints``). ``CycleError`` for a cyclic graph.
 
     Notes
     -----
@@ -56,6 +60,14 @@ class Anneal(Scheduler):
     """
 
     name = "anneal"
+    _parameter_constraints = {
+        "iterations": [Interval(Integral, 0, None)],
+        "t_start": [Interval(Real, 0, None, closed="neither")],
+        "t_end": [Interval(Real, 0, None, closed="neither")],
+        "init": [StrOptions(("min_live", "file_order"))],
+        "seed": [SEED],
+        "time_limit": OPTIONAL_POSITIVE_SECONDS,
+    }
 
     def __init__(
         self,
@@ -74,10 +86,6 @@ class Anneal(Scheduler):
         self.time_limit = time_limit
 
     def _schedule(self, graph: Graph) -> ScheduleResult:
-        if self.init not in ("min_live", "file_order"):
-            raise ValueError(f"anneal: init must be 'min_live' or 'file_order', got {self.init!r}")
-        if int(self.iterations) < 0:
-            raise ValueError(f"anneal: iterations must be >= 0, got {self.iterations}")
         m = MemoryModel(graph)
         n = m.n
         if self.init == "min_live":

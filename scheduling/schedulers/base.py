@@ -5,7 +5,8 @@ every tensor's lifetime and therefore the peak of live bytes that the offset pla
 (see :mod:`scheduling.lifetimes`). Like :class:`planners.base.Planner`:
 
 * parameters are the keyword arguments of ``__init__``, stored unchanged (scikit-learn style),
-  read back by :meth:`Scheduler.get_params`;
+  read back by :meth:`Scheduler.get_params`, with their rules declared once in
+  ``_parameter_constraints`` (:mod:`planners.params`) and checked by :meth:`Scheduler.schedule`;
 * the algorithm is :meth:`Scheduler._schedule` (the only method a new scheduler writes), returning
   an order, or a :class:`ScheduleResult` with a status and statistics;
 * :meth:`Scheduler.schedule` times it, passes the order through :func:`check_schedule` (which shares
@@ -22,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from planners.base import Configurable
+from planners.params import Configurable, validate_params
 
 from ..graph import Graph
 from ..schedule import SCHEDULE_STATUSES, Schedule, check_schedule, is_valid_schedule
@@ -61,10 +62,14 @@ class Scheduler(Configurable):
 
         Raises
         ------
+        ParameterError
+            A parameter value the class's ``_parameter_constraints`` do not allow
+            (:func:`planners.params.validate_params`, checked once before any work).
         ScheduleError
             The algorithm returned an order that is not a valid schedule (a bug, never silenced),
             or the graph has no valid schedule (a cycle).
         """
+        validate_params(self)
         t0 = time.perf_counter()
         res = self._schedule(graph)
         seconds = time.perf_counter() - t0
@@ -80,7 +85,10 @@ class Scheduler(Configurable):
 
 class FunctionScheduler(Scheduler):
     """Wrap a function ``func(graph, **params) -> order`` (or :class:`ScheduleResult`) as a
-    scheduler, so a notebook can plug one in without touching the registry."""
+    scheduler, so a notebook can plug one in without touching the registry. The parameters are
+    the function's, so the wrapper declares no rules (``_parameter_constraints = None``)."""
+
+    _parameter_constraints = None
 
     def __init__(self, func, name: str | None = None, **params: Any) -> None:
         self.func = func

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from planners.params import SequenceOf, StrOptions
+
 from ..graph import Graph
 from .base import Scheduler, ScheduleResult
 from .memsim import MemoryModel
@@ -23,6 +25,14 @@ DEFAULT_CANDIDATES = (
 )
 
 
+def _candidates() -> list[str]:
+    """Registered scheduler names but ``best_of`` (read at check time: the registry imports this
+    module)."""
+    from .registry import SCHEDULERS  # noqa: PLC0415
+
+    return [n for n in SCHEDULERS if n != "best_of"]
+
+
 class BestOf(Scheduler):
     """Run several schedulers and keep the order with the lowest peak of live bytes.
 
@@ -39,8 +49,9 @@ class BestOf(Scheduler):
 
     Raises
     ------
-    ValueError
-        Unknown scheduler name. ``CycleError`` for a cyclic graph.
+    ParameterError
+        (from :meth:`schedule`, a ``ValueError``) An unknown scheduler name, or ``best_of``
+        itself. ``CycleError`` for a cyclic graph.
 
     Notes
     -----
@@ -49,6 +60,8 @@ class BestOf(Scheduler):
     """
 
     name = "best_of"
+    # registry names other than best_of itself (file_order is added when missing)
+    _parameter_constraints = {"schedulers": [SequenceOf(StrOptions(_candidates), min_len=0)]}
 
     def __init__(self, schedulers: Sequence[str] = DEFAULT_CANDIDATES) -> None:
         self.schedulers = schedulers
@@ -59,8 +72,6 @@ class BestOf(Scheduler):
         names = list(self.schedulers)
         if "file_order" not in names:
             names.insert(0, "file_order")
-        if "best_of" in names:
-            raise ValueError("best_of: cannot include itself among its schedulers")
         m = MemoryModel(graph)
         best = None
         peaks: dict[str, int] = {}

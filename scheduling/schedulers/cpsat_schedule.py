@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 import time
+from numbers import Integral
 
 from planners.model_size import ModelEstimate, decline_reason
+from planners.params import MODEL_BUDGET, POSITIVE_SECONDS, SEED, THREADS, Interval
 
 from ..graph import Graph
 from .base import Scheduler, ScheduleResult
@@ -97,6 +99,14 @@ class CPSatSchedule(Scheduler):
     """
 
     name = "cpsat_schedule"
+    _parameter_constraints = {
+        "time_limit": [POSITIVE_SECONDS],
+        "num_workers": [THREADS],
+        "random_seed": [SEED],
+        "max_ops": [Interval(Integral, 1, None), None],
+        "model_budget": MODEL_BUDGET,
+        "best_of_start": ["boolean"],
+    }
 
     def __init__(
         self,

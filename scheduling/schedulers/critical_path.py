@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from numbers import Real
+
 import numpy as np
+
+from planners.params import Interval
 
 from .list_base import ListScheduler
 from .memsim import MemoryModel, ReadyTracker
@@ -61,8 +65,8 @@ class CriticalPath(ListScheduler):
 
     Raises
     ------
-    ValueError
-        A negative weight (named). ``CycleError`` for a cyclic graph.
+    ParameterError
+        (from :meth:`schedule`, a ``ValueError``) A negative weight (named). ``CycleError`` for a cyclic graph.
 
     Notes
     -----
@@ -71,15 +75,16 @@ class CriticalPath(ListScheduler):
     """
 
     name = "critical_path"
+    _parameter_constraints = {
+        "alpha": [Interval(Real, 0, None)],
+        "beta": [Interval(Real, 0, None)],
+    }
 
     def __init__(self, alpha: float = 1.0, beta: float = 1.0) -> None:
         self.alpha = alpha
         self.beta = beta
 
     def _prepare(self, model: MemoryModel) -> None:
-        for k in ("alpha", "beta"):
-            if not float(getattr(self, k)) >= 0:
-                raise ValueError(f"critical_path: {k} must be >= 0, got {getattr(self, k)!r}")
         bl = bottom_levels(model, operator_latency(model))
         top = float(bl.max()) if model.n else 1.0
         amax = float(model.alloc.max()) if model.n and model.alloc.max() > 0 else 1.0

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import time
+from numbers import Integral
+
+from planners.params import OPTIONAL_POSITIVE_SECONDS, Interval
 
 from ..graph import Graph
 from .base import Scheduler, ScheduleResult
@@ -99,6 +102,11 @@ class ExactDP(Scheduler):
     """
 
     name = "exact_dp"
+    _parameter_constraints = {
+        "max_states": [Interval(Integral, 1, None)],
+        "time_limit": OPTIONAL_POSITIVE_SECONDS,
+        "best_of_start": ["boolean"],
+    }
 
     def __init__(
         self, max_states: int = 500_000, time_limit: float | None = 10.0, best_of_start: bool = True

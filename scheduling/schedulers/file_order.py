@@ -24,6 +24,7 @@ class FileOrder(Scheduler):
     """
 
     name = "file_order"
+    _parameter_constraints: dict = {}  # no parameters
 
     def __init__(self) -> None:
         pass

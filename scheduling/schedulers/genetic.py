@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import heapq
 import time
+from numbers import Integral, Real
 
 import numpy as np
+
+from planners.params import OPTIONAL_POSITIVE_SECONDS, SEED, Interval
 
 from ..graph import Graph
 from .anneal import min_live_order
@@ -61,8 +64,9 @@ class Genetic(Scheduler):
 
     Raises
     ------
-    ValueError
-        ``population < 4`` or ``generations < 0`` (named). ``CycleError`` for a cyclic graph.
+    ParameterError
+        (from :meth:`schedule`, a ``ValueError``) ``population < 4``, ``generations < 0``,
+        ... (``_parameter_constraints``). ``CycleError`` for a cyclic graph.
 
     Notes
     -----
@@ -70,6 +74,14 @@ class Genetic(Scheduler):
     """
 
     name = "genetic"
+    _parameter_constraints = {
+        "generations": [Interval(Integral, 0, None)],
+        "population": [Interval(Integral, 4, None)],
+        "mutation": [Interval(Real, 0, 1)],
+        "elite": [Interval(Integral, 0, None)],
+        "seed": [SEED],
+        "time_limit": OPTIONAL_POSITIVE_SECONDS,
+    }
 
     def __init__(
         self,
@@ -89,10 +101,6 @@ class Genetic(Scheduler):
 
     def _schedule(self, graph: Graph) -> ScheduleResult:
         P = int(self.population)
-        if P < 4:
-            raise ValueError(f"genetic: population must be >= 4, got {self.population}")
-        if int(self.generations) < 0:
-            raise ValueError(f"genetic: generations must be >= 0, got {self.generations}")
         m = MemoryModel(graph)
         n = m.n
         rng = np.random.default_rng(self.seed)

@@ -81,6 +81,7 @@ class ListScheduler(Scheduler):
     """
 
     name = "list"
+    _parameter_constraints: dict = {}  # the list schedulers have no parameters unless they say
 
     def _prepare(self, model: MemoryModel) -> None:
         """Precompute static data for :meth:`_key` (default: nothing)."""

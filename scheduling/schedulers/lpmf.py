@@ -79,6 +79,7 @@ class LPMF(Scheduler):
     """
 
     name = "lpmf"
+    _parameter_constraints: dict = {}  # no parameters
 
     def __init__(self) -> None:
         pass

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from planners.params import StrOptions
+
 from ..graph import Graph
 from .base import Scheduler, ScheduleResult
 from .memsim import MemoryModel
@@ -26,8 +28,8 @@ class DFS(Scheduler):
 
     Raises
     ------
-    ValueError
-        Unknown direction. ``CycleError`` for a cyclic graph.
+    ParameterError
+        (from :meth:`schedule`, a ``ValueError``) Unknown direction. ``CycleError`` for a cyclic graph.
 
     Notes
     -----
@@ -35,15 +37,12 @@ class DFS(Scheduler):
     """
 
     name = "dfs"
+    _parameter_constraints = {"direction": [StrOptions(("backward", "forward"))]}
 
     def __init__(self, direction: str = "backward") -> None:
         self.direction = direction
 
     def _schedule(self, graph: Graph) -> ScheduleResult:
-        if self.direction not in ("backward", "forward"):
-            raise ValueError(
-                f"dfs: direction must be 'backward' or 'forward', got {self.direction!r}"
-            )
         m = MemoryModel(graph)
         nxt = m.preds if self.direction == "backward" else m.succs
         roots = [
@@ -83,6 +82,7 @@ class BFS(Scheduler):
     """
 
     name = "bfs"
+    _parameter_constraints: dict = {}  # no parameters
 
     def __init__(self) -> None:
         pass

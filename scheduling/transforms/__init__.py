@@ -1,7 +1,9 @@
 """Graph transforms that change lifetimes, as composable passes (issue 7).
 
 A **pass** is a function ``f(graph, **params) -> (Graph, PassLog)``: it never modifies its input,
-returns a new valid graph and a :class:`PassLog` of what it changed. :data:`PASSES` maps names to
+returns a new valid graph and a :class:`PassLog` of what it changed. Its parameter rules are
+declared once with :func:`planners.params.param_rules` (``f._parameter_constraints``) and checked
+on every call (:class:`planners.errors.ParameterError`). :data:`PASSES` maps names to
 passes (networkx-style registry: :func:`run_pipeline` accepts names or callables).
 
 =============  ===================================================================================

@@ -61,9 +61,12 @@ or extends a cast's input (each candidate alone when a step's joint check fails)
 from __future__ import annotations
 
 from collections.abc import Sequence
+from numbers import Integral
 from typing import Any
 
 import numpy as np
+
+from planners.params import Interval, param_rules
 
 from ..errors import GraphError
 from ..graph import Graph, Operator, Tensor
@@ -533,6 +536,20 @@ def _horizontal(g: Graph, log: PassLog, allow: bool) -> Graph:
     return build(chosen) if chosen else g
 
 
+@param_rules({
+    "fold_bn": ["boolean"],
+    "epilogues": ["boolean"],
+    "prologues": ["boolean"],
+    "concat_in_place": ["boolean"],
+    "horizontal": ["boolean"],
+    "vlen": [Interval(Integral, 1, None, unit="bits")],
+    "num_registers": [Interval(Integral, 1, None)],
+    "tile_elems": [Interval(Integral, 1, None)],
+    "acc_bits": [Interval(Integral, 1, None, unit="bits")],
+    "allow_peak_increase": ["boolean"],
+    "refuse_peak_increase": ["boolean", None],
+    "alignment": [Interval(Integral, 1, None, unit="bytes")],
+})
 def fuse(
     graph: Graph,
     *,
@@ -581,6 +598,8 @@ def fuse(
 
     Raises
     ------
+    ParameterError
+        A parameter its rules (declared above the function) do not allow.
     GraphError
         Only on an internal fault: the fused graph's peak exceeds the input's although no
         increase was allowed (never silently returned).

@@ -16,12 +16,15 @@ so the pass runs in ``O(#ops + #tensor uses)``.
 
 from __future__ import annotations
 
+from planners.params import param_rules
+
 from ..graph import Graph
 from .base import PassLog, add_alias, alias_root, graph_aliases, is_elementwise
 
 __all__ = ["inplace"]
 
 
+@param_rules({})  # no parameters
 def inplace(graph: Graph) -> tuple[Graph, PassLog]:
     """In-place pass (module docstring).
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import GraphError
+from planners.params import StrOptions, param_rules
+
 from ..graph import Graph, Operator, Tensor
 from .base import PassLog, rebuild
 
@@ -33,6 +34,10 @@ def _retype(t: Tensor, dtype: str) -> Tensor:
     return Tensor(t.name, t.shape, dtype, t.numel * np.dtype(dtype).itemsize, t.kind)
 
 
+@param_rules({
+    "activations": [StrOptions(("int8", "float16")), None],
+    "weights": [StrOptions(("int8", "float16")), None],
+})
 def quantize(graph: Graph, *, activations: str | None = "int8",
              weights: str | None = None) -> tuple[Graph, PassLog]:
     """Quantisation pass (module docstring).
@@ -53,12 +58,9 @@ def quantize(graph: Graph, *, activations: str | None = "int8",
 
     Raises
     ------
-    GraphError
-        An unsupported target type.
+    ParameterError
+        An unsupported target type (the rules declared above the function).
     """
-    for what, dt in (("activations", activations), ("weights", weights)):
-        if dt not in (None, "int8", "float16"):
-            raise GraphError(f"quantize: {what} must be 'int8', 'float16' or None, got {dt!r}")
     log = PassLog("quantize")
     new: dict[str, Tensor] = {}
     before = after = 0

@@ -27,9 +27,12 @@ removed operator that wrote a graph output makes its input the graph output. Run
 from __future__ import annotations
 
 from collections.abc import Mapping
+from numbers import Integral
 from typing import Any
 
 import numpy as np
+
+from planners.params import Interval, param_rules
 
 from ..constfold import FOLDABLE_OPS, evaluate_constant_op
 from ..graph import Graph, Tensor
@@ -57,6 +60,15 @@ def _broadcasts_to(c_shape: tuple[int, ...], x_shape: tuple[int, ...]) -> bool:
         return False
 
 
+@param_rules({
+    "fold_constants": ["boolean"],
+    "remove_identity": ["boolean"],
+    "remove_dropout": ["boolean"],
+    "cancel_transposes": ["boolean"],
+    "remove_neutral": ["boolean"],
+    "constants": [Mapping, None],
+    "max_value_elems": [Interval(Integral, 0, None)],
+})
 def simplify(
     graph: Graph,
     *,

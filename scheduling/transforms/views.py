@@ -10,12 +10,18 @@ outside the activation arena). Runs in ``O(#ops)``.
 
 from __future__ import annotations
 
+from planners.params import Satisfies, param_rules
+
 from ..graph import Graph
 from .base import VIEW_OPS, PassLog, add_alias, graph_aliases
 
 __all__ = ["views"]
 
 
+@param_rules({"op_types": [Satisfies(
+    lambda v: isinstance(v, (set, frozenset, list, tuple)) and all(isinstance(t, str) for t in v),
+    "a set (or list) of operator type names",
+)]})
 def views(graph: Graph, *, op_types: frozenset[str] = VIEW_OPS) -> tuple[Graph, PassLog]:
     """Alias every view operator's output to its input (module docstring).
 

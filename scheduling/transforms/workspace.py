@@ -22,8 +22,11 @@ pass last: other passes only fuse single-output operators. ``O(#ops)``.
 from __future__ import annotations
 
 import math
+from numbers import Integral
 
 import numpy as np
+
+from planners.params import Interval, param_rules
 
 from ..graph import Graph, Operator, Tensor
 from .base import PassLog, rebuild
@@ -62,6 +65,11 @@ def workspace_bytes(graph: Graph, op: Operator, tile_m: int = 8, tile_n: int = 8
     return 0
 
 
+@param_rules({
+    "shared": ["boolean"],
+    "tile_m": [Interval(Integral, 1, None)],
+    "tile_n": [Interval(Integral, 1, None)],
+})
 def workspaces(graph: Graph, *, shared: bool = False, tile_m: int = 8,
                tile_n: int = 8) -> tuple[Graph, PassLog]:
     """Add workspace buffers (module docstring).
