@@ -41,8 +41,10 @@ def _positive_float(text: str) -> float:
         v = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"time limit must be > 0 seconds, got {text}")
+    from planners.params import POSITIVE_SECONDS  # the planners' time_limit rule
+
+    if not POSITIVE_SECONDS.allows(v):
+        raise argparse.ArgumentTypeError(f"time limit must be {POSITIVE_SECONDS}, got {text}")
     return v
 
 
