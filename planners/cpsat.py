@@ -48,10 +48,10 @@ from .errors import ProblemError
 from .model import Problem
 from .model_size import ModelEstimate, decline_reason, interference_pairs
 from .params import (
+    CPSAT_SEED,
     MODEL_BUDGET,
     OPTIONAL_POSITIVE_SECONDS,
     POSITIVE_SECONDS,
-    SEED,
     THREADS,
     StrOptions,
 )
@@ -129,7 +129,7 @@ class CPSat(Planner):
         "mode": [StrOptions(MODES)],
         "time_limit": [POSITIVE_SECONDS],
         "workers": [THREADS],
-        "seed": [SEED],
+        "seed": [CPSAT_SEED],
         "warm_start": ["boolean"],
         "deterministic_time": OPTIONAL_POSITIVE_SECONDS,
         "heuristic_first": ["boolean"],

@@ -56,9 +56,9 @@ from .base import Planner, SolveResult
 from .local_search import DEFAULT_START_ORDERS, START_ORDERS_RULE, anytime_start
 from .model import Problem
 from .params import (
+    CPSAT_SEED,
     OPTIONAL_POSITIVE_SECONDS,
     POSITIVE_SECONDS,
-    SEED,
     SHARE,
     Interval,
     SequenceOf,
@@ -127,7 +127,7 @@ class LNSCPSat(Planner):
     family = "search"
     _parameter_constraints = {
         "time_limit": [POSITIVE_SECONDS],
-        "seed": [SEED],
+        "seed": [CPSAT_SEED],
         "max_rounds": [Interval(Integral, 0, None), None],
         "neighbourhoods": [SequenceOf(StrOptions(NEIGHBOURHOODS))],
         "window": [Interval(Integral, 2, None)],

@@ -69,6 +69,7 @@ __all__ = [
     "POSITIVE_SECONDS",
     "OPTIONAL_POSITIVE_SECONDS",
     "SEED",
+    "CPSAT_SEED",
     "SHARE",
     "THREADS",
     "MODEL_BUDGET",
@@ -80,6 +81,7 @@ class Rule:
     """Base class of the rule objects: :meth:`allows` and a description for messages."""
 
     def allows(self, value: Any) -> bool:  # pragma: no cover - abstract
+        """True iff ``value`` satisfies the rule."""
         raise NotImplementedError
 
     def __str__(self) -> str:  # pragma: no cover - abstract
@@ -299,8 +301,10 @@ def _make_rule(rule: Any) -> Rule:
 POSITIVE_SECONDS = Interval(Real, 0, None, closed="neither", unit="seconds")
 #: A time limit that may be switched off with ``None``.
 OPTIONAL_POSITIVE_SECONDS = [POSITIVE_SECONDS, None]
-#: A seed of ``numpy.random.default_rng`` or CP-SAT: an int in ``[0, 2**31 - 1]``.
-SEED = Interval(Integral, 0, 2**31 - 1, closed="both")
+#: A seed of ``numpy.random.default_rng``: an int >= 0.
+SEED = Interval(Integral, 0, None)
+#: A seed that also reaches CP-SAT's ``random_seed`` (an int32): an int in ``[0, 2**31 - 1]``.
+CPSAT_SEED = Interval(Integral, 0, 2**31 - 1)
 #: A share of a time limit: a number in ``[0, 1]``.
 SHARE = Interval(Real, 0, 1, closed="both")
 #: Solver threads / workers: an int >= 1.

@@ -62,6 +62,9 @@ def test_parameter_error_is_a_value_error_and_a_toolkit_error_but_not_a_problem_
         (CPSat(time_limit=True),
          "cpsat: parameter 'time_limit' = True is not allowed; allowed: a number in (0, inf) "
          "seconds"),
+        # CP-SAT's random_seed is an int32
+        (CPSat(seed=2**31),
+         "cpsat: parameter 'seed' = 2147483648 is not allowed; allowed: an int in [0, 2147483647]"),
         # boolean
         (CPSat(warm_start="yes"),
          "cpsat: parameter 'warm_start' = 'yes' is not allowed; allowed: a bool"),
@@ -90,9 +93,12 @@ def test_bad_values_give_one_error_type_with_the_exact_message(obj, message):
     assert str(e.value) == message
 
 
-def test_none_is_allowed_where_declared_and_the_default_is_used():
-    assert Chaitin(k=None).plan(exercise_5_1_problem()).arena_size > 0
-    assert CPSat(deterministic_time=None, time_limit=5).plan(exercise_5_1_problem()).status == "optimal"
+def test_none_is_allowed_where_declared_and_numpy_seeds_are_unbounded():
+    p = exercise_5_1_problem()  # optimum 780 bytes
+    assert LocalSearch(seed=2**40, max_iters=5).plan(p).arena_size == 780
+    assert Chaitin(k=None).plan(p).arena_size == 780
+    r = CPSat(deterministic_time=None, time_limit=5).plan(p)
+    assert (r.status, r.arena_size) == ("optimal", 780)
 
 
 def test_scheduler_rule_is_checked_by_schedule():

@@ -7,7 +7,7 @@ import time
 from numbers import Integral
 
 from planners.model_size import ModelEstimate, decline_reason
-from planners.params import MODEL_BUDGET, POSITIVE_SECONDS, SEED, THREADS, Interval
+from planners.params import CPSAT_SEED, MODEL_BUDGET, POSITIVE_SECONDS, THREADS, Interval
 
 from ..graph import Graph
 from .base import Scheduler, ScheduleResult
@@ -102,7 +102,7 @@ class CPSatSchedule(Scheduler):
     _parameter_constraints = {
         "time_limit": [POSITIVE_SECONDS],
         "num_workers": [THREADS],
-        "random_seed": [SEED],
+        "random_seed": [CPSAT_SEED],
         "max_ops": [Interval(Integral, 1, None), None],
         "model_budget": MODEL_BUDGET,
         "best_of_start": ["boolean"],
