@@ -326,28 +326,25 @@ class ExactSearch(Planner):
         if left <= 0:
             info["stopped_by"] = "time_limit"
             return SolveResult(None, "timeout", best_bound=lb, info=info)
-        flags = (
-            bool(self.canonical_only),
-            bool(self.section_inference),
-            bool(self.dynamic_ordering),
-            bool(self.check_dominance),
-            bool(self.decompose),
-            bool(self.memo_floor_profiles),
-        )
         status, offs, nodes, attempts, hits, entries = _core().search(
-            sizes.tolist(),
-            aligns.tolist(),
-            slo.tolist(),
-            shi.tolist(),
-            (ends - starts).tolist(),
-            ns,
-            cap,
-            list(prefs),
-            flags,
-            left,
-            int(self.node_limit or 0),
-            int(max(0.0, float(self.memo_megabytes)) * 2**20),
-            self.memo._capsule if self.memo is not None else None,
+            sizes=sizes.tolist(),
+            aligns=aligns.tolist(),
+            slo=slo.tolist(),
+            shi=shi.tolist(),
+            widths=(ends - starts).tolist(),
+            n_sections=ns,
+            capacity=cap,
+            preorderings=list(prefs),
+            time_limit=left,
+            node_limit=int(self.node_limit or 0),
+            memo_bytes=int(max(0.0, float(self.memo_megabytes)) * 2**20),
+            memo=self.memo._capsule if self.memo is not None else None,
+            canonical_only=bool(self.canonical_only),
+            section_inference=bool(self.section_inference),
+            dynamic_ordering=bool(self.dynamic_ordering),
+            check_dominance=bool(self.check_dominance),
+            decompose=bool(self.decompose),
+            memo_floor_profiles=bool(self.memo_floor_profiles),
         )
         info.update(
             nodes=int(nodes), attempts=int(attempts), memo_hits=int(hits), memo_entries=int(entries)
