@@ -716,6 +716,9 @@ class HostSim:
             raise RuntimeError("a basic block made more than 256 memory accesses (model buffer)")
         if err == 2:
             raise RuntimeError("an executed block lies outside the decoded code segment")
+        if err == 3:
+            raise RuntimeError("two executed blocks of different sizes start at one address "
+                               "(per-block counters assume one size)")
         pipes = []
         for p in self.pipes:
             r = _PipeResult()
