@@ -42,6 +42,7 @@ typedef struct {
     int64_t bht_entries, bht_init;
     int64_t l1i_sets, l1i_ways, l1i_shift, l1i_penalty; /* l1i_sets 0: no instruction cache */
     int64_t l1d_sets, l1d_ways, l1d_shift, l1d_penalty; /* l1d_sets 0: no data cache */
+    int64_t bypass_store_data; /* the bypass also applies to a store's data operand */
 } model_t;
 
 typedef struct {
@@ -55,11 +56,12 @@ typedef struct {
 
 /* One instruction with everything its issue needs precomputed for one model (built once per
  * decoded image and model, so the per-instruction work has no lookups by kind). */
-enum { F_A = 1, F_B = 2, F_AB = 4, F_CBYP = 8, F_PBYP = 16, F_MEM = 32, F_DIV = 64, F_LOAD = 128 };
+enum { F_A = 1, F_B = 2, F_AB = 4, F_PBYP = 16, F_MEM = 32, F_DIV = 64, F_LOAD = 128 };
 typedef struct {
     int8_t kind, rd, nsrc, len;
     int8_t src[3];
     uint8_t flags;
+    uint8_t bypmask; /* bit s: source s reads the bypassed ready time */
     int32_t lat, busy; /* write-back latency; divider busy cycles (divides only) */
 } pins_t;
 
@@ -205,24 +207,29 @@ static inline void new_cycle(pipe_t *p, int64_t t)
     p->cnt = p->a_used = p->b_used = 0;
 }
 
-/* Fill the precomputed form of one instruction (d = 7 decode bytes) for model m. */
+/* Fill the precomputed form of one instruction (d = 7 decode bytes: kind, rd, three sources,
+ * word32 | (store data index + 1) << 1, length) for model m. */
 static void pins_fill(pins_t *o, const model_t *m, const int8_t *d)
 {
-    int kind = d[0];
+    int kind = d[0], w32 = d[5] & 1, data = (d[5] >> 1) - 1;
     memset(o, 0, sizeof(*o));
     o->kind = (int8_t)kind;
     o->rd = d[1];
-    for (int s = 2; s < 5; s++)
-        if (d[s] >= 0) o->src[o->nsrc++] = d[s];
+    int cbyp = (int)((m->bypass_cons >> kind) & 1);
+    for (int s = 2; s < 5; s++) {
+        if (d[s] < 0) continue;
+        if (cbyp || (m->bypass_store_data && kind == K_STORE && s - 2 == data))
+            o->bypmask |= (uint8_t)(1u << o->nsrc);
+        o->src[o->nsrc++] = d[s];
+    }
     o->len = (int8_t)(d[6] > 0 ? d[6] : 2);
-    o->lat = (int32_t)((kind == K_DIV && d[5]) ? m->lat_div32 : m->lat[kind]);
-    o->busy = (int32_t)(d[5] ? m->div32_busy : m->div_busy);
+    o->lat = (int32_t)((kind == K_DIV && w32) ? m->lat_div32 : m->lat[kind]);
+    o->busy = (int32_t)(w32 ? m->div32_busy : m->div_busy);
     uint8_t f = 0;
     if (m->dual_pipes && (kind == K_LOAD || kind == K_STORE)) f |= F_A;
     if (m->dual_pipes && (kind == K_BRANCH || kind == K_JUMP || kind == K_MUL || kind == K_DIV ||
                           kind == K_OTHER)) f |= F_B;
     if (m->dual_pipes && kind == K_ALU) f |= F_AB;
-    if ((m->bypass_cons >> kind) & 1) f |= F_CBYP;
     if ((m->bypass_prod >> kind) & 1) f |= F_PBYP;
     if (kind == K_LOAD || kind == K_STORE) f |= F_MEM;
     if (kind == K_DIV) f |= F_DIV;
@@ -245,9 +252,8 @@ static inline void step(pipe_t *p, const pins_t *d, uint64_t pc, int has_mem, ui
         if (miss && (f & F_LOAD)) extra = m->l1d_penalty;
     }
     int64_t c = p->t;
-    const int64_t *rdy = (f & F_CBYP) ? p->ready_byp : p->ready;
     for (int s = 0; s < d->nsrc; s++) {
-        int64_t r = rdy[(int)d->src[s]];
+        int64_t r = ((d->bypmask >> s) & 1) ? p->ready_byp[(int)d->src[s]] : p->ready[(int)d->src[s]];
         if (r > c) c = r;
     }
     if ((f & F_DIV) && p->div_free > c) c = p->div_free;
