@@ -95,6 +95,7 @@ typedef struct {
     int *rank;                    /* current static rank (recomputed for every subproblem) */
     i64 *width;                   /* lifetime length in steps */
     const char *heur;             /* current preordering string */
+    unsigned long long seed;      /* for the pseudo-random key 'R' */
     int *mark; int epoch; int *affected;
     int *twin;                    /* previous identical buffer (same size, alignment, lifetime) or -1 */
     Undo *undo; size_t nundo, capundo;
@@ -442,6 +443,7 @@ static int rank_part(Ctx *c, const int *part, int np) {
             case 'A': v = mul_sat(c->width[b], c->size[b]); break;
             case 'C': v = c->shi[b] - c->slo[b]; break;
             case 'Z': v = c->size[b]; break;
+            case 'R': v = (i64)(mix64(c->seed * 0x9e3779b97f4a7c15ULL + (unsigned long long)b + 1) >> 1); break;
             default: v = 0;
             }
             rows[i].key[k] = v;
@@ -510,15 +512,17 @@ static const char *status_name(int st) {
 PyDoc_STRVAR(search_doc,
 "search(sizes, aligns, slo, shi, widths, n_sections, capacity, preorderings, *, time_limit,\n"
 "       node_limit=0, memo_bytes=0, memo=None, canonical_only=True, section_inference=True,\n"
-"       dynamic_ordering=True, check_dominance=True, decompose=True, memo_floor_profiles=True)\n"
+"       dynamic_ordering=True, check_dominance=True, decompose=True, memo_floor_profiles=True,\n"
+"       seed=0)\n"
 "       -> (status, offsets or None, nodes, attempts, memo_hits, memo_entries)\n\n"
 "Complete search for the fixed-capacity decision problem (see planners.exact_search).\n"
 "sizes, aligns: bytes (> 0); slo, shi: half-open section range of each buffer; widths: lifetime\n"
 "lengths (steps); n_sections: number of sections; capacity: bytes; preorderings: strings of keys\n"
-"T, W, A, C, Z (see planners.exact_search) tried round robin with doubling node budgets.\n"
+"T, W, A, C, Z, R (see planners.exact_search) tried round robin with doubling node budgets.\n"
 "Keyword-only: time_limit in seconds (> 0, required); node_limit <= 0 means none; memo_bytes\n"
 "caps the memo's storage; memo: a memo_new() object kept across calls (its own cap then\n"
-"applies); the six switches are the techniques of planners.exact_search.\n"
+"applies); the six switches are the techniques of planners.exact_search; seed: the\n"
+"pseudo-random key R (an unsigned 64-bit integer).\n"
 "status is 'found', 'infeasible', 'timeout' or 'node_limit'. A signal whose handler raises\n"
 "(Ctrl-C: KeyboardInterrupt) stops the search within about 0.05 s and the exception propagates.");
 
@@ -527,20 +531,21 @@ static PyObject *py_search(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *kwlist[] = {"sizes", "aligns", "slo", "shi", "widths", "n_sections", "capacity",
                              "preorderings", "time_limit", "node_limit", "memo_bytes", "memo",
                              "canonical_only", "section_inference", "dynamic_ordering",
-                             "check_dominance", "decompose", "memo_floor_profiles", NULL};
+                             "check_dominance", "decompose", "memo_floor_profiles", "seed", NULL};
     PyObject *py_size, *py_align, *py_slo, *py_shi, *py_width, *py_ranks, *py_cap;
     int ns, cap_over = 0;
     PyObject *py_memo = Py_None;
     long long cap, node_limit = 0, memo_bytes = 0;
     double time_limit = -1.0;
     int flags[6] = {1, 1, 1, 1, 1, 1};
+    unsigned long long seed = 0;
     Memo local_memo;
     memset(&local_memo, 0, sizeof local_memo);
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOiOO|$dLLOpppppp", kwlist, &py_size,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOiOO|$dLLOppppppK", kwlist, &py_size,
                                      &py_align, &py_slo, &py_shi, &py_width, &ns, &py_cap,
                                      &py_ranks, &time_limit, &node_limit, &memo_bytes, &py_memo,
                                      &flags[0], &flags[1], &flags[2], &flags[3], &flags[4],
-                                     &flags[5]))
+                                     &flags[5], &seed))
         return NULL;
     if (!(time_limit > 0.0)) {
         PyErr_SetString(PyExc_ValueError, "time_limit: required keyword, seconds > 0");
@@ -558,7 +563,7 @@ static PyObject *py_search(PyObject *self, PyObject *args, PyObject *kwargs) {
     if (nr < 1) { PyErr_SetString(PyExc_ValueError, "preorderings: need at least one"); return NULL; }
     Ctx c;
     memset(&c, 0, sizeof c);
-    c.n = (int)n; c.ns = ns; c.cap = cap;
+    c.n = (int)n; c.ns = ns; c.cap = cap; c.seed = seed;
     c.canonical = flags[0]; c.inference = flags[1]; c.dynamic = flags[2];
     c.dominance = flags[3]; c.decompose = flags[4];
     if (py_memo != Py_None) {
@@ -613,10 +618,10 @@ static PyObject *py_search(PyObject *self, PyObject *args, PyObject *kwargs) {
         PyObject *item = PySequence_GetItem(py_ranks, r);
         if (!item) goto done;
         const char *h = PyUnicode_Check(item) ? PyUnicode_AsUTF8(item) : NULL;
-        if (!h || strlen(h) < 1 || strlen(h) > 8 || strspn(h, "TWACZ") != strlen(h)) {
+        if (!h || strlen(h) < 1 || strlen(h) > 8 || strspn(h, "TWACZR") != strlen(h)) {
             Py_DECREF(item);
             if (!PyErr_Occurred())
-                PyErr_Format(PyExc_ValueError, "preordering %zd: 1-8 characters from 'TWACZ'", r);
+                PyErr_Format(PyExc_ValueError, "preordering %zd: 1-8 characters from 'TWACZR'", r);
             goto done;
         }
         memcpy(heurs + (size_t)r * 9, h, strlen(h));
