@@ -19,7 +19,11 @@ difficulty is not monotone in the capacity (MiniMalloc's section inference prune
 capacity: on C the floor is proved feasible in milliseconds while capacities 7% above it time
 out), so the descent starts with one probe at the floor (``probe_lower_bound_first``) and every
 timed-out descent probe is followed by a *dive* to the middle of the gap; floor and dive probes
-get the base budget only.
+get the base budget only. Probes cycle through a *portfolio* of solver settings (for
+``exact_search``: its default rankings, then a seeded random restart ranking ``"WR"`` whose seed
+is the probe's index), because the time a complete search needs at one capacity is heavy-tailed
+and depends on the order far more than on the capacity; a capacity that timed out is thus
+retried with another order.
 Strategy ``"bisect"`` (ablation, the earlier behaviour): binary search between the floor and the
 incumbent, optionally probing the floor first. In both:
 
