@@ -116,17 +116,26 @@ def best_greedy_start(
     """The best greedy plan over ``orders`` x ``fits``: ``(perm, fit, offsets, arena, arenas)``.
 
     ``arenas`` maps ``"order/fit"`` to the arena (bytes) of every combination that ran. Ties go to
-    the earlier order, then the earlier fit. After ``deadline`` (a :func:`time.perf_counter`
+    the earlier order, then the earlier fit. An order equal to an earlier one (e.g. ``problem``
+    and ``in_order`` on a problem listed by start) is not placed again: it gets the earlier
+    one's arenas. After ``deadline`` (a :func:`time.perf_counter`
     instant) no further combination starts, but at least one always runs. Cost: one greedy
     placement per combination, ``O(n log n + E)`` each.
     """
     best = None
     arenas: dict[str, int] = {}
+    seen: list[tuple[str, np.ndarray]] = []  # orders placed so far: an equal order is not re-run
     for name in orders:
         perm = np.asarray(ORDERS[name](problem), np.int64) if isinstance(name, str) else None
         if perm is None:
             raise ProblemError(f"start order {name!r} is not a name in ORDERS: {list(ORDERS)}")
+        same = next((old for old, q in seen if np.array_equal(q, perm)), None)
+        seen.append((name, perm))
         for fit in fits:
+            if same is not None:  # the same order as an earlier name: the same placement
+                if f"{same}/{fit}" in arenas:
+                    arenas[f"{name}/{fit}"] = arenas[f"{same}/{fit}"]
+                continue
             if best is not None and deadline is not None and time.perf_counter() > deadline:
                 return (*best, arenas)
             off = greedy_offsets(problem, perm, fit, engine=engine)
