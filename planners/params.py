@@ -37,7 +37,7 @@ naming the owner, the parameter, the value and what is allowed, e.g.
 ``cpsat: parameter 'mode' = 'fast' is not allowed; allowed: one of {'auto', 'minimize', 'decide'}``.
 
 :mod:`planners` and :mod:`scheduling` both import this module; it imports only
-:mod:`planners.errors`.
+:mod:`planners.errors` (and numpy).
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from .base import FunctionPlanner, Planner
 from .choose_best import ChooseBest
 from .colouring import Chaitin, IntervalColouring
 from .cpsat import CPSat
+from .errors import ParameterError
 from .exact_search import ExactSearch
 from .freelist_bump import FreelistBump
 from .greedy import (
@@ -82,7 +83,9 @@ def get_planner(planner: str | Planner | type[Planner] | Any, **params: Any) -> 
     Raises
     ------
     ValueError
-        Unknown planner name (the message lists the registered names) or unknown parameter.
+        Unknown planner name (the message lists the registered names); an unknown parameter is
+        a :class:`planners.errors.ParameterError` (a ``ValueError``). Values are checked against
+        the planner's ``_parameter_constraints`` when it plans.
     """
     if isinstance(planner, str):
         try:
@@ -94,7 +97,7 @@ def get_planner(planner: str | Planner | type[Planner] | Any, **params: Any) -> 
         try:
             return cls(**params)
         except TypeError as e:
-            raise ValueError(f"planner {planner!r}: {e}") from None
+            raise ParameterError(f"planner {planner!r}: {e}") from None
     if isinstance(planner, Planner):
         return planner.set_params(**params) if params else planner
     if isinstance(planner, type) and issubclass(planner, Planner):

@@ -139,6 +139,10 @@ def test_init_only_stores_and_set_params_repairs(monkeypatch):
     assert c.plan(p).status == "optimal"
     with pytest.raises(ParameterError, match="has no parameter 'colour'"):
         c.set_params(colour="red")
+    with pytest.raises(ParameterError, match="^planner 'cpsat': .*unexpected keyword argument 'colour'"):
+        plan(p, "cpsat", colour="red")
+    with pytest.raises(ParameterError, match="^scheduler 'dfs': .*unexpected keyword argument 'colour'"):
+        schedule(mobilenet_v1_first_layer(), "dfs", colour="red")
 
 
 def test_checked_once_per_plan_and_schedule(monkeypatch):

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from planners.errors import ParameterError
+
 from ..graph import Graph
 from .anneal import Anneal
 from .base import FunctionScheduler, Schedule, Scheduler
@@ -62,7 +64,9 @@ def get_scheduler(scheduler: str | Scheduler | type[Scheduler] | Any, **params: 
     Raises
     ------
     ValueError
-        Unknown scheduler name (the message lists the registered names) or unknown parameter.
+        Unknown scheduler name (the message lists the registered names); an unknown parameter is
+        a :class:`planners.errors.ParameterError` (a ``ValueError``). Values are checked against
+        the scheduler's ``_parameter_constraints`` when it schedules.
     """
     if isinstance(scheduler, str):
         try:
@@ -74,7 +78,7 @@ def get_scheduler(scheduler: str | Scheduler | type[Scheduler] | Any, **params: 
         try:
             return cls(**params)
         except TypeError as e:
-            raise ValueError(f"scheduler {scheduler!r}: {e}") from None
+            raise ParameterError(f"scheduler {scheduler!r}: {e}") from None
     if isinstance(scheduler, Scheduler):
         return scheduler.set_params(**params) if params else scheduler
     if isinstance(scheduler, type) and issubclass(scheduler, Scheduler):
