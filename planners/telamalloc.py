@@ -294,6 +294,7 @@ class _Search:
 
         floor, last = 0, -1
         remaining = live.size
+        every = 63 if n <= 2000 else 0  # clock checks: every 64 nodes, every node when large
         used = 0
         stack = [[*self._candidates(self._lowest(minoff), floor, last), 0]]  # candidates, their offsets, next
         while stack:
@@ -314,7 +315,7 @@ class _Search:
                 continue
             if level + int(sizes[i]) > target:
                 continue
-            if used >= budget or (used & 63 == 0 and time.perf_counter() > deadline):
+            if used >= budget or (used & every == 0 and time.perf_counter() > deadline):
                 return "budget"
             used += 1
             self.nodes += 1
