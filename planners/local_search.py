@@ -14,6 +14,9 @@ as far as it goes by increasing offset), so searching over orders loses nothing.
      the same time) that is placed earlier, so it is placed before the buffer that pushed it up;
    * ``"swap"`` -- TVM's move: swap a neighbour placed before the critical buffer (first level)
      with a neighbour of that neighbour placed before it (second level);
+   * ``"ruin"`` -- ruin and recreate (Schrimpf et al. 2000; iterated greedy, Ruiz & Stuetzle
+     2007): the critical buffer and its neighbours whose tops lie in a random band below the
+     arena leave the order and go back, shuffled, at random positions before the first of them;
 
 3. after ``patience`` moves without a new best arena, restarts from the best order with ``kick``
    random moves (iterated greedy with restarts, Ruiz & Stuetzle 2007).
@@ -48,6 +51,8 @@ References
 .. [1] TVM Unified Static Memory Planner, ``hill_climb.cc`` (Apache TVM, 2021).
 .. [2] R. Ruiz, T. Stuetzle, "A simple and effective iterated greedy algorithm for the permutation
    flowshop scheduling problem", EJOR 177(3), 2007.
+.. [3] G. Schrimpf, J. Schneider, H. Stamm-Wilbrandt, G. Dueck, "Record breaking optimization
+   results using the ruin and recreate principle", J. Comput. Phys. 159(2), 2000.
 """
 
 from __future__ import annotations
@@ -79,11 +84,13 @@ __all__ = [
 ]
 
 #: Neighbourhood moves of :class:`LocalSearch`.
-MOVES = ("move", "swap")
+MOVES = ("move", "swap", "ruin")
 #: Re-evaluation of a changed order (see the module docstring).
 EVALUATORS = ("auto", "engine", "incremental")
-#: Orders tried for the start plan (every name of :data:`planners.greedy.ORDERS`).
-DEFAULT_START_ORDERS: tuple[str, ...] = tuple(ORDERS)
+#: Orders tried for the start plan: every name of :data:`planners.greedy.ORDERS`, ``"size"``
+#: first (the classic best, so a large problem has its usual start plan before ``start_share``
+#: of the time limit stops the others).
+DEFAULT_START_ORDERS: tuple[str, ...] = ("size", *(o for o in ORDERS if o != "size"))
 #: Rule of ``start_orders`` (the anytime planners share it): names in :data:`planners.greedy.ORDERS`.
 START_ORDERS_RULE = SequenceOf(StrOptions(lambda: ORDERS))
 
@@ -277,7 +284,7 @@ class LocalSearch(Planner):
         Seed of the move generator (``numpy.random.default_rng``).
     max_iters : int or None, default None
         Move budget; with it the result repeats exactly for a seed (see the module docstring).
-    moves : tuple of str, default ("move", "swap")
+    moves : tuple of str, default ("move", "swap", "ruin")
         Neighbourhood moves (:data:`MOVES`), drawn uniformly.
     fit : {"auto", "first", "best"}, default "auto"
         Fit rule of the search; ``"auto"`` keeps the fit of the best start plan.
@@ -440,6 +447,8 @@ class LocalSearch(Planner):
             j = int(below[rng.integers(below.size)])
             if move == "move":
                 new_perm, first = _move_before(cur_perm, rank, c, j)
+            elif move == "ruin":
+                new_perm, first = _ruin(cur_perm, rank, cur_off + sizes, nbr, c, cur_arena, lb, rng)
             else:
                 nb2 = live & (starts < ends[j]) & (ends > starts[j]) & (rank < rank[j])
                 nb2[j] = False
@@ -506,6 +515,24 @@ def _move_before(perm: np.ndarray, rank: np.ndarray, c: int, j: int):
     new[rj + 1 : rc + 1] = perm[rj:rc]
     new[rj] = c
     return new, rj
+
+
+def _ruin(perm, rank, top, nbr, c, arena, lb, rng) -> tuple[np.ndarray, int]:
+    """Ruin and recreate (Schrimpf et al. 2000) on the order: the critical buffer ``c`` and its
+    neighbours (mask ``nbr``) whose tops lie in a random band below the arena (a fraction
+    ``U(0, 0.2)`` of the lower bound, bytes) leave the order and are put back, in random order,
+    at random positions before the first of them, so they are placed before the buffers that
+    pushed them up. Returns the new order and its first changed position."""
+    band = arena - int(rng.random() * 0.2 * lb)
+    ruined = np.flatnonzero(nbr & (top > band))
+    ruined = np.concatenate(([c], ruined[ruined != c]))
+    lo = int(rank[ruined].min())
+    keep = np.ones(len(perm), bool)
+    keep[rank[ruined]] = False
+    rest = perm[keep]
+    spots = np.sort(rng.integers(0, lo + 1, ruined.size))
+    new = np.insert(rest, spots, rng.permutation(ruined))
+    return new, int(spots[0])
 
 
 def _kick(perm: np.ndarray, k: int, rng) -> tuple[np.ndarray, int]:

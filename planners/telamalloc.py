@@ -24,18 +24,24 @@ heuristic search part:
   buffer is not placed at or above the top another unplaced buffer would have at its own
   skyline offset (dominance: that buffer would fit below). Of identical buffers (size,
   lifetime, alignment) only the first by rank is a candidate.
+  Before placing at offset ``o``, ``o`` plus the most unplaced bytes on any segment must fit
+  (every later placement is at least as high), so the candidates of a node stop there.
+* **Decomposition.** When no unplaced buffer crosses some lifetime end point, the two sides no
+  longer interact and are searched one after the other, each ranked afresh with the contention
+  left; a side that fails fails the node (MiniMalloc).
 * **Bounded backtracking.** Depth-first over the candidates (at most ``max_branch`` per node),
   at most a budget of placements per probe (``node_limit``, doubled after a round in which
   every priority failed).
 * **Lowering the target.** The first target is below the best greedy arena (every order of
   :data:`planners.greedy.ORDERS` with both fits, the compiled engine when built). Probes
   alternate between *bisection* (halfway between the best arena and the highest target that
-  failed, or the bound) and, with ``tight_probes``, *tight* probes at the best proved bound or
-  1/8 of the gap above it: a tight capacity prunes hardest, so such a probe often succeeds
-  where a looser one runs out of budget (a complete search of this kind needs far fewer nodes on
-  MiniMalloc's C, E and F at their lower bound than at 1.05 x). When a search with untruncated branching is
-  exhausted, no layout within the target exists: the bound becomes ``target + 1`` (a proof;
-  ``status="optimal"`` when the arena meets it).
+  failed, or the bound) and, with ``tight_probes``, *tight* probes (ten times the budget) at the
+  best proved bound or 1/8 of the gap above it (the priorities alternate between the two, the
+  first priority at the bound in the first round): a tight capacity prunes hardest, so such a
+  probe often succeeds where a looser one runs out of budget (a complete search of this kind
+  needs far fewer nodes on MiniMalloc's C, E and F at their lower bound than at 1.05 x). When a
+  search with untruncated branching is exhausted, no layout within the target exists: the
+  bound becomes ``target + 1`` (a proof; ``status="optimal"`` when the arena meets it).
 
 Conventions: half-open lifetimes ``[start, end)`` in schedule steps, sizes, offsets and targets in
 bytes. ``plan.info["trajectory"]`` lists ``(seconds, arena)`` at the start plan and at every
@@ -57,6 +63,7 @@ References
 
 from __future__ import annotations
 
+import sys
 import time
 from numbers import Integral
 
@@ -78,6 +85,8 @@ _INF = np.iinfo(np.int64).max
 _MEMBER_CELLS = 4_000_000
 #: Largest problem (buffers) for which the search keeps neighbour lists (an ``n x n`` pass).
 _NBR_BUFFERS = 4_000
+#: Largest problem (buffers) searched with decomposition (a recursion as deep as the buffers).
+_DECOMPOSE_BUFFERS = 2_000
 
 
 def contention(problem: Problem) -> np.ndarray:
@@ -115,8 +124,7 @@ class _Search:
         max_branch: int | None,
         symmetry: bool,
         dominance: bool,
-        rng: np.random.Generator | None = None,
-        noise: float = 0.0,
+        decompose: bool = True,
     ) -> None:
         self.dominance = dominance
         self.p = problem
@@ -125,36 +133,9 @@ class _Search:
         self.lo = np.searchsorted(times, problem.starts)
         self.hi = np.searchsorted(times, problem.ends)
         self.m = len(times)
-        width = problem.ends - problem.starts
-        if priority == "contention":  # MiniMalloc's TAW preordering (contention, area, width)
-            keys = (
-                np.arange(n),
-                -width,
-                -(width.astype(np.float64) * problem.sizes),
-                -contention(problem),
-            )
-        elif priority == "contention_width":  # MiniMalloc's TWA (contention, width, area)
-            keys = (
-                np.arange(n),
-                -(width.astype(np.float64) * problem.sizes),
-                -width,
-                -contention(problem),
-            )
-        elif priority == "size":
-            keys = (np.arange(n), -width, -problem.sizes)
-        elif priority == "area":
-            keys = (np.arange(n), -problem.sizes, -(width.astype(np.float64) * problem.sizes))
-        else:  # "width": MiniMalloc's WAT preordering (width, area, contention)
-            keys = (
-                np.arange(n),
-                -contention(problem),
-                -(width.astype(np.float64) * problem.sizes),
-                -width,
-            )
-        if rng is not None and noise > 0:  # a restart: the leading key scaled by 1 + noise * U
-            keys = (*keys[:-1], keys[-1] * (1.0 + noise * rng.random(n)))
+        self.priority = priority
         rank = np.empty(n, np.int64)
-        rank[np.lexsort(keys)] = np.arange(n)
+        rank[np.lexsort(self._keys(np.arange(n), contention(problem)))] = np.arange(n)
         self.rank = rank
         # buffers with the same size, lifetime and alignment are interchangeable: one class id each
         key = np.stack([problem.sizes, problem.starts, problem.ends, problem.alignments], axis=1)
@@ -186,8 +167,31 @@ class _Search:
             order = np.argsort(seg, kind="stable")
             segs, at = np.unique(seg[order], return_index=True)
             self.member = (owner[order], segs, at)
+            self.cell_seg = seg  # the same cells by buffer: contention left in one reduceat
+            self.cell_at = np.cumsum(span) - span
+        self.decompose = bool(
+            decompose and self.member is not None and n <= _DECOMPOSE_BUFFERS and np.all(span > 0)
+        )
         self.nodes = 0
         self.truncated = False
+
+    def _keys(self, idx: np.ndarray, cont: np.ndarray) -> tuple:
+        """``numpy.lexsort`` keys (last is primary) ranking buffers ``idx`` by the priority, with
+        ``cont`` their contention (bytes)."""
+        p, n = self.p, idx
+        width = p.ends[idx] - p.starts[idx]
+        size = p.sizes[idx]
+        area = width.astype(np.float64) * size
+        if self.priority == "contention":  # MiniMalloc's TAW (contention, area, width)
+            return (n, -width, -area, -cont)
+        if self.priority == "contention_width":  # MiniMalloc's TWA (contention, width, area)
+            return (n, -area, -width, -cont)
+        if self.priority == "size":
+            return (n, -width, -size)
+        if self.priority == "area":
+            return (n, -size, -area)
+        return (n, -cont, -area, -width)  # "width": MiniMalloc's WAT (width, area, contention)
+
 
     def _lowest(self, minoff: np.ndarray) -> np.ndarray:
         """Lowest offset of every buffer (its skyline offset, aligned; ``_INF`` once placed)."""
@@ -196,7 +200,7 @@ class _Search:
         a = self.p.alignments
         return np.where(minoff == _INF, _INF, -(-minoff // a) * a)
 
-    def _candidates(self, xa: np.ndarray, floor: int, last_rank: int):
+    def _candidates(self, xa: np.ndarray, floor: int, last_rank: int, pool=None):
         """Unplaced buffers to try next and their offsets, by offset then priority.
 
         Each goes exactly to its skyline offset ``xa`` (aligned, :meth:`_lowest`): the layouts
@@ -209,7 +213,7 @@ class _Search:
         reaches it). With ``symmetry``, of identical buffers (same size, lifetime, alignment)
         only the first by rank still unplaced is a candidate."""
         sizes = self.p.sizes
-        unpl = np.flatnonzero(xa != _INF)
+        unpl = np.flatnonzero(xa != _INF) if pool is None else pool[xa[pool] != _INF]
         x = xa[unpl]
         rk = self.rank[unpl]
         keep = (x > floor) | ((x == floor) & (rk > last_rank))
@@ -226,12 +230,18 @@ class _Search:
             self.truncated = True
         return cand, x
 
-    def _sections_fit(self, xa, floor, target, unplaced) -> bool:
+    def _sections_fit(self, xa, floor, target, unplaced, within=None) -> bool:
         """MiniMalloc's section inference: on every segment, the lowest offset any unplaced
-        member can still take (``xa``, at least ``floor``) plus the unplaced bytes there must
-        fit in ``target``. One ``minimum.reduceat`` over the (segment, buffer) cells."""
+        member can still take (``xa``, at least ``floor`` on the segments ``within = (s0, s1)``
+        being searched, everywhere when ``None``) plus the unplaced bytes there must fit in
+        ``target``. One ``minimum.reduceat`` over the (segment, buffer) cells."""
         owner, segs, at = self.member
-        lowest = np.maximum(np.minimum.reduceat(xa[owner], at), floor)
+        lowest = np.minimum.reduceat(xa[owner], at)
+        if within is None:
+            lowest = np.maximum(lowest, floor)
+        else:
+            inside = (segs >= within[0]) & (segs < within[1])
+            lowest = np.where(inside, np.maximum(lowest, floor), lowest)
         left = unplaced[segs]
         return not np.any((left > 0) & (lowest > target - left))
 
@@ -239,6 +249,8 @@ class _Search:
         """Offsets (int64, bytes) of a layout with arena ``<= target``; ``"exhausted"`` when the
         search space is exhausted (no such layout exists unless ``self.truncated``); ``"budget"``
         when ``budget`` placements or the ``deadline`` were reached first."""
+        if self.decompose:
+            return self._run_decomposed(target, budget, deadline)
         p = self.p
         n, m = p.n, self.m
         sizes, starts, ends = p.sizes, p.starts, p.ends
@@ -283,6 +295,7 @@ class _Search:
 
         floor, last = 0, -1
         remaining = live.size
+        every = 63 if n <= 2000 else 0  # clock checks: every 64 nodes, every node when large
         used = 0
         stack = [[*self._candidates(self._lowest(minoff), floor, last), 0]]  # candidates, their offsets, next
         while stack:
@@ -298,9 +311,12 @@ class _Search:
             node[2] = k + 1
             i = int(cand[k])
             level = int(xs[k])
+            if level + int(unplaced.max()) > target:  # so is every later candidate here
+                node[2] = cand.size
+                continue
             if level + int(sizes[i]) > target:
                 continue
-            if used >= budget or (used & 63 == 0 and time.perf_counter() > deadline):
+            if used >= budget or (used & every == 0 and time.perf_counter() > deadline):
                 return "budget"
             used += 1
             self.nodes += 1
@@ -320,6 +336,118 @@ class _Search:
                 continue
             stack.append([*self._candidates(xa, floor, last), 0])
         return "exhausted"
+
+    def _run_decomposed(self, target: int, budget: int, deadline: float):
+        """:meth:`run` with MiniMalloc's decomposition: whenever no unplaced buffer crosses some
+        lifetime end point, the buffers on either side no longer interact (the placed ones are
+        fixed), so the sides are searched one after the other, each from its own canonical
+        start and ranked afresh with the contention left (a side that fails fails the node,
+        whatever the other side did). Same answers as :meth:`run`, usually far fewer nodes."""
+        p = self.p
+        n, m = p.n, self.m
+        sizes, lo, hi, nbrs = p.sizes, self.lo, self.hi, self.nbrs
+        live = np.flatnonzero(sizes > 0)
+        off = np.zeros(n, np.int64)
+        if live.size == 0:
+            return off
+        minoff = np.full(n, _INF, np.int64)
+        minoff[live] = 0
+        delta = np.zeros(m + 1, np.int64)
+        np.add.at(delta, lo[live], sizes[live])
+        np.add.at(delta, hi[live], -sizes[live])
+        unplaced = np.cumsum(delta[:-1])
+        if int(unplaced.max()) > target:
+            return "exhausted"
+        cross = np.zeros(m + 1, np.int64)  # cross[k]: unplaced buffers spanning end point k
+        np.add.at(cross, lo[live] + 1, 1)
+        np.add.at(cross, hi[live], -1)
+        cross = np.cumsum(cross)
+        undo: list[tuple] = []
+        rank = self.rank
+        used = [0]
+
+        class _Stop(Exception):
+            pass
+
+        def place(i: int, level: int) -> None:
+            s = int(sizes[i])
+            nb = nbrs[i]
+            nb = nb[minoff[nb] < level + s]
+            undo.append((i, nb, minoff[nb]))
+            unplaced[lo[i] : hi[i]] -= s
+            cross[lo[i] + 1 : hi[i]] -= 1
+            minoff[nb] = level + s
+            minoff[i] = _INF
+            off[i] = level
+
+        def unplace() -> None:
+            i, nb, old_min = undo.pop()
+            unplaced[lo[i] : hi[i]] += sizes[i]
+            cross[lo[i] + 1 : hi[i]] += 1
+            minoff[nb] = old_min
+
+        def solve_range(pool: np.ndarray, s0: int, s1: int) -> bool:
+            pool = pool[minoff[pool] != _INF]
+            if pool.size == 0:
+                return True
+            mark = len(undo)
+            cuts = np.flatnonzero(cross[s0 + 1 : s1] == 0) + s0 + 1
+            bounds = [s0, *cuts.tolist(), s1]
+            for a, e in zip(bounds[:-1], bounds[1:]):
+                part = pool[(lo[pool] < e) & (hi[pool] > a)]
+                if part.size == 0:
+                    continue
+                saved = rank[part].copy()
+                cont = np.maximum.reduceat(unplaced[self.cell_seg], self.cell_at)[part]
+                rank[part[np.lexsort(self._keys(part, cont))]] = np.arange(part.size)
+                try:
+                    ok = dfs(part, a, e, 0, -1, self._lowest(minoff))
+                finally:
+                    rank[part] = saved
+                if not ok:
+                    while len(undo) > mark:
+                        unplace()
+                    return False
+            return True
+
+        def dfs(pool: np.ndarray, s0: int, s1: int, floor: int, last: int, xa) -> bool:
+            if not np.any(xa[pool] != _INF):
+                return True
+            cand, xs = self._candidates(xa, floor, last, pool)
+            # every later placement here is at least as high: the bytes left on a segment
+            # must fit above it (MiniMalloc's cheap check before placing)
+            room = target - int(unplaced[s0:s1].max())
+            for i, level in zip(cand.tolist(), xs.tolist()):
+                if level > room:
+                    break
+                if level + int(sizes[i]) > target:
+                    continue
+                if used[0] >= budget or (used[0] & 63 == 0 and time.perf_counter() > deadline):
+                    raise _Stop
+                used[0] += 1
+                self.nodes += 1
+                place(i, level)
+                xb = self._lowest(minoff)
+                if self._sections_fit(xb, level, target, unplaced, (s0, s1)):
+                    split = bool(np.any(cross[max(lo[i] + 1, s0 + 1) : min(hi[i], s1)] == 0))
+                    if split:
+                        ok = solve_range(pool, s0, s1)
+                    else:
+                        ok = dfs(pool, s0, s1, level, int(rank[i]), xb)
+                    if ok:
+                        return True
+                unplace()
+            return False
+
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, 4 * n + 200))
+        try:
+            found = solve_range(live, 0, m)
+        except _Stop:
+            return "budget"
+        finally:
+            sys.setrecursionlimit(limit)
+        return off if found else "exhausted"
 
 
 class TelaMalloc(Planner):
@@ -352,7 +480,11 @@ class TelaMalloc(Planner):
     start_share : float, default 0.3
         Share of ``time_limit`` after which no further start plan begins (one always runs).
     tight_probes : bool, default True
-        Alternate bisection probes with probes at the bound (or 1/8 of the gap above it).
+        Alternate bisection probes with probes at the bound (or 1/8 of the gap above it); a
+        tight probe gets ten times the bisection budget.
+    decompose : bool, default True
+        Search independent sides separately (see the module docstring); used up to 2,000
+        buffers (the recursion is as deep as the buffers).
 
     Returns (through :meth:`plan`)
     ------------------------------
@@ -390,6 +522,7 @@ class TelaMalloc(Planner):
         "start_orders": [START_ORDERS_RULE],
         "start_share": [SHARE],
         "tight_probes": ["boolean"],
+        "decompose": ["boolean"],
     }
 
     def __init__(
@@ -404,6 +537,7 @@ class TelaMalloc(Planner):
         start_orders: tuple[str, ...] = DEFAULT_START_ORDERS,
         start_share: float = 0.3,
         tight_probes: bool = True,
+        decompose: bool = True,
     ) -> None:
         self.time_limit = time_limit
         self.priority = priority
@@ -415,6 +549,7 @@ class TelaMalloc(Planner):
         self.start_orders = start_orders
         self.start_share = start_share
         self.tight_probes = tight_probes
+        self.decompose = decompose
 
     def _solve(self, problem: Problem) -> SolveResult:
         prios = (self.priority,) if isinstance(self.priority, str) else tuple(self.priority)
@@ -427,7 +562,9 @@ class TelaMalloc(Planner):
         targets: list[tuple[int, str]] = []
         prios = (self.priority,) if isinstance(self.priority, str) else tuple(self.priority)
         searches = [
-            _Search(problem, pr, self.max_branch, self.symmetry, self.check_dominance)
+            _Search(
+                problem, pr, self.max_branch, self.symmetry, self.check_dominance, self.decompose
+            )
             for pr in prios
         ]
         turn = 0
@@ -437,7 +574,7 @@ class TelaMalloc(Planner):
         if problem.worst_case_arena > 2**62:
             info.update(trajectory=traj.points, targets=[], nodes=0, stopped_by="range")
             return SolveResult(best_off, "optimal" if best <= bound else "heuristic", bound, info)
-        tight_budget = budget
+        tight_budget = 10 * budget  # a tight probe prunes hardest and gains most: more nodes
         kinds = ("bisect", "tight") if self.tight_probes else ("bisect",)
         while best > bound:
             if time.perf_counter() >= deadline:
@@ -449,10 +586,14 @@ class TelaMalloc(Planner):
                 stopped = "max_nodes"
                 break
             kind = kinds[turn % len(kinds)]
-            search = searches[(turn // len(kinds)) % len(searches)]
+            which = (turn // len(kinds)) % len(searches)
+            search = searches[which]
+            rounds = turn // (len(kinds) * len(searches))  # rounds every priority completed
             turn += 1
-            if kind == "tight":  # the bound itself, or 1/8 of the gap above it, in turn
-                target = bound if (turn // len(kinds)) % 2 == 0 else bound + (best - bound) // 8
+            if kind == "tight":  # the bound, or 1/8 of the gap above it: priorities alternate,
+                # the first priority at the bound in the first round
+                exact = (rounds + which) % 2 == 0
+                target = bound if exact else bound + (best - bound) // 8
                 k_budget = tight_budget
             else:
                 low = max(bound, failed + 1)

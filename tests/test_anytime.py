@@ -157,13 +157,25 @@ def test_minimalloc_a_improves_on_every_greedy_plan():
     p = read_minimalloc_csv(path).with_capacity(None)
     assert plan(p, "greedy_by_size").arena_size == 1352704
     runs = {
-        "local_search": ({"max_iters": 1000, "time_limit": 60.0}, 1252352),
-        "telamalloc": ({"max_nodes": 6000, "time_limit": 60.0}, 1110016),
+        "local_search": ({"max_iters": 1000, "time_limit": 60.0}, 1276928),
+        "telamalloc": ({"max_nodes": 6000, "time_limit": 60.0}, 1200128),
     }
     for name, (params, arena) in runs.items():
         pl = plan(p, name, **params)
         assert pl.arena_size == arena, name
         assert pl.info["trajectory"][0][1] == min(pl.info["start_arenas"].values())
+        _traj_ok(pl)
+
+
+def test_telamalloc_reaches_the_lower_bound_of_minimalloc_a_and_f_within_a_node_budget():
+    # The first tight probe (contention_width ranking, at the max-live bound) succeeds on both;
+    # a node budget, not the clock, ends the run, so the result holds under any load.
+    for letter, nodes in (("A", 16_000), ("F", 24_000)):
+        p = read_minimalloc_csv(shared_path("benchmarks", "minimalloc", f"{letter}.1048576.csv"))
+        p = p.with_capacity(None)
+        pl = plan(p, "telamalloc", max_nodes=nodes, time_limit=120.0)
+        assert pl.arena_size == lower_bound(p) == 1048576, letter
+        assert pl.status == "optimal" and pl.info["stopped_by"] == "bound", letter
         _traj_ok(pl)
 
 
@@ -177,3 +189,27 @@ def test_lns_cpsat_never_claims_optimal_from_cp_sat_above_2_53_bytes():
     r = plan(p, "lns_cpsat", time_limit=2)
     assert r.best_bound <= 2**56 + 1 <= r.arena_size
     assert r.status != "optimal" or r.arena_size == 2**56 + 1
+
+
+@settings(max_examples=30, deadline=None)
+@given(p=problems(max_n=10), prio=st.sampled_from(["contention_width", "width", "area"]))
+def test_telamalloc_search_decides_the_optimum_with_and_without_decomposition(p, prio):
+    """The skyline search is complete: at the CP-SAT optimum it finds a layout within it, one byte
+    below it is exhausted, with or without decomposition (a wrong pruning rule shows here)."""
+    from planners.telamalloc import _Search
+
+    opt = plan(p, "cpsat", time_limit=20.0, workers=1)
+    assert opt.status == "optimal"
+    for decompose in (True, False):
+        s = _Search(p, prio, None, True, True, decompose=decompose)
+        found = s.run(opt.arena_size, 10**6, float("inf"))
+        assert isinstance(found, np.ndarray), (decompose, found)
+        assert int((found + p.sizes).max(initial=0)) <= opt.arena_size
+        live, top = p.sizes > 0, found + p.sizes
+        meet = (p.starts[:, None] < p.ends[None, :]) & (p.ends[:, None] > p.starts[None, :])
+        clash = meet & (found[:, None] < top[None, :]) & (found[None, :] < top[:, None])
+        clash &= live[:, None] & live[None, :] & ~np.eye(p.n, dtype=bool)
+        assert not clash.any() and np.all(found % p.alignments == 0)
+        if opt.arena_size > 0:
+            below = _Search(p, prio, None, True, True, decompose=decompose)
+            assert below.run(opt.arena_size - 1, 10**6, float("inf")) == "exhausted", decompose

@@ -80,7 +80,7 @@ def test_parameter_error_is_a_value_error_and_a_toolkit_error_but_not_a_problem_
         # sequence of options
         (LocalSearch(moves=()),
          "local_search: parameter 'moves' = () is not allowed; allowed: a non-empty list or tuple "
-         "of: one of {'move', 'swap'}"),
+         "of: one of {'move', 'swap', 'ruin'}"),
         # NaN is no number
         (LocalSearch(temperature=float("nan")),
          "local_search: parameter 'temperature' = nan is not allowed; allowed: a number in "
