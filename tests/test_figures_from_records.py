@@ -11,8 +11,8 @@ import pytest
 
 from experiments import plots
 from experiments.cli import main
-from experiments.compare_figures import figures_from_folder
 from experiments.harness import PLANS_FILE, read_plans
+from experiments.report.figures import figures_from_folder
 from experiments.sched_compare import SCHED_PLANS_FILE
 
 
@@ -80,7 +80,7 @@ def test_sched_figures_are_drawn_from_stored_schedules(tmp_path, monkeypatch):
 
 
 def test_bench_sched_figures_are_drawn_from_stored_schedules(tmp_path, monkeypatch):
-    from experiments import bench_sched
+    from experiments.bench import sched as bench_sched
     from experiments.sched_compare import compare_schedules, write_schedules
     from scheduling.generators import generate
 
@@ -99,6 +99,6 @@ def test_bench_sched_figures_are_drawn_from_stored_schedules(tmp_path, monkeypat
 
 def test_plot_schedule_curves_takes_profiles_not_orders():
     with pytest.raises(ValueError, match="at least one profile"):
-        from experiments.plots_sched import plot_schedule_curves
+        from experiments.plots.sched import plot_schedule_curves
 
         plot_schedule_curves({})

@@ -1,4 +1,4 @@
-"""Tests of the figure helpers and figures (experiments/plots.py, plots_sched.py,
+"""Tests of the figure helpers and figures (experiments/plots/style.py, plots/sched.py,
 compare_figures.py): byte-axis ticks, byte strings, distinct series styles, deterministic files."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from experiments import plots
-from experiments.compare_figures import most_different_workload
-from experiments.plots_sched import plot_sched_peaks, plot_schedule_curves
+from experiments.plots.sched import plot_sched_peaks, plot_schedule_curves
+from experiments.report.figures import most_different_workload
 from planners import Buffer, Plan, Problem, live_profile
 from planners.examples import seed000_problem
 from scheduling.lifetimes import lifetime_problem

@@ -96,9 +96,9 @@ def sched_figures(df: pd.DataFrame, profiles: Mapping[str, Mapping[str, tuple]],
     where every order is the same, is never chosen over a graph with a difference.
 
     ``profiles`` maps workload -> scheduler -> ``(steps, live bytes)``, the live profiles of the
-    stored schedules (:func:`experiments.plots_sched.schedule_profiles` of their stored problems).
+    stored schedules (:func:`experiments.plots.sched.schedule_profiles` of their stored problems).
     """
-    from experiments.plots_sched import plot_sched_peaks, plot_schedule_curves
+    from experiments.plots.sched import plot_sched_peaks, plot_schedule_curves
 
     written = plots.save(plot_sched_peaks(df), fig_dir / "compare_sched_peaks")
     pair = [s for s in ("file_order", "best_of") if s in schedulers]

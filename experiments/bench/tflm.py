@@ -6,12 +6,12 @@ here (:func:`control_flow_models`: ``IF``, ``CALL_ONCE``) one row of
 ``results/bench_tflm_arena.csv``:
 
 * ``head``, ``tail``, ``total``: what the ``tflite-micro`` recording allocator reports for a large
-  arena (:func:`experiments.tflm_oracle.tflm_arena`);
+  arena (:func:`experiments.tflm.oracle.tflm_arena`);
 * ``head_model``: ``greedy_by_size`` on our activation problem (TFLM's GreedyMemoryPlanner);
-* ``tail_model``, ``runtime_arena_model``: :func:`experiments.tflm_oracle.tflm_arena_model`
+* ``tail_model``, ``runtime_arena_model``: :func:`experiments.tflm.oracle.tflm_arena_model`
   (empty where a kernel is not modelled; ``reason`` names it);
 * ``bisected_min``: the smallest ``arena_size`` the interpreter accepts
-  (:func:`experiments.tflm_oracle.tflm_min_arena`);
+  (:func:`experiments.tflm.oracle.tflm_min_arena`);
 * ``difference``: ``runtime_arena_model - bisected_min`` (empty without a model);
 * ``check_low``, ``check_high``, ``check_holds``: the model of the two moments (final arena and
   plan commit) with the measured tail in place of the modelled one, ``max(total, tail at commit
@@ -21,7 +21,7 @@ here (:func:`control_flow_models`: ``IF``, ``CALL_ONCE``) one row of
   whose 16-byte padding depends on where the tail stood, unknown without the kernels' model: so
   two values, 8 bytes apart; ``check_holds`` says whether ``bisected_min`` lies between them.
 
-Run: ``python -m experiments.bench_tflm --out results/bench_tflm_arena.csv`` (about 5 s per
+Run: ``python -m experiments.bench.tflm --out results/bench_tflm_arena.csv`` (about 5 s per
 model: one child process per bisection probe).
 """
 
@@ -157,7 +157,7 @@ def bench_models() -> dict[str, Path]:
     from experiments.workloads import tflite_model_files
 
     out: dict[str, Path] = {}
-    case = Path(__file__).resolve().parents[2] / "shared" / "cases" / "add_chain.tflite"
+    case = Path(__file__).resolve().parents[3] / "shared" / "cases" / "add_chain.tflite"
     if case.is_file():
         out["case:add_chain"] = case
     out.update(tflite_model_files())
@@ -166,8 +166,8 @@ def bench_models() -> dict[str, Path]:
 
 def bench_row(name: str, path: str | Path) -> dict:
     """One row of the benchmark (see the module docstring); raises
-    :class:`experiments.tflm_oracle.TflmUnavailable` when the interpreter cannot run."""
-    from experiments.tflm_oracle import tflm_arena, tflm_arena_model, tflm_min_arena
+    :class:`experiments.tflm.oracle.TflmUnavailable` when the interpreter cannot run."""
+    from experiments.tflm.oracle import tflm_arena, tflm_arena_model, tflm_min_arena
 
     measured = tflm_arena(path)
     m = tflm_arena_model(path)
@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     """Write the benchmark CSV; returns 0, or 2 when ``tflite-micro`` is unavailable."""
     import pandas as pd
 
-    from experiments.tflm_oracle import tflm_available
+    from experiments.tflm.oracle import tflm_available
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="results/bench_tflm_arena.csv")

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from experiments.plots import (
+from experiments.plots.style import (
     LINESTYLES,
     PALETTE,
     _new_axes,

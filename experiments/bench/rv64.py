@@ -18,7 +18,7 @@ noisy).
 blocks of every core and on hand-made dependence sequences (:mod:`experiments.rv64.mca`; skipped
 with a message when LLVM >= 19 is not installed).
 
-Run: ``python -m experiments.bench_rv64 --out results/bench_rv64.csv`` (``make bench-rv64``);
+Run: ``python -m experiments.bench.rv64 --out results/bench_rv64.csv`` (``make bench-rv64``);
 ``--figures-only`` redraws the figures from that CSV without rerunning the benchmark.
 """
 
@@ -149,7 +149,7 @@ def run_scaling(sizes=SCALE_SIZES, seed: int = 0, planners=None) -> list[dict]:
     rows = []
     for n in sizes:
         for name in planners or rv64.CORE_NAMES:
-            cmd = [sys.executable, "-m", "experiments.bench_rv64", "--one", name, str(n),
+            cmd = [sys.executable, "-m", "experiments.bench.rv64", "--one", name, str(n),
                    "--seed", str(seed)]  # fmt: skip
             proc = subprocess.run(cmd, capture_output=True, text=True)
             if proc.returncode != 0:

@@ -40,9 +40,9 @@ MiB), ``repeats``, ``target``, ``met``, ``note``. Wall times depend on the load 
 
 Usage::
 
-    python -m experiments.bench_planners --out results/bench_planners.csv
-    python -m experiments.bench_planners --sizes 1000,10000 --planners greedy_by_size,best_fit
-    python -m experiments.bench_planners --scale --out results/bench_scale.csv
+    python -m experiments.bench.planners --out results/bench_planners.csv
+    python -m experiments.bench.planners --sizes 1000,10000 --planners greedy_by_size,best_fit
+    python -m experiments.bench.planners --scale --out results/bench_scale.csv
 """
 
 from __future__ import annotations
@@ -300,7 +300,7 @@ def _measure(spec: dict) -> dict:
 
 def _run_child(spec: dict, timeout: float) -> dict:
     """Run :func:`_measure` in a fresh interpreter; a failure becomes a row with a note."""
-    cmd = [sys.executable, "-m", "experiments.bench_planners", "--scale-child", json.dumps(spec)]
+    cmd = [sys.executable, "-m", "experiments.bench.planners", "--scale-child", json.dumps(spec)]
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=True)
         return json.loads(out.stdout.strip().splitlines()[-1])
@@ -439,7 +439,7 @@ def plot_scale(df: pd.DataFrame, out_stem: str | Path) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command-line entry (``python -m experiments.bench_planners --help``); returns the exit status."""
+    """Command-line entry (``python -m experiments.bench.planners --help``); returns the exit status."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=None,
                     help="output CSV path (default results/bench_planners.csv, with --scale "
@@ -470,7 +470,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.scale:
         pangu = args.pangu
         if pangu is None:
-            pangu = Path(__file__).resolve().parents[1].parent.joinpath("shared", *PANGU)
+            pangu = Path(__file__).resolve().parents[2].parent.joinpath("shared", *PANGU)
         sizes = tuple(int(x) for x in args.sizes.split(",")) if args.sizes else (10**4, 10**5, 10**6)
         df = benchmark_scale(sizes=sizes, csv_rows=args.csv_rows, pangu_path=pangu,
                              repeats=args.repeats, seed=args.seed)

@@ -482,10 +482,10 @@ def run_model(path: str | Path, invocations: int = 60, seed: int = 0, span: int 
     these move it).
 
     Returns ``{"outputs": [[output 0, ...] per invocation], "head", "tail", "total"}`` (bytes,
-    from ``print_allocations``). Raises :class:`experiments.tflm_oracle.TflmUnavailable` when
+    from ``print_allocations``). Raises :class:`experiments.tflm.oracle.TflmUnavailable` when
     the interpreter fails.
     """
-    from experiments.tflm_oracle import TflmUnavailable, parse_allocations, tflm_available
+    from experiments.tflm.oracle import TflmUnavailable, parse_allocations, tflm_available
 
     ok, why = tflm_available()
     if not ok:

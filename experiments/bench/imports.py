@@ -133,7 +133,7 @@ def import_row(model: CorpusModel, path: Path, measure: bool = True) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m experiments.bench_import [--out results/bench_import.csv] [--models a,b]``."""
+    """``python -m experiments.bench.imports [--out results/bench_import.csv] [--models a,b]``."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="results/bench_import.csv")
     ap.add_argument("--models", default="", help="comma-separated corpus names (default: all)")

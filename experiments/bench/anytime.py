@@ -25,8 +25,8 @@ anytime planners stop on wall-clock limits, so their arenas may differ between r
 
 Usage::
 
-    python -m experiments.bench_anytime --out results/bench_anytime.csv
-    python -m experiments.bench_anytime --problems A,chain --scale 0.2   # quick look
+    python -m experiments.bench.anytime --out results/bench_anytime.csv
+    python -m experiments.bench.anytime --problems A,chain --scale 0.2   # quick look
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ ANYTIME = ("local_search", "telamalloc", "lns_cpsat")
 #: Target ratio arena / lower bound per problem group, and the time limit (seconds) it holds for.
 TARGETS = {"minimalloc": (1.05, 5.0), "pangu": (1.002, 30.0), "chain": (1.0, 5.0)}
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_MINIMALLOC = ROOT.parent / "shared" / "benchmarks" / "minimalloc"
 DEFAULT_IDEALLOC = ROOT.parent / "shared" / "benchmarks" / "idealloc"
 
@@ -233,7 +233,7 @@ def plot(csv_path: Path, figure: Path) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command-line entry (``python -m experiments.bench_anytime --help``); returns 0."""
+    """Command-line entry (``python -m experiments.bench.anytime --help``); returns 0."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path("results/bench_anytime.csv"))
     ap.add_argument("--figure", type=Path, default=Path("results/figures/bench_anytime"))

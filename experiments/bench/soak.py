@@ -1,6 +1,6 @@
 """Soak test: many random problems through every planner, many mutated files through the importers.
 
-``make soak`` (``python -m experiments.soak``) runs
+``make soak`` (``python -m experiments.bench.soak``) runs
 
 * ``--problems`` seeded random allocation problems (sizes from 0 to 2**40 and a few near the
   representable limit, power-of-two and odd alignments, every lifetime shape, zero sizes, alias
@@ -46,7 +46,7 @@ Runs go to a :class:`pebble.ProcessPool` in chunks; a chunk that overruns its li
 worker dies is rerun one item per task with the per-run limit, which names the culprit. Every item
 is rebuilt from ``(seed, kind, index)`` alone, so the counts are deterministic (except where a
 solver stopped by its wall-clock limit is involved) and any failure replays with
-``python -m experiments.soak --seed S --replay KIND:INDEX``. The first failures of each
+``python -m experiments.bench.soak --seed S --replay KIND:INDEX``. The first failures of each
 (target, outcome) are written to ``results/soak_failures/``.
 """
 
@@ -1415,7 +1415,7 @@ def _write_failure(folder: Path, seed: int, rec: dict, replay_args: str = "") ->
         f"target: {rec['target']}",
         f"outcome: {rec['outcome']}",
         f"seed: {seed}  item: {kind}:{rec['index']}",
-        f"replay: python -m experiments.soak --seed {seed} --replay {kind}:{rec['index']}"
+        f"replay: python -m experiments.bench.soak --seed {seed} --replay {kind}:{rec['index']}"
         f"{replay_args}",
         f"input: {rec.get('desc', '')}",
     ]
@@ -1458,7 +1458,7 @@ def write_results(counts, out: str | Path, seed: int, seconds: float, jobs: int,
     md = [
         "# Soak run",
         "",
-        f"`python -m experiments.soak {args['cmd']}`: seed {seed}, {jobs} worker processes, "
+        f"`python -m experiments.bench.soak {args['cmd']}`: seed {seed}, {jobs} worker processes, "
         f"{seconds / 60:.1f} min wall clock.",
         "",
         f"{sum(r['runs'] for r in rows if r['kind'] == 'planner')} random problems through "
@@ -1483,7 +1483,7 @@ def write_results(counts, out: str | Path, seed: int, seconds: float, jobs: int,
            f"({args.get('hang_limit', 30.0):g} s, exact planners plus their time limit).", "",
            "`refused` is a clean toolkit error naming the input (for mutated files, the "
            "expected answer; for problems, the model refusing e.g. a deliberately bad alias or "
-           "sizes near 2**62). Checks are described in `experiments/soak.py`.", ""]
+           "sizes near 2**62). Checks are described in `experiments/bench/soak.py`.", ""]
     if failures:
         md += ["## Failures", "", "First failures per target and outcome (inputs in "
                "`results/soak_failures/`):", ""]
@@ -1503,14 +1503,14 @@ def write_results(counts, out: str | Path, seed: int, seconds: float, jobs: int,
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command line: ``python -m experiments.soak [--problems N] [--files N] [--seed S] ...``.
+    """Command line: ``python -m experiments.bench.soak [--problems N] [--files N] [--seed S] ...``.
 
     Writes ``--out`` (CSV) and the markdown summary beside it (same stem, ``.md``), and the
     first failing inputs to ``--failures``. Exit status 0 when every count of invalid plans, wrong
     bounds, tracebacks and hangs is zero, else 1. ``--replay KIND:INDEX`` reruns one item in this
     process and prints its record.
     """
-    ap = argparse.ArgumentParser(prog="python -m experiments.soak", description=__doc__.split(
+    ap = argparse.ArgumentParser(prog="python -m experiments.bench.soak", description=__doc__.split(
         "\n\n")[0])
     ap.add_argument("--problems", type=int, default=100_000, help="random problems (default 1e5)")
     ap.add_argument("--files", type=int, default=10_000, help="mutated files (default 1e4)")

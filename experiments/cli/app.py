@@ -152,16 +152,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _extensions():
     """Command modules that add subcommands: each has ``add_parsers(subparsers)``, ``COMMANDS``
     and ``run(args) -> int``."""
-    from experiments import (
-        cli_budget,
-        cli_check,
-        cli_schedule,
-        cli_sweep,
-        cli_transforms,
-        cli_view,
-    )
+    from experiments.cli import budget, check, schedule, sweep, transforms, view
 
-    return [cli_sweep, cli_transforms, cli_budget, cli_schedule, cli_check, cli_view]
+    return [sweep, transforms, budget, schedule, check, view]
 
 
 def _summary(doc: str | None, width: int = 96) -> str:
@@ -199,7 +192,7 @@ def _cmd_list(args) -> int:
 
 
 def _cmd_plan(args) -> int:
-    from experiments.cli_check import note_offsets_ignored
+    from experiments.cli.check import note_offsets_ignored
     from experiments.harness import planner_for
     from experiments.workloads import load_problem, parse_overrides
     from planners import write_minimalloc_csv
@@ -239,7 +232,7 @@ def _cmd_plan(args) -> int:
 
         tfl = tflite_model_files().get(str(args.input))
     if tfl is not None:  # TFLite Micro: the whole arena its interpreter needs (head + tail)
-        from experiments.tflm_oracle import runtime_arena
+        from experiments.tflm.oracle import runtime_arena
 
         out.update(runtime_arena(tfl))
     if args.json:
@@ -413,8 +406,8 @@ def _markdown(records, out: Path, figures: list[Path] = (), command: str = "memp
 
 
 def _cmd_compare(args) -> int:
-    from experiments.compare_figures import compare_figures
     from experiments.harness import compare, default_planners, records_frame
+    from experiments.report.figures import compare_figures
     from experiments.workloads import (
         default_workloads,
         load_problem,
@@ -495,7 +488,7 @@ def _cmd_compare(args) -> int:
 def _cmd_compare_schedules(args) -> int:
     import pandas as pd
 
-    from experiments.compare_figures import sched_figures
+    from experiments.report.figures import sched_figures
     from experiments.sched_compare import (
         SCHED_COLUMNS,
         compare_schedules,
@@ -550,7 +543,7 @@ def _cmd_compare_schedules(args) -> int:
 def _cmd_compare_pipeline(args) -> int:
     import pandas as pd
 
-    from experiments.cli_transforms import pipeline_params
+    from experiments.cli.transforms import pipeline_params
     from experiments.transforms_compare import BENCH_MODELS, compare_pipeline
     from experiments.workloads import load_graph, parse_overrides
     from planners.registry import PLANNERS

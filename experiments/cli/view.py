@@ -2,7 +2,7 @@
 
 ``memplan view WORKLOAD|PLAN.csv [--planner NAME ...] -o plan.html`` plans the workload with each
 planner (default ``greedy_by_size``) and draws the plans side by side
-(:func:`experiments.view.plan_explorer`): rectangles on time x address, hover details, zoom and
+(:func:`experiments.plots.view.plan_explorer`): rectangles on time x address, hover details, zoom and
 pan, the live bytes and the lower bound below on the same time axis. For graph workloads (ONNX,
 TFLite, node-link JSON, MobileNet and ``gen:*`` generators) the hover text names the operator
 that produces each tensor and the operators that read it.
@@ -85,7 +85,7 @@ def load_view(spec: str, planners: list[str] | None, time_limit: float = 10.0,
     planners.MemplanError or ValueError
         Malformed input, an unknown planner, or a planner that found no plan.
     """
-    from experiments.cli_check import _header, read_offsets
+    from experiments.cli.check import _header, read_offsets
     from experiments.harness import planner_for
     from experiments.workloads import load_problem
     from planners import Plan, lower_bound, read_minimalloc_csv
@@ -127,8 +127,8 @@ def load_view(spec: str, planners: list[str] | None, time_limit: float = 10.0,
 def run(args) -> int:
     """Run ``memplan view`` with parsed ``args``: 0, or 1 for a given plan with violations (the
     file is written in both cases). Bad input raises for the caller to report (exit 2)."""
-    from experiments.cli import _split
-    from experiments.view import plan_explorer, write_html
+    from experiments.cli.app import _split
+    from experiments.plots.view import plan_explorer, write_html
     from experiments.workloads import parse_overrides
 
     plans, graph, violations = load_view(

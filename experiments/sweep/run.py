@@ -161,7 +161,7 @@ _TOP_KEYS = {
     "keep_offsets", "workloads", "schedulers", "planners", "code_version", "alignment",
 }
 _SEED_PARAMS = ("seed", "random_state")
-_ROOT = Path(__file__).resolve().parents[1]
+_ROOT = Path(__file__).resolve().parents[2]
 
 
 class ConfigError(MemplanError, ValueError):
@@ -730,7 +730,7 @@ def run_modules(planner: str, scheduler: str = "-", kind: str = "problem", rv64:
     """The project modules a run executes, sorted: the planner's module and everything it imports,
     the scheduler's likewise (graph workloads), and the pipeline (:mod:`experiments.sweep` itself,
     the harness, the workload's loader, the lifetime analysis, :mod:`experiments.rv64` and
-    :mod:`experiments.tflm_oracle` when asked) up to the registries.
+    :mod:`experiments.tflm.oracle` when asked) up to the registries.
 
     Imports are read from the module sources (``ast``), transitively, within
     :data:`PROJECT_PACKAGES`. Raises :class:`ConfigError` for a module without readable source.
@@ -744,7 +744,7 @@ def run_modules(planner: str, scheduler: str = "-", kind: str = "problem", rv64:
         mods |= g.closure([SCHEDULERS[scheduler].__module__])
     roots = list(_PIPELINE_ROOTS.get(kind, _PIPELINE_ROOTS["problem"]))
     roots += ["experiments.rv64"] if rv64 else []
-    roots += ["experiments.tflm_oracle"] if tflm and kind == "tflite" else []
+    roots += ["experiments.tflm.oracle"] if tflm and kind == "tflite" else []
     mods |= g.closure(roots, through_registries=False)
     mods.add(__name__)  # execute_run itself; what this module imports is in the roots above
     return sorted(mods)
@@ -771,7 +771,7 @@ def code_version() -> str:
     g = _ModuleGraph(_module_source)
     roots = [c.__module__ for c in (*PLANNERS.values(), *SCHEDULERS.values())]
     roots += [m for ms in _PIPELINE_ROOTS.values() for m in ms]
-    roots += ["experiments.rv64", "experiments.tflm_oracle", __name__]
+    roots += ["experiments.rv64", "experiments.tflm.oracle", __name__]
     mods = sorted(g.closure(roots))
     return f"{_package_version()}+{_digest_obj([[m, g.digest(m)] for m in mods])[:12]}"
 
@@ -1119,7 +1119,7 @@ def _rv64_columns(problem, planner: str) -> dict[str, Any]:
 
 
 def _tflm_columns(path: str) -> dict[str, Any]:
-    from experiments.tflm_oracle import tflm_arena
+    from experiments.tflm.oracle import tflm_arena
 
     try:
         a = tflm_arena(path)

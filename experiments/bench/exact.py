@@ -21,8 +21,8 @@ flushed one by one, so an interrupted run keeps what it measured.
 
 Usage::
 
-    python -m experiments.bench_exact --out results/bench_exact.csv
-    python -m experiments.bench_exact --cpsat-limit 60 --ilp-limit 30 --problems A,B --labels cpsat_nooverlap2d
+    python -m experiments.bench.exact --out results/bench_exact.csv
+    python -m experiments.bench.exact --cpsat-limit 60 --ilp-limit 30 --problems A,B --labels cpsat_nooverlap2d
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ COLUMNS = [
 ]
 
 DEFAULT_MINIMALLOC = (
-    Path(__file__).resolve().parents[1] / ".." / "shared" / "benchmarks" / "minimalloc"
+    Path(__file__).resolve().parents[2] / ".." / "shared" / "benchmarks" / "minimalloc"
 )
 
 
@@ -175,7 +175,7 @@ def run(out: Path, problems, confs, labels: list[str] | None = None, repeats: in
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command-line entry (``python -m experiments.bench_exact --help``); returns the exit status."""
+    """Command-line entry (``python -m experiments.bench.exact --help``); returns the exit status."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path("results/bench_exact.csv"))
     ap.add_argument("--minimalloc-dir", type=Path, default=DEFAULT_MINIMALLOC)

@@ -19,8 +19,8 @@ the arena and of the proved bound. Every plan is validated by :meth:`planners.Pl
 
 Usage::
 
-    python -m experiments.bench_exact_search --out results/bench_exact_search.csv
-    python -m experiments.bench_exact_search --problems A,C --minimize C,D --minimize-time 300
+    python -m experiments.bench.exact_search --out results/bench_exact_search.csv
+    python -m experiments.bench.exact_search --problems A,C --minimize C,D --minimize-time 300
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ def bench_exact_search(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command-line entry (``python -m experiments.bench_exact_search --help``); returns the exit status."""
+    """Command-line entry (``python -m experiments.bench.exact_search --help``); returns the exit status."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--minimalloc-dir", default="../shared/benchmarks/minimalloc")
     ap.add_argument("--problems", default="A,B,C,D,E,F")

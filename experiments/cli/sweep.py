@@ -1,7 +1,7 @@
 """``memplan sweep`` and ``memplan report``: declarative sweeps and figures from their records.
 
 :mod:`experiments.cli` adds them with :func:`add_parsers` and dispatches :data:`COMMANDS` to
-:func:`run`. ``python -m experiments.cli_sweep sweep|report ...`` works on its own too (same exit codes:
+:func:`run`. ``python -m experiments.cli.sweep sweep|report ...`` works on its own too (same exit codes:
 0 success, 1 a sweep finished with failed runs and ``--strict``, 2 bad input, 130 interrupted).
 
 ``memplan sweep CONFIG`` runs only the runs without a record; ``--retry-failed`` also runs again
@@ -130,7 +130,7 @@ def _run(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry point (``python -m experiments.cli_sweep``)."""
+    """Stand-alone entry point (``python -m experiments.cli.sweep``)."""
     from planners import MemplanError
 
     ap = argparse.ArgumentParser(prog="memplan")

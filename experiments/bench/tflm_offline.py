@@ -3,9 +3,9 @@
 For every bundled ``.tflite`` model (the pymicro-wakeword models; the mediapipe ones when
 installed and their kernels run in ``tflite-micro``) and three plans, one row of
 ``results/bench_tflm_offline.csv``. Each plan is written into the model's
-``OfflineMemoryAllocation`` metadata (:func:`experiments.tflm_offline.write_offline_plan`) and
+``OfflineMemoryAllocation`` metadata (:func:`experiments.tflm.offline.write_offline_plan`) and
 the ``tflite-micro`` interpreter runs the original and the planned model on the same seeded
-inputs (:func:`experiments.tflm_offline.run_model`, 60 calls, state kept between calls):
+inputs (:func:`experiments.tflm.offline.run_model`, 60 calls, state kept between calls):
 
 * ``file_order`` / ``greedy_by_size``: TFLM's own plan, written out (the head must not change);
 * ``file_order`` / ``choose_best``: a better planner on TFLM's operator order;
@@ -17,7 +17,7 @@ rounds them), ``memplan_arena`` (the plan's arena), ``tflm_head`` (the head TFLM
 for the original model), ``planned_head`` (the head the interpreter reports for the planned
 model), ``head_equals_arena``, ``head_saved`` (``tflm_head - planned_head``), ``tail``
 (persistent, planned model), ``min_arena_size`` and ``min_arena_size_original`` (the smallest
-``arena_size`` the interpreter accepts, by bisection, :func:`experiments.tflm_oracle.tflm_min_arena`),
+``arena_size`` the interpreter accepts, by bisection, :func:`experiments.tflm.oracle.tflm_min_arena`),
 ``arena_size_saved`` (their difference: what a device saves in the ``arena_size`` it must
 reserve; smaller than ``head_saved`` where the plan-commit moment of ``AllocateTensors``, which
 holds the planner's working memory above the tail, sets the minimum), ``outputs_identical``,
@@ -27,7 +27,7 @@ On the four wake-word models every planned head equals memplan's arena and every
 identical; the heads shrink by 176-1664 bytes, but the smallest accepted ``arena_size`` by 0
 bytes on three models and 320 on ``hey_mycroft``: there the plan commit, not the head, sets it.
 
-Run: ``python -m experiments.bench_tflm_offline --out results/bench_tflm_offline.csv`` (about
+Run: ``python -m experiments.bench.tflm_offline --out results/bench_tflm_offline.csv`` (about
 6 min on 2 cores: each bisection is 15-20 child processes).
 """
 
@@ -54,8 +54,8 @@ def bench_model(name: str, path: str | Path, workdir: str | Path,
                 invocations: int = 60, bisect: bool = True) -> list[dict]:
     """The rows of one model (module docstring). An error (a kernel TFLM lacks, an unsafe
     reorder) is recorded in ``error`` rather than raised."""
-    from experiments.tflm_offline import run_model, tflm_problem, write_offline_plan
-    from experiments.tflm_oracle import tflm_min_arena
+    from experiments.tflm.offline import run_model, tflm_problem, write_offline_plan
+    from experiments.tflm.oracle import tflm_min_arena
     from planners import MemplanError, lower_bound, plan
 
     rows = []
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     ``--invocations N``, ``--no-bisect``."""
     import pandas as pd
 
-    from experiments.tflm_oracle import tflm_available
+    from experiments.tflm.oracle import tflm_available
     from experiments.workloads import tflite_model_files
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

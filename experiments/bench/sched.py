@@ -15,7 +15,7 @@ Writes (``--out`` folder, default ``results/``):
   on the graph where file order and ``best_of`` differ most); ``--figures-only`` redraws both from
   ``bench_sched.csv`` without rerunning the benchmark.
 
-Run: ``python -m experiments.bench_sched --out results`` (``make bench-sched``). Deterministic
+Run: ``python -m experiments.bench.sched --out results`` (``make bench-sched``). Deterministic
 except the seconds columns.
 """
 
@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.plots import save
-from experiments.plots_sched import plot_sched_peaks, plot_schedule_curves
+from experiments.plots.sched import plot_sched_peaks, plot_schedule_curves
 from experiments.sched_compare import compare_schedules
 from scheduling.generators import generate
 from scheduling.lifetimes import peak_live_bytes
@@ -81,8 +81,8 @@ def draw_figures(bench: pd.DataFrame, out: Path) -> list[Path]:
     of ``exact_dp`` / ``cpsat_schedule`` that is not a proved optimum (``timeout``, ``feasible``)
     drawn as an open marker and named in the legend; the curves figure shows file order,
     ``best_of`` and ``anneal`` on the branchy graph where file order and ``best_of`` differ most
-    (:func:`experiments.compare_figures.most_different_workload`). Returns the written paths."""
-    from experiments.compare_figures import most_different_workload
+    (:func:`experiments.report.figures.most_different_workload`). Returns the written paths."""
+    from experiments.report.figures import most_different_workload
     from experiments.sched_compare import read_schedules
 
     df = bench[bench["workload"].isin(list(_branchy_builders()))]
@@ -239,7 +239,7 @@ def run(out: Path, small: int = 60, time_limit: float = 10.0, figures: bool = Tr
 
 
 def main(argv=None) -> None:
-    """Command line: ``python -m experiments.bench_sched [--out DIR] [--small N] [--time-limit S]
+    """Command line: ``python -m experiments.bench.sched [--out DIR] [--small N] [--time-limit S]
     [--no-figures | --figures-only]``."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="results", help="output folder (default results/)")
