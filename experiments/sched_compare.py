@@ -187,7 +187,7 @@ def write_schedules(out, entries, name: str = SCHED_PLANS_FILE):
     atomically. Returns its path."""
     from pathlib import Path
 
-    from experiments.harness import _atomic_write, store_problem
+    from experiments.records import atomic_write, store_problem
 
     rows = []
     for rec, order, problem in entries:
@@ -196,7 +196,7 @@ def write_schedules(out, entries, name: str = SCHED_PLANS_FILE):
                      "order": [str(o) for o in order], "problem": store_problem(out, problem)})
     rows.sort(key=lambda r: (str(r["workload"]), str(r["scheduler"])))
     path = Path(out) / name
-    _atomic_write(path, json.dumps({"schedules": rows}, sort_keys=True, separators=(",", ":")))
+    atomic_write(path, json.dumps({"schedules": rows}, sort_keys=True, separators=(",", ":")))
     return path
 
 
@@ -206,7 +206,7 @@ def read_schedules(out, name: str = SCHED_PLANS_FILE) -> dict[str, dict[str, tup
     lifetime analysis. O(n log n) per schedule."""
     from pathlib import Path
 
-    from experiments.harness import load_problem_csv
+    from experiments.records import load_problem_csv
     from planners import live_profile
 
     out = Path(out)

@@ -11,7 +11,7 @@ import pytest
 
 from experiments import plots
 from experiments.cli import main
-from experiments.harness import PLANS_FILE, read_plans
+from experiments.records import PLANS_FILE, read_plans
 from experiments.report.figures import figures_from_folder
 from experiments.sched_compare import SCHED_PLANS_FILE
 

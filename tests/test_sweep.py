@@ -583,7 +583,7 @@ def test_corrupt_records_are_moved_aside_and_run_again(tmp_path):
 
 # -- keys follow the code each run executes --------------------------------------------------------
 def test_editing_one_planner_changes_only_its_keys(tmp_path, monkeypatch):
-    from experiments.sweep import run as sweep
+    from experiments.sweep import provenance as sweep
 
     cfg = load_config(write(tmp_path, 'out = "out"\nworkloads = ["seed002_ex5.1", '
                                       '{generator = "random_layered", params = {n_ops = 12}}]\n'
@@ -625,7 +625,7 @@ def test_run_modules_follow_imports_not_the_whole_tree():
 
     mods = run_modules("first_fit")
     assert {"planners.greedy", "planners.base", "planners.validate", "experiments.harness",
-            "experiments.sweep", "planners.registry"} <= set(mods)
+            "experiments.sweep.execute", "planners.registry"} <= set(mods)
     # the registry is reached by name: other planners' modules are not in first_fit's code
     assert not {"planners.cpsat", "planners.naive", "planners.exact_search"} & set(mods)
     # choose_best runs planners through the registry, so every registered planner counts for it
@@ -636,7 +636,7 @@ def test_run_modules_follow_imports_not_the_whole_tree():
 
 
 def test_missing_module_source_is_an_error(monkeypatch):
-    from experiments.sweep import run as sweep
+    from experiments.sweep import provenance as sweep
 
     real = sweep._module_source
     monkeypatch.setattr(sweep, "_module_source", lambda m: None if m == "planners.greedy" else real(m))
@@ -710,7 +710,7 @@ def test_worker_that_dies_gives_an_error_record_and_the_sweep_goes_on(tmp_path, 
 
 
 def test_c_extension_counts_by_its_c_source(monkeypatch):
-    from experiments.sweep import run as sweep
+    from experiments.sweep import provenance as sweep
 
     original, cache = sweep._module_source, {}
 

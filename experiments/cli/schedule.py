@@ -50,10 +50,10 @@ def schedule_report(workload: str, scheduler: str = "file_order",
     """
     from experiments.workloads import load_graph
     from scheduling.lifetimes import peak_live_bytes
-    from scheduling.schedulers import SCHEDULERS, get_scheduler
+    from scheduling.schedulers import get_scheduler
+    from scheduling.schedulers.registry import check_scheduler_names
 
-    if scheduler not in SCHEDULERS:
-        raise ValueError(f"unknown scheduler {scheduler!r}; registered: {', '.join(SCHEDULERS)}")
+    check_scheduler_names([scheduler])
     graph = load_graph(workload, size_attr=size_attr)
     sched = get_scheduler(scheduler).schedule(graph)
     return {

@@ -127,7 +127,7 @@ def load_view(spec: str, planners: list[str] | None, time_limit: float = 10.0,
 def run(args) -> int:
     """Run ``memplan view`` with parsed ``args``: 0, or 1 for a given plan with violations (the
     file is written in both cases). Bad input raises for the caller to report (exit 2)."""
-    from experiments.cli.app import _split
+    from experiments.cli.common import split_list as _split
     from experiments.plots.view import plan_explorer, write_html
     from experiments.workloads import parse_overrides
 

@@ -7,7 +7,7 @@
 * :func:`figures_from_folder` -- all of them again from a comparison folder alone.
 
 Every figure is drawn from records and stored data: the comparison records, the plans' stored
-offsets (``compare_plans.json``, :func:`experiments.harness.read_plans`) and the stored problems
+offsets (``compare_plans.json``, :func:`experiments.records.read_plans`) and the stored problems
 (``problems/DIGEST.csv``); nothing is re-planned, re-scheduled or re-analysed here.
 Each returns the list of files written (via :func:`experiments.plots.save`).
 """
@@ -39,7 +39,7 @@ def compare_figures(df: pd.DataFrame, problems: Mapping, plans: Mapping, fig_dir
     problems : mapping workload -> Problem
         The stored problems.
     plans : mapping (workload, planner) -> Plan
-        The stored plans (offsets from the records; :func:`experiments.harness.read_plans`).
+        The stored plans (offsets from the records; :func:`experiments.records.read_plans`).
     fig_dir : Path
     """
     written: list[Path] = []
@@ -120,7 +120,7 @@ def figures_from_folder(out: str | Path, fig_dir: str | Path | None = None) -> l
     """Draw the figures of a ``memplan compare`` folder from its records and stored data alone:
     ``compare.csv`` + ``compare_plans.json`` (planner comparison) and/or ``compare_sched.csv`` +
     ``compare_sched_orders.json`` (scheduler comparison). Returns the written files."""
-    from experiments.harness import PLANS_FILE, read_plans
+    from experiments.records import PLANS_FILE, read_plans
 
     out = Path(out)
     fig_dir = Path(fig_dir) if fig_dir is not None else out / "figures"

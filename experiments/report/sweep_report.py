@@ -42,6 +42,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from experiments.metrics import planner_summary
+from experiments.records import atomic_write, write_csv, write_parquet
+
 __all__ = ["build_report", "case_label", "pareto_front", "latest_code_version", "newest_records",
            "RUN_IDENTITY",
            "MAX_PER_WORKLOAD_FIGURES"]
@@ -167,7 +170,7 @@ def _problem(results: Path, digest: str, name: str):
     f = results / "problems" / f"{digest}.csv"
     ref = f.with_suffix(".ref")
     if digest and not f.is_file() and ref.is_file():  # third-party benchmark stored by reference
-        from experiments.sweep import load_referenced_problem
+        from experiments.sweep.store import load_referenced_problem
         from planners import ProblemError
 
         try:
@@ -281,7 +284,8 @@ def _build_report(results_dir, out, formats, max_workload_figures, all_versions,
     import matplotlib.pyplot as plt
 
     from experiments import plots
-    from experiments.sweep import ConfigError, load_records
+    from experiments.sweep.config import ConfigError
+    from experiments.sweep.store import load_records
 
     results = Path(results_dir)
     df = load_records(results)
@@ -523,56 +527,27 @@ def _build_report(results_dir, out, formats, max_workload_figures, all_versions,
     written.append(_write_csv(agg, tabs / "runs_aggregated.csv"))
     pivot = agg.pivot_table(index="case", columns="config", values="ratio", aggfunc="min")
     written.append(_write_csv(pivot.reset_index(), tabs / "ratio_pivot.csv"))
-    per = (agg.groupby("config", sort=True)
-           .agg(cases=("case", "count"),
-                geomean_ratio=("ratio", lambda r: float(np.exp(np.log(r.to_numpy(float)).mean()))),
-                worst_ratio=("ratio", "max"), median_seconds=("seconds", "median"),
-                total_seconds=("seconds", "sum")).reset_index())
+    per = planner_summary(agg, by="config", item="case", count="cases",
+                          seconds=("median", "sum"), sort=True).reset_index()
     best_per_case = agg.loc[agg.groupby("case")["ratio"].transform("min") == agg["ratio"]]
     per["best_on"] = per["config"].map(best_per_case["config"].value_counts()).fillna(0).astype(int)
     written.append(_write_csv(per, tabs / "per_planner.csv"))
     bad = df[~df["valid"]][["case", "config", "status", "error"]].sort_values(["case", "config"])
     written.append(_write_csv(bad, tabs / "failed_runs.csv"))
     md = _markdown(df, agg, pivot, per, bad, tf, rv, figs, out, left_out)
-    path = out / "report.md"
-    path.write_text(md)
-    written.append(path)
+    written.append(atomic_write(out / "report.md", md))
     return written
 
 
 def _write_records_parquet(df: pd.DataFrame, path: Path) -> Path | None:
-    """The sweep records as Parquet (pyarrow, typed columns: numbers numeric, flags boolean,
-    the rest strings), written through a temporary file; ``None`` without pyarrow."""
-    try:
-        import pyarrow  # noqa: F401
-    except ImportError:
-        return None
-    t = df.copy()
-    for c in t.columns:
-        if t[c].dtype != object:
-            continue
-        vals = t[c].dropna()
-        if len(vals) and vals.map(lambda v: isinstance(v, bool)).all():
-            t[c] = t[c].astype("boolean")
-        elif len(vals) and vals.map(lambda v: isinstance(v, int) and not isinstance(v, bool)).all():
-            t[c] = t[c].astype("Int64")
-        elif len(vals) and vals.map(lambda v: isinstance(v, (int, float))
-                                    and not isinstance(v, bool)).all():
-            t[c] = pd.to_numeric(t[c])
-        else:
-            t[c] = t[c].map(lambda v: v if v is None or isinstance(v, str) or
-                            (isinstance(v, float) and math.isnan(v))
-                            else json.dumps(v, sort_keys=True, default=str)).astype("string")
-    t = t.sort_values("key").reset_index(drop=True) if "key" in t else t
-    tmp = path.with_name(path.name + ".tmp")
-    t.to_parquet(tmp, index=False, engine="pyarrow")
-    tmp.replace(path)
-    return path
+    """The sweep records as Parquet sorted by key (:func:`experiments.records.write_parquet`);
+    ``None`` without pyarrow."""
+    t = df.sort_values("key").reset_index(drop=True) if "key" in df else df
+    return write_parquet(t, path, warn=False)
 
 
 def _write_csv(t: pd.DataFrame, path: Path) -> Path:
-    t.to_csv(path, index=False, float_format="%.6g")
-    return path
+    return write_csv(t, path, float_format="%.6g")
 
 
 def _markdown(df, agg, pivot, per, bad, tf, rv, figs: Path, out: Path, left_out: int = 0) -> str:
