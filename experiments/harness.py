@@ -33,12 +33,13 @@ from planners import (
 from planners.registry import PLANNERS, check_planner_names
 
 __all__ = ["RECORD_COLUMNS", "INT_COLUMNS", "records_frame", "run_one", "compare", "planner_for",
-           "default_planners"]
+           "default_planners", "planner_family"]
 
 #: Columns of a comparison record, in order.
 RECORD_COLUMNS = [
     "workload",
     "planner",
+    "family",
     "params",
     "buffers",
     "capacity",
@@ -69,6 +70,14 @@ def records_frame(records: Sequence[dict[str, Any]]) -> pd.DataFrame:
         df[c] = pd.array([None if v is None or (isinstance(v, float) and math.isnan(v)) else int(v)
                           for v in vals], dtype="Int64")
     return df
+
+
+def planner_family(name: str) -> str:
+    """The ``family`` of registered planner ``name`` (its first word, for configured labels such
+    as ``"cpsat mode=decide"``), ``"other"`` when it is not registered; recorded in each record's
+    ``family`` column so that figures group planners without importing them."""
+    cls = PLANNERS.get(str(name).split(" ")[0])
+    return str(getattr(cls, "family", "other")) if cls is not None else "other"
 
 
 def default_planners() -> list[str]:
@@ -120,6 +129,7 @@ def run_one(
     rec: dict[str, Any] = {
         "workload": workload,
         "planner": planner_name,
+        "family": planner_family(planner_name),
         "params": "",
         "buffers": problem.n,
         "capacity": problem.capacity,

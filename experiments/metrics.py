@@ -6,6 +6,7 @@ these through this module, so a new metric is added here once.
 * :func:`ratio` -- ``arena / lower_bound`` (bytes / bytes; 1.0 is the lower bound itself).
 * :func:`fits` -- whether an arena fits a capacity (bytes).
 * :func:`geomean` -- the geometric mean of positive ratios.
+* :func:`pareto_front` -- the runs not dominated in (planning time, ratio).
 * :func:`planner_summary` -- per planner: runs, geometric-mean and worst ratio, total or median
   seconds (a pandas DataFrame).
 """
@@ -13,12 +14,12 @@ these through this module, so a new metric is added here once.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["ratio", "fits", "geomean", "planner_summary"]
+__all__ = ["ratio", "fits", "geomean", "planner_summary", "pareto_front"]
 
 
 def ratio(arena: int | None, lower_bound: int) -> float:
@@ -83,3 +84,23 @@ def planner_summary(records: pd.DataFrame, by: str = "planner", item: str = "wor
                  geomean_ratio=("ratio", lambda r: geomean(r.astype(float))),
                  worst_ratio=("ratio", "max"),
                  **{names[s]: ("seconds", s) for s in seconds}))
+
+
+def pareto_front(seconds: Sequence[float], ratio: Sequence[float]) -> np.ndarray:
+    """Indices of the points not dominated in (less time, lower ratio), sorted by time.
+
+    ``O(n log n)``: sort by (seconds, ratio), keep each point whose ratio is below every earlier
+    one's.
+
+    >>> pareto_front([1.0, 2.0, 0.5, 3.0], [1.2, 1.0, 1.5, 1.1]).tolist()
+    [2, 0, 1]
+    """
+    s = np.asarray(seconds, float)
+    r = np.asarray(ratio, float)
+    order = np.lexsort((r, s))
+    keep, best = [], math.inf
+    for i in order.tolist():
+        if r[i] < best:
+            keep.append(i)
+            best = r[i]
+    return np.asarray(keep, dtype=np.int64)

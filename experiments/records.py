@@ -7,7 +7,8 @@
   :func:`store_problem` / :func:`load_problem_csv` (``OUT/problems/DIGEST.csv``, MiniMalloc
   columns, half-open lifetimes ``[lower, upper)``; third-party benchmark data as a ``.ref``),
   :func:`plan_entry` / :func:`write_plans` / :func:`read_plans` (``compare_plans.json``: offsets in
-  bytes, problem order).
+  bytes, problem order); :func:`write_schedules` / :func:`read_schedules`
+  (``compare_sched_orders.json``: each schedule's order and stored problem).
 """
 
 from __future__ import annotations
@@ -23,14 +24,18 @@ from typing import Any
 
 import numpy as np
 
-from planners import Plan, Problem, ProblemError
+from planners import Plan, Problem, ProblemError, live_profile
 
 __all__ = ["atomic_write", "write_csv", "write_parquet", "PLANS_FILE", "plan_entry", "write_plans",
            "read_plans", "store_problem", "load_problem_csv", "external_source",
-           "write_stored_problem", "problem_csv_text", "SHARED_DIR", "REPO"]
+           "write_stored_problem", "problem_csv_text", "SHARED_DIR", "REPO", "SCHED_PLANS_FILE",
+           "write_schedules", "read_schedules"]
 
 #: The side file of ``compare.csv`` with every run's offsets and the stored problems.
 PLANS_FILE = "compare_plans.json"
+
+#: The side file of ``compare_sched.csv``: each schedule's order and its stored problem.
+SCHED_PLANS_FILE = "compare_sched_orders.json"
 
 
 def _tmp_name(path: Path) -> Path:
@@ -236,3 +241,32 @@ def read_plans(out: str | Path, name: str = PLANS_FILE) -> tuple[dict[str, Probl
             lower_bound=int(e["lower_bound"]) if e.get("lower_bound") is not None else 0,
             best_bound=e.get("best_bound"))
     return problems, plans
+
+
+def write_schedules(out, entries, name: str = SCHED_PLANS_FILE):
+    """Store schedules for figures: each entry ``(record, order, problem)`` (as passed to
+    ``on_schedule``) becomes ``{workload, scheduler, status, peak_bytes, order, problem}`` with
+    the activation problem written once as ``OUT/problems/DIGEST.csv``; the JSON file is written
+    atomically. Returns its path."""
+    rows = []
+    for rec, order, problem in entries:
+        rows.append({"workload": rec["workload"], "scheduler": rec["scheduler"],
+                     "status": rec["status"], "peak_bytes": rec["peak_bytes"],
+                     "order": [str(o) for o in order], "problem": store_problem(out, problem)})
+    rows.sort(key=lambda r: (str(r["workload"]), str(r["scheduler"])))
+    path = Path(out) / name
+    atomic_write(path, json.dumps({"schedules": rows}, sort_keys=True, separators=(",", ":")))
+    return path
+
+
+def read_schedules(out, name: str = SCHED_PLANS_FILE) -> dict[str, dict[str, tuple]]:
+    """Live profiles ``workload -> scheduler -> (steps, live bytes)`` of the stored schedules
+    (their stored activation problems through :func:`planners.live_profile`); no scheduling or
+    lifetime analysis. O(n log n) per schedule."""
+    out = Path(out)
+    body = json.loads((out / name).read_text())
+    prof: dict[str, dict[str, tuple]] = {}
+    for r in body["schedules"]:
+        p = load_problem_csv(out / r["problem"], f"{r['workload']} ({r['scheduler']})")
+        prof.setdefault(r["workload"], {})[r["scheduler"]] = live_profile(p)
+    return prof

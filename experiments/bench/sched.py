@@ -82,8 +82,8 @@ def draw_figures(bench: pd.DataFrame, out: Path) -> list[Path]:
     drawn as an open marker and named in the legend; the curves figure shows file order,
     ``best_of`` and ``anneal`` on the branchy graph where file order and ``best_of`` differ most
     (:func:`experiments.report.figures.most_different_workload`). Returns the written paths."""
+    from experiments.records import read_schedules
     from experiments.report.figures import most_different_workload
-    from experiments.sched_compare import read_schedules
 
     df = bench[bench["workload"].isin(list(_branchy_builders()))]
     out = Path(out)
@@ -201,7 +201,7 @@ def run(out: Path, small: int = 60, time_limit: float = 10.0, figures: bool = Tr
         on_schedule=lambda r, o, p: found.append((r, o, p)) if r["scheduler"] in CURVE_SCHEDULERS
         else None,
     )
-    from experiments.sched_compare import write_schedules
+    from experiments.records import write_schedules
 
     write_schedules(out / SCHEDULE_STORE, found)
     # 2. speed: 1,000-operator graphs, greedy schedulers only

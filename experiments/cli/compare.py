@@ -142,14 +142,15 @@ def compare_schedulers(args) -> int:
     """Schedulers on graph workloads: rows, stored schedules, Markdown and figures; returns 0."""
     import pandas as pd
 
-    from experiments.records import atomic_write, write_csv, write_parquet
-    from experiments.report.compare import sched_markdown
-    from experiments.sched_compare import (
-        SCHED_COLUMNS,
-        compare_schedules,
+    from experiments.records import (
+        atomic_write,
         read_schedules,
+        write_csv,
+        write_parquet,
         write_schedules,
     )
+    from experiments.report.compare import sched_markdown
+    from experiments.sched_compare import SCHED_COLUMNS, compare_schedules
     from experiments.workloads import resolve_graphs
     from scheduling.schedulers.registry import check_scheduler_names
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 __all__ = ["COMMANDS", "add_parsers", "run", "main"]
 
@@ -55,8 +56,10 @@ def add_parsers(subparsers) -> None:
                    help="figure formats of --report (default %(default)s; add svg if wanted)")
 
     r = subparsers.add_parser("report", help="figures, tables and a markdown summary from records")
-    r.add_argument("results_dir", help="a sweep output folder (with records/)")
-    r.add_argument("--out", help="report folder (default RESULTS_DIR/report)")
+    r.add_argument("results_dir", help="a sweep output folder (with records/), or a `memplan "
+                                       "compare` folder (its figures are redrawn from its records)")
+    r.add_argument("--out", help="report folder (default RESULTS_DIR/report; for a compare "
+                                 "folder: the figures folder, default RESULTS_DIR/figures)")
     r.add_argument("--formats", default=",".join(DEFAULT_FORMATS),
                    help="figure formats, comma-separated: png, pdf, svg (default %(default)s)")
     r.add_argument("--all-versions", action="store_true",
@@ -119,6 +122,16 @@ def _run(args) -> int:
     if args.command == "report":
         from experiments.report import build_report
 
+        folder = Path(args.results_dir)
+        if not (folder / "records").is_dir() and (
+                (folder / "compare.csv").is_file() or (folder / "compare_sched.csv").is_file()):
+            from experiments import plots
+            from experiments.report.figures import figures_from_folder
+
+            with plots.style(args.style):  # a `memplan compare` folder: its figures, redrawn
+                written = figures_from_folder(folder, Path(args.out) if args.out else None)
+            print(f"wrote {len(written)} figure files from the records of {folder}")
+            return 0
         written = build_report(args.results_dir, out=args.out, formats=_formats(args.formats),
                                max_workload_figures=args.max_workload_figures,
                                style=args.style,

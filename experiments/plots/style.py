@@ -57,7 +57,6 @@ __all__ = [
     "short_label",
     "ratio_ticks",
     "PROVED",
-    "planner_family",
     "plot_ratio_heatmap",
     "plot_ratio_by_planner",
     "plot_memory_over_time",
@@ -521,15 +520,6 @@ def _proved(records: pd.DataFrame) -> pd.Series:
     return (records["status"].astype(str).isin(PROVED) | met).astype(bool)
 
 
-def planner_family(name: str) -> str:
-    """The ``family`` of registered planner ``name`` (its first word, for configured labels such
-    as ``"cpsat mode=decide"``), ``"other"`` when it is not registered."""
-    from planners.registry import PLANNERS
-
-    cls = PLANNERS.get(str(name).split(" ")[0])
-    return str(getattr(cls, "family", "other")) if cls is not None else "other"
-
-
 def plot_ratio_heatmap(records: pd.DataFrame, title: str = "Arena / lower bound",
                        cap_percentile: float | None = 95.0, ax=None):
     """Heatmap of ``arena / lower_bound`` (rows: workloads, columns: planners).
@@ -603,7 +593,8 @@ def plot_ratio_by_planner(records: pd.DataFrame, title: str = "Arena / lower bou
     """Strip plot: one row per planner, grouped by planner family, ``arena / lower_bound`` of
     every workload on a log x axis from 1 (the lower bound, a reference line).
 
-    Rows are ordered by family (:attr:`planners.base.Planner.family`; bracketed and labelled at
+    Rows are ordered by family (the records' ``family`` column, written by the harness from
+    :attr:`planners.base.Planner.family`; ``"other"`` where it is missing; bracketed and labelled at
     the left), then by name; each family has one colour (:data:`PALETTE`), so a planner is found
     by its family's colour and its row. Within a row the workloads sit at fixed vertical slots
     (workload ``k`` always at the same height), so runs that reach the lower bound do not hide
@@ -627,7 +618,7 @@ def plot_ratio_by_planner(records: pd.DataFrame, title: str = "Arena / lower bou
     fam = (dict(zip(records["planner"], records["family"], strict=False))
            if "family" in records else {})
     planners = list(dict.fromkeys(records["planner"]))
-    families = {p: fam.get(p) or planner_family(p) for p in planners}
+    families = {p: fam.get(p) or "other" for p in planners}
     fam_order = list(dict.fromkeys(families[p] for p in planners))
     planners = sorted(planners, key=lambda p: (fam_order.index(families[p]), p))
     fam_colour = {f: PALETTE[k % (len(PALETTE) - 1)] for k, f in enumerate(fam_order)}  # no yellow

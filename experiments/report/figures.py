@@ -131,7 +131,7 @@ def figures_from_folder(out: str | Path, fig_dir: str | Path | None = None) -> l
         problems, plans = read_plans(out)
         written += compare_figures(df, problems, plans, fig_dir)
     if (out / "compare_sched.csv").is_file():
-        from experiments.sched_compare import SCHED_PLANS_FILE, read_schedules
+        from experiments.records import SCHED_PLANS_FILE, read_schedules
 
         sdf = pd.read_csv(out / "compare_sched.csv")
         profiles = read_schedules(out, SCHED_PLANS_FILE) if (out / SCHED_PLANS_FILE).is_file() \

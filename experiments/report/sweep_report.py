@@ -35,14 +35,13 @@ are larger) in the paper style of :mod:`experiments.plots`.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from experiments.metrics import planner_summary
+from experiments.metrics import pareto_front, planner_summary
 from experiments.records import atomic_write, write_csv, write_parquet
 
 __all__ = ["build_report", "case_label", "pareto_front", "latest_code_version", "newest_records",
@@ -56,23 +55,6 @@ MAX_PER_WORKLOAD_FIGURES = 12
 def case_label(workload: str, scheduler: str | None) -> str:
     """``"workload"`` for interval problems, ``"workload [scheduler]"`` for graph workloads."""
     return workload if scheduler in (None, "-", "") or pd.isna(scheduler) else f"{workload} [{scheduler}]"
-
-
-def pareto_front(seconds: Sequence[float], ratio: Sequence[float]) -> np.ndarray:
-    """Indices of the points not dominated in (less time, lower ratio), sorted by time.
-
-    ``O(n log n)``: sort by (seconds, ratio), keep each point whose ratio is below every earlier
-    one's.
-    """
-    s = np.asarray(seconds, float)
-    r = np.asarray(ratio, float)
-    order = np.lexsort((r, s))
-    keep, best = [], math.inf
-    for i in order.tolist():
-        if r[i] < best:
-            keep.append(i)
-            best = r[i]
-    return np.asarray(keep, dtype=np.int64)
 
 
 def latest_code_version(df: pd.DataFrame) -> str | None:
@@ -157,7 +139,8 @@ def _prepare(df: pd.DataFrame) -> pd.DataFrame:
 def _aggregate(ok: pd.DataFrame) -> pd.DataFrame:
     """One row per (case, config): median arena / ratio / seconds over seeds and repetitions."""
     g = ok.groupby(["case", "workload", "scheduler", "config", "planner"], sort=True, dropna=False)
-    return g.agg(buffers=("buffers", "first"), lower_bound=("lower_bound", "first"),
+    family = {"family": ("family", "first")} if "family" in ok else {}
+    return g.agg(**family, buffers=("buffers", "first"), lower_bound=("lower_bound", "first"),
                  arena=("arena", "median"), ratio=("ratio", "median"), seconds=("seconds", "median"),
                  runs=("key", "count"),
                  status=("status", lambda s: s.iloc[0] if s.nunique() == 1 else "mixed")
@@ -236,6 +219,74 @@ def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
 
 
+def scaling_slopes(runs: pd.DataFrame, min_seconds: float) -> pd.DataFrame:
+    """Per ``config`` of ``runs`` (``buffers``, ``seconds``), the log-log slope of planning time
+    against buffer count fitted over runs of at least ``min_seconds`` (when they cover at least
+    3 buffer counts): columns ``config``, ``slope``, ``points``, ``min_buffers``, ``min_seconds``."""
+    rows = []
+    for cfg, sub in sorted(runs.groupby("config"), key=lambda kv: kv[0]):
+        x, y = sub["buffers"].to_numpy(float), sub["seconds"].to_numpy(float)
+        big = y >= min_seconds
+        if len(np.unique(x[big])) >= 3:
+            rows.append({"config": cfg,
+                         "slope": float(np.polyfit(np.log10(x[big]), np.log10(y[big]), 1)[0]),
+                         "points": int(big.sum()), "min_buffers": int(x[big].min()),
+                         "min_seconds": min_seconds})
+    return pd.DataFrame(rows, columns=["config", "slope", "points", "min_buffers", "min_seconds"])
+
+
+def rv64_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Per ``config``, over records with RV64 columns: cases, buffers, U74 and C906 cycles and
+    instructions summed, and cycles per buffer (empty without RV64 columns)."""
+    if "rv64_cycles_u74" not in df.columns:
+        return pd.DataFrame()
+    rv = df[pd.to_numeric(df["rv64_cycles_u74"], errors="coerce").notna()].copy()
+    if rv.empty:
+        return pd.DataFrame()
+    for c in ("rv64_cycles_u74", "rv64_cycles_c906", "rv64_instructions"):
+        rv[c] = pd.to_numeric(rv[c], errors="coerce")
+    rvt = rv.groupby("config", sort=True).agg(
+        cases=("case", "nunique"), buffers=("buffers", "sum"),
+        cycles_u74=("rv64_cycles_u74", "sum"), cycles_c906=("rv64_cycles_c906", "sum"),
+        instructions=("rv64_instructions", "sum")).reset_index()
+    rvt["cycles_per_buffer_u74"] = rvt["cycles_u74"] / rvt["buffers"]
+    rvt["cycles_per_buffer_c906"] = rvt["cycles_c906"] / rvt["buffers"]
+    return rvt
+
+
+def tflm_table(ok: pd.DataFrame) -> pd.DataFrame:
+    """Per ``.tflite`` workload of the valid records ``ok`` with TFLite Micro columns: TFLite
+    Micro's head, the file order's lower bound, greedy_by_size's and the best arena in the file
+    order, the best arena in any order, and the planner's and the scheduler's gain (bytes)."""
+    if "tflm_arena_head" not in ok.columns:
+        return pd.DataFrame()
+    tf = ok[pd.to_numeric(ok["tflm_arena_head"], errors="coerce").notna()].copy()
+    if tf.empty:
+        return pd.DataFrame()
+    tf["tflm_arena_head"] = pd.to_numeric(tf["tflm_arena_head"])
+    rows = []
+    same = {"file_order", "-", ""}
+    for w, sub in sorted(tf.groupby("workload"), key=lambda kv: kv[0]):
+        sched = sub["scheduler"].fillna("-").astype(str)
+        fo = sub[sched.isin(same)]
+        if fo.empty:
+            continue
+        b_same = fo.sort_values(["arena", "config"]).iloc[0]
+        b_any = sub.sort_values(["arena", "config"]).iloc[0]
+        gbs = fo[fo["planner"] == "greedy_by_size"]["arena"]
+        rows.append({"workload": w, "tflm_head": int(fo["tflm_arena_head"].iloc[0]),
+                     "lower_bound_file_order": int(b_same["lower_bound"]),
+                     "greedy_by_size_file_order": int(gbs.min()) if len(gbs) else None,
+                     "best_arena_file_order": int(b_same["arena"]),
+                     "best_planner_file_order": b_same["config"],
+                     "best_arena_any_order": int(b_any["arena"]),
+                     "best_any_order": f"{b_any['config']} [{b_any['scheduler']}]",
+                     "planner_gain_bytes": int(fo["tflm_arena_head"].iloc[0])
+                     - int(b_same["arena"]),
+                     "scheduler_gain_bytes": int(b_same["arena"]) - int(b_any["arena"])})
+    return pd.DataFrame(rows)
+
+
 def build_report(results_dir: str | Path, out: str | Path | None = None,
                  formats: Sequence[str] = ("png", "pdf"),
                  max_workload_figures: int = MAX_PER_WORKLOAD_FIGURES,
@@ -280,10 +331,13 @@ MIN_FIT_SECONDS = 1e-2
 
 def _build_report(results_dir, out, formats, max_workload_figures, all_versions, style="default",
                   jobs=2) -> list[Path]:
-    import matplotlib
-    import matplotlib.pyplot as plt
-
     from experiments import plots
+    from experiments.plots.sweep import (
+        plot_quality_vs_time,
+        plot_rv64_cycles,
+        plot_scaling,
+        plot_tflm_comparison,
+    )
     from experiments.sweep.config import ConfigError
     from experiments.sweep.store import load_records
 
@@ -336,107 +390,16 @@ def _build_report(results_dir, out, formats, max_workload_figures, all_versions,
     qa = agg.merge(spread, on=["case", "config"], how="left")
     measurable = qa.groupby("case")["seconds"].max() >= MIN_MEASURABLE_SECONDS
     too_fast = sorted(measurable.index[~measurable])
-    cases = sorted(measurable.index[measurable])
-    if too_fast and not cases:  # nothing large enough to time: say so instead of ranking noise
-        fig, ax = plt.subplots(figsize=plots.figsize("single", 1.6, 4.0))
-        ax.axis("off")
-        ax.text(0.5, 0.5, f"Quality vs planning time: not drawn.\nIn all {len(too_fast)} cases "
-                f"every planner took < {MIN_MEASURABLE_SECONDS * 1e3:g} ms\n(median), too "
-                "fast to time apart from call overhead.", ha="center", va="center",
-                transform=ax.transAxes)
-        save(fig, "pareto_quality_time")
-    if cases:
-        ncol = min(3, len(cases))
-        nrow = math.ceil(len(cases) / ncol)
-        fig, axes = plt.subplots(nrow, ncol, squeeze=False,
-                                 figsize=plots.figsize("double", 2.2 * nrow, 2.6 * ncol + 1.6))
-        configs = sorted(qa["config"].unique())
-        colour = {c: plots.PALETTE[i % len(plots.PALETTE)] for i, c in enumerate(configs)}
-        marker = {c: plots.MARKERS[i % len(plots.MARKERS)] for i, c in enumerate(configs)}
-        floor = MIN_MEASURABLE_SECONDS
-        n_fronts = 0
-        for ax, case in zip(axes.flat, cases, strict=False):
-            sub = qa[qa["case"] == case].reset_index(drop=True)
-            med = sub["seconds"].to_numpy(float)
-            meas = med >= floor
-            shown = np.where(meas, med, floor)
-            for i, row in sub.iterrows():
-                c = colour[row["config"]]
-                if meas[i]:
-                    lo, hi = float(row["t_min"]), float(row["t_max"])
-                    ax.errorbar(shown[i], row["ratio"], xerr=[[shown[i] - lo], [hi - shown[i]]],
-                                fmt=marker[row["config"]], color=c, ms=4.5, lw=0.8,
-                                label=row["config"], zorder=3)
-                else:  # too fast to time: drawn at the floor, hollow, off any front
-                    ax.scatter(floor, row["ratio"], marker=marker[row["config"]], s=22,
-                               facecolor="none", edgecolor=c, label=row["config"], zorder=3)
-            if int(meas.sum()) >= 2:
-                idx = np.flatnonzero(meas)
-                front = idx[pareto_front(med[idx], sub["ratio"].to_numpy(float)[idx])]
-                ax.step(med[front], sub["ratio"].to_numpy(float)[front], where="post",
-                        color="0.4", lw=0.9, zorder=2)
-                n_fronts += 1
-            ax.axhline(1.0, color="black", ls="--", lw=0.8)
-            ax.axvline(floor, color="0.6", lw=0.6, ls=":")
-            ax.set_xscale("log")
-            ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-            ax.set_title(case, fontsize=8)
-            ax.set_xlabel("planning time (s, median)")
-            ax.set_ylabel("arena / lower bound")
-        for ax in list(axes.flat)[len(cases):]:
-            ax.set_visible(False)
-        handles = {}
-        for ax in axes.flat:
-            for h, lab in zip(*ax.get_legend_handles_labels(), strict=False):
-                handles.setdefault(lab, h)
-        fig.legend(list(handles.values()), list(handles.keys()), loc="center left",
-                   bbox_to_anchor=(1.0, 0.5), frameon=False)
-        fig.tight_layout()
-        runs_n = int(spread["t_n"].max()) if len(spread) else 0
-        fig.suptitle(
-            "Quality vs planning time: median of " + (f"up to {runs_n} runs" if runs_n > 1
-                                                      else "1 run (no spread measured)")
-            + "; bars: min-max.\nHollow at the dotted line: below "
-            + f"{floor * 1e3:g} ms, too fast to time (call overhead), no ranking; "
-            + ("grey: Pareto front of the timed runs" if n_fronts else "no Pareto front drawn")
-            + (f"; {len(too_fast)} cases where every planner is < "
-               f"{MIN_MEASURABLE_SECONDS * 1e3:g} ms not shown" if too_fast else ""),
-            y=1.02, fontsize=8)
-        save(fig, "pareto_quality_time")
+    if len(measurable):
+        save(plot_quality_vs_time(qa, MIN_MEASURABLE_SECONDS, too_fast), "pareto_quality_time")
 
     # -- scaling: planning time vs buffer count (log-log) --------------------------------------
     sc = ok[(ok["buffers"] > 0) & (ok["seconds"] > 0)]
     if not sc.empty:
-        fig, ax = plt.subplots(figsize=plots.figsize("double", 3.6, 6.0))
-        slopes = []
-        for i, (cfg, sub) in enumerate(sorted(sc.groupby("config"), key=lambda kv: kv[0])):
-            x, y = sub["buffers"].to_numpy(float), sub["seconds"].to_numpy(float)
-            big = y >= MIN_FIT_SECONDS
-            label = cfg
-            if len(np.unique(x[big])) >= 3:
-                slope = float(np.polyfit(np.log10(x[big]), np.log10(y[big]), 1)[0])
-                slopes.append({"config": cfg, "slope": slope, "points": int(big.sum()),
-                               "min_buffers": int(x[big].min()),
-                               "min_seconds": MIN_FIT_SECONDS})
-                label = f"{cfg} (slope {slope:.2f}, runs >= {MIN_FIT_SECONDS * 1e3:g} ms)"
-            ax.scatter(x, y, s=12, color=plots.PALETTE[i % len(plots.PALETTE)],
-                       marker=plots.MARKERS[i % len(plots.MARKERS)], label=label, alpha=0.8)
-        lo = float(sc["seconds"].min()) / 2
-        ax.axhspan(lo, MIN_FIT_SECONDS, color="0.92", zorder=0,
-                   label=f"< {MIN_FIT_SECONDS * 1e3:g} ms: overhead, not fitted")
-        ax.set_ylim(bottom=lo)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("buffers")
-        ax.set_ylabel("planning time (s)")
-        ax.set_title("Planning time vs buffer count" + (
-            "" if slopes else f"\n(no slope: fewer than 3 sizes with runs >= "
-                              f"{MIN_FIT_SECONDS * 1e3:g} ms; small runs time Python overhead)"))
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-        save(fig, "scaling_time_vs_buffers")
-        written.append(_write_csv(pd.DataFrame(slopes, columns=["config", "slope", "points",
-                                                                "min_buffers", "min_seconds"]),
-                                  tabs / "scaling_slopes.csv"))
+        slopes = scaling_slopes(sc, MIN_FIT_SECONDS)
+        save(plot_scaling(sc, dict(zip(slopes["config"], slopes["slope"], strict=True)),
+                          MIN_FIT_SECONDS), "scaling_time_vs_buffers")
+        written.append(_write_csv(slopes, tabs / "scaling_slopes.csv"))
 
     # -- memory over time and arena layouts (collected from the workers) ------------------------
     if pool is not None:
@@ -450,78 +413,16 @@ def _build_report(results_dir, out, formats, max_workload_figures, all_versions,
             written.extend(_workload_figures(*t))
 
     # -- RV64 cycles per planner -------------------------------------------------------------------
-    rv = pd.DataFrame()
-    if "rv64_cycles_u74" in df.columns:
-        rv = df[pd.to_numeric(df["rv64_cycles_u74"], errors="coerce").notna()].copy()
+    rv = rv64_table(df)
     if not rv.empty:
-        for c in ("rv64_cycles_u74", "rv64_cycles_c906", "rv64_instructions"):
-            rv[c] = pd.to_numeric(rv[c], errors="coerce")
-        rvt = rv.groupby("config", sort=True).agg(
-            cases=("case", "nunique"), buffers=("buffers", "sum"),
-            cycles_u74=("rv64_cycles_u74", "sum"), cycles_c906=("rv64_cycles_c906", "sum"),
-            instructions=("rv64_instructions", "sum")).reset_index()
-        rvt["cycles_per_buffer_u74"] = rvt["cycles_u74"] / rvt["buffers"]
-        rvt["cycles_per_buffer_c906"] = rvt["cycles_c906"] / rvt["buffers"]
-        written.append(_write_csv(rvt, tabs / "rv64_cycles.csv"))
-        fig, ax = plt.subplots(figsize=plots.figsize("double", 3.0, 6.0))
-        xs = np.arange(len(rvt))
-        ax.bar(xs - 0.2, rvt["cycles_per_buffer_u74"], 0.4, label="SiFive U74 (model)",
-               color=plots.PALETTE[0])
-        ax.bar(xs + 0.2, rvt["cycles_per_buffer_c906"], 0.4, label="T-Head C906 (model)",
-               color=plots.PALETTE[1])
-        ax.set_xticks(xs, rvt["config"], rotation=30, ha="right")
-        ax.set_ylabel("cycles per buffer (emulated RV64)")
-        ax.set_xlabel("planner")
-        ax.set_title("Planning cost on RV64 cores")
-        ax.legend(frameon=False)
-        save(fig, "rv64_cycles")
+        written.append(_write_csv(rv, tabs / "rv64_cycles.csv"))
+        save(plot_rv64_cycles(rv), "rv64_cycles")
 
     # -- ours vs TFLite Micro ---------------------------------------------------------------------
-    tf = pd.DataFrame()
-    if "tflm_arena_head" in df.columns:
-        tf = ok[pd.to_numeric(ok["tflm_arena_head"], errors="coerce").notna()].copy()
+    tf = tflm_table(ok)
     if not tf.empty:
-        tf["tflm_arena_head"] = pd.to_numeric(tf["tflm_arena_head"])
-        rows = []
-        same = {"file_order", "-", ""}
-        for w, sub in sorted(tf.groupby("workload"), key=lambda kv: kv[0]):
-            sched = sub["scheduler"].fillna("-").astype(str)
-            fo = sub[sched.isin(same)]
-            if fo.empty:
-                continue
-            b_same = fo.sort_values(["arena", "config"]).iloc[0]
-            b_any = sub.sort_values(["arena", "config"]).iloc[0]
-            gbs = fo[fo["planner"] == "greedy_by_size"]["arena"]
-            rows.append({"workload": w, "tflm_head": int(fo["tflm_arena_head"].iloc[0]),
-                         "lower_bound_file_order": int(b_same["lower_bound"]),
-                         "greedy_by_size_file_order": int(gbs.min()) if len(gbs) else None,
-                         "best_arena_file_order": int(b_same["arena"]),
-                         "best_planner_file_order": b_same["config"],
-                         "best_arena_any_order": int(b_any["arena"]),
-                         "best_any_order": f"{b_any['config']} [{b_any['scheduler']}]",
-                         "planner_gain_bytes": int(fo["tflm_arena_head"].iloc[0])
-                         - int(b_same["arena"]),
-                         "scheduler_gain_bytes": int(b_same["arena"]) - int(b_any["arena"])})
-        tft = pd.DataFrame(rows)
-        written.append(_write_csv(tft, tabs / "tflm_comparison.csv"))
-        fig, ax = plt.subplots(figsize=plots.figsize("double", 0.9 + 0.55 * len(tft), 6.5))
-        ys = np.arange(len(tft))
-        h = 0.2
-        ax.barh(ys - 1.5 * h, tft["tflm_head"], h, label="TFLite Micro head (file order)",
-                color=plots.PALETTE[3])
-        ax.barh(ys - 0.5 * h, tft["best_arena_file_order"], h,
-                label="ours, same (file) order: planner gain only", color=plots.PALETTE[0])
-        ax.barh(ys + 0.5 * h, tft["best_arena_any_order"], h,
-                label="ours, best order: + scheduler gain", color=plots.PALETTE[5])
-        ax.barh(ys + 1.5 * h, tft["lower_bound_file_order"], h,
-                label="lower bound, file order", color=plots.PALETTE[2])
-        ax.set_yticks(ys, tft["workload"])
-        ax.invert_yaxis()
-        plots.byte_axis(ax.xaxis)
-        ax.set_xlabel("activation arena (bytes)")
-        ax.set_title("Ours vs TFLite Micro's planner: planner and scheduler effects apart")
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-        save(fig, "tflm_comparison")
+        written.append(_write_csv(tf, tabs / "tflm_comparison.csv"))
+        save(plot_tflm_comparison(tf), "tflm_comparison")
 
     # -- tables and the markdown summary ----------------------------------------------------------
     written.append(_write_csv(agg, tabs / "runs_aggregated.csv"))

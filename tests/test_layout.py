@@ -1,0 +1,130 @@
+"""The layout of ``experiments/`` keeps data flowing one way: figures and reports import no
+planner, scheduler or lifetime analysis (checked on the import statements, with ``ast``), the
+command modules are thin, and every ``make`` target names a module that exists."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXP = ROOT / "experiments"
+
+#: What a figure or report module may import from the project: data types, bounds of stored
+#: problems, stored records and metrics, and other figure/report modules.
+ALLOWED_PROJECT_MODULES = {
+    "planners": {"Plan", "Problem", "Buffer", "ProblemError", "MemplanError", "live_profile",
+                 "lower_bound", "read_minimalloc_csv"},
+    "planners.model": None, "planners.bounds": None, "planners.errors": None, "planners.io": None,
+    "experiments": {"plots"},
+    "experiments.records": None, "experiments.metrics": None,
+    "experiments.sweep.store": None, "experiments.sweep.config": {"ConfigError"},
+}
+
+
+def _imports(path: Path):
+    """``(module, names)`` of every import statement in the file (module level and in functions);
+    ``names`` is ``None`` for ``import module``."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    pkg = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                yield a.name, None
+        elif isinstance(node, ast.ImportFrom):
+            mod = node.module or ""
+            if node.level:
+                base = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
+                mod = ".".join(base + ([mod] if mod else []))
+            yield mod, {a.name for a in node.names}
+
+
+def _violations(path: Path) -> list[str]:
+    bad = []
+    for mod, names in _imports(path):
+        top = mod.split(".")[0]
+        if top not in ("planners", "scheduling", "experiments"):
+            continue
+        if mod.startswith(("experiments.plots", "experiments.report")):
+            continue
+        if mod not in ALLOWED_PROJECT_MODULES:
+            bad.append(f"{path.relative_to(ROOT)} imports {mod}")
+            continue
+        allowed = ALLOWED_PROJECT_MODULES[mod]
+        if allowed is not None and (names is None or not names <= allowed):
+            bad.append(f"{path.relative_to(ROOT)} imports {sorted((names or {mod}) - (allowed or set()))}"
+                       f" from {mod}")
+    return bad
+
+
+FIGURE_MODULES = sorted((EXP / "plots").glob("*.py")) + sorted((EXP / "report").glob("*.py"))
+
+
+@pytest.mark.parametrize("path", FIGURE_MODULES, ids=lambda p: str(p.relative_to(EXP)))
+def test_figures_and_reports_import_no_planner_scheduler_or_lifetime_analysis(path):
+    assert _violations(path) == []
+
+
+def test_the_import_check_catches_a_planner_import(tmp_path):
+    """The check above can fail: a figure module importing the registry, a scheduler or the
+    lifetime analysis is reported."""
+    f = ROOT / "experiments" / "plots" / "_probe_for_test.py"
+    try:
+        f.write_text("from planners.registry import PLANNERS\n"
+                     "def g():\n    from scheduling.lifetimes import lifetime_problem\n"
+                     "from planners import get_planner, Plan\n"
+                     "import experiments.harness\n")
+        found = _violations(f)
+    finally:
+        f.unlink()
+    assert len(found) == 4, found
+    assert any("planners.registry" in v for v in found)
+    assert any("scheduling.lifetimes" in v for v in found)
+    assert any("['get_planner'] from planners" in v for v in found)
+
+
+def test_plots_import_has_no_matplotlib_side_effects():
+    """Importing the figure package switches no backend and changes no rcParams."""
+    import subprocess
+    import sys
+
+    code = ("import matplotlib, json; b = matplotlib.get_backend(); "
+            "import matplotlib.pyplot as plt; before = dict(plt.rcParams); "
+            "import experiments.plots, experiments.plots.sched, experiments.report; "
+            "after = dict(plt.rcParams); "
+            "print(json.dumps([b == matplotlib.get_backend(), "
+            "sorted(k for k in before if before[k] != after[k])]))")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                       env={"MPLBACKEND": "pdf", "PATH": "/usr/bin:/bin"}, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[true, []]"
+
+
+def test_every_make_target_module_exists():
+    """``python -m experiments....`` in the Makefile names a module with a ``main``."""
+    text = (ROOT / "Makefile").read_text()
+    mods = sorted(set(re.findall(r"-m (experiments(?:\.\w+)+)", text)))
+    assert "experiments.bench.planners" in mods and len(mods) >= 10
+    for m in mods:
+        spec = importlib.util.find_spec(m)
+        assert spec is not None and spec.origin, m
+        assert "def main(" in Path(spec.origin).read_text(), m
+
+
+def test_command_modules_are_thin():
+    """Every ``memplan`` command lives in one module of ``experiments/cli`` with ``add_parsers``,
+    ``COMMANDS`` and ``run``; no command module draws a figure or writes Markdown tables itself."""
+    from experiments.cli.app import build_parser, command_modules
+
+    commands = set()
+    for mod in command_modules():
+        assert callable(mod.add_parsers) and callable(mod.run), mod.__name__
+        commands |= set(mod.COMMANDS)
+        src = Path(mod.__file__).read_text()
+        assert "to_markdown(" not in src and "plt.subplots(" not in src, mod.__name__
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    assert set(sub.choices) == commands
