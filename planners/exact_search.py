@@ -52,7 +52,9 @@ Method (MiniMalloc, Moffitt, ASPLOS 2023; the implementation is our own C99 in
 The static rank comes from ``preorderings``: one string per ranking, each a sequence of keys, all
 descending, ties by problem order: ``T`` the largest unplaced bytes of any section the buffer
 spans, ``W`` lifetime width (steps), ``A`` area (size x width), ``C`` number of sections spanned,
-``Z`` size. Each (sub)problem is ranked when its search starts, with the totals left at that
+``Z`` size, ``R`` a pseudo-random number drawn from ``seed`` and the buffer (so ``"WR"`` breaks
+ties of ``W`` at random, and ``"R"`` is a random order: different seeds give restarts that explore
+different parts of the tree, the usual cure for heavy-tailed search times). Each (sub)problem is ranked when its search starts, with the totals left at that
 point. With several rankings the search runs them round robin with a node budget that doubles
 each round (MiniMalloc's default is the three rankings ``WAT``, ``TAW``, ``TWA``), which protects
 against one unlucky order; a completed search under any ranking is a proof.
@@ -89,6 +91,7 @@ PREORDER_KEYS = {
     "A": "area = size x width (bytes x steps)",
     "C": "number of sections the buffer spans",
     "Z": "size (bytes)",
+    "R": "pseudo-random number from the seed and the buffer (random tie-breaking)",
 }
 
 
@@ -196,6 +199,9 @@ class ExactSearch(Planner):
     preorderings : tuple of str
         Static rankings tried round robin (keys in :data:`PREORDER_KEYS`); one string disables
         the round robin.
+    seed : int
+        Seed of the pseudo-random key ``R`` (``0 <= seed < 2**64``); without ``R`` in the
+        preorderings it has no effect.
 
     Returns (via :meth:`plan`)
     --------------------------
@@ -255,6 +261,7 @@ class ExactSearch(Planner):
         memo: SearchMemo | None = None,
         preorderings: tuple[str, ...] = ("WAT", "TAW", "TWA"),
         heuristic_first: bool = True,
+        seed: int = 0,
     ) -> None:
         self.capacity = capacity
         self.time_limit = time_limit
@@ -269,6 +276,7 @@ class ExactSearch(Planner):
         self.memo = memo
         self.preorderings = preorderings
         self.heuristic_first = heuristic_first
+        self.seed = seed
 
     def _solve(self, problem: Problem) -> SolveResult:
         cap = self.capacity if self.capacity is not None else problem.capacity
@@ -294,6 +302,10 @@ class ExactSearch(Planner):
                     f"exact_search: preordering {k!r} must be 1-8 characters from "
                     f"{''.join(PREORDER_KEYS)}"
                 )
+        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or not (
+            0 <= int(self.seed) < 2**64
+        ):
+            raise ProblemError(f"exact_search: seed must be an integer in [0, 2**64), got {self.seed!r}")
         n = problem.n
         offsets = np.zeros(n, np.int64)
         lb = lower_bound(problem)
@@ -326,28 +338,26 @@ class ExactSearch(Planner):
         if left <= 0:
             info["stopped_by"] = "time_limit"
             return SolveResult(None, "timeout", best_bound=lb, info=info)
-        flags = (
-            bool(self.canonical_only),
-            bool(self.section_inference),
-            bool(self.dynamic_ordering),
-            bool(self.check_dominance),
-            bool(self.decompose),
-            bool(self.memo_floor_profiles),
-        )
         status, offs, nodes, attempts, hits, entries = _core().search(
-            sizes.tolist(),
-            aligns.tolist(),
-            slo.tolist(),
-            shi.tolist(),
-            (ends - starts).tolist(),
-            ns,
-            cap,
-            list(prefs),
-            flags,
-            left,
-            int(self.node_limit or 0),
-            int(max(0.0, float(self.memo_megabytes)) * 2**20),
-            self.memo._capsule if self.memo is not None else None,
+            sizes=sizes.tolist(),
+            aligns=aligns.tolist(),
+            slo=slo.tolist(),
+            shi=shi.tolist(),
+            widths=(ends - starts).tolist(),
+            n_sections=ns,
+            capacity=cap,
+            preorderings=list(prefs),
+            time_limit=left,
+            node_limit=int(self.node_limit or 0),
+            memo_bytes=int(max(0.0, float(self.memo_megabytes)) * 2**20),
+            memo=self.memo._capsule if self.memo is not None else None,
+            canonical_only=bool(self.canonical_only),
+            section_inference=bool(self.section_inference),
+            dynamic_ordering=bool(self.dynamic_ordering),
+            check_dominance=bool(self.check_dominance),
+            decompose=bool(self.decompose),
+            memo_floor_profiles=bool(self.memo_floor_profiles),
+            seed=int(self.seed),
         )
         info.update(
             nodes=int(nodes), attempts=int(attempts), memo_hits=int(hits), memo_entries=int(entries)

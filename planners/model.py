@@ -47,6 +47,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -195,6 +196,11 @@ class Buffer:
         return self.start < other.end and other.start < self.end
 
 
+_GET_ID, _GET_START, _GET_END, _GET_SIZE, _GET_ALIGN, _GET_KIND = (
+    attrgetter(f) for f in ("id", "start", "end", "size", "alignment", "kind")
+)
+
+
 class Problem:
     """An allocation problem: buffers, an optional capacity and a default alignment.
 
@@ -265,7 +271,46 @@ class Problem:
         name: str = "",
         aliases: Mapping[str, tuple[str, int]] | None = None,
     ) -> None:
-        self.buffers: tuple[Buffer, ...] = tuple(buffers)
+        bufs = tuple(buffers)
+        self._init_scalars(capacity, alignment, name)
+        n = len(bufs)
+        # Vectorised screen (C-level passes over the items); any failure re-runs the item-by-item
+        # loop below, which raises the first error in item order with the exact message.
+        ids = list(map(_GET_ID, bufs)) if set(map(type, bufs)) <= {Buffer} else None
+        if ids is None or len(set(ids)) != n:
+            index: dict[str, int] = {}
+            for i, b in enumerate(bufs):
+                if not isinstance(b, Buffer):
+                    raise ProblemError(f"problem {name!r}: item {i} is not a Buffer: {b!r}")
+                if b.id in index:
+                    raise ProblemError(
+                        f"problem {name!r}: duplicate buffer id {b.id!r} (items {index[b.id]} and {i})"
+                    )
+                index[b.id] = i
+            ids = list(index)
+        own = list(map(_GET_ALIGN, bufs))
+        own_align = (
+            None if own.count(None) == n
+            else np.fromiter((0 if a is None else a for a in own), np.int64, n)
+        )
+        kinds = list(map(_GET_KIND, bufs))
+        resident = (
+            None if "resident" not in kinds
+            else np.fromiter((k == "resident" for k in kinds), bool, n)
+        )
+        self._init_columns(
+            ids,
+            np.fromiter(map(_GET_START, bufs), np.int64, n),
+            np.fromiter(map(_GET_END, bufs), np.int64, n),
+            np.fromiter(map(_GET_SIZE, bufs), np.int64, n),
+            own_align,
+            resident,
+            aliases,
+            bufs,
+        )
+
+    def _init_scalars(self, capacity, alignment, name) -> None:
+        """Name, default alignment and capacity, each checked (ProblemError naming the problem)."""
         self.name = str(name)
         self.alignment = _as_int(alignment, "alignment", f"problem {name!r}")
         if self.alignment < 1:
@@ -275,29 +320,26 @@ class Problem:
             if capacity < 0:
                 raise ProblemError(f"problem {name!r}: capacity must be >= 0 bytes, got {capacity}")
         self.capacity: int | None = capacity
-        index: dict[str, int] = {}
-        for i, b in enumerate(self.buffers):
-            if not isinstance(b, Buffer):
-                raise ProblemError(f"problem {name!r}: item {i} is not a Buffer: {b!r}")
-            if b.id in index:
-                raise ProblemError(
-                    f"problem {name!r}: duplicate buffer id {b.id!r} (items {index[b.id]} and {i})"
-                )
-            index[b.id] = i
-        self.index: Mapping[str, int] = index
-        n = len(self.buffers)
-        self.starts = self._ro(np.fromiter((b.start for b in self.buffers), np.int64, n))
-        self.ends = self._ro(np.fromiter((b.end for b in self.buffers), np.int64, n))
-        self.sizes = self._ro(np.fromiter((b.size for b in self.buffers), np.int64, n))
-        self.alignments = self._ro(
-            np.fromiter(
-                (self.alignment if b.alignment is None else b.alignment for b in self.buffers),
-                np.int64,
-                n,
-            )
-        )
+
+    def _init_columns(self, ids, starts, ends, sizes, own_align, resident, aliases, bufs=None):
+        """Store the columns of buffers already checked one by one (ids unique, or ``None`` for
+        ``"0" .. "n-1"``; int64 arrays; ``own_align`` 0 where a buffer takes the default or
+        ``None`` for all; ``resident`` bool or ``None`` for none), then apply the problem-wide
+        rules (range, aliases). ``bufs``: the Buffer objects when they exist already."""
+        n = len(starts)
+        self._ids: list[str] | None = ids
+        self._buffers: tuple[Buffer, ...] | None = bufs
+        self._index: dict[str, int] | None = None
+        self._own_align = own_align
+        self.starts = self._ro(starts)
+        self.ends = self._ro(ends)
+        self.sizes = self._ro(sizes)
+        al = np.full(n, self.alignment, np.int64)
+        if own_align is not None:
+            al = np.where(own_align > 0, own_align, al)
+        self.alignments = self._ro(al)
         self.aligned_sizes = self._ro(-(-self.sizes // self.alignments) * self.alignments)
-        self.resident = self._ro(np.fromiter((b.kind == "resident" for b in self.buffers), bool, n))
+        self.resident = self._ro(np.zeros(n, bool) if resident is None else resident)
         #: ``{child_id: (parent_id, delta_bytes)}``; empty when the problem has no alias groups.
         self.aliases: dict[str, tuple[str, int]] = {}
         self._collapsed = None
@@ -360,15 +402,17 @@ class Problem:
             if parent == child:
                 raise ProblemError(f"{item}: a buffer cannot alias itself")
             delta = _as_int(delta, "alias delta", item)
-            c, p = self.buffers[self.index[child]], self.buffers[self.index[parent]]
-            if delta < 0 or delta + c.size > p.size:
+            c_size = int(self.sizes[self.index[child]])
+            p_size = int(self.sizes[self.index[parent]])
+            if delta < 0 or delta + c_size > p_size:
                 raise ProblemError(
-                    f"{item}: extent [delta, delta + size) = [{delta}, {delta + c.size}) bytes must "
-                    f"lie inside parent {parent!r} of size {p.size} bytes"
+                    f"{item}: extent [delta, delta + size) = [{delta}, {delta + c_size}) bytes must "
+                    f"lie inside parent {parent!r} of size {p_size} bytes"
                 )
             out[child] = (parent, delta)
         # Roots and accumulated deltas, memoised (O(n) overall); a revisit on the path is a cycle.
         n = self.n
+        ids = self._id_list()
         root = np.arange(n, dtype=np.int64)
         acc = np.zeros(n, dtype=np.int64)
         done = np.zeros(n, dtype=bool)
@@ -376,20 +420,20 @@ class Problem:
             path: list[int] = []
             on_path: set[int] = set()
             i = self.index[child]
-            while not done[i] and self.buffers[i].id in out:
+            while not done[i] and ids[i] in out:
                 if i in on_path:
-                    cyc = " -> ".join(self.buffers[j].id for j in path[path.index(i):] + [i])
+                    cyc = " -> ".join(ids[j] for j in path[path.index(i):] + [i])
                     raise ProblemError(
-                        f"{where}: alias of buffer {self.buffers[i].id!r}: the parent links form "
+                        f"{where}: alias of buffer {ids[i]!r}: the parent links form "
                         f"a cycle ({cyc}); alias groups must be trees"
                     )
                 path.append(i)
                 on_path.add(i)
-                i = self.index[out[self.buffers[i].id][0]]
+                i = self.index[out[ids[i]][0]]
             done[i] = True
             r, d = int(root[i]), int(acc[i])
             for j in reversed(path):
-                d += out[self.buffers[j].id][1]
+                d += out[ids[j]][1]
                 root[j], acc[j] = r, d
                 done[j] = True
         for child in out:
@@ -398,7 +442,7 @@ class Problem:
             if acc[i] % a:
                 raise ProblemError(
                     f"{where}: alias of buffer {child!r}: its offset inside root "
-                    f"{self.buffers[int(root[i])].id!r} is {int(acc[i])} bytes, not a multiple of "
+                    f"{ids[int(root[i])]!r} is {int(acc[i])} bytes, not a multiple of "
                     f"its alignment {a}"
                 )
         self.aliases = out
@@ -447,9 +491,10 @@ class Problem:
         align = [1] * m
         for g, a in zip(group.tolist(), self.alignments.tolist(), strict=True):
             align[g] = math.lcm(align[g], a)
+        ids = self._id_list()
         bufs = [
             Buffer(
-                self.buffers[int(r)].id, int(lo[k]), int(hi[k]), int(top[k]), align[k],
+                ids[int(r)], int(lo[k]), int(hi[k]), int(top[k]), align[k],
                 "resident" if res[k] else "activation",
             )
             for k, r in enumerate(roots.tolist())
@@ -478,8 +523,14 @@ class Problem:
     ) -> Problem:
         """Build a problem from half-open ``[starts, ends)`` arrays (steps) and sizes (bytes).
 
-        ``ids`` defaults to ``"0", "1", ...``. Raises :class:`ProblemError` on mismatched lengths or
-        any bad buffer.
+        ``ids`` defaults to ``"0", "1", ...`` (each id is ``str(id)``). Raises :class:`ProblemError`
+        on mismatched lengths or any bad buffer (the same message as :class:`Buffer` and the
+        constructor give).
+
+        Integer arrays are checked with numpy (ranges, ``end > start``, ``size >= 0``, empty or
+        duplicate ids) and stored without building :class:`Buffer` objects (:attr:`buffers` builds
+        them when first read); other inputs (lists, floats, objects), or any failed check, take
+        the buffer-by-buffer path, whose first error is raised. ``O(n)`` (plus a hash per id).
         """
         starts, ends, sizes = np.asarray(starts), np.asarray(ends), np.asarray(sizes)
         if not (len(starts) == len(ends) == len(sizes)):
@@ -487,15 +538,73 @@ class Problem:
                 f"problem {name!r}: starts, ends, sizes have lengths "
                 f"{len(starts)}, {len(ends)}, {len(sizes)}; they must match"
             )
+        if ids is not None and len(ids) != len(starts):
+            raise ProblemError(f"problem {name!r}: {len(ids)} ids for {len(starts)} buffers")
+        fast = cls._from_columns(
+            None if ids is None else [str(i) for i in ids], starts, ends, sizes,
+            capacity=capacity, alignment=alignment, name=name,
+        )
+        if fast is not None:
+            return fast
         if ids is None:
             ids = [str(i) for i in range(len(starts))]
-        elif len(ids) != len(starts):
-            raise ProblemError(f"problem {name!r}: {len(ids)} ids for {len(starts)} buffers")
         bufs = [
             Buffer(str(i), int(s), int(e), int(z))
             for i, s, e, z in zip(ids, starts.tolist(), ends.tolist(), sizes.tolist())
         ]
         return cls(bufs, capacity=capacity, alignment=alignment, name=name)
+
+    @classmethod
+    def _from_columns(
+        cls,
+        ids: list[str] | None,
+        starts: np.ndarray,
+        ends: np.ndarray,
+        sizes: np.ndarray,
+        own_align: np.ndarray | None = None,
+        capacity: int | None = None,
+        alignment: int = 1,
+        name: str = "",
+    ) -> Problem | None:
+        """A problem built from columns checked with numpy, or ``None`` when a column is not an
+        integer array of shape ``(n,)`` or a buffer breaks a per-buffer rule (the caller then
+        builds :class:`Buffer` objects one by one, which names the first offender).
+
+        ``ids``: unique non-empty strings, or ``None`` for ``"0" .. "n-1"``; ``starts, ends``
+        half-open lifetimes (steps); ``sizes`` bytes; ``own_align`` per-buffer alignment (bytes,
+        0 = the problem's default) or ``None``. The per-buffer rules are those of
+        :class:`Buffer` (``|value| < 2**62``, ``size >= 0``, ``end > start``, alignment >= 1);
+        problem-wide errors (capacity, the range rule, a duplicate id) raise
+        :class:`ProblemError` as the constructor does. Activation buffers only.
+        """
+        cols = [starts, ends, sizes] + ([] if own_align is None else [own_align])
+        n = len(starts)
+        for a in cols:
+            if not isinstance(a, np.ndarray) or a.shape != (n,) or a.dtype.kind not in "iu":
+                return None
+            if n and (a.max() >= _LIMIT or (a.dtype.kind == "i" and a.min() <= -_LIMIT)):
+                return None
+        starts, ends, sizes = (np.array(a, dtype=np.int64) for a in cols[:3])
+        if own_align is not None:
+            own_align = np.array(own_align, dtype=np.int64)
+            if n and own_align.min() < 0:
+                return None
+        if n and (sizes.min() < 0 or bool((ends <= starts).any())):
+            return None
+        self = cls.__new__(cls)
+        self._init_scalars(capacity, alignment, name)  # the constructor checks these first, too
+        if ids is not None and (len(ids) != n or not all(ids) or len(set(ids)) != n):
+            if len(ids) == n and all(ids):  # only duplicates: the constructor's message
+                seen: dict[str, int] = {}
+                for i, b in enumerate(ids):
+                    if b in seen:
+                        raise ProblemError(
+                            f"problem {name!r}: duplicate buffer id {b!r} (items {seen[b]} and {i})"
+                        )
+                    seen[b] = i
+            return None
+        self._init_columns(ids, starts, ends, sizes, own_align, None, None)
+        return self
 
     @classmethod
     def from_closed(
@@ -515,25 +624,68 @@ class Problem:
         )
 
     def with_capacity(self, capacity: int | None) -> Problem:
-        """A copy of this problem with another capacity (bytes; ``None`` to minimise)."""
-        return Problem(
-            self.buffers, capacity=capacity, alignment=self.alignment, name=self.name,
-            aliases=self.aliases or None,
+        """A copy of this problem with another capacity (bytes; ``None`` to minimise); shares
+        the (read-only) arrays and buffers of this one."""
+        new = Problem.__new__(Problem)
+        new._init_scalars(capacity, self.alignment, self.name)
+        new._init_columns(
+            self._ids, self.starts, self.ends, self.sizes, self._own_align,
+            self.resident if self.resident.any() else None, self.aliases or None, self._buffers,
         )
+        return new
 
     # -- summaries ------------------------------------------------------------------------------
     def __len__(self) -> int:
-        return len(self.buffers)
+        return len(self.starts)
 
     @property
     def n(self) -> int:
         """Number of buffers."""
-        return len(self.buffers)
+        return len(self.starts)
+
+    def _id_list(self) -> list[str]:
+        """The ids in problem order (built once for ``"0" .. "n-1"``; do not modify)."""
+        if self._ids is None:
+            self._ids = list(map(str, range(self.n)))
+        return self._ids
 
     @property
     def ids(self) -> list[str]:
-        """Buffer ids in problem order."""
-        return [b.id for b in self.buffers]
+        """Buffer ids in problem order (a new list)."""
+        return list(self._id_list())
+
+    @property
+    def index(self) -> Mapping[str, int]:
+        """``{buffer id: position}`` (built on first use, ``O(n)``; do not modify)."""
+        if self._index is None:
+            self._index = dict(zip(self._id_list(), range(self.n)))
+        return self._index
+
+    @property
+    def buffers(self) -> tuple[Buffer, ...]:
+        """The :class:`Buffer` objects in problem order. A problem built from arrays
+        (:meth:`from_arrays`, :func:`planners.io.read_minimalloc_csv`) stores only its columns
+        and builds these objects on first use (``O(n)``, about 1 s per 10**6 buffers); the
+        planners that need no objects never pay for them."""
+        if self._buffers is None:
+            new, put = object.__new__, object.__setattr__
+            own = self._own_align.tolist() if self._own_align is not None else None
+            res = self.resident.tolist() if self.resident.any() else None
+            out = []
+            for i, (bid, s, e, z) in enumerate(zip(
+                self._id_list(), self.starts.tolist(), self.ends.tolist(), self.sizes.tolist(),
+                strict=True,
+            )):
+                b = new(Buffer)
+                put(b, "id", bid)
+                put(b, "start", s)
+                put(b, "end", e)
+                put(b, "size", z)
+                put(b, "alignment", (own[i] or None) if own is not None else None)
+                put(b, "kind", "resident" if res is not None and res[i] else "activation")
+                out.append(b)
+            self._buffers = tuple(out)
+        return self._buffers
 
     @property
     def horizon(self) -> int:

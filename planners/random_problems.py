@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import ProblemError
-from .model import Buffer, Problem
+from .model import Problem
 
 __all__ = ["random_problem", "SIZE_DISTRIBUTIONS"]
 
@@ -121,10 +121,10 @@ def random_problem(
     if zero_fraction > 0:
         sizes[rng.random(n) < zero_fraction] = 0
     ends = starts + lengths
-    bufs = [
-        Buffer(str(k), s, e, z)
-        for k, (s, e, z) in enumerate(
-            zip(starts.tolist(), ends.tolist(), sizes.tolist(), strict=True)
-        )
-    ]
-    return Problem(bufs, alignment=alignment, name=name or f"random-n{n}-s{seed}")
+    problem = Problem._from_columns(  # numpy-checked columns, no Buffer objects until asked
+        None, starts.astype(np.int64), ends.astype(np.int64), sizes,
+        alignment=alignment, name=name or f"random-n{n}-s{seed}",
+    )
+    if problem is None:  # pragma: no cover - the draws above satisfy every buffer rule
+        raise ProblemError(f"random_problem: drew an invalid buffer (n={n}, seed={seed})")
+    return problem

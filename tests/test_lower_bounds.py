@@ -8,7 +8,14 @@ from hypothesis import given, settings
 from test_exact_search import aligned_gap, brute_force_optimum, greedy_trap, small_problems
 
 from planners import Buffer, Problem, lower_bound
-from planners.lower_bounds import best_lower_bound, window_bound, window_problem
+from planners.lower_bounds import (
+    best_lower_bound,
+    cpsat_bound,
+    subset_bound,
+    subset_problem,
+    window_bound,
+    window_problem,
+)
 
 
 def test_alignment_one_step_window_beats_max_live():
@@ -38,8 +45,9 @@ def test_switches_and_no_gain_without_alignment():
     assert best_lower_bound(p).value == 10
     assert best_lower_bound(p).source == "max_live"
     q = aligned_gap(3)
-    off = best_lower_bound(q, windows=False)
+    off = best_lower_bound(q, windows=False, subsets=False)
     assert off.value == 9 and off.source == "max_live" and "windows" not in off.values
+    assert "subsets" not in off.values and "cpsat" not in off.values
     assert best_lower_bound(q, max_live=False).value == 10
 
 
@@ -84,3 +92,43 @@ def test_real_D_bound_is_proved(tmp_path):
     lb = best_lower_bound(p, time_limit=5, window_params={"widths": (8,), "max_windows": 4})
     assert lb.value >= 986112 and lb.value % 1024 == 0
     assert np.isfinite(lb.info["seconds"])
+
+
+def test_subset_bound_beats_max_live_on_the_largest_buffers():
+    # aligned_gap(3): three 2 B buffers aligned to 4 (largest first) and three 1 B ones, one step.
+    # Max live 9. The half kept first (the three aligned ones) needs offsets 0, 4, 8: optimum 10
+    # (hand-checked), so 9 is infeasible for them and for the whole; 10 is the whole's optimum.
+    p = aligned_gap(3)
+    b, info = subset_bound(p)
+    assert b == 10 and info["subset"] == 0.5
+    assert brute_force_optimum(p) == 10
+    lb = best_lower_bound(p, windows=False)
+    assert lb.value == 10 and lb.source == "subsets" and lb.values["max_live"] == 9
+    sub = subset_problem(p, np.array([0, 1, 2]))
+    assert sub.n == 3 and sub.alignments.tolist() == [4, 4, 4] and sub.sizes.tolist() == [2, 2, 2]
+
+
+def test_subset_bound_respects_ceiling():
+    p = aligned_gap(3)
+    b, info = subset_bound(p, ceiling=9)  # no probe at or above 9
+    assert b == 9 and info["probes"] == 0
+
+
+def test_cpsat_bound_beats_max_live():
+    # aligned_gap(4): max live 12, optimum 14 (hand-checked); CP-SAT proves it in well under a
+    # second on this size.
+    p = aligned_gap(4)
+    b, info = cpsat_bound(p, time_limit=20)
+    assert b == 14 and info["solver_status"] == "OPTIMAL" and info["arena"] == 14
+    lb = best_lower_bound(p, windows=False, subsets=False, cpsat=True, time_limit=20)
+    assert lb.value == 14 and lb.source == "cpsat"
+
+
+@settings(max_examples=25, deadline=None)
+@given(small_problems())
+def test_subset_and_cpsat_bounds_never_exceed_the_optimum(p):
+    opt = brute_force_optimum(p)
+    b, _ = subset_bound(p, time_limit=10)
+    assert lower_bound(p) <= b <= opt
+    c, _ = cpsat_bound(p, time_limit=10)
+    assert lower_bound(p) <= c <= opt

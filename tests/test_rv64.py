@@ -133,7 +133,9 @@ def test_decoder_on_encodings_from_llvm_mc():
     assert decode(bytes.fromhex("7dfd")) == Insn(2, "branch", -1, (10,))  # c.bnez a0
     assert decode(bytes.fromhex("3386e602")) == Insn(4, "mul", 12, (13, 14))  # mul a2,a3,a4
     assert decode(bytes.fromhex("3bc6e602")) == Insn(4, "div", 12, (13, 14), True)  # divw
-    assert decode(bytes.fromhex("06e4")) == Insn(2, "store", -1, (2, 1))  # c.sdsp ra, 8(sp)
+    assert decode(bytes.fromhex("06e4")) == Insn(2, "store", -1, (2, 1), data=1)  # c.sdsp ra, 8(sp)
+    assert decode(bytes.fromhex("2334b500")) == Insn(4, "store", -1, (10, 11), data=1)  # sd a1, 8(a0)
+    assert decode(bytes.fromhex("23300500")) == Insn(4, "store", -1, (10,))  # sd zero, 0(a0)
     assert decode(bytes.fromhex("8280")) == Insn(2, "jump", -1, (1,))  # ret (c.jr ra)
     assert decode(bytes.fromhex("2e95")) == Insn(2, "alu", 10, (10, 11))  # c.add a0, a1
     assert decode(bytes.fromhex("6308b500")) == Insn(4, "branch", -1, (10, 11))  # beq a0,a1

@@ -29,6 +29,9 @@ EXPECTED = {
     "divw_chain": 34.0,  # 32-bit divide latency 34
     "load_store": 3.0,  # in-order write-back: the store waits for the load's write-back
     "alu_store": 2.0,
+    "load_to_store_data": 3.0,  # ReadStoreData bypass: the store waits only for write-back order
+    "load_to_store_address": 4.0,  # ReadMemBase: full load latency
+    "alu_to_store_data": 2.0,
     "compare_loop": 5.0,
     "mixed_pipes": 2.0,
 }

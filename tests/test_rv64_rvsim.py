@@ -42,7 +42,7 @@ def test_job_elf_round_trips_through_the_elf_loader(tmp_path):
 def test_job_bytes_layout_matches_the_header():
     job, p_off = rvsim_check.job_bytes(1, [0, 1], [2, 3], [16, 32], [16, 16], [0, 0], 16, 0x1000)
     n = 2
-    assert len(job) == 128 + 8 * (6 * n + 12 * n + 64)  # inputs, offsets, scratch 12 n + 64
+    assert len(job) == 128 + 8 * (6 * n + 13 * n + 64)  # inputs, offsets, scratch 13 n + 64
     head = np.frombuffer(job[: 13 * 8], "<i8")
     assert head[:3].tolist() == [1, n, 16]
     assert head[4] == 0x1000 + 128  # start array right after the 128-byte header

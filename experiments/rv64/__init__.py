@@ -307,8 +307,8 @@ def estimate(problem, planner_name: str, check: bool = True) -> Rv64Estimate:
 
     Notes
     -----
-    Cost: two emulated runs (``baseline_rv64`` and ``sifive_u74`` builds) of the core's own
-    complexity (``O(n^2)`` instructions for the greedy cores in the worst case) plus one native
+    Cost: two emulated runs (``baseline_rv64`` and ``sifive_u74`` builds, in two threads) of the
+    core's own complexity (``O(n^2)`` instructions for the greedy cores in the worst case) plus one native
     callback per executed basic block and per data access, which advance the core models (with
     and without caches) in place: memory does not grow with the run length. Images and the host
     helper are compiled once and cached (:func:`.build.cache_dir`).
@@ -332,8 +332,22 @@ def estimate(problem, planner_name: str, check: bool = True) -> Rv64Estimate:
     base_img = build_image("baseline_rv64")
     u74_img = build_image("sifive_u74")
     mu, mc = CORE_MODELS["u74"], CORE_MODELS["c906"]
-    run_b, by_class = _measure(base_img, planner_name, problem, granule, [mc, mc.without_caches()])
-    run_u, by_class_u = _measure(u74_img, planner_name, problem, granule, [mu, mu.without_caches()])
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .cycles import host_library
+    from .emulate import code_table
+
+    host_library()  # compiled and loaded once, before the threads
+    code_table(base_img), code_table(u74_img)
+    # The two builds run in two threads: unicorn and the in-hook models are native code called
+    # through ctypes, which releases the GIL, and each run has its own emulator and model state.
+    with ThreadPoolExecutor(2) as pool:
+        job_b = pool.submit(_measure, base_img, planner_name, problem, granule,
+                            [mc, mc.without_caches()])  # fmt: skip
+        job_u = pool.submit(_measure, u74_img, planner_name, problem, granule,
+                            [mu, mu.without_caches()])  # fmt: skip
+        run_b, by_class = job_b.result()
+        run_u, by_class_u = job_u.result()
     if not np.array_equal(run_b.offsets, run_u.offsets):
         raise RuntimeError(f"{planner_name}: the two RV64 builds disagree on the offsets")
     sim_u, sim_c = run_u.sim.pipes, run_b.sim.pipes

@@ -46,7 +46,7 @@ typedef struct {
     const int64_t *align;    /* [n] effective alignment (bytes, >= 1) */
     const int64_t *resident; /* [n] 1 = resident (weights/inputs) */
     int64_t *offset;         /* [n] out: bytes */
-    int64_t *work;           /* scratch, >= 12 n + 64 int64 */
+    int64_t *work;           /* scratch, >= 13 n + 64 int64 */
     int64_t arena;           /* out: bytes (max offset + size; bump pointer for freelist_bump) */
     int64_t status;          /* out: 0 ok, nonzero error */
 } job_t;
@@ -260,54 +260,115 @@ static void freelist_bump(job_t *job)
 }
 
 /* ---- 5 greedy_by_size_tree ------------------------------------------------------------------ */
+/* Lowest aligned offset for a block of csz bytes (alignment ca) given the k placed blocks live
+ * with it as [L[j], H[j]) sorted by L: the gap scan of lowest_fit. */
+static inline int64_t gap_scan(const int64_t *L, const int64_t *H, int64_t k, int64_t csz,
+                               int64_t ca)
+{
+    int64_t o = 0;
+    for (int64_t j = 0; j < k; j++) {
+        if (o + csz <= L[j]) break;
+        int64_t t = align_up(H[j], ca);
+        if (t > o) o = t;
+    }
+    return o;
+}
+
+/* Stable sort of the pairs (L[j], H[j]), j < k, by L: insertion sort of runs of 16, then
+ * bottom-up merges between (L, H) and (tL, tH) (k slots each). O(k log k). Returns 1 when the
+ * sorted pairs ended in (tL, tH), 0 when in (L, H). */
+static int sort_pairs(int64_t *L, int64_t *H, int64_t *tL, int64_t *tH, int64_t k)
+{
+    for (int64_t lo = 0; lo < k; lo += 16) {
+        int64_t hi = lo + 16 < k ? lo + 16 : k;
+        for (int64_t j = lo + 1; j < hi; j++) {
+            int64_t x = L[j], y = H[j], q = j;
+            while (q > lo && L[q - 1] > x) { L[q] = L[q - 1]; H[q] = H[q - 1]; q--; }
+            L[q] = x; H[q] = y;
+        }
+    }
+    int64_t *aL = L, *aH = H, *bL = tL, *bH = tH;
+    int swapped = 0;
+    for (int64_t w = 16; w < k; w *= 2) {
+        for (int64_t lo = 0; lo < k; lo += 2 * w) {
+            int64_t mid = lo + w < k ? lo + w : k, hi = lo + 2 * w < k ? lo + 2 * w : k;
+            int64_t i = lo, j = mid, o = lo;
+            while (i < mid && j < hi) {
+                if (aL[j] < aL[i]) { bL[o] = aL[j]; bH[o++] = aH[j++]; }
+                else { bL[o] = aL[i]; bH[o++] = aH[i++]; }
+            }
+            while (i < mid) { bL[o] = aL[i]; bH[o++] = aH[i++]; }
+            while (j < hi) { bL[o] = aL[j]; bH[o++] = aH[j++]; }
+        }
+        int64_t *t = aL; aL = bL; bL = t;
+        t = aH; aH = bH; bH = t;
+        swapped ^= 1;
+    }
+    return swapped;
+}
+
+/* Append to (L, H)[k..) the [offset, top) of the placed blocks under tree node u whose end
+ * exceeds cs (depth-first, only into children whose max end exceeds cs); returns the new k.
+ * posoff / postop: offset and top by start position (leaf u >= P is position u - P). */
+static inline int64_t tree_collect(const int64_t *tree, int64_t P, int64_t u, int64_t cs,
+                                   const int64_t *posoff, const int64_t *postop, int64_t *L,
+                                   int64_t *H, int64_t k)
+{
+    int64_t stk[64], top = 0; /* depth-first: at most the subtree height + 1 entries */
+    if (tree[u] > cs) stk[top++] = u;
+    while (top > 0) {
+        int64_t v = stk[--top];
+        if (v >= P) { L[k] = posoff[v - P]; H[k] = postop[v - P]; k++; continue; }
+        if (tree[2 * v + 1] > cs) stk[top++] = 2 * v + 1;
+        if (tree[2 * v] > cs) stk[top++] = 2 * v;
+    }
+    return k;
+}
+
 static void greedy_by_size_tree(job_t *job)
 {
     int64_t n = job->n;
     const int64_t *st = job->start, *en = job->end, *sz = job->size, *al = job->align;
     int64_t *off = job->offset, *w = job->work;
-    int64_t *order = w, *tmp = w + n, *key = w + 2 * n, *byst = w + 3 * n, *rank = w + 4 * n;
-    int64_t *buf = w + 5 * n, *tree = w + 6 * n; /* tree: 2 P <= 4 n + 2 slots */
+    int64_t *order = w, *tmp = w + n, *key = w + 2 * n, *sst = w + 3 * n, *rank = w + 4 * n;
+    int64_t *L = w + 5 * n, *tree = w + 6 * n; /* tree: 2 P <= 4 n slots */
+    int64_t *postop = w + 10 * n, *H = w + 11 * n, *tL = w + 12 * n, *tH = tmp;
     int64_t P = 1;
     while (P < n) P *= 2;
-    for (int64_t i = 0; i < n; i++) { order[i] = i; byst[i] = i; key[i] = -sz[i]; }
-    sort_idx(order, tmp, n, key, st);    /* size descending, then start, then index */
-    sort_idx(byst, tmp, n, st, 0);       /* start ascending */
-    for (int64_t i = 0; i < n; i++) rank[byst[i]] = i;
-    for (int64_t v = 1; v < 2 * P; v++) tree[v] = INT64_MIN; /* max end of placed buffers */
+    /* start order (ties: index), then stably by size descending: (-size, start, index) */
+    for (int64_t i = 0; i < n; i++) { key[i] = st[i]; sst[i] = i; }
+    if (sort_pairs(key, sst, tL, tH, n))
+        for (int64_t i = 0; i < n; i++) sst[i] = tH[i];
+    for (int64_t i = 0; i < n; i++) { key[i] = -sz[sst[i]]; order[i] = sst[i]; }
+    if (sort_pairs(key, order, tL, tH, n))
+        for (int64_t i = 0; i < n; i++) order[i] = tH[i];
+    for (int64_t i = 0; i < n; i++) { rank[sst[i]] = i; sst[i] = st[sst[i]]; } /* sorted starts */
+    int64_t *posoff = key; /* by start position: offset and top of each placed block */
+    for (int64_t v = 1; v < 2 * P; v++) tree[v] = INT64_MIN; /* max end of placed blocks */
     for (int64_t i = 0; i < n; i++) {
         int64_t c = order[i], cs = st[c], ce = en[c], csz = sz[c], ca = al[c];
         if (csz == 0) { off[c] = 0; continue; }
-        /* lim: number of buffers starting before ce (binary search over byst) */
+        /* lim: number of buffers starting before ce (binary search over the sorted starts) */
         int64_t lo = 0, hi = n;
         while (lo < hi) {
             int64_t mid = lo + (hi - lo) / 2;
-            if (st[byst[mid]] < ce) lo = mid + 1; else hi = mid;
+            if (sst[mid] < ce) lo = mid + 1; else hi = mid;
         }
-        int64_t lim = lo, k = 0;
-        /* placed buffers at positions [0, lim) whose end > cs: depth-first over the tree */
-        int64_t stk_v[64], stk_lo[64], top = 0, wlev[64];
-        if (lim > 0 && tree[1] > cs) { stk_v[0] = 1; stk_lo[0] = 0; wlev[0] = P; top = 1; }
-        while (top > 0) { /* a node is pushed only if it starts below lim and holds an end > cs */
-            top--;
-            int64_t v = stk_v[top], vlo = stk_lo[top], vw = wlev[top];
-            if (vw == 1) { buf[k++] = byst[vlo]; continue; }
-            int64_t h = vw / 2, r = vlo + h;
-            if (r < lim && tree[2 * v + 1] > cs) {
-                stk_v[top] = 2 * v + 1; stk_lo[top] = r; wlev[top] = h; top++;
-            }
-            if (tree[2 * v] > cs) { stk_v[top] = 2 * v; stk_lo[top] = vlo; wlev[top] = h; top++; }
+        /* placed blocks at positions [0, lim) whose end > cs: the canonical nodes of [0, lim)
+         * bottom-up (l = P is a power of two: only l = 1, the root, is odd), each searched
+         * depth-first where its max end exceeds cs */
+        int64_t k = 0;
+        for (int64_t l = P, r = P + lo; l < r; l >>= 1, r >>= 1) {
+            if (l & 1) { k = tree_collect(tree, P, l, cs, posoff, postop, L, H, k); break; }
+            if (r & 1) k = tree_collect(tree, P, r - 1, cs, posoff, postop, L, H, k);
         }
-        sort_idx(buf, tmp, k, off, 0);   /* by offset: O(k log k) */
-        int64_t o = 0;
-        for (int64_t j = 0; j < k; j++) {
-            int64_t p = buf[j];
-            if (o + csz <= off[p]) break;
-            int64_t t = align_up(off[p] + sz[p], ca);
-            if (t > o) o = t;
-        }
+        int64_t o = sort_pairs(L, H, tL, tH, k) ? gap_scan(tL, tH, k, csz, ca)
+                                                : gap_scan(L, H, k, csz, ca);
         off[c] = o;
-        /* insert c: its end at leaf rank[c], maxima up to the root */
-        int64_t v = P + rank[c];
+        /* insert c at its start position: offset, top, its end at the leaf, maxima to the root */
+        int64_t pos = rank[c], v = P + pos;
+        posoff[pos] = o;
+        postop[pos] = o + csz;
         tree[v] = ce;
         for (v /= 2; v >= 1; v /= 2) {
             int64_t a = tree[2 * v], b = tree[2 * v + 1];

@@ -12,11 +12,13 @@ emulator's hooks; tests cross-check the two):
   (``DefaultResourceStrategy``: the highest free unit of the group not yet used in the sequence).
 * **Operands.** A result is written back ``latency[kind]`` cycles after its producer issues. A
   consumer whose kind is in ``bypass_consumers`` (ALU, branch and jump operands:
-  ``SiFive7AnyToGPRBypass<ReadIALU/ReadJmp/ReadJalr>``) reads it ``bypass`` cycles earlier when
-  the producer kind is in ``bypass_producers`` (ALU, load, multiply, divide); every other read
-  (load/store address ``ReadMemBase``, store data, multiply and divide operands) waits for the full
-  latency. U74: ALU->ALU 1, load->ALU/branch 1, ALU->load address 3, load->load address 3,
-  ALU->multiply 3, multiply->ALU 1.
+  ``SiFive7AnyToGPRBypass<ReadIALU/ReadJmp/ReadJalr>``), and a store's data operand with
+  ``bypass_store_data`` (``SiFive7AnyToGPRBypass<ReadStoreData>``), reads it ``bypass`` cycles
+  earlier when the producer kind is in ``bypass_producers`` (ALU, load, multiply, divide); every
+  other read (load/store address ``ReadMemBase``, multiply and divide operands) waits for the
+  full latency. U74: ALU->ALU 1, load->ALU/branch 1, ALU->load address 3, load->load address 3,
+  ALU->multiply 3, multiply->ALU 1; load/ALU->store data 2 (bypass 1, then the in-order
+  write-back rule below).
 * **In-order write-back** (``inorder_writeback``, llvm-mca's rule for models without
   ``RetireOOO``): an instruction may not write back before the previously issued one, i.e. it
   issues no earlier than ``last_writeback - its latency`` (a store, latency 1, after a load or ALU
@@ -115,6 +117,8 @@ class CoreModel:
         ReadAdvance cycles for a (producer, consumer) pair in ``bypass_producers`` x
         ``bypass_consumers``.
     bypass_producers, bypass_consumers : tuple of class names
+    bypass_store_data : bool
+        The same bypass also applies to a store's data operand (not its address base).
     inorder_writeback : bool
         llvm-mca's in-order write-back rule.
     mispredict : int
@@ -139,6 +143,7 @@ class CoreModel:
     bypass: int = 0
     bypass_producers: tuple = ()
     bypass_consumers: tuple = ()
+    bypass_store_data: bool = False
     inorder_writeback: bool = False
     taken_ends_group: bool = True
     bht_entries: int = 1024
@@ -173,6 +178,7 @@ CORE_MODELS: dict[str, CoreModel] = {
         bypass=2,
         bypass_producers=("alu", "load", "mul", "div"),
         bypass_consumers=("alu", "branch", "jump"),
+        bypass_store_data=True,
         inorder_writeback=True,
         caches=CacheModel(l1i_size=32768, l1i_ways=4, l1d_size=32768, l1d_ways=8, line=64,
                           l1i_penalty=20, l1d_penalty=20),  # fmt: skip
@@ -195,8 +201,8 @@ CORE_MODELS: dict[str, CoreModel] = {
             "(worst case, as latency.div)",
             "latency.other": f"{_L}: FP sign-inject/compare/convert Latency = 3",
             "bypass": f"{_L}: class SiFive7AnyToGPRBypass<read, cycles = 2> (ReadAdvance 2 from "
-            "WriteIALU*, WriteIMul*, WriteIDiv*, WriteIRem*, WriteLD*) on ReadIALU, ReadJmp, ReadJalr; "
-            "ReadAdvance 0 on ReadMemBase, ReadStoreData, ReadIMul, ReadIDiv",
+            "WriteIALU*, WriteIMul*, WriteIDiv*, WriteIRem*, WriteLD*) on ReadIALU, ReadJmp, ReadJalr "
+            "and ReadStoreData (bypass_store_data); ReadAdvance 0 on ReadMemBase, ReadIMul, ReadIDiv",
             "inorder_writeback": "llvm-mca InOrderIssueStage: writes happen in program order "
             "(SiFive7 sets no RetireOOO)",
             "mispredict": f"{_L}: SiFive7Model MispredictPenalty = 3",
@@ -345,8 +351,9 @@ class _RefPipe:
                 extra = m.caches.l1d_penalty
         byp = ins.kind in m.bypass_consumers
         c = self.t
-        for s in ins.srcs:
-            c = max(c, self.ready_byp[s] if byp else self.ready[s])
+        for j, s in enumerate(ins.srcs):
+            b = byp or (m.bypass_store_data and j == ins.data)
+            c = max(c, self.ready_byp[s] if b else self.ready[s])
         if ins.kind == "div":
             c = max(c, self.div_free)
         if m.inorder_writeback:
@@ -483,7 +490,7 @@ class _Model(ctypes.Structure):
             "lat_div32", "div_busy", "div32_busy", "bypass", "bypass_prod", "bypass_cons",
             "inorder_wb", "mispredict", "taken_ends_group", "perfect_branches", "bht_entries",
             "bht_init", "l1i_sets", "l1i_ways", "l1i_shift", "l1i_penalty", "l1d_sets", "l1d_ways",
-            "l1d_shift", "l1d_penalty")]  # fmt: skip
+            "l1d_shift", "l1d_penalty", "bypass_store_data")]  # fmt: skip
 
 
 class _PipeResult(ctypes.Structure):
@@ -560,12 +567,13 @@ def _c_model(m: CoreModel, perfect_branches: bool = False) -> _Model:
     return _Model(m.width, int(m.dual_pipes), lat, m.div32_latency, m.div_busy, m.div32_busy,
                   m.bypass, _mask(m.bypass_producers), _mask(m.bypass_consumers),
                   int(m.inorder_writeback), m.mispredict, int(m.taken_ends_group),
-                  int(perfect_branches), m.bht_entries, m.bht_init, *geo)  # fmt: skip
+                  int(perfect_branches), m.bht_entries, m.bht_init, *geo,
+                  int(m.bypass_store_data))  # fmt: skip
 
 
 def _insn_rows(insns: Sequence[Insn]) -> np.ndarray:
-    rows = [(_KIND[i.kind], i.rd, *(list(i.srcs) + [-1, -1, -1])[:3], int(i.word32), i.length)
-            for i in insns]  # fmt: skip
+    rows = [(_KIND[i.kind], i.rd, *(list(i.srcs) + [-1, -1, -1])[:3],
+             int(i.word32) | (i.data + 1) << 1, i.length) for i in insns]  # fmt: skip
     return np.array(rows, np.int8).reshape(-1, 7)
 
 
@@ -580,7 +588,8 @@ def block_cycles(insns: Sequence[Insn], model: CoreModel | str, iterations: int)
 
 def decode_table(base: int, code: bytes) -> np.ndarray:
     """Decode an instruction at every halfword of ``code`` (loaded at ``base``): int8 array
-    ``(len(code) // 2, 7)`` of kind, rd, three sources (``-1`` = none), word32, length. Entries
+    ``(len(code) // 2, 7)`` of kind, rd, three sources (``-1`` = none), ``word32 | (data + 1) << 1``
+    (:class:`.decode.Insn`), length. Entries
     that do not start an executed instruction are never read. ``O(len(code))``, once per image."""
     n = len(code) // 2
     out = np.zeros((n, 7), np.int8)
@@ -716,6 +725,9 @@ class HostSim:
             raise RuntimeError("a basic block made more than 256 memory accesses (model buffer)")
         if err == 2:
             raise RuntimeError("an executed block lies outside the decoded code segment")
+        if err == 3:
+            raise RuntimeError("two executed blocks of different sizes start at one address "
+                               "(per-block counters assume one size)")
         pipes = []
         for p in self.pipes:
             r = _PipeResult()

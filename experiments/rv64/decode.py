@@ -28,7 +28,9 @@ class Insn(NamedTuple):
 
     length : bytes (2 or 4). kind : a class of :data:`CLASSES`. rd : destination register (``-1``
     when none or ``x0``). srcs : tuple of source registers (``x0`` dropped). word32 : True for a
-    32-bit (``*w``) multiply/divide, whose latency may differ.
+    32-bit (``*w``) multiply/divide, whose latency may differ. data : for a store, the index in
+    ``srcs`` of its data operand (LLVM ``ReadStoreData``; the address base is ``ReadMemBase``),
+    ``-1`` when none (other kinds, or data ``x0``).
     """
 
     length: int
@@ -36,6 +38,7 @@ class Insn(NamedTuple):
     rd: int
     srcs: tuple
     word32: bool = False
+    data: int = -1
 
 
 def _rd(r: int) -> int:
@@ -66,9 +69,10 @@ def _decode32(w: int) -> Insn:
     if op == 0x07:  # fp load
         return Insn(4, "load", 32 + rd, _srcs(rs1))
     if op == 0x23:
-        return Insn(4, "store", -1, _srcs(rs1, rs2))
+        srcs = _srcs(rs1, rs2)
+        return Insn(4, "store", -1, srcs, data=len(srcs) - 1 if rs2 else -1)
     if op == 0x27:  # fp store
-        return Insn(4, "store", -1, _srcs(rs1) + (32 + rs2,))
+        return Insn(4, "store", -1, _srcs(rs1) + (32 + rs2,), data=len(_srcs(rs1)))
     if op in (0x13, 0x1B):
         return Insn(4, "alu", _rd(rd), _srcs(rs1))
     if op in (0x33, 0x3B):
@@ -106,9 +110,9 @@ def _decode16(h: int) -> Insn:
         if f3 in (2, 3):  # c.lw, c.ld
             return Insn(2, "load", rdp, (rs1p,))
         if f3 == 5:  # c.fsd
-            return Insn(2, "store", -1, (rs1p, 32 + rdp))
+            return Insn(2, "store", -1, (rs1p, 32 + rdp), data=1)
         if f3 in (6, 7):  # c.sw, c.sd
-            return Insn(2, "store", -1, (rs1p, rdp))
+            return Insn(2, "store", -1, (rs1p, rdp), data=1)
         return Insn(2, "other", -1, ())
     if q == 1:
         if f3 in (0, 1):  # c.addi, c.addiw
@@ -143,8 +147,8 @@ def _decode16(h: int) -> Insn:
             return Insn(2, "jump", 1, _srcs(r))
         return Insn(2, "alu", _rd(r), _srcs(r, r2))  # c.add
     if f3 == 5:  # c.fsdsp
-        return Insn(2, "store", -1, (2, 32 + r2))
-    return Insn(2, "store", -1, _srcs(2, r2))  # c.swsp, c.sdsp
+        return Insn(2, "store", -1, (2, 32 + r2), data=1)
+    return Insn(2, "store", -1, _srcs(2, r2), data=1 if r2 else -1)  # c.swsp, c.sdsp
 
 
 def decode(code: bytes, offset: int = 0) -> Insn:

@@ -39,7 +39,7 @@ CORES = {
 
 def work_words(n: int) -> int:
     """int64 slots of the scratch array the host gives a core for ``n`` buffers (``cores.c``)."""
-    return 12 * n + 64
+    return 13 * n + 64
 
 
 def job_bytes(n: int) -> int:

@@ -42,18 +42,32 @@ typedef struct {
     int64_t bht_entries, bht_init;
     int64_t l1i_sets, l1i_ways, l1i_shift, l1i_penalty; /* l1i_sets 0: no instruction cache */
     int64_t l1d_sets, l1d_ways, l1d_shift, l1d_penalty; /* l1d_sets 0: no data cache */
+    int64_t bypass_store_data; /* the bypass also applies to a store's data operand */
 } model_t;
 
 typedef struct {
     int64_t sets, ways, shift;
     uint64_t *tag;   /* line number + 1; 0 = invalid */
     uint64_t *stamp; /* LRU: last access */
+    uint8_t *mru;    /* per set: way of the last hit or fill (a shortcut for the lookup only) */
     uint64_t clock;
     int64_t accesses, misses;
 } cache_t;
 
+/* One instruction with everything its issue needs precomputed for one model (built once per
+ * decoded image and model, so the per-instruction work has no lookups by kind). */
+enum { F_A = 1, F_B = 2, F_AB = 4, F_PBYP = 16, F_MEM = 32, F_DIV = 64, F_LOAD = 128 };
+typedef struct {
+    int8_t kind, rd, nsrc, len;
+    int8_t src[3];
+    uint8_t flags;
+    uint8_t bypmask; /* bit s: source s reads the bypassed ready time */
+    int32_t lat, busy; /* write-back latency; divider busy cycles (divides only) */
+} pins_t;
+
 typedef struct {
     model_t m;
+    pins_t *ins; /* [nhalf] for the image of the sim the pipe belongs to (0 until added) */
     int64_t ready[64], ready_byp[64];
     int64_t t, cnt, a_used, b_used, end, div_free, last_wb;
     uint64_t rr_next, rr_removed; /* llvm-mca DefaultResourceStrategy of the A|B group */
@@ -80,10 +94,10 @@ typedef struct {
     uint64_t prev_addr;
     int64_t prev_size, have_prev;
     uint64_t mem[MAXMEM];
-    int64_t nmem, error;  /* error: 1 memory buffer overflow, 2 block outside the table */
+    int64_t nmem, error;  /* error: 1 memory buffer overflow, 2 block outside the table,
+                           * 3 two blocks of different sizes start at one address */
     int64_t *block_count; /* [nhalf] executions of a block starting at base + 2 k */
     int64_t *block_size;  /* [nhalf] its size in bytes */
-    int64_t kind_count[8];
     int64_t blocks;
     uint64_t stack_lo, stack_hi, stack_min; /* lowest address touched in [stack_lo, stack_hi) */
     uint64_t work_lo, work_hi, work_max;    /* highest address touched in [work_lo, work_hi) */
@@ -96,25 +110,31 @@ static int cache_init(cache_t *c, int64_t sets, int64_t ways, int64_t shift)
     c->sets = sets; c->ways = ways; c->shift = shift;
     c->tag = (uint64_t *)calloc((size_t)(sets * ways), sizeof(uint64_t));
     c->stamp = (uint64_t *)calloc((size_t)(sets * ways), sizeof(uint64_t));
-    return c->tag && c->stamp ? 0 : -1;
+    c->mru = (uint8_t *)calloc((size_t)sets, 1);
+    return c->tag && c->stamp && c->mru ? 0 : -1;
 }
 
-/* Access the line holding addr; 1 on a miss (the line is then allocated, LRU victim). */
-static int cache_access(cache_t *c, uint64_t addr)
+/* Access the line holding addr; 1 on a miss (the line is then allocated, LRU victim: the way
+ * with the oldest stamp, the lowest such way on ties). The MRU way is tried first; the result
+ * (hit/miss, victim, stamps) is the same as a full scan. */
+static inline int cache_access(cache_t *c, uint64_t addr)
 {
-    uint64_t line = addr >> c->shift;
+    uint64_t line = addr >> c->shift, key = line + 1;
     int64_t set = (int64_t)(line & (uint64_t)(c->sets - 1));
     uint64_t *tag = c->tag + set * c->ways, *st = c->stamp + set * c->ways;
-    c->clock++;
+    uint64_t now = ++c->clock;
     c->accesses++;
+    int64_t w0 = c->mru[set];
+    if (tag[w0] == key) { st[w0] = now; return 0; }
+    for (int64_t w = 0; w < c->ways; w++)
+        if (tag[w] == key) { st[w] = now; c->mru[set] = (uint8_t)w; return 0; }
     int64_t victim = 0;
-    for (int64_t w = 0; w < c->ways; w++) {
-        if (tag[w] == line + 1) { st[w] = c->clock; return 0; }
+    for (int64_t w = 1; w < c->ways; w++)
         if (st[w] < st[victim]) victim = w;
-    }
     c->misses++;
-    tag[victim] = line + 1;
-    st[victim] = c->clock;
+    tag[victim] = key;
+    st[victim] = now;
+    c->mru[set] = (uint8_t)victim;
     return 1;
 }
 
@@ -137,8 +157,9 @@ void memplan_pipe_free(pipe_t *p)
 {
     if (!p) return;
     free(p->bht);
-    free(p->l1i.tag); free(p->l1i.stamp);
-    free(p->l1d.tag); free(p->l1d.stamp);
+    free(p->l1i.tag); free(p->l1i.stamp); free(p->l1i.mru);
+    free(p->l1d.tag); free(p->l1d.stamp); free(p->l1d.mru);
+    free(p->ins);
     free(p);
 }
 
@@ -186,36 +207,62 @@ static inline void new_cycle(pipe_t *p, int64_t t)
     p->cnt = p->a_used = p->b_used = 0;
 }
 
-/* Issue one instruction; d = 7 decode bytes; memaddr = its data address (loads/stores) or 0;
+/* Fill the precomputed form of one instruction (d = 7 decode bytes: kind, rd, three sources,
+ * word32 | (store data index + 1) << 1, length) for model m. */
+static void pins_fill(pins_t *o, const model_t *m, const int8_t *d)
+{
+    int kind = d[0], w32 = d[5] & 1, data = (d[5] >> 1) - 1;
+    memset(o, 0, sizeof(*o));
+    o->kind = (int8_t)kind;
+    o->rd = d[1];
+    int cbyp = (int)((m->bypass_cons >> kind) & 1);
+    for (int s = 2; s < 5; s++) {
+        if (d[s] < 0) continue;
+        if (cbyp || (m->bypass_store_data && kind == K_STORE && s - 2 == data))
+            o->bypmask |= (uint8_t)(1u << o->nsrc);
+        o->src[o->nsrc++] = d[s];
+    }
+    o->len = (int8_t)(d[6] > 0 ? d[6] : 2);
+    o->lat = (int32_t)((kind == K_DIV && w32) ? m->lat_div32 : m->lat[kind]);
+    o->busy = (int32_t)(w32 ? m->div32_busy : m->div_busy);
+    uint8_t f = 0;
+    if (m->dual_pipes && (kind == K_LOAD || kind == K_STORE)) f |= F_A;
+    if (m->dual_pipes && (kind == K_BRANCH || kind == K_JUMP || kind == K_MUL || kind == K_DIV ||
+                          kind == K_OTHER)) f |= F_B;
+    if (m->dual_pipes && kind == K_ALU) f |= F_AB;
+    if ((m->bypass_prod >> kind) & 1) f |= F_PBYP;
+    if (kind == K_LOAD || kind == K_STORE) f |= F_MEM;
+    if (kind == K_DIV) f |= F_DIV;
+    if (kind == K_LOAD) f |= F_LOAD;
+    o->flags = f;
+}
+
+/* Issue one instruction d; memaddr = its data address (loads/stores) when has_mem;
  * next_pc / fall: for the branch outcome of the block's last instruction. */
-static void step(pipe_t *p, const int8_t *d, uint64_t pc, int has_mem, uint64_t memaddr,
-                 int last, uint64_t fall, uint64_t next_pc)
+static inline void step(pipe_t *p, const pins_t *d, uint64_t pc, int has_mem, uint64_t memaddr,
+                        int last, uint64_t fall, uint64_t next_pc)
 {
     const model_t *m = &p->m;
-    int kind = d[0], rd = d[1];
-    int64_t lat = (kind == K_DIV && d[5]) ? m->lat_div32 : m->lat[kind];
+    int kind = d->kind, rd = d->rd;
+    unsigned f = d->flags;
+    int64_t lat = d->lat;
     int64_t extra = 0;
     if (has_mem && m->l1d_sets) {
         int miss = cache_access(&p->l1d, memaddr);
-        if (miss && kind == K_LOAD) extra = m->l1d_penalty;
+        if (miss && (f & F_LOAD)) extra = m->l1d_penalty;
     }
-    int cons_byp = (int)((m->bypass_cons >> kind) & 1);
     int64_t c = p->t;
-    for (int s = 2; s < 5; s++) {
-        if (d[s] < 0) continue;
-        int64_t r = cons_byp ? p->ready_byp[(int)d[s]] : p->ready[(int)d[s]];
+    for (int s = 0; s < d->nsrc; s++) {
+        int64_t r = ((d->bypmask >> s) & 1) ? p->ready_byp[(int)d->src[s]] : p->ready[(int)d->src[s]];
         if (r > c) c = r;
     }
-    if (kind == K_DIV && p->div_free > c) c = p->div_free;
-    if (m->inorder_wb && p->last_wb - (lat + extra) > c) c = p->last_wb - (lat + extra);
+    if ((f & F_DIV) && p->div_free > c) c = p->div_free;
+    int64_t le = lat + extra;
+    if (m->inorder_wb && p->last_wb - le > c) c = p->last_wb - le;
     if (c > p->t) new_cycle(p, c);
-    int needA = m->dual_pipes && (kind == K_LOAD || kind == K_STORE);
-    int needB = m->dual_pipes && (kind == K_BRANCH || kind == K_JUMP || kind == K_MUL ||
-                                  kind == K_DIV || kind == K_OTHER);
-    int needAB = m->dual_pipes && kind == K_ALU;
     for (;;) {
-        if (p->cnt >= m->width || (needA && p->a_used) || (needB && p->b_used) ||
-            (needAB && p->a_used && p->b_used)) {
+        if (p->cnt >= m->width || ((f & F_A) && p->a_used) || ((f & F_B) && p->b_used) ||
+            ((f & F_AB) && p->a_used && p->b_used)) {
             new_cycle(p, p->t + 1);
             continue;
         }
@@ -223,20 +270,19 @@ static void step(pipe_t *p, const int8_t *d, uint64_t pc, int has_mem, uint64_t 
     }
     int64_t issue = p->t;
     p->cnt++;
-    if (needA) { p->a_used = 1; rr_used(p, 1); }
-    if (needB) { p->b_used = 1; rr_used(p, 2); }
-    if (needAB) {
+    if (f & F_A) { p->a_used = 1; rr_used(p, 1); }
+    if (f & F_B) { p->b_used = 1; rr_used(p, 2); }
+    if (f & F_AB) {
         uint64_t u = rr_select(p, (p->a_used ? 0 : 1) | (p->b_used ? 0 : 2));
         if (u == 1) p->a_used = 1; else p->b_used = 1;
         rr_used(p, u);
     }
     if (rd >= 0) {
-        p->ready[rd] = issue + lat + extra;
-        p->ready_byp[rd] = ((m->bypass_prod >> kind) & 1) ? issue + lat + extra - m->bypass
-                                                           : issue + lat + extra;
+        p->ready[rd] = issue + le;
+        p->ready_byp[rd] = (f & F_PBYP) ? issue + le - m->bypass : issue + le;
     }
-    if (kind == K_DIV) p->div_free = issue + (d[5] ? m->div32_busy : m->div_busy);
-    if (m->inorder_wb) p->last_wb = issue + lat + extra;
+    if (f & F_DIV) p->div_free = issue + d->busy;
+    if (m->inorder_wb) p->last_wb = issue + le;
     if (issue + 1 > p->end) p->end = issue + 1;
     if (!last || m->perfect_branches) return;
     if (kind == K_BRANCH) {
@@ -260,8 +306,8 @@ static void step(pipe_t *p, const int8_t *d, uint64_t pc, int has_mem, uint64_t 
 
 /* Cost one executed block [addr, addr + size) whose successor starts at next_pc; mem[0..nmem)
  * are the data addresses of its loads and stores in program order. */
-static void run_block(pipe_t *p, const int8_t *dec, uint64_t base, uint64_t addr, int64_t size,
-                      uint64_t next_pc, const uint64_t *mem, int64_t nmem)
+static void run_block(pipe_t *p, uint64_t base, uint64_t addr, int64_t size, uint64_t next_pc,
+                      const uint64_t *mem, int64_t nmem)
 {
     const model_t *m = &p->m;
     if (m->l1i_sets) {
@@ -271,16 +317,16 @@ static void run_block(pipe_t *p, const int8_t *dec, uint64_t base, uint64_t addr
         if (misses) new_cycle(p, p->t + misses * m->l1i_penalty);
     }
     uint64_t pc = addr, fall = addr + (uint64_t)size;
+    const pins_t *ins = p->ins + ((addr - base) >> 1);
     int64_t j = 0;
     while (pc < fall) {
-        const int8_t *d = dec + 7 * (int64_t)((pc - base) >> 1);
-        int is_mem = d[0] == K_LOAD || d[0] == K_STORE;
         uint64_t a = 0;
         int has = 0;
-        if (is_mem && j < nmem) { a = mem[j++]; has = 1; }
-        int len = d[6] > 0 ? d[6] : 2;
-        step(p, d, pc, has, a, pc + (uint64_t)len >= fall, fall, next_pc);
+        if ((ins->flags & F_MEM) && j < nmem) { a = mem[j++]; has = 1; }
+        int len = ins->len;
+        step(p, ins, pc, has, a, pc + (uint64_t)len >= fall, fall, next_pc);
         pc += (uint64_t)len;
+        ins += len >> 1;
     }
 }
 
@@ -294,9 +340,13 @@ int64_t memplan_block_cycles(const model_t *m, const int8_t *insns, int64_t n, i
     mm.l1i_sets = mm.l1d_sets = 0;
     pipe_t *p = memplan_pipe_new(&mm);
     if (!p) return -1;
+    pins_t *ins = (pins_t *)calloc((size_t)(n > 0 ? n : 1), sizeof(pins_t));
+    if (!ins) { memplan_pipe_free(p); return -1; }
+    for (int64_t k = 0; k < n; k++) pins_fill(ins + k, &mm, insns + 7 * k);
     for (int64_t it = 0; it < iterations; it++)
-        for (int64_t k = 0; k < n; k++) step(p, insns + 7 * k, 0, 0, 0, 0, 0, 0);
+        for (int64_t k = 0; k < n; k++) step(p, ins + k, 0, 0, 0, 0, 0, 0);
     int64_t c = p->end;
+    free(ins);
     memplan_pipe_free(p);
     return c;
 }
@@ -318,6 +368,10 @@ sim_t *memplan_sim_new(uint64_t base, int64_t nhalf, const int8_t *dec)
 int64_t memplan_sim_add_pipe(sim_t *s, pipe_t *p)
 {
     if (s->npipes >= MAXPIPES) return -1;
+    free(p->ins);
+    p->ins = (pins_t *)calloc((size_t)(s->nhalf > 0 ? s->nhalf : 1), sizeof(pins_t));
+    if (!p->ins) return -1;
+    for (int64_t k = 0; k < s->nhalf; k++) pins_fill(p->ins + k, &p->m, s->dec + 7 * k);
     s->pipes[s->npipes++] = p;
     return 0;
 }
@@ -346,17 +400,15 @@ static void cost_pending(sim_t *s, uint64_t next_pc)
         return;
     }
     int64_t k = (int64_t)((addr - s->base) >> 1);
+    if (s->block_count[k] && s->block_size[k] != size) { /* counts by kind assume one size */
+        s->error = 3;
+        return;
+    }
     s->block_count[k]++;
     s->block_size[k] = size;
     s->blocks++;
-    uint64_t pc = addr, fall = addr + (uint64_t)size;
-    while (pc < fall) {
-        const int8_t *d = s->dec + 7 * (int64_t)((pc - s->base) >> 1);
-        s->kind_count[(int)d[0]]++;
-        pc += (uint64_t)(d[6] > 0 ? d[6] : 2);
-    }
     for (int64_t i = 0; i < s->npipes; i++)
-        run_block(s->pipes[i], s->dec, s->base, addr, size, next_pc, s->mem, s->nmem);
+        run_block(s->pipes[i], s->base, addr, size, next_pc, s->mem, s->nmem);
 }
 
 void memplan_block_hook(void *uc, uint64_t address, uint32_t size, void *user)
@@ -399,7 +451,17 @@ typedef struct {
 
 void memplan_sim_stats(const sim_t *s, sim_stats_t *out, int64_t *block_count, int64_t *block_size)
 {
-    for (int i = 0; i < 8; i++) out->kind_count[i] = s->kind_count[i];
+    /* executed instructions by kind: each block's instructions times its execution count */
+    for (int i = 0; i < 8; i++) out->kind_count[i] = 0;
+    for (int64_t k = 0; k < s->nhalf; k++) {
+        if (!s->block_count[k]) continue;
+        uint64_t pc = s->base + 2 * (uint64_t)k, fall = pc + (uint64_t)s->block_size[k];
+        while (pc < fall) {
+            const int8_t *d = s->dec + 7 * (int64_t)((pc - s->base) >> 1);
+            out->kind_count[(int)d[0]] += s->block_count[k];
+            pc += (uint64_t)(d[6] > 0 ? d[6] : 2);
+        }
+    }
     out->blocks = s->blocks;
     out->stack_min = s->stack_min;
     out->work_max = s->work_max;

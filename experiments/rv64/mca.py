@@ -50,6 +50,9 @@ HAND_SEQUENCES = {
     "divw_chain": "divw a0, a0, a2",
     "load_store": "ld a0, 0(a1)\nsd a2, 0(a3)",
     "alu_store": "addi a0, a1, 1\nsd a2, 0(a3)",
+    "load_to_store_data": "ld a0, 0(a1)\nsd a0, 8(a2)",
+    "load_to_store_address": "ld a0, 0(a1)\nsd a2, 0(a0)",
+    "alu_to_store_data": "addi a0, a0, 1\nsd a0, 0(a2)",
     "compare_loop": "ld a4, 0(a1)\nld a5, 8(a1)\nslt a6, a4, a5\naddi a1, a1, 16\nbnez a6, 1f\n1:",
     "mixed_pipes": "addi a0, a0, 1\naddi a1, a1, 1\nld a2, 0(a3)\nbeq a4, a5, 1f\n1:",
 }

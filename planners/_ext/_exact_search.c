@@ -52,7 +52,11 @@
 typedef long long i64;
 #define MEMO_CAPSULE "planners._exact_search.memo"
 
-enum { ST_FOUND = 0, ST_NOTFOUND = 1, ST_ABORT = 2, ST_TIMEOUT = 3, ST_NODELIMIT = 4, ST_NOMEM = 5 };
+enum { ST_FOUND = 0, ST_NOTFOUND = 1, ST_ABORT = 2, ST_TIMEOUT = 3, ST_NODELIMIT = 4, ST_NOMEM = 5,
+       ST_INTERRUPT = 6 };
+
+/* Seconds between two checks for a pending signal (Ctrl-C) during the search. */
+#define SIGNAL_CHECK_SECONDS 0.05
 
 typedef struct { int idx; i64 old; } Undo; /* idx >= 0: buffer min offset; idx < 0: floor of section -idx-1 */
 typedef struct { i64 off; int rank; int b; } Cand;
@@ -91,11 +95,14 @@ typedef struct {
     int *rank;                    /* current static rank (recomputed for every subproblem) */
     i64 *width;                   /* lifetime length in steps */
     const char *heur;             /* current preordering string */
+    unsigned long long seed;      /* for the pseudo-random key 'R' */
     int *mark; int epoch; int *affected;
     int *twin;                    /* previous identical buffer (same size, alignment, lifetime) or -1 */
     Undo *undo; size_t nundo, capundo;
     i64 nodes, budget, node_limit;
     double deadline;
+    PyThreadState *tstate;        /* saved while the search runs without the GIL */
+    double next_signal_check;     /* now_s() at which to look for a pending signal again */
     /* floor-profile memo */
     int memo;
     struct Memo *M;               /* the call's own memo, or one kept across calls (capsule) */
@@ -314,7 +321,21 @@ static int dfs(Ctx *c, const int *list, int nl, int s0, int s1, i64 last_off, in
     if (c->budget-- <= 0) return ST_ABORT;
     c->nodes++;
     if (c->node_limit > 0 && c->nodes > c->node_limit) return ST_NODELIMIT;
-    if ((c->nodes & 255) == 0 && now_s() > c->deadline) return ST_TIMEOUT;
+    if ((c->nodes & 255) == 0) {
+        double t = now_s();
+        if (t > c->deadline) return ST_TIMEOUT;
+        /* Ctrl-C: the search runs without the GIL; take it back briefly (every
+           SIGNAL_CHECK_SECONDS) to run the signal handlers. A handler that raises (SIGINT:
+           KeyboardInterrupt) leaves its exception set and the search unwinds. */
+        if (c->tstate && t >= c->next_signal_check) {
+            int r;
+            PyEval_RestoreThread(c->tstate);
+            r = PyErr_CheckSignals();
+            c->tstate = PyEval_SaveThread();
+            c->next_signal_check = t + SIGNAL_CHECK_SECONDS;
+            if (r) return ST_INTERRUPT;
+        }
+    }
     Cand *cand = (Cand *)malloc(sizeof(Cand) * (size_t)(nl ? nl : 1));
     int *sub = (int *)malloc(sizeof(int) * (size_t)(nl ? nl : 1));
     if (!cand || !sub) { free(cand); free(sub); return ST_NOMEM; }
@@ -422,6 +443,7 @@ static int rank_part(Ctx *c, const int *part, int np) {
             case 'A': v = mul_sat(c->width[b], c->size[b]); break;
             case 'C': v = c->shi[b] - c->slo[b]; break;
             case 'Z': v = c->size[b]; break;
+            case 'R': v = (i64)(mix64(c->seed * 0x9e3779b97f4a7c15ULL + (unsigned long long)b + 1) >> 1); break;
             default: v = 0;
             }
             rows[i].key[k] = v;
@@ -488,31 +510,48 @@ static const char *status_name(int st) {
 }
 
 PyDoc_STRVAR(search_doc,
-"search(sizes, aligns, slo, shi, widths, n_sections, capacity, preorderings, flags, time_limit,\n"
-"       node_limit, memo_bytes=0, memo=None) -> (status, offsets or None, nodes, attempts,\n"
-"       memo_hits, memo_entries)\n\n"
+"search(sizes, aligns, slo, shi, widths, n_sections, capacity, preorderings, *, time_limit,\n"
+"       node_limit=0, memo_bytes=0, memo=None, canonical_only=True, section_inference=True,\n"
+"       dynamic_ordering=True, check_dominance=True, decompose=True, memo_floor_profiles=True,\n"
+"       seed=0)\n"
+"       -> (status, offsets or None, nodes, attempts, memo_hits, memo_entries)\n\n"
 "Complete search for the fixed-capacity decision problem (see planners.exact_search).\n"
 "sizes, aligns: bytes (> 0); slo, shi: half-open section range of each buffer; widths: lifetime\n"
-"lengths (steps); preorderings: strings of keys T, W, A, C, Z (see planners.exact_search) tried\n"
-"round robin with doubling node budgets;\n"
-"flags: (canonical_only, section_inference, dynamic_ordering, check_dominance, decompose\n"
-"[, memo_floor_profiles]); time_limit in seconds; node_limit <= 0 means none; memo_bytes caps the\n"
-"memo's storage; memo: a memo_new() object kept across calls (its own cap then applies).\n"
-"status is 'found', 'infeasible', 'timeout' or 'node_limit'.");
+"lengths (steps); n_sections: number of sections; capacity: bytes; preorderings: strings of keys\n"
+"T, W, A, C, Z, R (see planners.exact_search) tried round robin with doubling node budgets.\n"
+"Keyword-only: time_limit in seconds (> 0, required); node_limit <= 0 means none; memo_bytes\n"
+"caps the memo's storage; memo: a memo_new() object kept across calls (its own cap then\n"
+"applies); the six switches are the techniques of planners.exact_search; seed: the\n"
+"pseudo-random key R (an unsigned 64-bit integer).\n"
+"status is 'found', 'infeasible', 'timeout' or 'node_limit'. A signal whose handler raises\n"
+"(Ctrl-C: KeyboardInterrupt) stops the search within about 0.05 s and the exception propagates.");
 
-static PyObject *py_search(PyObject *self, PyObject *args) {
+static PyObject *py_search(PyObject *self, PyObject *args, PyObject *kwargs) {
     (void)self;
-    PyObject *py_size, *py_align, *py_slo, *py_shi, *py_width, *py_ranks, *py_flags, *py_cap;
+    static char *kwlist[] = {"sizes", "aligns", "slo", "shi", "widths", "n_sections", "capacity",
+                             "preorderings", "time_limit", "node_limit", "memo_bytes", "memo",
+                             "canonical_only", "section_inference", "dynamic_ordering",
+                             "check_dominance", "decompose", "memo_floor_profiles", "seed", NULL};
+    PyObject *py_size, *py_align, *py_slo, *py_shi, *py_width, *py_ranks, *py_cap;
     int ns, cap_over = 0;
     PyObject *py_memo = Py_None;
-    long long cap, node_limit, memo_bytes = 0;
-    double time_limit;
+    long long cap, node_limit = 0, memo_bytes = 0;
+    double time_limit = -1.0;
+    int flags[6] = {1, 1, 1, 1, 1, 1};
+    unsigned long long seed = 0;
     Memo local_memo;
     memset(&local_memo, 0, sizeof local_memo);
-    if (!PyArg_ParseTuple(args, "OOOOOiOOOdL|LO", &py_size, &py_align, &py_slo, &py_shi, &py_width,
-                          &ns, &py_cap, &py_ranks, &py_flags, &time_limit, &node_limit, &memo_bytes,
-                          &py_memo))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOiOO|$dLLOppppppK", kwlist, &py_size,
+                                     &py_align, &py_slo, &py_shi, &py_width, &ns, &py_cap,
+                                     &py_ranks, &time_limit, &node_limit, &memo_bytes, &py_memo,
+                                     &flags[0], &flags[1], &flags[2], &flags[3], &flags[4],
+                                     &flags[5], &seed))
         return NULL;
+    if (!(time_limit > 0.0)) {
+        PyErr_SetString(PyExc_ValueError, "time_limit: required keyword, seconds > 0");
+        return NULL;
+    }
+    if (ns < 0) { PyErr_SetString(PyExc_ValueError, "n_sections: must be >= 0"); return NULL; }
     /* A capacity above 2^63 - 1 is equivalent to 2^63 - 1: no top exceeds W <= 2^63 - 1. */
     cap = PyLong_AsLongLongAndOverflow(py_cap, &cap_over);
     if (cap == -1 && PyErr_Occurred()) return NULL;
@@ -522,13 +561,9 @@ static PyObject *py_search(PyObject *self, PyObject *args) {
     Py_ssize_t nr = PySequence_Size(py_ranks);
     if (n < 0 || nr < 0) return NULL;
     if (nr < 1) { PyErr_SetString(PyExc_ValueError, "preorderings: need at least one"); return NULL; }
-    int flags[6] = {0, 0, 0, 0, 0, 0};
-    if (!PyArg_ParseTuple(py_flags, "ppppp|p", &flags[0], &flags[1], &flags[2], &flags[3], &flags[4],
-                          &flags[5]))
-        return NULL;
     Ctx c;
     memset(&c, 0, sizeof c);
-    c.n = (int)n; c.ns = ns; c.cap = cap;
+    c.n = (int)n; c.ns = ns; c.cap = cap; c.seed = seed;
     c.canonical = flags[0]; c.inference = flags[1]; c.dynamic = flags[2];
     c.dominance = flags[3]; c.decompose = flags[4];
     if (py_memo != Py_None) {
@@ -583,10 +618,10 @@ static PyObject *py_search(PyObject *self, PyObject *args) {
         PyObject *item = PySequence_GetItem(py_ranks, r);
         if (!item) goto done;
         const char *h = PyUnicode_Check(item) ? PyUnicode_AsUTF8(item) : NULL;
-        if (!h || strlen(h) < 1 || strlen(h) > 8 || strspn(h, "TWACZ") != strlen(h)) {
+        if (!h || strlen(h) < 1 || strlen(h) > 8 || strspn(h, "TWACZR") != strlen(h)) {
             Py_DECREF(item);
             if (!PyErr_Occurred())
-                PyErr_Format(PyExc_ValueError, "preordering %zd: 1-8 characters from 'TWACZ'", r);
+                PyErr_Format(PyExc_ValueError, "preordering %zd: 1-8 characters from 'TWACZR'", r);
             goto done;
         }
         memcpy(heurs + (size_t)r * 9, h, strlen(h));
@@ -667,8 +702,9 @@ static PyObject *py_search(PyObject *self, PyObject *args) {
         if (c.M->fp != fp) { memo_clear(c.M); c.M->fp = fp; }
     }
 
-    Py_BEGIN_ALLOW_THREADS
+    c.tstate = PyEval_SaveThread();
     c.deadline = now_s() + time_limit;
+    c.next_signal_check = now_s() + SIGNAL_CHECK_SECONDS;
     if (nr == 1) {
         c.heur = heurs;
         c.budget = (i64)1 << 62;
@@ -688,8 +724,10 @@ static PyObject *py_search(PyObject *self, PyObject *args) {
             if (status != ST_ABORT) break;
         }
     }
-    Py_END_ALLOW_THREADS
+    PyEval_RestoreThread(c.tstate);
+    c.tstate = NULL;
 
+    if (status == ST_INTERRUPT) goto done; /* the handler's exception is set */
     if (status == ST_NOMEM) { PyErr_NoMemory(); goto done; }
     {
         PyObject *offs;
@@ -736,7 +774,7 @@ static PyObject *py_memo_new(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
-    {"search", py_search, METH_VARARGS, search_doc},
+    {"search", (PyCFunction)(void (*)(void))py_search, METH_VARARGS | METH_KEYWORDS, search_doc},
     {"memo_new", py_memo_new, METH_VARARGS, memo_new_doc},
     {NULL, NULL, 0, NULL},
 };
