@@ -83,7 +83,6 @@ def execute_run(spec: RunSpec) -> tuple[dict[str, Any], str | None, str]:
     ``problem_csv`` is the planned problem as MiniMalloc CSV text (ids are problem indices), or
     ``None`` when the problem could not be built.
     """
-    from experiments.enrich import rv64_columns, tflm_columns
     from experiments.harness import run_one
 
     start = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
@@ -116,8 +115,12 @@ def execute_run(spec: RunSpec) -> tuple[dict[str, Any], str | None, str]:
         if plan is not None and rec.get("valid") and problem.n <= spec.keep_offsets:
             rec["offsets"] = json.dumps(plan.offsets.tolist())
         if spec.rv64:
+            from experiments.enrich import rv64_columns
+
             rec.update(rv64_columns(problem, spec.planner))
         if spec.tflm and spec.workload.kind == "tflite":
+            from experiments.enrich import tflm_columns
+
             rec.update(tflm_columns(spec.workload.source))
     except Exception as e:  # noqa: BLE001 - a failing run is a record, not a crash
         rec.update(_failure_fields(spec, "error", f"{type(e).__name__}: {e}"))

@@ -40,13 +40,13 @@ PROJECT_PACKAGES = ("planners", "scheduling", "experiments")
 #: Modules that :func:`execute_run` calls into besides the planner and the scheduler, by workload
 #: kind (module names, resolved and read at run time; their imports are followed).
 _PIPELINE_ROOTS = {
-    "problem": ("experiments.harness", "experiments.workloads"),
-    "onnx": ("experiments.harness", "experiments.workloads", "scheduling.lifetimes",
-             "scheduling.onnx_import"),
-    "tflite": ("experiments.harness", "experiments.workloads", "scheduling.lifetimes",
-               "scheduling.tflite_import"),
-    "generator": ("experiments.harness", "experiments.workloads", "scheduling.lifetimes",
-                  "scheduling.generators"),
+    "problem": ("experiments.harness", "experiments.records", "experiments.workloads"),
+    "onnx": ("experiments.harness", "experiments.records", "experiments.workloads",
+             "scheduling.lifetimes", "scheduling.onnx_import"),
+    "tflite": ("experiments.harness", "experiments.records", "experiments.workloads",
+               "scheduling.lifetimes", "scheduling.tflite_import"),
+    "generator": ("experiments.harness", "experiments.records", "experiments.workloads",
+                  "scheduling.lifetimes", "scheduling.generators"),
 }
 
 
