@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from experiments.records import atomic_write, write_csv
 from planners import plan as run_plan
 from planners.pools import BuddyAllocator, replay
 from planners.tiers import assign_tier_slices, assign_tiers, multi_model_arenas
@@ -376,11 +377,7 @@ def write_notes(df: pd.DataFrame, path: str | Path) -> Path:
                      f"arena), {_setting(r, 'mode')}: separate regions waste "
                      f"{100 * r.overhead:.1f} % (seed 001 claims 5-15 % for co-resident models of "
                      "similar size; these models' peaks differ widely).")
-    out = Path(path)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text("\n".join(lines) + "\n")
-    tmp.replace(out)
-    return out
+    return atomic_write(Path(path), "\n".join(lines) + "\n")
 
 
 def main(argv=None) -> int:
@@ -400,7 +397,7 @@ def main(argv=None) -> int:
     df = pd.DataFrame(rows, columns=COLUMNS)
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    df.to_csv(out, index=False)
+    write_csv(df, out)
     write_notes(df, out.with_suffix(".md"))
     if not a.no_plot:
         plot_budget(df, out.parent / "figures" / "budget_vs_overhead")

@@ -30,6 +30,7 @@ import pandas as pd
 
 from experiments.plots import save
 from experiments.plots.sched import plot_sched_peaks, plot_schedule_curves
+from experiments.records import write_csv
 from experiments.sched_compare import compare_schedules
 from scheduling.generators import generate
 from scheduling.lifetimes import peak_live_bytes
@@ -228,11 +229,11 @@ def run(out: Path, small: int = 60, time_limit: float = 10.0, figures: bool = Tr
         "error",
     ]
     bench = bench[cols].rename(columns={"sched_seconds": "seconds"})
-    bench.to_csv(out / "bench_sched.csv", index=False)
+    write_csv(bench, out / "bench_sched.csv")
     # 3. gaps to the optimum on small random graphs
     detail, summ = _gaps(small_graphs(small), time_limit)
-    detail.to_csv(out / "bench_sched_gaps_detail.csv", index=False)
-    summ.to_csv(out / "bench_sched_gaps.csv", index=False)
+    write_csv(detail, out / "bench_sched_gaps_detail.csv")
+    write_csv(summ, out / "bench_sched_gaps.csv")
     if figures:
         draw_figures(bench, out)
     return {"bench": bench, "gaps": summ, "detail": detail}

@@ -31,6 +31,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from experiments.records import write_csv
+
 __all__ = ["COLUMNS", "bench_models", "bench_row", "main", "write_tflite", "control_flow_models"]
 
 COLUMNS = ["model", "head", "tail", "total", "head_model", "tail_model", "runtime_arena_model",
@@ -209,9 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     df = pd.DataFrame(rows, columns=COLUMNS)
     for c in COLUMNS[1:-2]:
         df[c] = df[c].astype("Int64")
-    tmp = out.with_name(out.name + ".tmp")
-    df.to_csv(tmp, index=False)
-    tmp.replace(out)
+    write_csv(df, out)
     print(f"wrote {out} ({len(df)} models)")
     return 0
 

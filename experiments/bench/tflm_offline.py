@@ -38,6 +38,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from experiments.records import write_csv
+
 __all__ = ["COLUMNS", "PLANS", "bench_model", "main"]
 
 COLUMNS = ["model", "scheduler", "planner", "buffers", "offline", "reordered", "lower_bound",
@@ -116,9 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, path in models.items():
             rows += bench_model(name, path, work, args.invocations, not args.no_bisect)
             df = pd.DataFrame(rows).reindex(columns=COLUMNS)
-            tmp = out.with_name(out.name + ".tmp")
-            df.to_csv(tmp, index=False)
-            tmp.replace(out)
+            write_csv(df, out)
             print(f"{name}: done", file=sys.stderr)
     print(pd.DataFrame(rows).reindex(columns=COLUMNS).drop(columns=["error"]).to_string(
         index=False))

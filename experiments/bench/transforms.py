@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from experiments.records import write_csv
 from experiments.transforms_compare import BENCH_MODELS, compare_pipeline
 from experiments.workloads import load_graph
 
@@ -74,11 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     df = pd.DataFrame(bench_transforms(args.models, args.planner,
                                        allow_peak_increase=args.allow_peak_increase))
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    df.to_csv(tmp, index=False)
-    tmp.replace(out)
+    write_csv(df, Path(args.out))
     print(df.to_string(index=False))
     return 0
 

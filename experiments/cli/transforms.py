@@ -118,10 +118,9 @@ def run(args) -> int:
     else:
         text = json.dumps(ep, indent=1)
     if args.output:
-        out = Path(args.output)
-        tmp = out.with_name(out.name + ".tmp")
-        tmp.write_text(text)
-        tmp.replace(out)
+        from experiments.records import atomic_write
+
+        atomic_write(Path(args.output), text)
     else:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
