@@ -7,7 +7,7 @@ MINIMALLOC_DIR ?= ../shared/benchmarks/minimalloc
 MINIMALLOC_ARG := $(if $(wildcard $(MINIMALLOC_DIR)/*.csv),--minimalloc-dir $(MINIMALLOC_DIR),)
 PYTEST_WORKERS ?= 2
 
-.PHONY: venv run run-full test lint bench bench-rv64 bench-exact bench-anytime bench-sched bench-transforms bench-budget bench-tflm bench-tflm-offline bench-import soak sweep clean
+.PHONY: venv run run-full figures test lint bench bench-rv64 bench-exact bench-anytime bench-sched bench-transforms bench-budget bench-tflm bench-tflm-offline bench-import soak sweep clean
 
 $(STAMP): pyproject.toml $(wildcard setup.py) $(wildcard planners/_ext/*.c)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,11 @@ run: $(STAMP)
 ## results/compare.md names the time limit that produced it)
 run-full: $(STAMP)
 	MPLBACKEND=Agg $(VENV)/bin/memplan compare $(MINIMALLOC_ARG) --rv64 --time-limit 10 --jobs 1 --out results
+
+## Every figure under results/ redrawn from the records already there (compare, sweep reports,
+## benchmark CSVs); nothing is planned or scheduled
+figures: $(STAMP)
+	MPLBACKEND=Agg $(PY) -m experiments.bench.figures --results results
 
 ## The test suite (unit, property, notebook tests); tests that need ../shared skip without it.
 test: $(STAMP)

@@ -219,7 +219,7 @@ def plot_budget(df: pd.DataFrame, path: str | Path) -> list[Path]:
     ``sqrt(n)`` checkpointing reference (extra forward share vs memory share)."""
     import matplotlib.pyplot as plt
 
-    from .plots import MARKERS, PALETTE, paper_style, save
+    from experiments.plots import MARKERS, PALETTE, paper_style, save
 
     paper_style()
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.4))
