@@ -1,25 +1,28 @@
 """Experiments on top of :mod:`planners` and :mod:`scheduling`: runs, records, reports, figures.
 
-Stage map (data flows one way, top to bottom; no stage imports a later one)::
+Stage map (data flows one way, top to bottom: a module imports its own stage and earlier ones,
+never a later one; ``tests/test_layout.py`` checks this on the import statements)::
 
-    workloads.py        names, files, graph kinds -> Problem / Graph (the one resolver)
+    workloads.py   the one workload resolver: names, files, graph kinds -> Problem / Graph
+    metrics.py     ratio, fit, geometric mean, Pareto front, per-planner summary
+    records.py     atomic writes, CSV/Parquet, stored problems, plans and schedules
+    corpus.py, rv64/   the real-model corpus; RV64 emulation and cycle model
         |
-    harness.py          planners on problems -> one validated record per run
-    sched_compare.py    schedulers on graphs -> records + each schedule's order
-    transforms_compare.py  graph passes -> per-stage records + orders and offsets
-    sweep/              config -> keyed runs -> execute (in workers) -> store (records/*.json)
-        |               (provenance: code version from the sources of the modules a run executes)
-    metrics.py          ratio, fit, geometric mean, per-planner summary
-    enrich.py           RV64 and TFLite Micro columns of records
-    records.py          atomic writes, CSV/Parquet, stored problems, plans and schedules
+    harness.py     planners on problems -> one validated record per run
+    tflm/          TFLite Micro arena oracle and offline plans
         |
-    report/             Markdown and tables from records; figures from records and stored data
-    plots/              plot_*(data, ..., ax=None): draw plans, live profiles, record tables
+    sched_compare.py, transforms_compare.py   schedulers / graph passes -> records + orders
+    enrich.py      RV64 and TFLite Micro columns of records
         |
-    cli/                ``memplan``: one thin module per command group over the above
-    bench/              one module per ``make bench-*`` target, each writing ``results/``
-    rv64/, tflm/        RV64 emulation and cycle model; TFLite Micro oracle and offline plans
+    sweep/         config -> keyed runs -> execute (workers) -> store (records/*.json);
+                   provenance: a run's code version from the sources of the modules it executes
+        |
+    plots/         plot_*(data, ..., ax=None): draw plans, live profiles, record tables
+        |
+    report/        Markdown, tables and figures from records and stored data alone
+        |
+    cli/, bench/   ``memplan`` (one thin module per command group); one module per
+                   ``make bench-*`` target, and ``make figures`` (every figure from records)
 
-``plots/`` and ``report/`` import no planner, scheduler or lifetime analysis
-(``tests/test_layout.py``).
+``plots/`` and ``report/`` import no planner, scheduler or lifetime analysis.
 """

@@ -153,3 +153,37 @@ def test_every_project_import_in_experiments_resolves():
                 if n != "*" and not submodule and not hasattr(importlib.import_module(mod), n):
                     bad.append(f"{rel}: {mod} has no {n}")
     assert bad == []
+
+
+#: The stages of ``experiments/`` in data-flow order (``experiments/__init__.py``'s stage map): a
+#: module may import its own stage and earlier ones, never a later one.
+STAGES = [
+    ["workloads", "metrics", "records", "corpus", "rv64"],
+    ["harness", "tflm"],
+    ["sched_compare", "transforms_compare", "enrich"],
+    ["sweep"],
+    ["plots"],
+    ["report"],
+    ["cli", "bench"],
+]
+
+
+def test_data_flows_one_way_through_the_stages():
+    rank = {name: i for i, stage in enumerate(STAGES) for name in stage}
+    tops = {p.stem if p.is_file() else p.name for p in EXP.iterdir()
+            if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").is_file()}
+    assert tops == set(rank), "every module or package of experiments/ has a stage"
+    back = []
+    for path in ALL_MODULES:
+        rel = path.relative_to(ROOT)
+        parts = rel.with_suffix("").parts
+        if len(parts) < 2 or parts[1] == "__init__":
+            continue
+        for mod, names in _imports(path.read_text(), rel):
+            q = mod.split(".")
+            if q[0] != "experiments":
+                continue
+            targets = [q[1]] if len(q) > 1 else sorted(names or ())
+            back += [f"{rel} imports experiments.{t}" for t in targets
+                     if rank.get(t, -1) > rank[parts[1]]]
+    assert back == []
