@@ -220,6 +220,9 @@ class ExactSearch(Planner):
         Neither ``capacity`` nor ``problem.capacity`` is set, or ``time_limit`` is not positive.
     CapacityError
         (from :meth:`plan`) ``problem.capacity`` is below the lower bound.
+    KeyboardInterrupt
+        Ctrl-C (SIGINT) during the search: the compiled core looks for pending signals every
+        50 ms (taking the GIL back briefly) and stops; nothing is returned.
 
     Notes
     -----

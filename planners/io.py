@@ -268,6 +268,14 @@ def read_minimalloc_csv(
         column), negative size, ``upper <= lower``, a value with ``|value| >= 2**62``, duplicate
         ids, or a worst-case arena above ``2**63 - 1`` bytes (the range rule of
         :mod:`planners.model`).
+
+    Notes
+    -----
+    Three paths, one result: a plain ASCII file without spaces is parsed with numpy from its bytes
+    straight into the problem's columns (:func:`_fast_columns`; no :class:`Buffer` objects until
+    ``problem.buffers`` is read; about 1 s per 10**6 rows); another plain file column-wise in
+    Python (:func:`_plain_buffers`); anything else, and every file with an error, row by row with
+    the csv module, which names the file, the line and the rule of the first bad row.
     """
     path = Path(path)
     if capacity == "auto":

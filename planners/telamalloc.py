@@ -5,27 +5,42 @@ TelaMalloc (Maas et al., ASPLOS 2023) places the buffers of an accelerator progr
 placement cannot meet the capacity; a solver guides it in production. This module keeps the
 heuristic search part:
 
-* **Skyline placement.** Buffers are placed bottom-up: each at the lowest aligned offset above the
-  buffers already placed that are live with it (its *skyline*), and in non-decreasing offset: at
-  every step the candidates are the unplaced buffers whose skyline offset is the lowest of all
-  (the lowest point of the skyline). Every layout pushed down as far as it goes is reachable this
-  way (MiniMalloc's canonical layouts), so backtracking over the candidates loses nothing.
-* **Priorities.** Candidates at the same offset are tried by decreasing contention, the largest
-  live bytes at any step of the buffer's lifetime (``"contention"``; ties: larger size, longer
-  lifetime, problem order), by lifetime then size x lifetime then contention (``"width"``,
-  MiniMalloc's ``WAT``), by size (``"size"``) or by size x lifetime (``"area"``); by default
-  the searches of ``width``, ``contention`` and ``area`` take turns, one target each.
-* **Capacity target and pruning.** A placement whose top exceeds the target fails, and a node is
-  abandoned as soon as some step's floor (the highest placed top there, at least the current
-  offset) plus the unplaced bytes live at it exceeds the target.
-* **Backtracking.** Depth-first over the candidates (at most ``max_branch`` per node), at most
-  ``node_limit`` placements per target; the limit doubles after every priority failed once.
+* **Skyline placement.** Buffers are placed bottom-up, each exactly at its *skyline offset* (the
+  lowest aligned offset above the buffers already placed that are live with it), in
+  non-decreasing ``(offset, rank)``: these are MiniMalloc's canonical layouts, every buffer pushed
+  down onto another or onto 0, each enumerated once. Every layout pushed down as far as it goes
+  is reachable, so backtracking over the candidates loses nothing. A buffer whose skyline offset
+  is behind the last placement waits until a later placement raises it.
+* **Priorities.** Candidates at the same offset are tried by a static rank: ``"contention"``
+  (the largest live bytes at any step of the buffer's lifetime, then area, then lifetime:
+  MiniMalloc's ``TAW``), ``"contention_width"`` (contention, lifetime, area: ``TWA``),
+  ``"width"`` (lifetime, area, contention: ``WAT``), ``"size"`` or ``"area"``; by default the
+  searches of ``contention_width``, ``width`` and ``contention`` take turns (MiniMalloc's three
+  rankings; in our compiled exact search ``TWA`` alone reaches the lower bound of MiniMalloc's
+  A, E and F within 60,000 nodes, ``WAT`` and ``TAW`` do not).
+* **Pruning.** A placement whose top exceeds the target fails; a node is abandoned as soon as, on
+  some segment between lifetime end points, the lowest offset any unplaced member can still
+  take plus the unplaced bytes there exceeds the target (MiniMalloc's section inference), and a
+  buffer is not placed at or above the top another unplaced buffer would have at its own
+  skyline offset (dominance: that buffer would fit below). Of identical buffers (size,
+  lifetime, alignment) only the first by rank is a candidate.
+  Before placing at offset ``o``, ``o`` plus the most unplaced bytes on any segment must fit
+  (every later placement is at least as high), so the candidates of a node stop there.
+* **Decomposition.** When no unplaced buffer crosses some lifetime end point, the two sides no
+  longer interact and are searched one after the other, each ranked afresh with the contention
+  left; a side that fails fails the node (MiniMalloc).
+* **Bounded backtracking.** Depth-first over the candidates (at most ``max_branch`` per node),
+  at most a budget of placements per probe (``node_limit``, doubled after a round in which
+  every priority failed).
 * **Lowering the target.** The first target is below the best greedy arena (every order of
-  :data:`planners.greedy.ORDERS` with both fits, the compiled engine when built). After a success
-  the target drops halfway towards the best proved bound; after a failure it moves halfway back
-  towards the best arena. When a search with untruncated branching is exhausted, no layout
-  within the target exists: the bound becomes ``target + 1`` (a proof; ``status="optimal"``
-  when the arena meets it).
+  :data:`planners.greedy.ORDERS` with both fits, the compiled engine when built). Probes
+  alternate between *bisection* (halfway between the best arena and the highest target that
+  failed, or the bound) and, with ``tight_probes``, *tight* probes at the best proved bound or
+  1/8 of the gap above it: a tight capacity prunes hardest, so such a probe often succeeds
+  where a looser one runs out of budget (a complete search of this kind needs far fewer nodes on
+  MiniMalloc's C, E and F at their lower bound than at 1.05 x). When a search with untruncated branching is
+  exhausted, no layout within the target exists: the bound becomes ``target + 1`` (a proof;
+  ``status="optimal"`` when the arena meets it).
 
 Conventions: half-open lifetimes ``[start, end)`` in schedule steps, sizes, offsets and targets in
 bytes. ``plan.info["trajectory"]`` lists ``(seconds, arena)`` at the start plan and at every
@@ -33,9 +48,9 @@ improvement. Deterministic: no randomness; with the default ``time_limit`` not r
 is the same on every machine, and ``max_nodes`` (a total placement budget) makes a stopped run
 repeat exactly too.
 
-Complexity: each search node costs ``O(n + m)`` numpy work for ``n`` buffers and ``m`` distinct
-lifetime end points; a descent is ``n`` nodes; the budget bounds the rest (the problem is
-NP-hard).
+Complexity: each search node costs ``O(d + n + c)`` numpy work for ``n`` buffers, ``d``
+neighbours of the placed buffer and ``c`` (segment, buffer) cells; a descent is ``n`` nodes;
+the budget bounds the rest (the problem is NP-hard).
 
 References
 ----------
@@ -47,6 +62,7 @@ References
 
 from __future__ import annotations
 
+import sys
 import time
 
 import numpy as np
@@ -60,9 +76,15 @@ from .model import Problem
 __all__ = ["TelaMalloc", "PRIORITIES", "contention"]
 
 #: Candidate orders of :class:`TelaMalloc`.
-PRIORITIES = ("contention", "size", "area", "width")
+PRIORITIES = ("contention", "contention_width", "size", "area", "width")
 
 _INF = np.iinfo(np.int64).max
+#: Largest ``buffers x segments`` for which the search keeps a membership matrix (section floors).
+_MEMBER_CELLS = 4_000_000
+#: Largest problem (buffers) for which the search keeps neighbour lists (an ``n x n`` pass).
+_NBR_BUFFERS = 4_000
+#: Largest problem (buffers) searched with decomposition (a recursion as deep as the buffers).
+_DECOMPOSE_BUFFERS = 2_000
 
 
 def contention(problem: Problem) -> np.ndarray:
@@ -100,6 +122,7 @@ class _Search:
         max_branch: int | None,
         symmetry: bool,
         dominance: bool,
+        decompose: bool = True,
     ) -> None:
         self.dominance = dominance
         self.p = problem
@@ -108,62 +131,124 @@ class _Search:
         self.lo = np.searchsorted(times, problem.starts)
         self.hi = np.searchsorted(times, problem.ends)
         self.m = len(times)
-        width = problem.ends - problem.starts
-        if priority == "contention":
-            keys = (np.arange(n), -width, -problem.sizes, -contention(problem))
-        elif priority == "size":
-            keys = (np.arange(n), -width, -problem.sizes)
-        elif priority == "area":
-            keys = (np.arange(n), -problem.sizes, -(width.astype(np.float64) * problem.sizes))
-        else:  # "width": MiniMalloc's WAT preordering (width, area, contention)
-            keys = (
-                np.arange(n),
-                -contention(problem),
-                -(width.astype(np.float64) * problem.sizes),
-                -width,
-            )
+        self.priority = priority
         rank = np.empty(n, np.int64)
-        rank[np.lexsort(keys)] = np.arange(n)
+        rank[np.lexsort(self._keys(np.arange(n), contention(problem)))] = np.arange(n)
         self.rank = rank
         # buffers with the same size, lifetime and alignment are interchangeable: one class id each
         key = np.stack([problem.sizes, problem.starts, problem.ends, problem.alignments], axis=1)
-        self.cls = np.unique(key, axis=0, return_inverse=True)[1].reshape(-1)
+        cls = np.unique(key, axis=0, return_inverse=True)[1].reshape(-1)
+        # twin[i]: the identical buffer just before i by rank (-1: none); i waits for it
+        self.twin = None
+        if symmetry and np.unique(cls).size < n:
+            by = np.lexsort((rank, cls))
+            same = np.concatenate(([False], cls[by][1:] == cls[by][:-1]))
+            self.twin = np.full(n, -1, np.int64)
+            self.twin[by[1:][same[1:]]] = by[:-1][same[1:]]
+        self.aligned = bool(np.any(problem.alignments > 1))
+        # neighbour lists (buffers live at a common step), kept when their total is small
+        self.nbrs = None
+        if n <= _NBR_BUFFERS:
+            meet = (problem.starts[:, None] < problem.ends[None, :]) & (
+                problem.ends[:, None] > problem.starts[None, :]
+            )
+            self.nbrs = [np.flatnonzero(row) for row in meet]
         self.max_branch = max_branch
         self.symmetry = symmetry
+        # (segment, buffer) cells sorted by segment, for the section floors; left out when large
+        self.member = None
+        span = self.hi - self.lo
+        if int(span.sum()) <= _MEMBER_CELLS:
+            owner = np.repeat(np.arange(n), span)
+            first = np.repeat(self.lo - np.cumsum(span) + span, span)
+            seg = np.arange(owner.size) + first
+            order = np.argsort(seg, kind="stable")
+            segs, at = np.unique(seg[order], return_index=True)
+            self.member = (owner[order], segs, at)
+            self.cell_seg = seg  # the same cells by buffer: contention left in one reduceat
+            self.cell_at = np.cumsum(span) - span
+        self.decompose = bool(
+            decompose and self.member is not None and n <= _DECOMPOSE_BUFFERS and np.all(span > 0)
+        )
         self.nodes = 0
         self.truncated = False
 
-    def _candidates(self, minoff: np.ndarray, floor: int):
+    def _keys(self, idx: np.ndarray, cont: np.ndarray) -> tuple:
+        """``numpy.lexsort`` keys (last is primary) ranking buffers ``idx`` by the priority, with
+        ``cont`` their contention (bytes)."""
+        p, n = self.p, idx
+        width = p.ends[idx] - p.starts[idx]
+        size = p.sizes[idx]
+        area = width.astype(np.float64) * size
+        if self.priority == "contention":  # MiniMalloc's TAW (contention, area, width)
+            return (n, -width, -area, -cont)
+        if self.priority == "contention_width":  # MiniMalloc's TWA (contention, width, area)
+            return (n, -area, -width, -cont)
+        if self.priority == "size":
+            return (n, -width, -size)
+        if self.priority == "area":
+            return (n, -size, -area)
+        return (n, -cont, -area, -width)  # "width": MiniMalloc's WAT (width, area, contention)
+
+
+    def _lowest(self, minoff: np.ndarray) -> np.ndarray:
+        """Lowest offset of every buffer (its skyline offset, aligned; ``_INF`` once placed)."""
+        if not self.aligned:
+            return minoff
+        a = self.p.alignments
+        return np.where(minoff == _INF, _INF, -(-minoff // a) * a)
+
+    def _candidates(self, xa: np.ndarray, floor: int, last_rank: int, pool=None):
         """Unplaced buffers to try next and their offsets, by offset then priority.
 
-        Each goes to its skyline offset raised to ``floor`` and aligned. With ``dominance``, a
-        buffer is left out when another unplaced buffer would fit entirely below its offset
-        (nothing placed later can fill that gap, so the layout is not pushed down and another
-        branch reaches a better one)."""
+        Each goes exactly to its skyline offset ``xa`` (aligned, :meth:`_lowest`): the layouts
+        searched are the *canonical* ones, every buffer pushed down onto a buffer below it or
+        onto 0, placed in non-decreasing ``(offset, rank)``, so each is enumerated once
+        (MiniMalloc). A buffer whose ``(offset, rank)`` is behind the last placement waits (its
+        skyline offset can still rise onto a buffer placed later). With ``dominance``, a buffer
+        is left out when another unplaced buffer would fit entirely below its offset (nothing
+        placed later can fill that gap, so the layout is not pushed down and another branch
+        reaches it). With ``symmetry``, of identical buffers (same size, lifetime, alignment)
+        only the first by rank still unplaced is a candidate."""
         sizes = self.p.sizes
-        unpl = np.flatnonzero(minoff != _INF)
-        a = self.p.alignments[unpl]
-        x = -(-np.maximum(minoff[unpl], floor) // a) * a
-        if self.dominance and unpl.size > 1:
-            reach = x + sizes[unpl]  # top of each unplaced buffer at its lowest offset
-            two = np.partition(reach, 1)[:2] if reach.size > 2 else np.sort(reach)
-            lim = np.where(reach == two[0], two[1], two[0])  # lowest reach of another buffer
-            keep = x < lim
-            unpl, x = unpl[keep], x[keep]
+        unpl = np.flatnonzero(xa != _INF) if pool is None else pool[xa[pool] != _INF]
+        x = xa[unpl]
+        rk = self.rank[unpl]
+        keep = (x > floor) | ((x == floor) & (rk > last_rank))
+        if self.dominance:  # below the lowest top of any unplaced buffer
+            keep &= x < int((x + sizes[unpl]).min())
+        if self.twin is not None:
+            tw = self.twin[unpl]
+            keep &= (tw < 0) | (xa[np.maximum(tw, 0)] == _INF)
+        unpl, x = unpl[keep], x[keep]
         order = np.lexsort((self.rank[unpl], x))
         cand, x = unpl[order], x[order]
-        if self.symmetry and cand.size > 1:
-            first = np.sort(np.unique(self.cls[cand], return_index=True)[1])
-            cand, x = cand[first], x[first]
         if self.max_branch is not None and cand.size > self.max_branch:
             cand, x = cand[: self.max_branch], x[: self.max_branch]
             self.truncated = True
         return cand, x
 
+    def _sections_fit(self, xa, floor, target, unplaced, within=None) -> bool:
+        """MiniMalloc's section inference: on every segment, the lowest offset any unplaced
+        member can still take (``xa``, at least ``floor`` on the segments ``within = (s0, s1)``
+        being searched, everywhere when ``None``) plus the unplaced bytes there must fit in
+        ``target``. One ``minimum.reduceat`` over the (segment, buffer) cells."""
+        owner, segs, at = self.member
+        lowest = np.minimum.reduceat(xa[owner], at)
+        if within is None:
+            lowest = np.maximum(lowest, floor)
+        else:
+            inside = (segs >= within[0]) & (segs < within[1])
+            lowest = np.where(inside, np.maximum(lowest, floor), lowest)
+        left = unplaced[segs]
+        return not np.any((left > 0) & (lowest > target - left))
+
     def run(self, target: int, budget: int, deadline: float):
         """Offsets (int64, bytes) of a layout with arena ``<= target``; ``"exhausted"`` when the
         search space is exhausted (no such layout exists unless ``self.truncated``); ``"budget"``
         when ``budget`` placements or the ``deadline`` were reached first."""
+        if self.decompose:
+            return self._run_decomposed(target, budget, deadline)
         p = self.p
         n, m = p.n, self.m
         sizes, starts, ends = p.sizes, p.starts, p.ends
@@ -182,29 +267,34 @@ class _Search:
         if int(unplaced.max()) > target:
             return "exhausted"
         undo: list[tuple] = []
+        nbrs = self.nbrs
 
-        def place(i: int, level: int, floor: int) -> None:
+        def place(i: int, level: int, floor: int, last: int) -> None:
             s = int(sizes[i])
             a, b = lo[i], hi[i]
-            nb = np.flatnonzero((starts < ends[i]) & (ends > starts[i]) & (minoff < level + s))
-            undo.append((i, height[a:b].copy(), nb, minoff[nb], floor))
+            if nbrs is None:
+                nb = np.flatnonzero((starts < ends[i]) & (ends > starts[i]) & (minoff < level + s))
+            else:
+                nb = nbrs[i]
+                nb = nb[minoff[nb] < level + s]
+            undo.append((i, height[a:b].copy(), nb, minoff[nb], floor, last))
             height[a:b] = level + s
             unplaced[a:b] -= s
             minoff[nb] = level + s
             minoff[i] = _INF
             off[i] = level
 
-        def unplace() -> int:
-            i, old_h, nb, old_min, floor = undo.pop()
+        def unplace() -> tuple[int, int]:
+            i, old_h, nb, old_min, floor, last = undo.pop()
             height[lo[i] : hi[i]] = old_h
             unplaced[lo[i] : hi[i]] += sizes[i]
             minoff[nb] = old_min  # restores i itself too (it was its own neighbour)
-            return floor
+            return floor, last
 
-        floor = 0
+        floor, last = 0, -1
         remaining = live.size
         used = 0
-        stack = [[*self._candidates(minoff, floor), 0]]  # candidates, their offsets, next
+        stack = [[*self._candidates(self._lowest(minoff), floor, last), 0]]  # candidates, their offsets, next
         while stack:
             node = stack[-1]
             cand, xs, k = node
@@ -212,30 +302,149 @@ class _Search:
                 stack.pop()
                 if not undo:
                     return "exhausted"
-                floor = unplace()
+                floor, last = unplace()
                 remaining += 1
                 continue
             node[2] = k + 1
             i = int(cand[k])
             level = int(xs[k])
+            if level + int(unplaced.max()) > target:  # so is every later candidate here
+                node[2] = cand.size
+                continue
             if level + int(sizes[i]) > target:
                 continue
             if used >= budget or (used & 63 == 0 and time.perf_counter() > deadline):
                 return "budget"
             used += 1
             self.nodes += 1
-            place(i, level, floor)
-            floor = level
+            place(i, level, floor, last)
+            floor, last = level, int(self.rank[i])
             remaining -= 1
             if remaining == 0:
                 return off
-            seg = unplaced > 0
-            if np.any(np.maximum(height[seg], floor) + unplaced[seg] > target):
-                floor = unplace()
+            xa = self._lowest(minoff)
+            if (
+                not self._sections_fit(xa, floor, target, unplaced)
+                if self.member is not None
+                else np.any((np.maximum(height, floor) + unplaced > target) & (unplaced > 0))
+            ):
+                floor, last = unplace()
                 remaining += 1
                 continue
-            stack.append([*self._candidates(minoff, floor), 0])
+            stack.append([*self._candidates(xa, floor, last), 0])
         return "exhausted"
+
+    def _run_decomposed(self, target: int, budget: int, deadline: float):
+        """:meth:`run` with MiniMalloc's decomposition: whenever no unplaced buffer crosses some
+        lifetime end point, the buffers on either side no longer interact (the placed ones are
+        fixed), so the sides are searched one after the other, each from its own canonical
+        start and ranked afresh with the contention left (a side that fails fails the node,
+        whatever the other side did). Same answers as :meth:`run`, usually far fewer nodes."""
+        p = self.p
+        n, m = p.n, self.m
+        sizes, lo, hi, nbrs = p.sizes, self.lo, self.hi, self.nbrs
+        live = np.flatnonzero(sizes > 0)
+        off = np.zeros(n, np.int64)
+        if live.size == 0:
+            return off
+        minoff = np.full(n, _INF, np.int64)
+        minoff[live] = 0
+        delta = np.zeros(m + 1, np.int64)
+        np.add.at(delta, lo[live], sizes[live])
+        np.add.at(delta, hi[live], -sizes[live])
+        unplaced = np.cumsum(delta[:-1])
+        if int(unplaced.max()) > target:
+            return "exhausted"
+        cross = np.zeros(m + 1, np.int64)  # cross[k]: unplaced buffers spanning end point k
+        np.add.at(cross, lo[live] + 1, 1)
+        np.add.at(cross, hi[live], -1)
+        cross = np.cumsum(cross)
+        undo: list[tuple] = []
+        rank = self.rank
+        used = [0]
+
+        class _Stop(Exception):
+            pass
+
+        def place(i: int, level: int) -> None:
+            s = int(sizes[i])
+            nb = nbrs[i]
+            nb = nb[minoff[nb] < level + s]
+            undo.append((i, nb, minoff[nb]))
+            unplaced[lo[i] : hi[i]] -= s
+            cross[lo[i] + 1 : hi[i]] -= 1
+            minoff[nb] = level + s
+            minoff[i] = _INF
+            off[i] = level
+
+        def unplace() -> None:
+            i, nb, old_min = undo.pop()
+            unplaced[lo[i] : hi[i]] += sizes[i]
+            cross[lo[i] + 1 : hi[i]] += 1
+            minoff[nb] = old_min
+
+        def solve_range(pool: np.ndarray, s0: int, s1: int) -> bool:
+            pool = pool[minoff[pool] != _INF]
+            if pool.size == 0:
+                return True
+            mark = len(undo)
+            cuts = np.flatnonzero(cross[s0 + 1 : s1] == 0) + s0 + 1
+            bounds = [s0, *cuts.tolist(), s1]
+            for a, e in zip(bounds[:-1], bounds[1:]):
+                part = pool[(lo[pool] < e) & (hi[pool] > a)]
+                if part.size == 0:
+                    continue
+                saved = rank[part].copy()
+                cont = np.maximum.reduceat(unplaced[self.cell_seg], self.cell_at)[part]
+                rank[part[np.lexsort(self._keys(part, cont))]] = np.arange(part.size)
+                try:
+                    ok = dfs(part, a, e, 0, -1, self._lowest(minoff))
+                finally:
+                    rank[part] = saved
+                if not ok:
+                    while len(undo) > mark:
+                        unplace()
+                    return False
+            return True
+
+        def dfs(pool: np.ndarray, s0: int, s1: int, floor: int, last: int, xa) -> bool:
+            if not np.any(xa[pool] != _INF):
+                return True
+            cand, xs = self._candidates(xa, floor, last, pool)
+            # every later placement here is at least as high: the bytes left on a segment
+            # must fit above it (MiniMalloc's cheap check before placing)
+            room = target - int(unplaced[s0:s1].max())
+            for i, level in zip(cand.tolist(), xs.tolist()):
+                if level > room:
+                    break
+                if level + int(sizes[i]) > target:
+                    continue
+                if used[0] >= budget or (used[0] & 63 == 0 and time.perf_counter() > deadline):
+                    raise _Stop
+                used[0] += 1
+                self.nodes += 1
+                place(i, level)
+                xb = self._lowest(minoff)
+                if self._sections_fit(xb, level, target, unplaced, (s0, s1)):
+                    split = bool(np.any(cross[max(lo[i] + 1, s0 + 1) : min(hi[i], s1)] == 0))
+                    if split:
+                        ok = solve_range(pool, s0, s1)
+                    else:
+                        ok = dfs(pool, s0, s1, level, int(rank[i]), xb)
+                    if ok:
+                        return True
+                unplace()
+            return False
+
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, 4 * n + 200))
+        try:
+            found = solve_range(live, 0, m)
+        except _Stop:
+            return "budget"
+        finally:
+            sys.setrecursionlimit(limit)
+        return off if found else "exhausted"
 
 
 class TelaMalloc(Planner):
@@ -245,12 +454,14 @@ class TelaMalloc(Planner):
     ----------
     time_limit : float, default 5.0
         Wall-clock seconds for the whole call (start plans included).
-    priority : str or tuple of str, default ("width", "contention", "area")
+    priority : str or tuple of str, default ("contention_width", "width", "contention")
         Order of the candidates at a node (:data:`PRIORITIES`, see the module docstring). A
         tuple runs one search per priority in turn, one target attempt each (MiniMalloc's round
         robin of preorderings), which protects against one unlucky order.
     node_limit : int, default 2000
-        Placements allowed for the first target; doubled after every failed target.
+        Placements allowed per probe at first; doubled after a round of probes (every priority,
+        both kinds) found nothing, and for bisection also when every target below the best
+        arena failed.
     max_nodes : int or None, default None
         Total placement budget over all targets; with it a run repeats exactly whatever the load.
     max_branch : int or None, default None
@@ -265,6 +476,12 @@ class TelaMalloc(Planner):
         Orders of the greedy start plans (each with both fits).
     start_share : float, default 0.3
         Share of ``time_limit`` after which no further start plan begins (one always runs).
+    tight_probes : bool, default True
+        Alternate bisection probes with probes at the bound (or 1/8 of the gap above it); a
+        tight probe gets four times the bisection budget.
+    decompose : bool, default True
+        Search independent sides separately (see the module docstring); used up to 2,000
+        buffers (the recursion is as deep as the buffers).
 
     Returns (through :meth:`plan`)
     ------------------------------
@@ -294,7 +511,7 @@ class TelaMalloc(Planner):
     def __init__(
         self,
         time_limit: float = 5.0,
-        priority: str | tuple[str, ...] = ("width", "contention", "area"),
+        priority: str | tuple[str, ...] = ("contention_width", "width", "contention"),
         node_limit: int = 2000,
         max_nodes: int | None = None,
         max_branch: int | None = None,
@@ -302,6 +519,8 @@ class TelaMalloc(Planner):
         check_dominance: bool = True,
         start_orders: tuple[str, ...] = DEFAULT_START_ORDERS,
         start_share: float = 0.3,
+        tight_probes: bool = True,
+        decompose: bool = True,
     ) -> None:
         self.time_limit = time_limit
         self.priority = priority
@@ -312,6 +531,8 @@ class TelaMalloc(Planner):
         self.check_dominance = check_dominance
         self.start_orders = start_orders
         self.start_share = start_share
+        self.tight_probes = tight_probes
+        self.decompose = decompose
 
     def _solve(self, problem: Problem) -> SolveResult:
         prios = (self.priority,) if isinstance(self.priority, str) else tuple(self.priority)
@@ -331,7 +552,9 @@ class TelaMalloc(Planner):
         targets: list[tuple[int, str]] = []
         prios = (self.priority,) if isinstance(self.priority, str) else tuple(self.priority)
         searches = [
-            _Search(problem, pr, self.max_branch, self.symmetry, self.check_dominance)
+            _Search(
+                problem, pr, self.max_branch, self.symmetry, self.check_dominance, self.decompose
+            )
             for pr in prios
         ]
         turn = 0
@@ -341,6 +564,8 @@ class TelaMalloc(Planner):
         if problem.worst_case_arena > 2**62:
             info.update(trajectory=traj.points, targets=[], nodes=0, stopped_by="range")
             return SolveResult(best_off, "optimal" if best <= bound else "heuristic", bound, info)
+        tight_budget = 4 * budget  # a tight probe prunes hardest and gains most: more nodes
+        kinds = ("bisect", "tight") if self.tight_probes else ("bisect",)
         while best > bound:
             if time.perf_counter() >= deadline:
                 stopped = "time_limit"
@@ -350,15 +575,22 @@ class TelaMalloc(Planner):
             if left is not None and left <= 0:
                 stopped = "max_nodes"
                 break
-            low = max(bound, failed + 1)
-            if low >= best:  # every target below the best failed on its budget: more budget
-                failed = bound - 1
-                low = bound
-                budget *= 2
-            target = (low + best - 1) // 2 if best - low > 1 else low
-            search = searches[turn % len(searches)]
+            kind = kinds[turn % len(kinds)]
+            search = searches[(turn // len(kinds)) % len(searches)]
             turn += 1
-            res = search.run(target, budget if left is None else min(budget, left), deadline)
+            if kind == "tight":  # the bound itself, or 1/8 of the gap above it, in turn
+                target = bound if (turn // len(kinds)) % 2 == 0 else bound + (best - bound) // 8
+                k_budget = tight_budget
+            else:
+                low = max(bound, failed + 1)
+                if low >= best:  # every target below the best failed on its budget: more budget
+                    failed = bound - 1
+                    low = bound
+                    budget *= 2
+                target = (low + best - 1) // 2 if best - low > 1 else low
+                k_budget = budget
+            res = search.run(target, k_budget if left is None else min(k_budget, left), deadline)
+            last_of_round = (turn // len(kinds)) % len(searches) == 0 and turn % len(kinds) == 0
             if isinstance(res, np.ndarray):
                 targets.append((target, "found"))
                 best_off, best = res, int((res + problem.sizes).max())
@@ -368,9 +600,11 @@ class TelaMalloc(Planner):
                 bound = target + 1
             else:
                 targets.append((target, res))
-                failed = target
-                if turn % len(searches) == 0:  # every priority has had this budget
-                    budget *= 2
+                if kind == "bisect":
+                    failed = target
+            if last_of_round and not isinstance(res, np.ndarray):
+                budget *= 2  # every priority has had these budgets
+                tight_budget *= 2
         info.update(
             trajectory=traj.points,
             targets=targets,

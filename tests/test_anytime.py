@@ -157,8 +157,8 @@ def test_minimalloc_a_improves_on_every_greedy_plan():
     p = read_minimalloc_csv(path).with_capacity(None)
     assert plan(p, "greedy_by_size").arena_size == 1352704
     runs = {
-        "local_search": ({"max_iters": 1000, "time_limit": 60.0}, 1252352),
-        "telamalloc": ({"max_nodes": 6000, "time_limit": 60.0}, 1218560),
+        "local_search": ({"max_iters": 1000, "time_limit": 60.0}, 1276928),
+        "telamalloc": ({"max_nodes": 6000, "time_limit": 60.0}, 1200128),
     }
     for name, (params, arena) in runs.items():
         pl = plan(p, name, **params)
@@ -177,3 +177,27 @@ def test_lns_cpsat_never_claims_optimal_from_cp_sat_above_2_53_bytes():
     r = plan(p, "lns_cpsat", time_limit=2)
     assert r.best_bound <= 2**56 + 1 <= r.arena_size
     assert r.status != "optimal" or r.arena_size == 2**56 + 1
+
+
+@settings(max_examples=30, deadline=None)
+@given(p=problems(max_n=10), prio=st.sampled_from(["contention_width", "width", "area"]))
+def test_telamalloc_search_decides_the_optimum_with_and_without_decomposition(p, prio):
+    """The skyline search is complete: at the CP-SAT optimum it finds a layout within it, one byte
+    below it is exhausted, with or without decomposition (a wrong pruning rule shows here)."""
+    from planners.telamalloc import _Search
+
+    opt = plan(p, "cpsat", time_limit=20.0, workers=1)
+    assert opt.status == "optimal"
+    for decompose in (True, False):
+        s = _Search(p, prio, None, True, True, decompose=decompose)
+        found = s.run(opt.arena_size, 10**6, float("inf"))
+        assert isinstance(found, np.ndarray), (decompose, found)
+        assert int((found + p.sizes).max(initial=0)) <= opt.arena_size
+        live, top = p.sizes > 0, found + p.sizes
+        meet = (p.starts[:, None] < p.ends[None, :]) & (p.ends[:, None] > p.starts[None, :])
+        clash = meet & (found[:, None] < top[None, :]) & (found[None, :] < top[:, None])
+        clash &= live[:, None] & live[None, :] & ~np.eye(p.n, dtype=bool)
+        assert not clash.any() and np.all(found % p.alignments == 0)
+        if opt.arena_size > 0:
+            below = _Search(p, prio, None, True, True, decompose=decompose)
+            assert below.run(opt.arena_size - 1, 10**6, float("inf")) == "exhausted", decompose

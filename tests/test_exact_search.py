@@ -155,6 +155,26 @@ def test_minimize_trajectory_is_monotone_and_ends_at_the_plan():
         Minimize(strategy="zigzag").plan(p)
 
 
+def test_minimize_portfolio_cycles_variants():
+    p = aligned_gap(5)  # lower bound 15, optimum 18
+    m = Minimize(time_limit=20, strong_bound=False).plan(p)
+    vs = [pr["variant"] for pr in m.info["probes"]]
+    assert len(vs) >= 2 and vs == [k % 2 for k in range(len(vs))]  # default, then "WR"
+    assert m.arena_size == 18 and m.status == "optimal"
+    assert m.info["bounds"] == {"max_live": 15}
+    one = Minimize(time_limit=20, strong_bound=False, portfolio=({},)).plan(p)
+    assert {pr["variant"] for pr in one.info["probes"]} == {0} and one.arena_size == 18
+    seeded = Minimize(
+        time_limit=20, strong_bound=False, portfolio=({"preorderings": ("R",), "seed": "probe"},)
+    ).plan(p)
+    assert seeded.arena_size == 18 and seeded.best_bound == 18
+    m = Minimize(time_limit=20).plan(p)
+    assert m.info["bounds"]["max_live"] == 15 and m.info["bounds"]["subsets"] == 18
+    for bad in ((), ("WR",)):
+        with pytest.raises(ProblemError, match="portfolio"):
+            Minimize(portfolio=bad).plan(p)
+
+
 def test_timeout_is_reported_cleanly():
     # 8 aligned 2 B buffers with distinct lifetimes + 8 x 1 B: infeasible at 29 (one aligned buffer
     # starts at >= 28) but the section bound cannot see alignment, so the search is long.

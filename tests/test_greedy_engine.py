@@ -238,3 +238,39 @@ def test_choose_best_parallel_is_deterministic():
     assert list(two.info["arenas"]) == list(ChooseBest().planners)
     py = ChooseBest(planners=("greedy_by_size", "best_fit", "chaitin"), workers=2).plan(p)
     assert py.info["arenas"]["greedy_by_size"] == plan(p, "greedy_by_size").arena_size
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("fit", FITS)
+def test_engines_agree_with_hundreds_of_placed_neighbours(seed, fit):
+    """Long lifetimes (a few hundred buffers live at once) exercise the C engine's sort of 24 to
+    255 placed neighbours (counting pass on the top bits, then insertion sort) and its radix sort
+    above; offsets clustered (powers of two, many equal sizes) and spread (lognormal)."""
+    for size_dist in ("pow2", "lognormal"):
+        p = random_problem(1500, seed=seed, mean_lifetime=150.0, horizon=600, size_dist=size_dist,
+                           alignment=(1, 8, 3)[seed])
+        for order in ("size", "start", "problem"):
+            py, c = _both(p, order, fit)
+            assert np.array_equal(py, c), (size_dist, order)
+
+
+def _order_by_size_reference(p):
+    return np.lexsort((np.arange(p.n), p.starts, -p.sizes)).astype(np.int64)
+
+
+@settings(max_examples=100, deadline=None)
+@given(problems(), st.sampled_from([0, 2**31 - 2, 2**31, 2**40]),
+       st.sampled_from([0, 2**32 - 5, 2**32, -(2**40)]))
+def test_order_by_size_packed_key_equals_lexsort(p, size_shift, start_shift):
+    """The packed single-key sort of ``order_by_size`` (sizes within 2**31 of the largest, starts
+    within 2**32 of the earliest) and the three-key lexsort it falls back to give the same
+    permutation; shifted sizes and starts push the problem to either side of the limits."""
+    if p.n == 0:
+        assert greedy.order_by_size(p).tolist() == []
+        return
+    sizes = p.sizes.copy()
+    sizes[0] += size_shift
+    starts = p.starts.copy()
+    starts[-1] += start_shift
+    q = Problem.from_arrays(starts, starts + (p.ends - p.starts), sizes)
+    assert np.array_equal(greedy.order_by_size(q), _order_by_size_reference(q))

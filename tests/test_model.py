@@ -257,3 +257,85 @@ def test_out_of_range_values_are_named():
         Buffer("x", 0, 1, 10**30)
     with pytest.raises(ProblemError, match=r"capacity .* out of range"):
         Problem([Buffer("x", 0, 1, 1)], capacity=10**30)
+
+
+# -- array-backed problems, vectorised checks -----------------------------------------------------
+@settings(max_examples=200, deadline=None)
+@given(problems_with_offsets(), st.integers(1, 5))
+def test_vectorised_overlap_test_in_small_blocks_agrees_with_all_pairs(case, block):
+    """The numpy pair test of the validator, cut into blocks of a few pairs (rows split across
+    blocks, long rows alone), against the brute force over all pairs."""
+    import planners.validate as validate
+
+    p, off = case
+    old = validate._BLOCK_PAIRS
+    validate._BLOCK_PAIRS = block
+    try:
+        got = validate._overlap_free(p.starts, p.ends, np.asarray(off, np.int64), p.sizes)
+    finally:
+        validate._BLOCK_PAIRS = old
+    assert got == _brute_force_valid(p, off)
+
+
+def test_validator_fast_test_and_sweep_name_the_same_pair():
+    """An overlap found by the vectorised test is named by the sweep: the first pair in sweep
+    order, as before."""
+    p = Problem.from_arrays([0, 1, 2, 3], [5, 6, 7, 8], [8, 8, 8, 8], ids=["w", "x", "y", "z"])
+    with pytest.raises(InvalidPlanError, match=r"buffers 'x' and 'z' are both live in steps \[3, 6\)"):
+        check_plan(p, [0, 8, 16, 12])
+
+
+def _slow_from_arrays(starts, ends, sizes, ids=None, **kw):
+    """The buffer-by-buffer construction (the reference of the numpy path)."""
+    ids = [str(i) for i in range(len(starts))] if ids is None else ids
+    return Problem(
+        [Buffer(str(i), int(s), int(e), int(z)) for i, s, e, z in zip(ids, starts, ends, sizes)],
+        **kw,
+    )
+
+
+def _outcome(fn):
+    try:
+        p = fn()
+    except ProblemError as e:
+        return str(e)
+    return (p.ids, p.buffers, p.starts.tolist(), p.ends.tolist(), p.sizes.tolist(),
+            p.alignments.tolist(), p.aligned_sizes.tolist(), p.resident.tolist(), p.capacity,
+            p.alignment, p.name, dict(p.index))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_from_arrays_numpy_path_equals_buffer_by_buffer(data):
+    """Integer arrays are checked with numpy and stored without Buffer objects; the result (or
+    the error message) equals the buffer-by-buffer construction's, including bad values, a
+    duplicate id, an empty id, the range rule and a bad capacity."""
+    n = data.draw(st.integers(0, 8))
+    big = st.sampled_from([2**62 - 1, 2**62, -(2**62), -(2**62) + 1])
+    val = st.one_of(st.integers(-3, 12), big)
+    starts = data.draw(st.lists(val, min_size=n, max_size=n))
+    ends = data.draw(st.lists(val, min_size=n, max_size=n))
+    sizes = data.draw(st.lists(val, min_size=n, max_size=n))
+    ids = data.draw(st.one_of(st.none(), st.lists(st.sampled_from(["a", "b", "c", "", "d7"]),
+                                                   min_size=n, max_size=n)))
+    kw = {"capacity": data.draw(st.sampled_from([None, 0, 100, -1])),
+          "alignment": data.draw(st.sampled_from([1, 8, 0])), "name": "q"}
+    arrays = [np.array(v, dtype=np.int64) for v in (starts, ends, sizes)]
+    fast = _outcome(lambda: Problem.from_arrays(*arrays, ids=ids, **kw))
+    slow = _outcome(lambda: _slow_from_arrays(starts, ends, sizes, ids=ids, **kw))
+    assert fast == slow
+
+
+def test_array_backed_problem_builds_buffers_lazily():
+    p = Problem.from_arrays(np.array([0, 1]), np.array([2, 3]), np.array([8, 0]), ids=["a", "b"],
+                            alignment=4, name="lazy")
+    assert p._buffers is None  # nothing built yet
+    assert p.n == len(p) == 2 and p.index == {"a": 0, "b": 1}
+    assert p.buffers == (Buffer("a", 0, 2, 8), Buffer("b", 1, 3, 0))
+    assert p.buffers[0].alignment is None and p.alignments.tolist() == [4, 4]
+    q = p.with_capacity(64)
+    assert (q.capacity, q.ids, q.sizes.tolist()) == (64, ["a", "b"], [8, 0])
+    with pytest.raises(ProblemError, match="duplicate buffer id 'a' \\(items 0 and 1\\)"):
+        Problem.from_arrays(np.array([0, 1]), np.array([2, 3]), np.array([8, 0]), ids=["a", "a"])
+    with pytest.raises(ProblemError, match="size must be >= 0 bytes, got -1"):
+        Problem.from_arrays(np.array([0, 1]), np.array([2, 3]), np.array([8, -1]))

@@ -7,7 +7,7 @@ then runs ``minimize`` on the problems named by ``--minimize`` (default C) with 
 limit. One row per run, columns:
 
 ``problem, planner, buffers, lower_bound, capacity, status, arena, best_bound, bound_source,
-seconds, nodes, memo_hits, trajectory, bound_trajectory``
+seconds, nodes, memo_hits, trajectory, bound_trajectory, bounds, target``
 
 ``capacity`` is the decision capacity (for ``minimize``: the file's capacity, unused);
 ``arena`` and bounds are bytes; ``best_bound`` is proved (``bound_source``: ``max_live``,
@@ -15,7 +15,12 @@ seconds, nodes, memo_hits, trajectory, bound_trajectory``
 proved a capacity infeasible); ``nodes`` the search nodes and ``memo_hits`` the subtrees cut by
 the floor-profile memo (summed over probes for ``minimize``); ``trajectory`` and
 ``bound_trajectory`` (``minimize``) are JSON lists of ``[seconds, bytes]`` at every improvement of
-the arena and of the proved bound. Every plan is validated by :meth:`planners.Planner.plan`.
+the arena and of the proved bound; ``bounds`` (``minimize``) a JSON object of every lower bound
+computed (bytes, by name: ``max_live``, ``windows``, ``subsets`` of
+:mod:`planners.lower_bounds`); ``target`` (``minimize`` on D only) says in words which of the
+targets on D was reached (:data:`D_TARGET`): the optimum proved, or a proved bound above
+986,112 bytes and an arena under 1,010,000 bytes, or neither (with the figures). Every plan is
+validated by :meth:`planners.Planner.plan`.
 
 Usage::
 
@@ -37,7 +42,7 @@ from planners import lower_bound, read_minimalloc_csv
 from planners.exact_search import ExactSearch
 from planners.minimize import Minimize
 
-__all__ = ["COLUMNS", "bench_exact_search", "main"]
+__all__ = ["COLUMNS", "D_TARGET", "bench_exact_search", "d_target", "main"]
 
 #: Columns of the CSV, in order.
 COLUMNS = [
@@ -55,7 +60,33 @@ COLUMNS = [
     "memo_hits",
     "trajectory",
     "bound_trajectory",
+    "bounds",
+    "target",
 ]
+
+#: The targets on MiniMalloc's D (bytes): prove the optimum, or prove a bound above its max live
+#: bytes and find an arena under ``arena_below``.
+D_TARGET = {"max_live": 986112, "arena_below": 1010000}
+
+
+def d_target(arena: int, bound: int) -> str:
+    """Which target on D a ``minimize`` result (arena and proved bound, bytes) reached, in words.
+
+    >>> d_target(1018880, 986112)
+    'neither: best arena 1,018,880 >= 1,010,000 and proved bound 986,112 = max live'
+    >>> d_target(1009664, 987136)
+    'bound above max live and arena under 1,010,000 (bound 987,136, arena 1,009,664)'
+    >>> d_target(986112, 986112)
+    'optimum proved: 986,112'
+    """
+    if arena <= bound:
+        return f"optimum proved: {arena:,}"
+    lo, hi = bound > D_TARGET["max_live"], arena < D_TARGET["arena_below"]
+    if lo and hi:
+        return f"bound above max live and arena under 1,010,000 (bound {bound:,}, arena {arena:,})"
+    a = f"best arena {arena:,} {'<' if hi else '>='} 1,010,000"
+    b = f"proved bound {bound:,} {'>' if lo else '='} max live"
+    return f"{'only the arena' if hi else 'only the bound' if lo else 'neither'}: {a} and {b}"
 
 
 def _bound_source(m) -> str:
@@ -115,6 +146,8 @@ def bench_exact_search(
                 "memo_hits": sum(p.get("memo_hits") or 0 for p in m.info["probes"]),
                 "trajectory": json.dumps(m.info["trajectory"]),
                 "bound_trajectory": json.dumps(m.info["bound_trajectory"]),
+                "bounds": json.dumps(m.info.get("bounds", {})),
+                "target": d_target(m.arena_size, m.best_bound) if name == "D" else None,
             }
         )
         print(f"{name} minimize: {rows[-1]} probes={m.info['probes']}", file=sys.stderr)

@@ -274,13 +274,13 @@ static inline int64_t gap_scan(const int64_t *L, const int64_t *H, int64_t k, in
     return o;
 }
 
-/* Stable sort of the pairs (L[j], H[j]), j < k, by L: insertion sort of runs of 16, then
+/* Stable sort of the pairs (L[j], H[j]), j < k, by L: insertion sort of runs of 8, then
  * bottom-up merges between (L, H) and (tL, tH) (k slots each). O(k log k). Returns 1 when the
  * sorted pairs ended in (tL, tH), 0 when in (L, H). */
 static int sort_pairs(int64_t *L, int64_t *H, int64_t *tL, int64_t *tH, int64_t k)
 {
-    for (int64_t lo = 0; lo < k; lo += 16) {
-        int64_t hi = lo + 16 < k ? lo + 16 : k;
+    for (int64_t lo = 0; lo < k; lo += 8) {
+        int64_t hi = lo + 8 < k ? lo + 8 : k;
         for (int64_t j = lo + 1; j < hi; j++) {
             int64_t x = L[j], y = H[j], q = j;
             while (q > lo && L[q - 1] > x) { L[q] = L[q - 1]; H[q] = H[q - 1]; q--; }
@@ -289,7 +289,7 @@ static int sort_pairs(int64_t *L, int64_t *H, int64_t *tL, int64_t *tH, int64_t 
     }
     int64_t *aL = L, *aH = H, *bL = tL, *bH = tH;
     int swapped = 0;
-    for (int64_t w = 16; w < k; w *= 2) {
+    for (int64_t w = 8; w < k; w *= 2) {
         for (int64_t lo = 0; lo < k; lo += 2 * w) {
             int64_t mid = lo + w < k ? lo + w : k, hi = lo + 2 * w < k ? lo + 2 * w : k;
             int64_t i = lo, j = mid, o = lo;

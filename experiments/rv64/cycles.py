@@ -195,8 +195,10 @@ CORE_MODELS: dict[str, CoreModel] = {
             "latency.mul": f"{_L}: let Latency = 3 in WriteRes<WriteIMul, [SiFive7PipeB]>",
             "latency.div": f"{_L}: WriteRes<WriteIDiv, [SiFive7PipeB, SiFive7IDiv]> Latency = 66, "
             "ReleaseAtCycles = [1, 65]; the worst case (1 quotient bit per cycle, LLVM review "
-            "D151139); the FU740 manual describes a variable-latency divider: this bound is an "
-            "assumption for any operands (the cores divide only for non-power-of-two alignments)",
+            "D151139). Kept for every operand value, an assumption: SiFive's core manuals give "
+            "the divider's latency only as a range 'depending on the operand values' (e.g. the "
+            "E31 manual, FE310-G000, sec. 3.3: 2 to 33 cycles), no formula of the operands "
+            "(the cores divide only for non-power-of-two alignments)",
             "div32_latency": f"{_L}: WriteIDiv32 Latency = 34, ReleaseAtCycles = [1, 33] "
             "(worst case, as latency.div)",
             "latency.other": f"{_L}: FP sign-inject/compare/convert Latency = 3",

@@ -28,8 +28,8 @@
  * order up to the first that does not); at the nodes with p >= e, all on the search path of e,
  * the members starting before e. A query therefore costs O(log n + d) for d buffers of non-zero
  * size live with the buffer (placed or not), and its k placed neighbours are then sorted by
- * offset (LSD radix sort: one O(k) pass per 4- or 8-bit digit in which the offsets differ, at
- * most 16). In total O(n log n + E) time for E interfering pairs, never a pass over all placed
+ * offset (below 256 of them one counting pass on the top bits and an insertion sort, else an
+ * LSD radix sort: one O(k) pass per 8-bit digit in which the offsets differ). In total O(n log n + E) time for E interfering pairs, never a pass over all placed
  * buffers, and O(n) memory (at most about 140 bytes per buffer), no edge list.
  *
  * Range: planners.model admits only problems whose worst-case arena
@@ -73,7 +73,8 @@ static inline i64 round_up(i64 x, i64 a) {
 typedef unsigned long long u64;
 
 /* Sorts a[0..n) by the key (u64)(a[q].o ^ flip) ascending (flip = 2^63 orders signed keys;
-   stable). Radix digits of 4 bits for small n, 8 bits for large n, only over the bits in which
+   stable). Below 24 keys an insertion sort; below 256 one counting pass on the top bits of
+   (key - min) and an insertion sort; else LSD radix digits of 8 bits, only over the bits in which
    the keys differ (key - min). Returns the array holding the result: a or tmp (length >= n). */
 static Seg *sort_by_key(Seg *a, Seg *tmp, i64 n, u64 flip) {
     if (n < 24) {
@@ -92,7 +93,29 @@ static Seg *sort_by_key(Seg *a, Seg *tmp, i64 n, u64 flip) {
         if (key < lo) lo = key;
         if (key > hi) hi = key;
     }
-    const int w = n < 256 ? 4 : 8, nbuck = 1 << w;
+    if (n < 256) {
+        /* One stable counting pass on the top bits of (key - lo), into at least 2n buckets, then
+           an insertion sort of the nearly sorted result (about one move per key when the keys
+           are spread, at most n^2 / 2 < 2^15 when they cluster). */
+        int bits = 1, rbits = 0;
+        while ((1 << bits) < 2 * n) bits++;
+        for (u64 r = hi - lo; r; r >>= 1) rbits++;
+        const int sh = rbits > bits ? rbits - bits : 0;
+        unsigned cnt[513];
+        memset(cnt, 0, sizeof(unsigned) * (size_t)((1 << bits) + 1));
+        for (i64 q = 0; q < n; q++) cnt[((((u64)a[q].o ^ flip) - lo) >> sh) + 1]++;
+        for (int b = 1; b <= (1 << bits); b++) cnt[b] += cnt[b - 1];
+        for (i64 q = 0; q < n; q++) tmp[cnt[(((u64)a[q].o ^ flip) - lo) >> sh]++] = a[q];
+        for (i64 q = 1; q < n; q++) {
+            Seg v = tmp[q];
+            u64 kv = (u64)v.o ^ flip;
+            i64 j = q - 1;
+            while (j >= 0 && ((u64)tmp[j].o ^ flip) > kv) { tmp[j + 1] = tmp[j]; j--; }
+            tmp[j + 1] = v;
+        }
+        return tmp;
+    }
+    const int w = 8, nbuck = 1 << w;
     const u64 mask = (u64)nbuck - 1;
     int nd = 0;
     for (u64 r = hi - lo; r; r >>= w) nd++;
