@@ -35,12 +35,13 @@ heuristic search part:
 * **Lowering the target.** The first target is below the best greedy arena (every order of
   :data:`planners.greedy.ORDERS` with both fits, the compiled engine when built). Probes
   alternate between *bisection* (halfway between the best arena and the highest target that
-  failed, or the bound) and, with ``tight_probes``, *tight* probes at the best proved bound or
-  1/8 of the gap above it: a tight capacity prunes hardest, so such a probe often succeeds
-  where a looser one runs out of budget (a complete search of this kind needs far fewer nodes on
-  MiniMalloc's C, E and F at their lower bound than at 1.05 x). When a search with untruncated branching is
-  exhausted, no layout within the target exists: the bound becomes ``target + 1`` (a proof;
-  ``status="optimal"`` when the arena meets it).
+  failed, or the bound) and, with ``tight_probes``, *tight* probes (ten times the budget) at the
+  best proved bound or 1/8 of the gap above it (the priorities alternate between the two, the
+  first priority at the bound in the first round): a tight capacity prunes hardest, so such a
+  probe often succeeds where a looser one runs out of budget (a complete search of this kind
+  needs far fewer nodes on MiniMalloc's C, E and F at their lower bound than at 1.05 x). When a
+  search with untruncated branching is exhausted, no layout within the target exists: the
+  bound becomes ``target + 1`` (a proof; ``status="optimal"`` when the arena meets it).
 
 Conventions: half-open lifetimes ``[start, end)`` in schedule steps, sizes, offsets and targets in
 bytes. ``plan.info["trajectory"]`` lists ``(seconds, arena)`` at the start plan and at every
@@ -293,6 +294,7 @@ class _Search:
 
         floor, last = 0, -1
         remaining = live.size
+        every = 63 if n <= 2000 else 0  # clock checks: every 64 nodes, every node when large
         used = 0
         stack = [[*self._candidates(self._lowest(minoff), floor, last), 0]]  # candidates, their offsets, next
         while stack:
@@ -313,7 +315,7 @@ class _Search:
                 continue
             if level + int(sizes[i]) > target:
                 continue
-            if used >= budget or (used & 63 == 0 and time.perf_counter() > deadline):
+            if used >= budget or (used & every == 0 and time.perf_counter() > deadline):
                 return "budget"
             used += 1
             self.nodes += 1
@@ -478,7 +480,7 @@ class TelaMalloc(Planner):
         Share of ``time_limit`` after which no further start plan begins (one always runs).
     tight_probes : bool, default True
         Alternate bisection probes with probes at the bound (or 1/8 of the gap above it); a
-        tight probe gets four times the bisection budget.
+        tight probe gets ten times the bisection budget.
     decompose : bool, default True
         Search independent sides separately (see the module docstring); used up to 2,000
         buffers (the recursion is as deep as the buffers).
@@ -564,7 +566,7 @@ class TelaMalloc(Planner):
         if problem.worst_case_arena > 2**62:
             info.update(trajectory=traj.points, targets=[], nodes=0, stopped_by="range")
             return SolveResult(best_off, "optimal" if best <= bound else "heuristic", bound, info)
-        tight_budget = 4 * budget  # a tight probe prunes hardest and gains most: more nodes
+        tight_budget = 10 * budget  # a tight probe prunes hardest and gains most: more nodes
         kinds = ("bisect", "tight") if self.tight_probes else ("bisect",)
         while best > bound:
             if time.perf_counter() >= deadline:
@@ -576,10 +578,14 @@ class TelaMalloc(Planner):
                 stopped = "max_nodes"
                 break
             kind = kinds[turn % len(kinds)]
-            search = searches[(turn // len(kinds)) % len(searches)]
+            which = (turn // len(kinds)) % len(searches)
+            search = searches[which]
+            rounds = turn // (len(kinds) * len(searches))  # rounds every priority completed
             turn += 1
-            if kind == "tight":  # the bound itself, or 1/8 of the gap above it, in turn
-                target = bound if (turn // len(kinds)) % 2 == 0 else bound + (best - bound) // 8
+            if kind == "tight":  # the bound, or 1/8 of the gap above it: priorities alternate,
+                # the first priority at the bound in the first round
+                exact = (rounds + which) % 2 == 0
+                target = bound if exact else bound + (best - bound) // 8
                 k_budget = tight_budget
             else:
                 low = max(bound, failed + 1)

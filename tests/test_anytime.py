@@ -167,6 +167,18 @@ def test_minimalloc_a_improves_on_every_greedy_plan():
         _traj_ok(pl)
 
 
+def test_telamalloc_reaches_the_lower_bound_of_minimalloc_a_and_f_within_a_node_budget():
+    # The first tight probe (contention_width ranking, at the max-live bound) succeeds on both;
+    # a node budget, not the clock, ends the run, so the result holds under any load.
+    for letter, nodes in (("A", 16_000), ("F", 24_000)):
+        p = read_minimalloc_csv(shared_path("benchmarks", "minimalloc", f"{letter}.1048576.csv"))
+        p = p.with_capacity(None)
+        pl = plan(p, "telamalloc", max_nodes=nodes, time_limit=120.0)
+        assert pl.arena_size == lower_bound(p) == 1048576, letter
+        assert pl.status == "optimal" and pl.info["stopped_by"] == "bound", letter
+        _traj_ok(pl)
+
+
 def test_lns_cpsat_never_claims_optimal_from_cp_sat_above_2_53_bytes():
     # b1 below b0 meets the lower bound 2**56 + 1; b0 below b1 needs 2**56 + 2 (alignment 2).
     # CP-SAT compares such objectives as doubles, so its OPTIMAL for a sub-problem above 2**53

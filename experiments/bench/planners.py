@@ -35,8 +35,9 @@ the best solve), ``plan_seconds`` (the whole :meth:`planners.Planner.plan` call:
 solve and the validator), ``validate_seconds`` (:func:`planners.validate.check_plan` alone),
 ``setup_seconds`` (building or reading the problem), ``arena``, ``lower_bound`` (bytes),
 ``setup_rss_mb`` (peak RSS after building the problem) and ``peak_rss_mb`` (peak RSS of the child,
-MiB), ``repeats``, ``target``, ``met``, ``note``. Wall times depend on the load of the machine;
-``cpu_seconds`` less so.
+MiB), ``repeats``, ``load_1min`` (the machine's 1-minute load average when the measurement
+started: runnable processes, on 2 cores here), ``target``, ``met``, ``note``. Wall times depend on
+the load of the machine; ``cpu_seconds`` less so.
 
 Usage::
 
@@ -49,6 +50,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -198,6 +200,7 @@ SCALE_COLUMNS = [
     "setup_rss_mb",
     "peak_rss_mb",
     "repeats",
+    "load_1min",
     "target",
     "met",
     "note",
@@ -231,7 +234,8 @@ def _measure(spec: dict) -> dict:
 
     case, engine, repeats = spec["case"], spec.get("engine", ""), int(spec.get("repeats", 1))
     row = {c: None for c in SCALE_COLUMNS}
-    row.update(case=case, engine=engine, repeats=repeats, note=spec.get("note", ""))
+    row.update(case=case, engine=engine, repeats=repeats, note=spec.get("note", ""),
+               load_1min=round(os.getloadavg()[0], 2))
     t0 = time.perf_counter()
     if case == "csv_read":
         with tempfile.TemporaryDirectory() as tmp:
