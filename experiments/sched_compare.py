@@ -27,11 +27,7 @@ from scheduling.graph import Graph
 from scheduling.lifetimes import lifetime_problem, peak_live_bytes
 from scheduling.schedulers import SCHEDULERS, get_scheduler
 
-__all__ = ["SCHED_COLUMNS", "compare_schedules", "scheduler_for", "TIME_LIMITED",
-           "SCHED_PLANS_FILE", "write_schedules", "read_schedules"]
-
-#: The side file of ``compare_sched.csv``: each schedule's order and its stored problem.
-SCHED_PLANS_FILE = "compare_sched_orders.json"
+__all__ = ["SCHED_COLUMNS", "compare_schedules", "scheduler_for", "TIME_LIMITED"]
 
 #: Columns of a scheduler comparison record, in order.
 SCHED_COLUMNS = [
@@ -178,41 +174,3 @@ def compare_schedules(
                     row["error"] = str(e)
                 rows.append(row)
     return pd.DataFrame(rows, columns=SCHED_COLUMNS)
-
-
-def write_schedules(out, entries, name: str = SCHED_PLANS_FILE):
-    """Store schedules for figures: each entry ``(record, order, problem)`` (as passed to
-    ``on_schedule``) becomes ``{workload, scheduler, status, peak_bytes, order, problem}`` with
-    the activation problem written once as ``OUT/problems/DIGEST.csv``; the JSON file is written
-    atomically. Returns its path."""
-    from pathlib import Path
-
-    from experiments.harness import _atomic_write, store_problem
-
-    rows = []
-    for rec, order, problem in entries:
-        rows.append({"workload": rec["workload"], "scheduler": rec["scheduler"],
-                     "status": rec["status"], "peak_bytes": rec["peak_bytes"],
-                     "order": [str(o) for o in order], "problem": store_problem(out, problem)})
-    rows.sort(key=lambda r: (str(r["workload"]), str(r["scheduler"])))
-    path = Path(out) / name
-    _atomic_write(path, json.dumps({"schedules": rows}, sort_keys=True, separators=(",", ":")))
-    return path
-
-
-def read_schedules(out, name: str = SCHED_PLANS_FILE) -> dict[str, dict[str, tuple]]:
-    """Live profiles ``workload -> scheduler -> (steps, live bytes)`` of the stored schedules
-    (their stored activation problems through :func:`planners.live_profile`); no scheduling or
-    lifetime analysis. O(n log n) per schedule."""
-    from pathlib import Path
-
-    from experiments.harness import load_problem_csv
-    from planners import live_profile
-
-    out = Path(out)
-    body = json.loads((out / name).read_text())
-    prof: dict[str, dict[str, tuple]] = {}
-    for r in body["schedules"]:
-        p = load_problem_csv(out / r["problem"], f"{r['workload']} ({r['scheduler']})")
-        prof.setdefault(r["workload"], {})[r["scheduler"]] = live_profile(p)
-    return prof

@@ -5,6 +5,12 @@ lifetimes in schedule steps, sizes in bytes). The registry :data:`WORKLOADS` hol
 workloads: the nine ONNX models that the ``onnx`` wheel ships (lifetimes from the file order) and the
 seed examples; :func:`minimalloc_workloads` adds every CSV of a MiniMalloc folder, and
 :func:`load_problem` turns a path (``.csv`` / ``.onnx``) or a registry name into a problem.
+
+This module is the one workload resolver of the toolkit: the command line
+(:func:`resolve_problems`, :func:`resolve_graphs`), the harness and sweeps (:func:`kind_graph`,
+:func:`activation_problem`) all resolve names, files and graph kinds here. A new workload kind
+gets its loader in :func:`kind_graph` (graphs) or :func:`load_problem` (problems) and, for a
+graph kind, its lifetime policy in :data:`KIND_LIFETIME_POLICY`.
 """
 
 from __future__ import annotations
@@ -28,7 +34,107 @@ __all__ = [
     "onnx_problem",
     "tflite_workloads",
     "tflite_model_files",
+    "KIND_LIFETIME_POLICY",
+    "activation_problem",
+    "kind_graph",
+    "workload_key",
+    "resolve_problems",
+    "resolve_graphs",
 ]
+
+#: How a schedule of each graph workload kind becomes an activation problem: keyword arguments of
+#: :func:`scheduling.lifetimes.lifetime_problem`. TFLite models plan their graph input in the
+#: arena with 16-byte alignment, as TFLite Micro's arena does (``MicroArenaBufferAlignment()``);
+#: ONNX models, generated graphs and other graphs plan activations only, unaligned.
+KIND_LIFETIME_POLICY: dict[str, dict] = {
+    "onnx": {"include_inputs": False, "alignment": 1},
+    "generator": {"include_inputs": False, "alignment": 1},
+    "graph": {"include_inputs": False, "alignment": 1},
+    "tflite": {"include_inputs": True, "alignment": 16},
+}
+
+
+def activation_problem(kind: str, graph, order, name: str | None = None,
+                       unified: bool = False) -> Problem:
+    """The activation :class:`planners.Problem` of ``graph`` under the operator ``order`` (a
+    schedule's order), with the lifetime policy of workload ``kind``
+    (:data:`KIND_LIFETIME_POLICY`): half-open lifetimes ``[start, end)`` in schedule steps, sizes
+    in bytes. ``unified=True`` also plans weights and inputs as residents (seed 000 layout).
+    Raises ``ValueError`` for an unknown kind."""
+    from scheduling.lifetimes import lifetime_problem
+
+    if kind not in KIND_LIFETIME_POLICY:
+        raise ValueError(f"workload kind {kind!r} has no lifetime policy; known kinds: "
+                         f"{', '.join(KIND_LIFETIME_POLICY)}")
+    return lifetime_problem(graph, order, unified=unified, name=name, **KIND_LIFETIME_POLICY[kind])
+
+
+def kind_graph(kind: str, source: str, params: dict | None = None):
+    """``(graph, extra)`` of a graph workload of ``kind``: ``"onnx"`` (``source`` a path,
+    ``params`` shape overrides for :func:`scheduling.onnx_import.load_onnx`), ``"tflite"`` (a path;
+    ``extra`` holds ``persistent_bytes``, the tensors outside the activation arena) or
+    ``"generator"`` (``source`` a generator name of :mod:`scheduling.generators`, ``params`` its
+    keyword arguments). Raises ``ValueError`` for another kind."""
+    p = params or {}
+    if kind == "onnx":
+        from scheduling.onnx_import import load_onnx
+
+        return load_onnx(source, overrides=p or None), {}
+    if kind == "tflite":
+        from scheduling.tflite_import import load_tflite
+
+        m = load_tflite(source, overrides=p or None)
+        return m.graph, {"persistent_bytes": m.persistent_bytes}
+    if kind == "generator":
+        from scheduling.generators import generate
+
+        return generate(source, **p), {}
+    raise ValueError(f"workload kind {kind!r} has no graph")
+
+
+def workload_key(spec: str) -> str:
+    """The record name of a workload given on the command line: a file's stem, else the name.
+
+    >>> workload_key("models/net.onnx"), workload_key("seed000")
+    ('net', 'seed000')
+    """
+    return Path(spec).stem if spec.endswith((".csv", ".onnx", ".tflite", ".json")) else spec
+
+
+def resolve_problems(names: list[str] | None = None, minimalloc_dir: str | Path | None = None,
+                     size_attr: str = "cost_ram", overrides: list[str] | None = None
+                     ) -> dict[str, Problem]:
+    """Problems by record name (:func:`workload_key`) for the names, files and ``minimalloc:NAME``
+    specs in ``names`` (:func:`load_problem` each), or for :func:`default_workloads` when
+    ``names`` is empty; plus every CSV of ``minimalloc_dir`` unless ``names`` already names
+    ``minimalloc:`` workloads (then it is only where those are looked up). ``overrides`` are
+    ``NAME=DIMS`` items (:func:`parse_overrides`) for the ONNX/TFLite workloads in ``names``.
+    Raises :class:`planners.ProblemError` naming a bad input, ``ValueError`` for overrides
+    without names."""
+    if overrides and not names:
+        raise ValueError("--override needs --workloads naming the ONNX/TFLite models it applies to")
+    problems: dict[str, Problem] = {}
+    if names:
+        for n in names:
+            problems[workload_key(n)] = load_problem(n, minimalloc_folder=minimalloc_dir,
+                                                     size_attr=size_attr,
+                                                     overrides=parse_overrides(overrides))
+    else:
+        for n, w in default_workloads().items():
+            problems[n] = w.problem()
+    if minimalloc_dir and not any(n.startswith("minimalloc:") for n in names or []):
+        for n, w in minimalloc_workloads(minimalloc_dir).items():
+            problems[n] = w.problem()
+    return problems
+
+
+def resolve_graphs(names: list[str] | None = None, size_attr: str = "cost_ram",
+                   overrides: list[str] | None = None) -> dict:
+    """Graphs by record name (:func:`workload_key`) for the names and files in ``names``
+    (:func:`load_graph` each), or every :func:`graph_workloads` entry when ``names`` is empty.
+    Raises :class:`planners.ProblemError` naming an input that is not a graph workload."""
+    return {workload_key(n): load_graph(n, size_attr=size_attr, overrides=parse_overrides(overrides))
+            for n in (names or list(graph_workloads()))}
 
 
 @dataclass(frozen=True)
@@ -68,13 +174,12 @@ def onnx_problem(path: str | Path, schedule: str = "file_order", unified: bool =
     """Import an ONNX model, schedule it and derive the activation problem (see
     :func:`scheduling.lifetimes.problem_from_graph`). Raises :class:`planners.ProblemError` (or a
     subclass) naming the tensor when a size is unknown or the file is malformed."""
-    from scheduling.lifetimes import problem_from_graph
     from scheduling.onnx_import import load_onnx
     from scheduling.schedulers import get_scheduler
 
     graph = load_onnx(path, overrides=overrides)
     order = get_scheduler(schedule).schedule(graph).order
-    return problem_from_graph(graph, order, unified=unified, name=Path(path).stem)
+    return activation_problem("onnx", graph, order, name=Path(path).stem, unified=unified)
 
 
 def onnx_workloads() -> dict[str, Workload]:
@@ -214,17 +319,14 @@ def load_problem(spec: str | Path, capacity: int | None | str = "auto", unified:
         p = onnx_problem(path, schedule=schedule, unified=unified,
                          overrides=_onnx_overrides(overrides))
     elif spec_s.endswith(".tflite"):
-        from scheduling.tflite_import import tflite_problem
-
-        p = tflite_problem(path, schedule=schedule, overrides=overrides or None)
+        p = _tflite_problem(path, schedule=schedule, overrides=overrides)
     elif spec_s.endswith(".json"):
-        from scheduling.lifetimes import problem_from_graph
         from scheduling.schedulers import get_scheduler
 
         _no_overrides(spec_s, overrides)
         graph = load_graph(path, size_attr=size_attr)
         order = get_scheduler(schedule).schedule(graph).order
-        p = problem_from_graph(graph, order, unified=unified, name=path.stem)
+        p = activation_problem("graph", graph, order, name=path.stem, unified=unified)
     elif overrides and spec_s in onnx_workloads():
         p = onnx_problem(onnx_workloads()[spec_s].source, schedule=schedule, unified=unified,
                          overrides=_onnx_overrides(overrides))
@@ -247,14 +349,25 @@ def load_problem(spec: str | Path, capacity: int | None | str = "auto", unified:
                     f"{', '.join(reg)}, {', '.join(n for n in graph_workloads() if n not in reg)}, "
                     f"mobilenet_v1[:alpha:resolution:dtype], mobilenet_v2[...]"
                 ) from None
-            from scheduling.lifetimes import problem_from_graph
             from scheduling.schedulers import get_scheduler
 
             order = get_scheduler(schedule).schedule(graph).order
-            p = problem_from_graph(graph, order, unified=unified, name=spec_s)
+            p = activation_problem("graph", graph, order, name=spec_s, unified=unified)
     if capacity not in ("auto", None) or (capacity is None and p.capacity is not None):
         p = p.with_capacity(None if capacity is None else int(capacity))
     return p
+
+
+def _tflite_problem(path, schedule: str = "file_order", overrides: dict | None = None) -> Problem:
+    """The activation problem of a ``.tflite`` model under ``schedule`` with the ``tflite``
+    lifetime policy (:data:`KIND_LIFETIME_POLICY`; as
+    :func:`scheduling.tflite_import.tflite_problem` with its defaults)."""
+    from scheduling.schedulers import get_scheduler
+    from scheduling.tflite_import import load_tflite
+
+    m = load_tflite(path, overrides=overrides or None)
+    order = get_scheduler(schedule).schedule(m.graph).order
+    return activation_problem("tflite", m.graph, order, name=m.graph.name)
 
 
 def tflite_model_files() -> dict[str, Path]:
@@ -288,10 +401,8 @@ def tflite_workloads() -> dict[str, Workload]:
     main subgraph in file order, graph input in the arena, 16-byte alignment (TFLite Micro's
     arena; see :func:`scheduling.tflite_import.tflite_problem`). Needs the ``tflite`` package to
     load."""
-    from scheduling.tflite_import import tflite_problem
-
     return {
-        name: Workload(name, "tflite", str(path), lambda p=path: tflite_problem(p))
+        name: Workload(name, "tflite", str(path), lambda p=path: _tflite_problem(p))
         for name, path in tflite_model_files().items()
     }
 

@@ -8,6 +8,7 @@ name-or-callable entry points).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from .base import FunctionPlanner, Planner
@@ -37,7 +38,7 @@ from .model import Plan, Problem
 from .naive import Naive
 from .telamalloc import TelaMalloc
 
-__all__ = ["PLANNERS", "get_planner", "plan", "available_planners"]
+__all__ = ["PLANNERS", "get_planner", "plan", "available_planners", "check_planner_names"]
 
 #: Registry of offset planners by name (the name used on the command line and in records).
 PLANNERS: dict[str, type[Planner]] = {
@@ -69,6 +70,22 @@ PLANNERS: dict[str, type[Planner]] = {
 def available_planners() -> list[str]:
     """Registered planner names, in registry order."""
     return list(PLANNERS)
+
+
+def check_planner_names(names: Iterable[str]) -> list[str]:
+    """``names`` as a list when every one is a registered planner; the one check of planner names
+    that callers (command line, sweeps, harness) use before running anything.
+
+    Raises ``ValueError`` naming the unknown names and listing the registered ones, e.g.
+    ``unknown planner 'x'; registered planners: ...``.
+    """
+    names = list(names)
+    unknown = [n for n in names if n not in PLANNERS]
+    if unknown:
+        what = "planners " if len(unknown) > 1 else "planner "
+        raise ValueError(f"unknown {what}{', '.join(map(repr, unknown))}; "
+                         f"registered planners: {', '.join(PLANNERS)}")
+    return names
 
 
 def get_planner(planner: str | Planner | type[Planner] | Any, **params: Any) -> Planner:

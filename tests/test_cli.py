@@ -137,7 +137,7 @@ def test_compare_schedulers(tmp_path):
 
 def test_unknown_scheduler_is_an_error(tmp_path):
     r = memplan("compare", "--schedulers", "no_such", "--workloads", "seed000", "--out", str(tmp_path))
-    assert r.returncode == 2 and "unknown scheduler(s) ['no_such']" in r.stderr
+    assert r.returncode == 2 and "unknown scheduler 'no_such'" in r.stderr
 
 
 def test_rv64_command_json():

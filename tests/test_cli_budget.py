@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.cli_budget import parse_bytes
+from experiments.cli.budget import parse_bytes
 from planners.errors import ProblemError
 
 ROOT = Path(__file__).resolve().parents[1]

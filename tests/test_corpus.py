@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.bench_import import import_row
+from experiments.bench.imports import import_row
 from experiments.corpus import CORPUS, CorpusError, fetch_one
 
 SMALL = ["ppocr_mobile_cls", "silero_vad_16k_op15", "silero_vad", "ddddocr_common_old",

@@ -11,9 +11,8 @@ import pytest
 
 from experiments import plots
 from experiments.cli import main
-from experiments.compare_figures import figures_from_folder
-from experiments.harness import PLANS_FILE, read_plans
-from experiments.sched_compare import SCHED_PLANS_FILE
+from experiments.records import PLANS_FILE, SCHED_PLANS_FILE, read_plans
+from experiments.report.figures import figures_from_folder
 
 
 def _forbid(monkeypatch):
@@ -80,8 +79,9 @@ def test_sched_figures_are_drawn_from_stored_schedules(tmp_path, monkeypatch):
 
 
 def test_bench_sched_figures_are_drawn_from_stored_schedules(tmp_path, monkeypatch):
-    from experiments import bench_sched
-    from experiments.sched_compare import compare_schedules, write_schedules
+    from experiments.bench import sched as bench_sched
+    from experiments.records import write_schedules
+    from experiments.sched_compare import compare_schedules
     from scheduling.generators import generate
 
     graphs = {"randwire100_s0": generate("randwire", seed=0, n_nodes=24, k=4)}
@@ -99,6 +99,73 @@ def test_bench_sched_figures_are_drawn_from_stored_schedules(tmp_path, monkeypat
 
 def test_plot_schedule_curves_takes_profiles_not_orders():
     with pytest.raises(ValueError, match="at least one profile"):
-        from experiments.plots_sched import plot_schedule_curves
+        from experiments.plots.sched import plot_schedule_curves
 
         plot_schedule_curves({})
+
+
+def test_sweep_report_figures_are_drawn_from_records(tmp_path, monkeypatch):
+    """`memplan report` draws every sweep figure (planner comparison, heatmap, quality vs time,
+    scaling, memory over time, layouts) with planners, schedulers and lifetime analysis made to
+    raise; the layout shows the recorded arena."""
+    from experiments.report import build_report
+    from experiments.sweep import load_config, load_records, run_sweep
+
+    cfg = tmp_path / "s.toml"
+    cfg.write_text('out = "out"\nworkloads = ["seed002_ex5.1", '
+                   '{generator = "random_layered", params = {n_ops = 12}}]\n'
+                   '[schedulers]\nfile_order = {}\nmin_live = {}\n'
+                   '[planners]\nfirst_fit = {}\ngreedy_by_size = {}\n')
+    s = run_sweep(load_config(cfg), progress=False)
+    assert s["errors"] == 0
+    records = load_records(tmp_path / "out")
+    _forbid(monkeypatch)
+    written = build_report(tmp_path / "out", jobs=1)
+    names = {p.name for p in written}
+    assert {"planner_comparison.png", "ratio_heatmap.png", "pareto_quality_time.png",
+            "scaling_time_vs_buffers.png", "memory_over_time_seed002_ex5_1.png",
+            "layout_seed002_ex5_1.png", "report.md"} <= names, sorted(names)
+    table = pd.read_csv(tmp_path / "out" / "report" / "tables" / "runs_aggregated.csv")
+    best = table[table["workload"] == "seed002_ex5.1"]["arena"].min()
+    assert best == records[records["workload"] == "seed002_ex5.1"]["arena"].min() == 780
+
+
+def test_memplan_report_redraws_a_compare_folder(tmp_path, monkeypatch):
+    """One command (`memplan report FOLDER`) redraws a `memplan compare` folder's figures from
+    its records, without planning."""
+    out = tmp_path / "cmp"
+    assert main(["compare", "--workloads", "seed002_ex5.1", "--planners", "greedy_by_size",
+                 "first_fit", "--quiet", "--out", str(out)]) == 0
+    before = sorted(p.name for p in (out / "figures").iterdir())
+    for f in (out / "figures").iterdir():
+        f.unlink()
+    _forbid(monkeypatch)
+    assert main(["report", str(out)]) == 0
+    assert sorted(p.name for p in (out / "figures").iterdir()) == before
+    assert "ratio_heatmap.png" in before
+
+
+def test_one_command_redraws_the_benchmark_figures_from_their_csvs(tmp_path, monkeypatch):
+    """`make figures` (experiments.bench.figures.redraw) draws the benchmark figures of results/
+    from the CSVs and stored schedules alone: with planners, schedulers and lifetime analysis
+    made to raise, every figure is written, and a missing CSV is reported, not an error."""
+    import shutil
+    from pathlib import Path
+
+    from experiments.bench.figures import redraw
+
+    src = Path(__file__).resolve().parents[1] / "results"
+    needed = ["bench_anytime.csv", "bench_scale.csv", "bench_budget.csv", "bench_rv64.csv",
+              "bench_sched.csv", "bench_sched_schedules"]
+    if not all((src / n).exists() for n in needed):
+        pytest.skip("results/ lacks the benchmark CSVs")
+    for n in needed:
+        (shutil.copytree if (src / n).is_dir() else shutil.copy)(src / n, tmp_path / n)
+    skipped: list[str] = []
+    _forbid(monkeypatch)
+    written = redraw(tmp_path, sweeps=False, report=skipped.append)
+    names = {p.name for p in written}
+    assert {f"{s}.png" for s in ("bench_anytime", "bench_scale", "budget_vs_overhead",
+                                 "rv64_cycles_vs_buffers", "rv64_cycles_caches", "sched_peaks",
+                                 "sched_curves")} <= names, sorted(names)
+    assert skipped == [f"skipped compare figures: no {tmp_path / 'compare.csv'}"]

@@ -15,9 +15,9 @@ from conftest import shared_case
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from experiments.bench.transforms import bench_transforms
 from experiments.cli import main
 from experiments.harness import planner_for
-from experiments.transforms_compare import bench_transforms
 from experiments.workloads import graph_workloads, load_graph
 from scheduling.generators import GENERATORS, generate
 from scheduling.graph import Graph

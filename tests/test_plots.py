@@ -1,4 +1,4 @@
-"""Tests of the figure helpers and figures (experiments/plots.py, plots_sched.py,
+"""Tests of the figure helpers and figures (experiments/plots/style.py, plots/sched.py,
 compare_figures.py): byte-axis ticks, byte strings, distinct series styles, deterministic files."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from experiments import plots
-from experiments.compare_figures import most_different_workload
-from experiments.plots_sched import plot_sched_peaks, plot_schedule_curves
+from experiments.plots.sched import plot_sched_peaks, plot_schedule_curves
+from experiments.report.figures import most_different_workload
 from planners import Buffer, Plan, Problem, live_profile
 from planners.examples import seed000_problem
 from scheduling.lifetimes import lifetime_problem
@@ -77,7 +77,10 @@ def test_distinct_styles_for_19_workloads_and_up_to_88():
 
 
 def test_ratio_by_planner_colours_by_family_and_fills_only_proved_optima():
-    rows = [{"workload": f"w{k}", "planner": p, "ratio": 1.0 + 0.1 * (k % 3) * (j + 1),
+    from experiments.harness import planner_family
+
+    rows = [{"workload": f"w{k}", "planner": p, "family": planner_family(p),
+             "ratio": 1.0 + 0.1 * (k % 3) * (j + 1),
              "valid": True, "status": "optimal" if p == "cpsat" else "heuristic"}
             for k in range(19) for j, p in enumerate(["cpsat", "greedy_by_size", "first_fit"])]
     ax = plots.plot_ratio_by_planner(pd.DataFrame(rows))
@@ -87,7 +90,7 @@ def test_ratio_by_planner_colours_by_family_and_fills_only_proved_optima():
     colours = {t.get_text(): t.get_color() for t in ax.get_yticklabels()}
     assert colours["first_fit"] == colours["greedy_by_size"] != colours["cpsat"]
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    fams = {plots.planner_family("cpsat"), plots.planner_family("first_fit")}
+    fams = {planner_family("cpsat"), planner_family("first_fit")}
     assert fams | {"proved optimal", "not proved optimal"} <= set(legend)
     filled = sum(len(c.get_offsets()) for c in ax.collections
                  if len(c.get_facecolor()) and c.get_facecolor()[0][3] > 0)

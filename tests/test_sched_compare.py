@@ -1,11 +1,11 @@
 """Tests of the scheduler comparison harness and its figures (experiments/sched_compare.py,
-experiments/plots_sched.py)."""
+experiments/plots/sched.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from experiments.plots_sched import plot_sched_peaks, plot_schedule_curves
+from experiments.plots.sched import plot_sched_peaks, plot_schedule_curves
 from experiments.sched_compare import SCHED_COLUMNS, compare_schedules
 from scheduling.graph import Graph
 

@@ -1,11 +1,11 @@
-"""The soak harness (experiments/soak.py): its independent checks, and a tiny soak run."""
+"""The soak harness (experiments/bench/soak.py): its independent checks, and a tiny soak run."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from experiments import soak
+from experiments.bench import soak
 from planners import Buffer, Plan, Problem, lower_bound, plan
 from planners.errors import MemplanError, ProblemError
 from planners.examples import exercise_5_1_problem as _ex51

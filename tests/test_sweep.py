@@ -35,7 +35,7 @@ def write(tmp_path: Path, text: str, name: str = "sweep.toml") -> Path:
 
 
 def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "experiments.cli_sweep", *args], cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "experiments.cli.sweep", *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -238,7 +238,7 @@ def test_failed_run_record_keeps_the_requested_params(tmp_path, monkeypatch):
 
 
 def test_retry_failed_reruns_error_and_timeout_records_only(tmp_path, monkeypatch, capsys):
-    from experiments import cli_sweep
+    from experiments.cli import sweep as cli_sweep
 
     cfg_path = write(tmp_path, 'out = "out"\ncode_version = "pinned"\nworkloads = ["seed002_ex5.1"]\n'
                                '[planners]\nfirst_fit = {}\nbest_fit = {}\ngreedy_by_size = {}\n')
@@ -278,14 +278,14 @@ def test_retry_failed_reruns_error_and_timeout_records_only(tmp_path, monkeypatc
 def test_retry_failed_is_in_the_command_help():
     import argparse
 
-    from experiments import cli_sweep
+    from experiments.cli import sweep as cli_sweep
 
     ap = argparse.ArgumentParser(prog="memplan")
     sub = ap.add_subparsers(dest="command")
     cli_sweep.add_parsers(sub)
     text = sub.choices["sweep"].format_help()
     assert "--retry-failed" in text and "status error or timeout" in " ".join(text.split())
-    from experiments import sweep
+    from experiments.sweep import run as sweep
 
     assert "--retry-failed" in sweep.__doc__
 
@@ -299,7 +299,7 @@ def test_resume_after_kill_no_duplicates_no_losses(tmp_path):
     expected = {r.key for r in expand_runs(cfg)}
     assert len(expected) == 8
     rec_dir = tmp_path / "out" / "records"
-    proc = subprocess.Popen([sys.executable, "-m", "experiments.cli_sweep", "sweep", str(cfg_path),
+    proc = subprocess.Popen([sys.executable, "-m", "experiments.cli.sweep", "sweep", str(cfg_path),
                              "--quiet"], cwd=ROOT, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
@@ -456,7 +456,7 @@ def _wait_for(cond, seconds: float = 120.0) -> None:
 def test_second_sweep_on_one_folder_waits_or_refuses(tmp_path):
     cfg_path = write(tmp_path, SLOW.replace("iterations = 15000", "iterations = 40000"))
     rec_dir = tmp_path / "out" / "records"
-    command = [sys.executable, "-m", "experiments.cli_sweep", "sweep", str(cfg_path), "--quiet"]
+    command = [sys.executable, "-m", "experiments.cli.sweep", "sweep", str(cfg_path), "--quiet"]
     first = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
     _wait_for(lambda: len(list(rec_dir.glob("*.json"))) >= 1 or first.poll() is not None)
@@ -498,7 +498,7 @@ def test_killed_sweep_leaves_no_worker_processes(tmp_path):
     import psutil
 
     cfg_path = write(tmp_path, SLOW.replace("iterations = 15000", "iterations = 2000000"))
-    proc = subprocess.Popen([sys.executable, "-m", "experiments.cli_sweep", "sweep", str(cfg_path),
+    proc = subprocess.Popen([sys.executable, "-m", "experiments.cli.sweep", "sweep", str(cfg_path),
                              "--quiet", "--jobs", "2"], cwd=ROOT, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     parent = psutil.Process(proc.pid)
@@ -591,7 +591,7 @@ def test_corrupt_records_are_moved_aside_and_run_again(tmp_path):
 
 # -- keys follow the code each run executes --------------------------------------------------------
 def test_editing_one_planner_changes_only_its_keys(tmp_path, monkeypatch):
-    from experiments import sweep
+    from experiments.sweep import provenance as sweep
 
     cfg = load_config(write(tmp_path, 'out = "out"\nworkloads = ["seed002_ex5.1", '
                                       '{generator = "random_layered", params = {n_ops = 12}}]\n'
@@ -633,7 +633,7 @@ def test_run_modules_follow_imports_not_the_whole_tree():
 
     mods = run_modules("first_fit")
     assert {"planners.greedy", "planners.base", "planners.validate", "experiments.harness",
-            "experiments.sweep", "planners.registry"} <= set(mods)
+            "experiments.sweep.execute", "planners.registry"} <= set(mods)
     # the registry is reached by name: other planners' modules are not in first_fit's code
     assert not {"planners.cpsat", "planners.naive", "planners.exact_search"} & set(mods)
     # choose_best runs planners through the registry, so every registered planner counts for it
@@ -644,7 +644,7 @@ def test_run_modules_follow_imports_not_the_whole_tree():
 
 
 def test_missing_module_source_is_an_error(monkeypatch):
-    from experiments import sweep
+    from experiments.sweep import provenance as sweep
 
     real = sweep._module_source
     monkeypatch.setattr(sweep, "_module_source", lambda m: None if m == "planners.greedy" else real(m))
@@ -718,7 +718,7 @@ def test_worker_that_dies_gives_an_error_record_and_the_sweep_goes_on(tmp_path, 
 
 
 def test_c_extension_counts_by_its_c_source(monkeypatch):
-    from experiments import sweep
+    from experiments.sweep import provenance as sweep
 
     original, cache = sweep._module_source, {}
 

@@ -7,14 +7,14 @@ import json
 import pytest
 from conftest import shared_case
 
-from experiments.bench_tflm import write_tflite
+from experiments.bench.tflm import write_tflite
 from experiments.cli import main
 from experiments.workloads import tflite_model_files
 from planners import plan
 
 tflite = pytest.importorskip("tflite", reason="the optional 'tflite' package is not installed")
 
-from experiments.tflm_oracle import (  # noqa: E402
+from experiments.tflm.oracle import (  # noqa: E402
     runtime_arena,
     tflm_arena,
     tflm_arena_model,
@@ -87,8 +87,8 @@ def test_wakeword_structure_and_planning_moment_equal_the_interpreter():
     import subprocess
     import sys
 
-    from experiments.bench_tflm import bench_row
-    from experiments.tflm_oracle import _SCRIPT, parse_breakdown
+    from experiments.bench.tflm import bench_row
+    from experiments.tflm.oracle import _SCRIPT, parse_breakdown
 
     above = 0
     for name, path in WAKEWORD.items():
@@ -149,7 +149,7 @@ def test_if_branches_are_a_workspace_of_the_if_step(tmp_path):
 
 
 def test_control_flow_arena_model_without_the_interpreter(tmp_path):
-    from experiments.bench_tflm import control_flow_models
+    from experiments.bench.tflm import control_flow_models
 
     models = control_flow_models(tmp_path)
     m = tflm_arena_model(_if_model(tmp_path))
@@ -172,7 +172,7 @@ def test_control_flow_models_against_tflite_micro(tmp_path):
     """TFLM plans the branches inlined into the IF step; its head equals our workspace model
     (1296), and the whole modelled arena equals the bisected minimum (3056 for IF, 2048 for
     CALL_ONCE)."""
-    from experiments.bench_tflm import control_flow_models
+    from experiments.bench.tflm import control_flow_models
 
     for name, path in control_flow_models(tmp_path).items():
         a = tflm_arena(path)

@@ -1,4 +1,4 @@
-"""Offline plans for TFLite Micro (experiments/tflm_offline.py, `memplan export --format
+"""Offline plans for TFLite Micro (experiments/tflm/offline.py, `memplan export --format
 tflm-offline`): the tflite-micro interpreter runs the planned model with the same outputs as the
 original, and its non-persistent head equals memplan's arena."""
 
@@ -14,7 +14,7 @@ pytest.importorskip("tflite")
 pytest.importorskip("tflite_micro")
 
 from experiments.cli import main  # noqa: E402
-from experiments.tflm_offline import (  # noqa: E402
+from experiments.tflm.offline import (  # noqa: E402
     _rewrite,
     check_offline_plan,
     read_offline_plan,

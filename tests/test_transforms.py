@@ -443,7 +443,7 @@ def test_horizontal_fusion_peak_report_and_refusal():
 
 
 def test_export_json_tables():
-    from experiments.cli_transforms import run
+    from experiments.cli.transforms import run
 
     g2, _ = run_pipeline(_residual_graph(), "fuse,inplace")
     p = transformed_problem(g2)

@@ -1,4 +1,4 @@
-"""The interactive plan explorer (experiments/view.py, `memplan view`): self-contained HTML, one
+"""The interactive plan explorer (experiments/plots/view.py, `memplan view`): self-contained HTML, one
 rectangle per buffer, hover fields, violations flagged, and a real headless Chromium render."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("plotly")
 
 from experiments.cli import main  # noqa: E402
-from experiments.view import RECTANGLES_META, plan_explorer, rectangle_count, write_html  # noqa: E402
+from experiments.plots.view import RECTANGLES_META, plan_explorer, rectangle_count, write_html  # noqa: E402
 from planners import Problem, lower_bound, plan  # noqa: E402
 
 
@@ -52,7 +52,7 @@ def test_one_rectangle_per_buffer_and_geometry():
 
 
 def test_hover_carries_fields_and_operators():
-    from experiments.view import operator_uses
+    from experiments.plots.view import operator_uses
     from experiments.workloads import load_graph
     from scheduling.lifetimes import problem_from_graph
 
@@ -106,7 +106,7 @@ def test_cli_view_given_plan_valid_and_invalid(tmp_path, capsys):
 
 
 def test_given_plan_drawn_as_given(tmp_path):
-    from experiments.cli_view import load_view
+    from experiments.cli.view import load_view
 
     bad = tmp_path / "bad.csv"
     bad.write_text("id,lower,upper,size,offset\nA,0,2,100,0\nB,1,3,50,60\nC,2,4,100,200\n")

@@ -8,6 +8,7 @@ order`` (networkx-style name-or-callable entry points).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from planners.errors import ParameterError
@@ -27,7 +28,7 @@ from .lpmf import LPMF
 from .min_live import MinLive
 from .traversal import BFS, DFS
 
-__all__ = ["SCHEDULERS", "get_scheduler", "schedule", "available_schedulers"]
+__all__ = ["SCHEDULERS", "get_scheduler", "schedule", "available_schedulers", "check_scheduler_names"]
 
 #: Registry of schedulers by name (the name used on the command line and in records).
 SCHEDULERS: dict[str, type[Scheduler]] = {
@@ -50,6 +51,22 @@ SCHEDULERS: dict[str, type[Scheduler]] = {
 def available_schedulers() -> list[str]:
     """Registered scheduler names, in registry order."""
     return list(SCHEDULERS)
+
+
+def check_scheduler_names(names: Iterable[str]) -> list[str]:
+    """``names`` as a list when every one is a registered scheduler; the one check of scheduler names
+    that callers (command line, sweeps, harness) use before running anything.
+
+    Raises ``ValueError`` naming the unknown names and listing the registered ones, e.g.
+    ``unknown scheduler 'x'; registered schedulers: ...``.
+    """
+    names = list(names)
+    unknown = [n for n in names if n not in SCHEDULERS]
+    if unknown:
+        what = "schedulers " if len(unknown) > 1 else "scheduler "
+        raise ValueError(f"unknown {what}{', '.join(map(repr, unknown))}; "
+                         f"registered schedulers: {', '.join(SCHEDULERS)}")
+    return names
 
 
 def get_scheduler(scheduler: str | Scheduler | type[Scheduler] | Any, **params: Any) -> Scheduler:

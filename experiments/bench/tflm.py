@@ -1,0 +1,220 @@
+"""The TFLite Micro arena model against the interpreter: ``make bench-tflm``.
+
+For every bundled ``.tflite`` model (``../shared/cases/add_chain.tflite`` when present, the
+pymicro-wakeword models, the mediapipe ones when installed) and two models with subgraphs built
+here (:func:`control_flow_models`: ``IF``, ``CALL_ONCE``) one row of
+``results/bench_tflm_arena.csv``:
+
+* ``head``, ``tail``, ``total``: what the ``tflite-micro`` recording allocator reports for a large
+  arena (:func:`experiments.tflm.oracle.tflm_arena`);
+* ``head_model``: ``greedy_by_size`` on our activation problem (TFLM's GreedyMemoryPlanner);
+* ``tail_model``, ``runtime_arena_model``: :func:`experiments.tflm.oracle.tflm_arena_model`
+  (empty where a kernel is not modelled; ``reason`` names it);
+* ``bisected_min``: the smallest ``arena_size`` the interpreter accepts
+  (:func:`experiments.tflm.oracle.tflm_min_arena`);
+* ``difference``: ``runtime_arena_model - bisected_min`` (empty without a model);
+* ``check_low``, ``check_high``, ``check_holds``: the model of the two moments (final arena and
+  plan commit) with the measured tail in place of the modelled one, ``max(total, tail at commit
+  + planning work)``. It checks the planning-moment part of the model on every model, including
+  those whose kernels are not modelled (their scratch requests counted as none). The tail at
+  the commit is the measured tail minus the modelled input/output structs allocated after it,
+  whose 16-byte padding depends on where the tail stood, unknown without the kernels' model: so
+  two values, 8 bytes apart; ``check_holds`` says whether ``bisected_min`` lies between them.
+
+Run: ``python -m experiments.bench.tflm --out results/bench_tflm_arena.csv`` (about 5 s per
+model: one child process per bisection probe).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from experiments.records import write_csv
+
+__all__ = ["COLUMNS", "bench_models", "bench_row", "main", "write_tflite", "control_flow_models"]
+
+COLUMNS = ["model", "head", "tail", "total", "head_model", "tail_model", "runtime_arena_model",
+           "bisected_min", "difference", "check_low", "check_high", "check_holds", "reason"]
+
+
+def write_tflite(path, subgraphs):
+    """Write a minimal ``.tflite`` flatbuffer with the ``tflite`` package's schema builders.
+
+    ``subgraphs``: ``[{"tensors": [(name, shape, TensorType)], "inputs": [...], "outputs":
+    [...], "ops": [(builtin operator name, inputs, outputs, None or (options table name,
+    {field: value}))]}]``, subgraph 0 first. Every tensor has no data (buffer 0, the empty
+    buffer). Returns ``path``. Used to build control-flow models (IF, WHILE, CALL_ONCE) for the
+    benchmark and the tests.
+    """
+    import flatbuffers
+    import tflite
+
+    b = flatbuffers.Builder(1024)
+    codes = list(dict.fromkeys(o[0] for s in subgraphs for o in s["ops"]))
+
+    def ivec(start, xs):
+        start(b, len(xs))
+        for x in reversed(xs):
+            b.PrependInt32(x)
+        return b.EndVector()
+
+    def ovec(start, offs):
+        start(b, len(offs))
+        for o in reversed(offs):
+            b.PrependUOffsetTRelative(o)
+        return b.EndVector()
+
+    tflite.BufferStart(b)
+    buf0 = tflite.BufferEnd(b)
+    sgs = []
+    for s in subgraphs:
+        tens = []
+        for name, shape, ttype in s["tensors"]:
+            n = b.CreateString(name)
+            sh = ivec(tflite.TensorStartShapeVector, shape)
+            tflite.TensorStart(b)
+            tflite.TensorAddShape(b, sh)
+            tflite.TensorAddType(b, ttype)
+            tflite.TensorAddBuffer(b, 0)
+            tflite.TensorAddName(b, n)
+            tens.append(tflite.TensorEnd(b))
+        tv = ovec(tflite.SubGraphStartTensorsVector, tens)
+        ops = []
+        for opname, ins, outs, opts in s["ops"]:
+            iv = ivec(tflite.OperatorStartInputsVector, ins)
+            ov = ivec(tflite.OperatorStartOutputsVector, outs)
+            if opts is not None:
+                getattr(tflite, opts[0] + "Start")(b)
+                for f, v in opts[1].items():
+                    getattr(tflite, opts[0] + "Add" + f)(b, v)
+                oo = getattr(tflite, opts[0] + "End")(b)
+            tflite.OperatorStart(b)
+            tflite.OperatorAddOpcodeIndex(b, codes.index(opname))
+            tflite.OperatorAddInputs(b, iv)
+            tflite.OperatorAddOutputs(b, ov)
+            if opts is not None:
+                tflite.OperatorAddBuiltinOptionsType(b, getattr(tflite.BuiltinOptions, opts[0]))
+                tflite.OperatorAddBuiltinOptions(b, oo)
+            ops.append(tflite.OperatorEnd(b))
+        opv = ovec(tflite.SubGraphStartOperatorsVector, ops)
+        inv = ivec(tflite.SubGraphStartInputsVector, s["inputs"])
+        outv = ivec(tflite.SubGraphStartOutputsVector, s["outputs"])
+        tflite.SubGraphStart(b)
+        tflite.SubGraphAddTensors(b, tv)
+        tflite.SubGraphAddOperators(b, opv)
+        tflite.SubGraphAddInputs(b, inv)
+        tflite.SubGraphAddOutputs(b, outv)
+        sgs.append(tflite.SubGraphEnd(b))
+    ocs = []
+    for opname in codes:
+        code = getattr(tflite.BuiltinOperator, opname)
+        tflite.OperatorCodeStart(b)
+        tflite.OperatorCodeAddBuiltinCode(b, code)
+        tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(code, 127))
+        tflite.OperatorCodeAddVersion(b, 1)
+        ocs.append(tflite.OperatorCodeEnd(b))
+    sgv = ovec(tflite.ModelStartSubgraphsVector, sgs)
+    ocv = ovec(tflite.ModelStartOperatorCodesVector, ocs)
+    bv = ovec(tflite.ModelStartBuffersVector, [buf0])
+    tflite.ModelStart(b)
+    tflite.ModelAddVersion(b, 3)
+    tflite.ModelAddSubgraphs(b, sgv)
+    tflite.ModelAddOperatorCodes(b, ocv)
+    tflite.ModelAddBuffers(b, bv)
+    b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
+    path.write_bytes(b.Output())
+    return path
+
+
+def control_flow_models(folder: str | Path) -> dict[str, Path]:
+    """Two small float models with subgraphs, written into ``folder``: ``built:if`` (an ``IF``
+    whose branches need 512 and 768 bytes) and ``built:call_once`` (a ``CALL_ONCE`` whose
+    initialisation subgraph needs 512 bytes, then an ``ADD``); tensors of ``[1, 64]`` float32."""
+    import tflite
+
+    f32, v = tflite.TensorType.FLOAT32, [1, 64]
+    a = {"tensors": [("a", v, f32), ("b", v, f32), ("o", v, f32)], "inputs": [0], "outputs": [2],
+         "ops": [("ADD", [0, 0], [1], None), ("ADD", [1, 1], [2], None)]}
+    b = {"tensors": [("a", v, f32), ("b1", v, f32), ("b2", v, f32), ("o", v, f32)],
+         "inputs": [0], "outputs": [3],
+         "ops": [("ADD", [0, 0], [1], None), ("ADD", [1, 0], [2], None),
+                 ("ADD", [2, 1], [3], None)]}
+    if_main = {"tensors": [("c", [1], tflite.TensorType.BOOL), ("x", v, f32), ("y", v, f32)],
+               "inputs": [0, 1], "outputs": [2],
+               "ops": [("IF", [0, 1], [2], ("IfOptions", {"ThenSubgraphIndex": 1,
+                                                           "ElseSubgraphIndex": 2}))]}
+    once_main = {"tensors": [("x", v, f32), ("y", v, f32)], "inputs": [0], "outputs": [1],
+                 "ops": [("CALL_ONCE", [], [], ("CallOnceOptions", {"InitSubgraphIndex": 1})),
+                         ("ADD", [0, 0], [1], None)]}
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    return {"built:if": write_tflite(folder / "if.tflite", [if_main, a, b]),
+            "built:call_once": write_tflite(folder / "call_once.tflite", [once_main, a])}
+
+
+def bench_models() -> dict[str, Path]:
+    """``{name: path}`` of the bundled ``.tflite`` models (case file first when present)."""
+    from experiments.workloads import tflite_model_files
+
+    out: dict[str, Path] = {}
+    case = Path(__file__).resolve().parents[3] / "shared" / "cases" / "add_chain.tflite"
+    if case.is_file():
+        out["case:add_chain"] = case
+    out.update(tflite_model_files())
+    return out
+
+
+def bench_row(name: str, path: str | Path) -> dict:
+    """One row of the benchmark (see the module docstring); raises
+    :class:`experiments.tflm.oracle.TflmUnavailable` when the interpreter cannot run."""
+    from experiments.tflm.oracle import tflm_arena, tflm_arena_model, tflm_min_arena
+
+    measured = tflm_arena(path)
+    m = tflm_arena_model(path)
+    posts = m.post_commit if isinstance(m.post_commit, tuple) else (m.post_commit,)
+    checks = [max(measured.total, measured.tail - post + m.planning_work) for post in posts]
+    lo = tflm_min_arena(path)
+    return {
+        "model": name, "head": measured.head, "tail": measured.tail, "total": measured.total,
+        "head_model": m.head, "tail_model": m.tail, "runtime_arena_model": m.runtime_arena,
+        "check_low": min(checks), "check_high": max(checks), "bisected_min": lo,
+        "difference": None if m.runtime_arena is None else m.runtime_arena - lo,
+        "check_holds": min(checks) <= lo <= max(checks), "reason": m.reason,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write the benchmark CSV; returns 0, or 2 when ``tflite-micro`` is unavailable."""
+    import pandas as pd
+
+    from experiments.tflm.oracle import tflm_available
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default="results/bench_tflm_arena.csv")
+    args = ap.parse_args(argv)
+    ok, why = tflm_available()
+    if not ok:
+        print(f"bench_tflm: {why}", file=sys.stderr)
+        return 2
+    import tempfile
+
+    rows = []
+    tmp = tempfile.mkdtemp(prefix="bench_tflm_")
+    for name, path in {**bench_models(), **control_flow_models(tmp)}.items():
+        rows.append(bench_row(name, path))
+        print(f"{name}: model {rows[-1]['runtime_arena_model']} bisected {rows[-1]['bisected_min']}",
+              file=sys.stderr)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    df = pd.DataFrame(rows, columns=COLUMNS)
+    for c in COLUMNS[1:-2]:
+        df[c] = df[c].astype("Int64")
+    write_csv(df, out)
+    print(f"wrote {out} ({len(df)} models)")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,75 @@
+"""The ``memplan`` command line: the parser and the dispatch to one module per command group.
+
+Commands
+--------
+``memplan compare``  run planners on workloads; write ``compare.csv``, ``compare.md`` and figures
+(:mod:`experiments.cli.compare`).
+``memplan plan INPUT --planner NAME``  plan one MiniMalloc CSV, ONNX file or workload name;
+``memplan rv64``; ``memplan list`` (:mod:`experiments.cli.plan`).
+``memplan sweep`` / ``report`` (:mod:`experiments.cli.sweep`), ``export`` / ``transform``
+(:mod:`experiments.cli.transforms`), ``budget`` (:mod:`experiments.cli.budget`), ``schedule``
+(:mod:`experiments.cli.schedule`), ``check`` (:mod:`experiments.cli.check`), ``view``
+(:mod:`experiments.cli.view`).
+
+Each command module has ``add_parsers(subparsers)``, ``COMMANDS`` and ``run(args) -> int`` and
+calls library functions; none builds tables or figures itself. Errors in the input (malformed
+CSV/ONNX, unknown names, impossible capacity) print one line ``memplan: error: ...`` on stderr and
+exit with status 2, without a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from experiments.cli.common import package_version
+
+__all__ = ["main", "build_parser", "command_modules"]
+
+
+def command_modules():
+    """The command modules, in the order their subcommands appear in ``memplan --help``."""
+    from experiments.cli import budget, check, compare, plan, schedule, sweep, transforms, view
+
+    return [compare, plan, sweep, transforms, budget, schedule, check, view]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser of ``memplan`` (exposed for documentation and tests)."""
+    ap = argparse.ArgumentParser(
+        prog="memplan",
+        description="Static memory planning for neural-network inference: compare offset planners.",
+    )
+    ap.add_argument("--version", action="version", version=f"memplan {package_version()}")
+    sub = ap.add_subparsers(dest="command", required=True)
+    for mod in command_modules():
+        mod.add_parsers(sub)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``memplan`` console script; returns the exit status."""
+    from planners import MemplanError
+
+    args = build_parser().parse_args(argv)
+    import os
+
+    if not os.environ.get("MPLBACKEND"):  # the CLI renders off-screen; notebooks stay inline
+        import matplotlib
+
+        matplotlib.use("Agg")
+    try:
+        for mod in command_modules():
+            if args.command in mod.COMMANDS:
+                return mod.run(args)
+    except (MemplanError, ValueError, FileNotFoundError) as e:
+        print(f"memplan: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("memplan: interrupted", file=sys.stderr)
+        return 130
+    return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,234 @@
+"""``memplan compare``: run planners (or schedulers, or graph passes) on workloads and write the
+records, the stored plans, the Markdown report and the figures drawn from the records.
+
+* planners (default): ``compare.csv`` / ``.parquet`` (:func:`experiments.harness.compare`),
+  ``compare_plans.json`` (offsets), ``compare.md`` (:mod:`experiments.report.compare`), figures
+  (:func:`experiments.report.figures.compare_figures`).
+* ``--schedulers``: ``compare_sched.csv`` / ``.parquet`` / ``.md`` and the stored schedules
+  (:mod:`experiments.sched_compare`).
+* ``--pipeline``: ``compare_pipeline.csv`` / ``.md`` and ``compare_pipeline_plans.json``
+  (:mod:`experiments.transforms_compare`).
+
+Every finished run is on disk (atomically, :mod:`experiments.records`) before the next starts.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from experiments.cli.common import positive_seconds, split_list
+
+__all__ = ["COMMANDS", "add_parsers", "run"]
+
+COMMANDS = ("compare",)
+
+
+def add_parsers(sub) -> None:
+    """Add the ``compare`` subcommand to ``sub`` (argparse subparsers)."""
+    c = sub.add_parser("compare", help="compare planners on workloads; write tables and figures")
+    c.add_argument("--planners", nargs="*", help="planner names (default: all registered)")
+    c.add_argument("--workloads", nargs="*",
+                   help="workload names, .csv or .onnx paths (default: bundled ONNX models and seed examples)")
+    c.add_argument("--override", action="append", metavar="NAME=DIMS",
+                   help="ONNX/TFLite workloads named in --workloads: a symbolic dimension (N=1) "
+                        "or a tensor's static shape (input=1,3,224,224); repeatable")
+    c.add_argument("--minimalloc-dir",
+                   help="also run every MiniMalloc CSV in this folder (only the folder where "
+                        "minimalloc:NAME workloads are looked up when --workloads names some)")
+    c.add_argument("--time-limit", type=positive_seconds, default=10.0,
+                   help="seconds per run for planners with a time limit (default 10)")
+    c.add_argument("--out", default="memplan-results",
+                   help="output folder (default memplan-results/; `make run` writes results/)")
+    c.add_argument("--no-plots", action="store_true", help="skip the figures")
+    c.add_argument("--quiet", action="store_true", help="no progress bar")
+    c.add_argument("--schedulers", nargs="*",
+                   help="compare operator schedulers (graph workloads only): one row per "
+                        "(workload, scheduler, planner) in compare_sched.csv")
+    c.add_argument("--pipeline",
+                   help="graph passes, e.g. simplify,views,fuse,inplace: record peak and arena "
+                        "before and after each pass (graph workloads) in compare_pipeline.csv")
+    c.add_argument("--allow-peak-increase", action="store_true",
+                   help="with --pipeline: apply fusions that raise the peak (refused by default)")
+    c.add_argument("--size-attr", default="cost_ram",
+                   help="node-link .json workloads: the node attribute with the output bytes "
+                        "(default cost_ram)")
+    c.add_argument("--rv64", action="store_true",
+                   help="add emulated RV64 cost columns (rv64_instructions, rv64_cycles_u74, "
+                        "rv64_cycles_c906) for planners with a C core")
+    c.add_argument("--jobs", type=int, default=1,
+                   help="worker processes for the (workload, planner) runs (default 1)")
+    c.add_argument("--style", choices=("default", "paper"), default="default",
+                   help="figure style: default, or paper (3.5 / 7.16 in wide, 8-9 pt, PDF "
+                        "with embedded fonts, colour-blind-safe palette)")
+
+
+def run(args) -> int:
+    """Run ``memplan compare`` (planners, ``--schedulers`` or ``--pipeline``); the exit status."""
+    if args.schedulers is not None:
+        return compare_schedulers(args)
+    if args.pipeline is not None:
+        return compare_pipeline(args)
+    return compare_planners(args)
+
+
+def compare_planners(args) -> int:
+    """Planners on workloads: records, stored plans, Markdown and figures; returns 0."""
+    from experiments.harness import compare, default_planners, records_frame
+    from experiments.records import (
+        PLANS_FILE,
+        atomic_write,
+        plan_entry,
+        read_plans,
+        store_problem,
+        write_csv,
+        write_parquet,
+        write_plans,
+    )
+    from experiments.report.compare import compare_markdown
+    from experiments.workloads import resolve_problems
+    from planners.registry import check_planner_names
+
+    planners = check_planner_names(split_list(args.planners) or default_planners())
+    if args.jobs < 1:
+        raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
+    problems = resolve_problems(split_list(args.workloads), minimalloc_dir=args.minimalloc_dir,
+                                size_attr=args.size_attr, overrides=args.override)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    csv_path = out / "compare.csv"
+    records: list[dict] = []
+    entries: list[dict] = []
+    stored = {w: store_problem(out, p, workload=w) for w, p in problems.items()}  # once each
+
+    def keep(rec):  # every finished run is on disk before the next starts
+        records.append(rec)
+        write_csv(records_frame(records), csv_path)
+
+    def keep_plan(rec, offsets):  # the offsets beside the record, for the figures
+        entries.append(plan_entry(rec, offsets))
+        write_plans(out, stored, entries)
+
+    df = compare(problems, planners, time_limit=args.time_limit, progress=not args.quiet,
+                 on_record=keep, jobs=args.jobs, on_plan=keep_plan)
+    if args.rv64:
+        from experiments.enrich import add_rv64_columns
+
+        df, msg = add_rv64_columns(df, problems, jobs=args.jobs)
+        if msg:
+            print(f"memplan: {msg}", file=sys.stderr)
+    write_csv(df, csv_path)
+    parquet = write_parquet(df, out / "compare.parquet")
+    figures: list[Path] = []
+    if not args.no_plots:
+        from experiments import plots
+        from experiments.report.figures import compare_figures
+
+        stored_problems, stored_plans = read_plans(out)  # figures from the records alone
+        with plots.style(args.style):
+            figures = compare_figures(df, stored_problems, stored_plans, out / "figures")
+    command = "memplan " + " ".join(sys.argv[1:]) if sys.argv[1:] else "memplan compare"
+    atomic_write(out / "compare.md", compare_markdown(df, out, figures, command,
+                                                      time_limit=args.time_limit))
+    ok = int(df["valid"].sum())
+    wrote = [str(csv_path), str(out / PLANS_FILE)] + ([str(parquet)] if parquet else []) + \
+        [str(out / "compare.md")] + ([f"{out / 'figures'}/"] if figures else [])
+    print(f"{len(df)} runs, {ok} valid plans; wrote {', '.join(wrote)}")
+    return 0
+
+
+def compare_schedulers(args) -> int:
+    """Schedulers on graph workloads: rows, stored schedules, Markdown and figures; returns 0."""
+    import pandas as pd
+
+    from experiments.records import (
+        atomic_write,
+        read_schedules,
+        write_csv,
+        write_parquet,
+        write_schedules,
+    )
+    from experiments.report.compare import sched_markdown
+    from experiments.sched_compare import SCHED_COLUMNS, compare_schedules
+    from experiments.workloads import resolve_graphs
+    from scheduling.schedulers.registry import check_scheduler_names
+
+    schedulers = check_scheduler_names(
+        split_list(args.schedulers) or ["file_order", "dfs", "min_live", "earliest_free",
+                                        "list_xla", "lpmf", "critical_path", "best_of"])
+    planners = split_list(args.planners) or ["greedy_by_size"]
+    graphs = resolve_graphs(split_list(args.workloads), size_attr=args.size_attr,
+                            overrides=args.override)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    frames = []
+    found: list = []
+    for name, g in graphs.items():  # one workload at a time, each on disk before the next
+        frames.append(compare_schedules({name: g}, schedulers, planners, time_limit=args.time_limit,
+                                        on_schedule=lambda r, o, p: found.append((r, o, p))))
+        write_csv(pd.concat(frames, ignore_index=True)[SCHED_COLUMNS], out / "compare_sched.csv")
+        if not args.quiet:
+            print(f"scheduled {name}", file=sys.stderr)
+    df = pd.concat(frames, ignore_index=True)
+    write_schedules(out, found)
+    write_parquet(df[SCHED_COLUMNS], out / "compare_sched.parquet")
+    if not args.no_plots:
+        from experiments import plots
+        from experiments.report.figures import sched_figures
+
+        with plots.style(args.style):  # from the stored schedules alone
+            sched_figures(df, read_schedules(out), schedulers, out / "figures")
+    atomic_write(out / "compare_sched.md", sched_markdown(df))
+    print(f"{len(df)} rows; wrote {out / 'compare_sched.csv'}, {out / 'compare_sched.md'}")
+    return 0
+
+
+def compare_pipeline(args) -> int:
+    """Graph passes on models: per-stage rows, stored stages and Markdown; returns 0."""
+    import pandas as pd
+
+    from experiments.cli.transforms import pipeline_params
+    from experiments.records import atomic_write, store_problem, write_csv
+    from experiments.report.compare import pipeline_markdown
+    from experiments.transforms_compare import BENCH_MODELS
+    from experiments.transforms_compare import compare_pipeline as run_pipeline
+    from experiments.workloads import load_graph, parse_overrides
+    from planners import MemplanError
+    from planners.registry import check_planner_names
+    from scheduling.transforms import parse_pipeline
+
+    parse_pipeline(args.pipeline)  # unknown pass names: an error before anything runs
+    planners = check_planner_names(split_list(args.planners) or ["greedy_by_size"])
+    models = split_list(args.workloads) or list(BENCH_MODELS)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows: list[dict] = []
+    stages: list[dict] = []
+
+    def keep_stage(rec, problem, plan, order):  # offsets and order of every stage, for figures
+        ok = plan.status not in ("infeasible", "timeout", "skipped")
+        stages.append({"model": rec["model"], "stage": rec["stage"], "pass": rec["pass"],
+                       "planner": rec["planner"], "status": plan.status,
+                       "arena": rec["arena"], "order": order,
+                       "offsets": plan.offsets.tolist() if ok else None,
+                       "problem": store_problem(out, problem)})
+        atomic_write(out / "compare_pipeline_plans.json",
+                     json.dumps({"stages": stages}, sort_keys=True, separators=(",", ":")))
+
+    for m in models:  # each model's records are on disk before the next starts
+        for p in planners:
+            try:
+                model = load_graph(m, overrides=parse_overrides(args.override)) \
+                    if args.override else m
+                rows += run_pipeline(model, args.pipeline, p, pipeline_params(args),
+                                     time_limit=args.time_limit, on_plan=keep_stage)
+            except (MemplanError, ValueError) as e:  # a failing model must not lose the others
+                rows.append({"model": m, "planner": p, "status": "error", "error": str(e)})
+            write_csv(pd.DataFrame(rows), out / "compare_pipeline.csv")
+        if not args.quiet:
+            print(f"transformed {m}", file=sys.stderr)
+    df = pd.DataFrame(rows)
+    atomic_write(out / "compare_pipeline.md", pipeline_markdown(df, args.pipeline))
+    print(f"{len(df)} rows; wrote {out / 'compare_pipeline.csv'}, {out / 'compare_pipeline.md'}")
+    return 0

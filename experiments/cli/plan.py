@@ -1,0 +1,173 @@
+"""``memplan plan``, ``memplan rv64`` and ``memplan list``: one problem planned, one planner's
+RV64 cost, and the registered planners, schedulers and workloads."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from experiments.cli.common import capacity_bytes, positive_seconds
+
+__all__ = ["COMMANDS", "add_parsers", "run"]
+
+COMMANDS = ("plan", "rv64", "list")
+
+
+def add_parsers(sub) -> None:
+    """Add the ``plan``, ``rv64`` and ``list`` subcommands to ``sub`` (argparse subparsers)."""
+    p = sub.add_parser("plan", help="plan one problem (MiniMalloc .csv, .onnx, or workload name)")
+    p.add_argument("input", help="MiniMalloc .csv, .onnx or .tflite file, or a workload name "
+                                 "(see `memplan list`)")
+    p.add_argument("--planner", default="greedy_by_size",
+                   help="registered planner (default greedy_by_size; see `memplan list`)")
+    p.add_argument("--capacity", type=capacity_bytes, default=None,
+                   help="arena capacity in bytes (default: from a NAME.CAPACITY.csv file name)")
+    p.add_argument("--time-limit", type=positive_seconds, default=None,
+                   help="seconds (planners with a time limit)")
+    p.add_argument("--minimalloc-dir", help="where minimalloc:NAME is looked up (default "
+                   "$MEMPLAN_MINIMALLOC_DIR or ../shared/benchmarks/minimalloc)")
+    p.add_argument("--override", action="append", metavar="NAME=DIMS",
+                   help="ONNX/TFLite: a symbolic dimension (N=1) or a tensor's static shape "
+                        "(input=1,3,224,224); repeatable")
+    p.add_argument("--unified", action="store_true",
+                   help="ONNX: one arena with weights and inputs as residents (seed 000 layout)")
+    p.add_argument("--size-attr", default="cost_ram",
+                   help="node-link .json graphs: the node attribute with the output bytes "
+                        "(default cost_ram, as Checkmate and MOCCASIN write it)")
+    p.add_argument("-o", "--output", help="write the plan as a MiniMalloc CSV with an offset column")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+    r = sub.add_parser("rv64", help="run a planner's allocator core as emulated RV64 machine code")
+    r.add_argument("input", help="MiniMalloc .csv, .onnx, or workload name (see `memplan list`)")
+    r.add_argument("--planner", default="greedy_in_order",
+                   help="one of the planners with a C core (greedy_in_order, first_fit, best_fit, "
+                        "greedy_by_size, freelist_bump) or greedy_by_size_tree (greedy_by_size's "
+                        "offsets, faster core)")
+    r.add_argument("--json", action="store_true", help="print one JSON object")
+    r.add_argument("--override", action="append", metavar="NAME=DIMS",
+                   help="ONNX/TFLite: a symbolic dimension (N=1) or a tensor's static shape "
+                        "(input=1,3,224,224); repeatable")
+
+    sub.add_parser("list", help="list registered planners and workloads")
+
+
+def run(args) -> int:
+    """Run one of :data:`COMMANDS`; returns the exit status."""
+    return {"plan": _cmd_plan, "rv64": _cmd_rv64, "list": _cmd_list}[args.command](args)
+
+
+def _summary(doc: str | None, width: int = 96) -> str:
+    """First paragraph of a docstring on one line, cut to ``width`` characters."""
+    para = " ".join((doc or "").strip().split("\n\n")[0].split())
+    return para if len(para) <= width else para[: width - 1].rstrip() + "…"
+
+
+def _cmd_list(args) -> int:
+    from experiments.workloads import default_workloads
+    from planners.registry import PLANNERS
+
+    print("planners:")
+    for name, cls in PLANNERS.items():
+        print(f"  {name:26s} {_summary(cls.__doc__)}")
+    from scheduling.schedulers import SCHEDULERS
+
+    print("schedulers:")
+    for name, cls in SCHEDULERS.items():
+        print(f"  {name:26s} {_summary(cls.__doc__)}")
+    from experiments.workloads import graph_workloads, tflite_workloads
+
+    print("workloads (problems; `plan`, `compare`):")
+    for name, w in default_workloads().items():
+        print(f"  {name:26s} {w.kind:10s} {w.source}")
+    for name, w in tflite_workloads().items():
+        print(f"  {name:26s} {w.kind:10s} {w.source}")
+    print("  minimalloc:NAME            minimalloc NAME.CAPACITY.csv of --minimalloc-dir, "
+          "$MEMPLAN_MINIMALLOC_DIR or ../shared/benchmarks/minimalloc")
+    print("graph workloads (any command; lifetimes from a schedule):")
+    for name in graph_workloads():
+        print(f"  {name}")
+    print("  mobilenet_v1[:alpha:resolution:dtype], mobilenet_v2[...]   e.g. mobilenet_v2:1.0:224:int8")
+    return 0
+
+
+def _cmd_plan(args) -> int:
+    from experiments import metrics
+    from experiments.cli.check import note_offsets_ignored
+    from experiments.harness import planner_for
+    from experiments.workloads import load_problem, parse_overrides
+    from planners import write_minimalloc_csv
+
+    note_offsets_ignored(args.input)
+    problem = load_problem(args.input, capacity=args.capacity if args.capacity is not None else "auto",
+                           unified=args.unified, overrides=parse_overrides(args.override),
+                           minimalloc_folder=args.minimalloc_dir, size_attr=args.size_attr)
+    planner = planner_for(args.planner, args.time_limit)
+    if getattr(planner, "requires_capacity", False) and problem.capacity is None:
+        from planners import lower_bound
+
+        problem = problem.with_capacity(lower_bound(problem))
+    plan = planner.plan(problem)
+    valid = plan.status not in ("infeasible", "timeout", "skipped")
+    fits = metrics.fits(plan.arena_size if valid else None, problem.capacity)
+    if args.output and valid:
+        write_minimalloc_csv(problem, args.output, plan)
+    out = {
+        "input": str(args.input),
+        "planner": plan.planner,
+        "buffers": problem.n,
+        "arena": plan.arena_size if valid else None,
+        "lower_bound": plan.lower_bound,
+        "best_bound": plan.best_bound,
+        "capacity": problem.capacity,
+        "status": plan.status,
+        "valid": valid,
+        "fits": fits,
+        "seconds": round(plan.seconds, 6),
+    }
+    if plan.status == "skipped":  # the planner declined to build its model: say why
+        out["reason"] = plan.info.get("reason")
+    tfl = str(args.input) if str(args.input).endswith(".tflite") else None
+    if tfl is None and str(args.input).startswith(("wakeword:", "mediapipe:")):
+        from experiments.workloads import tflite_model_files
+
+        tfl = tflite_model_files().get(str(args.input))
+    if tfl is not None:  # TFLite Micro: the whole arena its interpreter needs (head + tail)
+        from experiments.tflm.oracle import runtime_arena
+
+        out.update(runtime_arena(tfl))
+    if args.json:
+        print(json.dumps(out))
+    else:
+        for k, v in out.items():
+            print(f"{k:12s} {'-' if v is None or v == '' else v}")
+    if problem.capacity is not None and (not valid or not fits):
+        print(f"memplan: error: planner {plan.planner!r} found no plan within the capacity "
+              f"{problem.capacity} bytes (status {plan.status})", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _cmd_rv64(args) -> int:
+    from experiments import rv64
+    from experiments.workloads import load_problem, parse_overrides
+
+    ok, reason = rv64.available()
+    if not ok:
+        raise rv64.Rv64Unavailable(reason)
+    from planners.registry import check_planner_names
+
+    if args.planner not in rv64.CORE_NAMES:
+        check_planner_names([args.planner])
+        raise ValueError(
+            f"planner {args.planner!r} has no RV64 core; cores: {', '.join(rv64.CORE_NAMES)}"
+        )
+    problem = load_problem(args.input, overrides=parse_overrides(args.override))
+    est = rv64.estimate(problem, args.planner)
+    rec = est.as_record()
+    rec = {"input": str(args.input), **rec}
+    if args.json:
+        print(json.dumps(rec, default=int))
+    else:
+        for k, v in rec.items():
+            print(f"{k:24s} {'-' if v is None else v}")
+    return 0 if est.offsets_match else 1

@@ -1,0 +1,144 @@
+"""``memplan export``: the execution plan of a model after a pipeline of graph passes.
+
+``memplan export MODEL --pipeline simplify,views,fuse,inplace --planner greedy_by_size
+-o plan.json`` writes the operator sequence, the buffer layout table, the reuse table and the
+arena size (:func:`scheduling.transforms.export.execution_plan`); ``--format c-header`` writes a C99
+header instead (:func:`scheduling.transforms.export.c_header`), ``--format chrome-trace`` a Chrome /
+Perfetto trace (:func:`scheduling.transforms.export.chrome_trace`: one track per buffer, sorted by
+offset, one complete event per buffer over its steps, ``args`` offset and size), and
+``--format tflm-offline -o planned.tflite`` (MODEL a ``.tflite`` file or ``wakeword:NAME``; no
+passes; ``--scheduler`` reorders the operators when safe) writes the model with the plan in its
+``OfflineMemoryAllocation`` metadata for TFLite Micro (:mod:`experiments.tflm.offline`). MODEL
+is anything
+:func:`experiments.workloads.load_graph` accepts. A fusion that raises the peak of live bytes is
+refused (one line on stderr names each, with the peak before and after, in bytes) unless
+``--allow-peak-increase`` is given (:func:`scheduling.transforms.fuse`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+__all__ = ["COMMANDS", "add_parsers", "run", "pipeline_params", "report_peak_refusals"]
+
+#: Sub-command names handled by :func:`run`.
+COMMANDS = ("export",)
+
+
+def add_parsers(subparsers) -> None:
+    """Add the ``export`` sub-command to an argparse ``subparsers`` object."""
+    e = subparsers.add_parser(
+        "export", help="export the execution plan (operators, buffer layout, reuse, arena)"
+    )
+    e.add_argument("model", help="ONNX light model name, mobilenet_v1[:alpha:res:dtype], "
+                                 "mobilenet_v2[...], mobilenet_v1_first_layer, seed000 or PATH.onnx")
+    e.add_argument("--pipeline", default=None,
+                   help="comma-separated passes (default simplify,views,fuse,inplace; '' for none; "
+                        "tflm-offline plans the model as written and takes none)")
+    e.add_argument("--allow-peak-increase", action="store_true",
+                   help="apply fusions that raise the peak of live bytes (refused by default)")
+    e.add_argument("--planner", default="greedy_by_size")
+    e.add_argument("--alignment", type=int, default=1, help="offset alignment in bytes")
+    e.add_argument("--unified", action="store_true",
+                   help="one arena with weights and inputs as residents (seed 000 layout)")
+    e.add_argument("--time-limit", type=float, default=10.0,
+                   help="seconds, for planners with a time limit")
+    e.add_argument("--format", choices=("json", "c-header", "chrome-trace", "tflm-offline"),
+                   default="json",
+                   help="json (execution plan), c-header (C99 header), chrome-trace (Trace "
+                        "Event Format JSON for ui.perfetto.dev / chrome://tracing: one track per "
+                        "buffer sorted by offset, steps as microseconds) or tflm-offline (MODEL "
+                        "a .tflite: write the model with the plan in its OfflineMemoryAllocation "
+                        "metadata to -o)")
+    e.add_argument("--scheduler", default=None,
+                   help="tflm-offline: operator order to plan and write (default file_order; "
+                        "another order reorders the model's operators when that is safe)")
+    e.add_argument("--prefix", default="memplan", help="C identifier prefix (c-header)")
+    e.add_argument("-o", "--output", help="output file (default: stdout)")
+    e.add_argument("--override", action="append", metavar="NAME=DIMS",
+                   help="ONNX: a symbolic dimension (N=1) or a tensor's static shape "
+                        "(input=1,3,224,224); repeatable")
+
+
+def pipeline_params(args) -> dict[str, dict[str, bool]]:
+    """Per-pass keyword parameters from the options every pipeline command shares:
+    ``--allow-peak-increase`` -> ``{"fuse": {"allow_peak_increase": True}}``."""
+    if getattr(args, "allow_peak_increase", False):
+        return {"fuse": {"allow_peak_increase": True}}
+    return {}
+
+
+def report_peak_refusals(logs, file=None) -> None:
+    """One line on ``file`` (default stderr) naming the fusions refused because they raise the
+    peak (``refuse`` records with ``reason="raises_peak"`` in the pass logs), if any."""
+    refused = [c for lg in logs for c in lg.changes
+               if c.get("action") == "refuse" and c.get("reason") == "raises_peak"]
+    if not refused:
+        return
+    items = ", ".join(f"{c['fusion']} {'+'.join(map(str, c['group']))} ({c['peak_before']} -> "
+                      f"{c['peak_after']} bytes)" for c in refused)
+    print(f"memplan: refused {len(refused)} fusion(s) that raise the peak: {items}; "
+          "--allow-peak-increase applies them", file=file or sys.stderr)
+
+
+def run(args) -> int:
+    """Run ``memplan export`` with parsed ``args``; returns the exit status (0 on success).
+    Errors (unknown model/pass/planner, bad input) raise :class:`planners.MemplanError` or
+    ``ValueError`` for the caller to report."""
+    from experiments.harness import planner_for
+    from experiments.workloads import load_graph, parse_overrides
+    from planners.bounds import lower_bound
+    from scheduling.transforms import run_pipeline, transformed_problem
+    from scheduling.transforms.export import c_header, chrome_trace, execution_plan
+
+    if args.format == "tflm-offline":
+        return _run_tflm_offline(args)
+    if getattr(args, "scheduler", None) is not None:
+        raise ValueError("--scheduler applies to --format tflm-offline only")
+    pipeline = "simplify,views,fuse,inplace" if args.pipeline is None else args.pipeline
+    g = load_graph(args.model, overrides=parse_overrides(getattr(args, "override", None)))
+    g2, logs = run_pipeline(g, pipeline or None, pipeline_params(args))
+    report_peak_refusals(logs)
+    p = transformed_problem(g2, unified=args.unified, alignment=args.alignment)
+    planner = planner_for(args.planner, args.time_limit)
+    if getattr(planner, "requires_capacity", False) and p.capacity is None:
+        p = p.with_capacity(lower_bound(p))
+    plan = planner.plan(p)
+    if plan.status in ("infeasible", "timeout", "skipped"):
+        print(f"memplan: error: planner {args.planner!r} found no plan (status {plan.status})",
+              file=sys.stderr)
+        return 1
+    ep = execution_plan(g2, plan, pipeline=pipeline or "")
+    if args.format == "c-header":
+        text = c_header(ep, args.prefix)
+    elif args.format == "chrome-trace":
+        text = json.dumps(chrome_trace(ep), separators=(",", ":"))
+    else:
+        text = json.dumps(ep, indent=1)
+    if args.output:
+        from experiments.records import atomic_write
+
+        atomic_write(Path(args.output), text)
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0
+
+
+def _run_tflm_offline(args) -> int:
+    """``memplan export MODEL.tflite --format tflm-offline -o planned.tflite``."""
+    from experiments.tflm.offline import export_offline
+
+    if not args.output:
+        raise ValueError("--format tflm-offline writes a .tflite model: give -o PATH")
+    if args.pipeline:
+        raise ValueError("--format tflm-offline plans the model as written: graph passes "
+                         f"({args.pipeline}) would change tensors the model does not have")
+    if getattr(args, "override", None) or args.unified or args.alignment not in (1, 16):
+        raise ValueError("--format tflm-offline takes no --override/--unified, and its "
+                         "alignment is TFLite Micro's 16 bytes")
+    rep = export_offline(args.model, args.output, args.planner, getattr(args, "scheduler", None) or "file_order",
+                         args.time_limit)
+    print(json.dumps(rep))
+    return 0

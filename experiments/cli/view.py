@@ -1,0 +1,147 @@
+"""``memplan view``: write an interactive plan explorer as one self-contained HTML file.
+
+``memplan view WORKLOAD|PLAN.csv [--planner NAME ...] -o plan.html`` plans the workload with each
+planner (default ``greedy_by_size``) and draws the plans side by side
+(:func:`experiments.plots.view.plan_explorer`): rectangles on time x address, hover details, zoom and
+pan, the live bytes and the lower bound below on the same time axis. For graph workloads (ONNX,
+TFLite, node-link JSON, MobileNet and ``gen:*`` generators) the hover text names the operator
+that produces each tensor and the operators that read it.
+
+A ``PLAN.csv`` with an ``offset`` column (a solved MiniMalloc CSV, e.g. from ``memplan plan -o``
+or MiniMalloc) is drawn as given, labelled ``given``, beside any ``--planner`` plans. It is
+validated first (:func:`planners.validate.plan_violations`); an invalid plan is still drawn, every
+buffer in a violation outlined in red with the violation in its hover text, and the command
+exits 1 after writing the file (one ``memplan: invalid plan ...`` line on stderr), as
+``memplan check`` does. A malformed file exits 2.
+
+The HTML inlines plotly.js (about 4.7 MB) and opens offline from ``file://``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+__all__ = ["COMMANDS", "add_parsers", "run", "load_view"]
+
+#: Sub-command names handled by :func:`run`.
+COMMANDS = ("view",)
+
+
+def add_parsers(subparsers) -> None:
+    """Add the ``view`` sub-command to an argparse ``subparsers`` object."""
+    v = subparsers.add_parser(
+        "view", help="write an interactive plan explorer (one self-contained HTML file)",
+        description="Draw plans as rectangles on time x address with the live bytes and the "
+                    "lower bound below; a PLAN.csv with an offset column is drawn as given.")
+    v.add_argument("input", help="workload name, .onnx/.tflite/.json/.csv path, or a solved "
+                                 "MiniMalloc CSV with an offset column (drawn as given)")
+    v.add_argument("--planner", action="append", metavar="NAME",
+                   help="planner to draw (repeatable or comma-separated; default greedy_by_size, "
+                        "none for a PLAN.csv with offsets)")
+    v.add_argument("-o", "--output", required=True, help="HTML file to write")
+    v.add_argument("--time-limit", type=float, default=10.0,
+                   help="seconds, for planners with a time limit (default 10)")
+    v.add_argument("--override", action="append", metavar="NAME=DIMS",
+                   help="ONNX/TFLite: a symbolic dimension (N=1) or a tensor's static shape; "
+                        "repeatable")
+    v.add_argument("--size-attr", default="cost_ram",
+                   help="node-link .json graphs: the node attribute with the output bytes")
+    v.add_argument("--title", help="figure title (default: the input)")
+
+
+def _graph_for(spec: str, overrides, size_attr: str):
+    """The graph whose tensors a workload's buffer ids name, or ``None`` for interval-only
+    workloads (CSV, MiniMalloc, the seed interval examples)."""
+    from experiments.workloads import graph_workloads, load_graph, tflite_model_files
+    from planners import ProblemError
+
+    if spec.endswith(".csv") or spec.startswith("minimalloc:"):
+        return None
+    tfl = spec if spec.endswith(".tflite") else tflite_model_files().get(spec)
+    if tfl is not None:
+        from scheduling.tflite_import import load_tflite
+
+        return load_tflite(tfl, overrides=overrides).graph
+    if spec.endswith((".onnx", ".json")) or spec in graph_workloads() or \
+            spec.split(":")[0] in ("mobilenet_v1", "mobilenet_v2"):
+        try:
+            return load_graph(spec, size_attr=size_attr, overrides=overrides)
+        except ProblemError:
+            return None
+    return None
+
+
+def load_view(spec: str, planners: list[str] | None, time_limit: float = 10.0,
+              overrides=None, size_attr: str = "cost_ram"):
+    """Compute what ``memplan view`` draws: ``(plans, graph, violations)``.
+
+    ``plans`` maps a label (``given`` for the offsets of a solved CSV, else the planner name) to
+    a :class:`planners.Plan`; ``violations`` maps ``given`` to the list of
+    :class:`planners.validate.Violation` of those offsets (empty when valid).
+
+    Raises
+    ------
+    planners.MemplanError or ValueError
+        Malformed input, an unknown planner, or a planner that found no plan.
+    """
+    from experiments.cli.check import _header, read_offsets
+    from experiments.harness import planner_for
+    from experiments.workloads import load_problem
+    from planners import Plan, lower_bound, read_minimalloc_csv
+    from planners.io import capacity_from_name
+    from planners.validate import plan_violations
+
+    plans: dict = {}
+    violations: dict = {}
+    path = Path(spec)
+    given = spec.endswith(".csv") and path.is_file() and "offset" in _header(path)
+    if given:
+        problem = read_minimalloc_csv(path, capacity=None)
+        offsets = read_offsets(path, problem.ids)
+        violations["given"] = plan_violations(problem, offsets, capacity_from_name(path))
+        plans["given"] = Plan(problem, offsets, planner="given", status="heuristic",
+                              lower_bound=lower_bound(problem),
+                              info={"source": str(path), "valid": not violations["given"]})
+    names = planners if planners is not None else ([] if given else ["greedy_by_size"])
+    if names:
+        problem = load_problem(spec, capacity="auto", overrides=overrides, size_attr=size_attr)
+        for name in names:
+            planner = planner_for(name, time_limit)
+            p = problem
+            if getattr(planner, "requires_capacity", False) and p.capacity is None:
+                p = p.with_capacity(lower_bound(p))
+            pl = planner.plan(p)
+            if pl.status in ("infeasible", "timeout", "skipped"):
+                raise ValueError(f"planner {name!r} found no plan for {spec} (status "
+                                 f"{pl.status}); nothing to draw")
+            label, k = name, 1
+            while label in plans:
+                k += 1
+                label = f"{name} ({k})"
+            plans[label] = pl
+    graph = _graph_for(spec, overrides, size_attr) if not spec.endswith(".csv") else None
+    return plans, graph, violations
+
+
+def run(args) -> int:
+    """Run ``memplan view`` with parsed ``args``: 0, or 1 for a given plan with violations (the
+    file is written in both cases). Bad input raises for the caller to report (exit 2)."""
+    from experiments.cli.common import split_list as _split
+    from experiments.plots.view import plan_explorer, write_html
+    from experiments.workloads import parse_overrides
+
+    plans, graph, violations = load_view(
+        str(args.input), _split(args.planner), args.time_limit,
+        parse_overrides(args.override), args.size_attr)
+    fig = plan_explorer(plans, graph=graph, violations=violations,
+                        title=args.title or str(args.input))
+    out = write_html(fig, args.output)
+    n = sum(p.problem.n for p in plans.values())
+    print(f"wrote {out}: {len(plans)} plan(s), {n} rectangles")
+    bad = violations.get("given") or []
+    if bad:
+        print(f"memplan: invalid plan {args.input}: {len(bad)} violation(s), flagged in red in "
+              f"{out}", file=sys.stderr)
+        return 1
+    return 0

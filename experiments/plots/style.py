@@ -1,0 +1,813 @@
+"""Figures for papers and design reviews (matplotlib, one consistent style).
+
+Every figure has labelled axes with units, a legend outside the data area, a colour-blind-safe
+palette (Okabe & Ito 2008, "Color Universal Design"), and is written as PNG and PDF by :func:`save`
+with fixed metadata, so the same data give byte-identical files. Functions take records (pandas
+DataFrames with :data:`experiments.harness.RECORD_COLUMNS`) or a problem and a plan, never globals.
+
+Shared helpers, also used by the benchmark scripts:
+
+* :func:`format_bytes` -- one byte count as ``"1015 KiB"`` / ``"1.53 MiB"`` (binary units, at least
+  three significant digits, never an exponent);
+* :class:`BinaryByteLocator` and :class:`BinaryByteFormatter`, installed by :func:`byte_axis` -- tick
+  steps that are nice multiples of a binary unit (0, 2, 4, 6 MiB; 0, 0.25, 0.5 MiB) labelled in one
+  unit per axis;
+* :func:`step_axis` -- an integer schedule-step axis without matplotlib's ``1e6`` offset;
+* :func:`distinct_styles` -- one distinct (colour, marker) pair per series;
+* :func:`short_label` -- long workload names wrapped at an underscore for tick labels.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import math
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import matplotlib
+import matplotlib.pyplot as plt
+import matplotlib.ticker as mticker
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.collections import PatchCollection
+from matplotlib.colors import to_rgb
+from matplotlib.patches import Rectangle
+
+from planners import Plan, Problem, live_profile, lower_bound
+
+__all__ = [
+    "PALETTE",
+    "MARKERS",
+    "LINESTYLES",
+    "BINARY_UNITS",
+    "STYLES",
+    "style",
+    "current_style",
+    "figsize",
+    "paper_style",
+    "save",
+    "format_bytes",
+    "BinaryByteLocator",
+    "BinaryByteFormatter",
+    "byte_axis",
+    "step_axis",
+    "distinct_styles",
+    "short_label",
+    "ratio_ticks",
+    "PROVED",
+    "plot_ratio_heatmap",
+    "plot_ratio_by_planner",
+    "plot_memory_over_time",
+    "plot_arena_layout",
+]
+
+#: Okabe-Ito colour-blind-safe palette, ordered by contrast on white (the pale yellow last).
+PALETTE = [
+    "#0072B2",  # blue
+    "#E69F00",  # orange
+    "#009E73",  # bluish green
+    "#D55E00",  # vermillion
+    "#CC79A7",  # reddish purple
+    "#56B4E9",  # sky blue
+    "#000000",  # black
+    "#F0E442",  # yellow
+]
+#: Marker shapes; with :data:`PALETTE` they give ``8 * 11 = 88`` distinct (colour, marker) pairs.
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h"]
+#: Line styles that stay distinguishable where curves overlap (solid, dashed, dotted, dash-dot).
+LINESTYLES = ["-", (0, (5, 2)), (0, (1.2, 1.2)), (0, (6, 2, 1.2, 2)), (0, (3, 1, 1, 1, 1, 1))]
+#: Binary byte units (IEC 80000-13), largest first.
+BINARY_UNITS = (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10), ("B", 1))
+
+
+_BASE_RC = {
+    "figure.dpi": 110,
+    "savefig.dpi": 200,
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "axes.labelsize": 9,
+    "legend.fontsize": 8,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.prop_cycle": matplotlib.cycler(color=PALETTE),
+    "axes.formatter.useoffset": False,
+    "pdf.fonttype": 3,  # fast to write; the paper style embeds TrueType (42)
+    "svg.hashsalt": "memplan",
+    "path.simplify": False,
+}
+
+#: Named figure styles for :func:`style`: rcParams plus the widths figures take in it.
+#: ``"default"`` is the look of ``make run`` (screen and design reviews); ``"paper"`` is for
+#: two-column papers: 3.5 in single-column and 7.16 in double-column widths (IEEE / ACM), 8 pt
+#: text and 9 pt titles, TrueType fonts embedded in the PDF (``pdf.fonttype`` 42), the Okabe-Ito
+#: colour-blind-safe palette, PDF first.
+STYLES: dict[str, dict] = {
+    "default": {"rc": dict(_BASE_RC), "single": None, "double": None,
+                "formats": ("png", "pdf")},
+    "paper": {
+        "rc": {**_BASE_RC, "figure.dpi": 150, "savefig.dpi": 300, "font.size": 8,
+               "axes.titlesize": 9, "axes.labelsize": 8, "legend.fontsize": 8,
+               "xtick.labelsize": 8, "ytick.labelsize": 8, "legend.title_fontsize": 8,
+               "lines.linewidth": 1.0, "lines.markersize": 4, "axes.linewidth": 0.6,
+               "grid.linewidth": 0.4, "font.family": "sans-serif", "pdf.fonttype": 42,
+               "ps.fonttype": 42},
+        "single": 3.5, "double": 7.16, "formats": ("pdf", "png"),
+    },
+}
+
+_CURRENT = contextvars.ContextVar("memplan_plot_style", default="default")
+
+
+@contextlib.contextmanager
+def _rc(params: dict) -> Iterator[None]:
+    """Set ``params`` in rcParams for the block and restore exactly those keys afterwards.
+
+    Unlike ``matplotlib.rc_context``, rcParams that something else sets inside the block stay
+    set: IPython switches on ``interactive`` when the first figure picks the inline backend, and
+    restoring it would stop every later notebook figure from showing."""
+    old = {k: plt.rcParams[k] for k in params}
+    plt.rcParams.update(params)
+    try:
+        yield
+    finally:
+        plt.rcParams.update(old)
+
+
+def current_style() -> str:
+    """Name of the style of the innermost active :func:`style` block (``"default"`` outside)."""
+    return _CURRENT.get()
+
+
+@contextlib.contextmanager
+def style(name: str = "default") -> Iterator[dict]:
+    """Context manager: draw and save figures in the named style (:data:`STYLES`).
+
+    Only the block sees the style's rcParams (the keys it sets are restored on exit); nothing
+    else is changed, so a notebook keeps its own settings outside the block.
+
+    Parameters
+    ----------
+    name : {"default", "paper"}
+
+    Yields
+    ------
+    dict
+        The style's entry of :data:`STYLES`.
+
+    Raises
+    ------
+    ValueError
+        An unknown style name.
+
+    Examples
+    --------
+    >>> with style("paper"):
+    ...     figsize("double", 3.0)
+    (7.16, 3.0)
+    """
+    if name not in STYLES:
+        raise ValueError(f"unknown figure style {name!r}; styles: {', '.join(STYLES)}")
+    token = _CURRENT.set(name)
+    try:
+        with _rc(STYLES[name]["rc"]):
+            yield STYLES[name]
+    finally:
+        _CURRENT.reset(token)
+
+
+def figsize(column: str, height: float, default_width: float | None = None) -> tuple[float, float]:
+    """Figure size (inches) of a figure meant for one ``column`` (``"single"``/``"double"``).
+
+    In the paper style the width is the column's (3.5 or 7.16 in) and the height is scaled by
+    ``width / default_width`` for a single column (keeping the default look's aspect), and is
+    never below 2 in; otherwise ``(default_width, height)``.
+    """
+    spec = STYLES[current_style()]
+    width = spec.get(column)
+    if width is None:
+        return (float(default_width if default_width is not None else 6.5), float(height))
+    if default_width and column == "single":
+        height = height * width / default_width
+    return (float(width), float(max(2.0, height)))
+
+
+def _new_axes(ax, size: tuple[float, float]):
+    """``(fig, ax)``: the given axes and its figure, or a new figure of ``size`` in the current
+    style's rcParams (the rcParams of the active :func:`style` block, default style outside)."""
+    if ax is not None:
+        return ax.figure, ax
+    paper = bool(STYLES[current_style()].get("double"))
+    with _rc(STYLES[current_style()]["rc"]):
+        fig, ax = plt.subplots(figsize=size, layout="constrained" if paper else None)
+    return fig, ax
+
+
+def paper_style() -> None:
+    """Apply the default figure style to the global rcParams (for scripts that draw their own
+    figures; plotting functions never call it -- use :func:`style` blocks instead)."""
+    plt.rcParams.update(STYLES["default"]["rc"])
+
+
+def save(fig, path: str | Path, formats: Sequence[str] | None = None) -> list[Path]:
+    """Save ``fig`` as ``path`` with each suffix in ``formats`` and close it.
+
+    Parameters
+    ----------
+    fig : matplotlib Figure or Axes
+        An Axes saves its figure.
+    path : str or Path
+        File stem; any suffix is replaced by each format's.
+    formats : sequence of {"png", "pdf", "svg"}, optional
+        Default: the current style's (:data:`STYLES`; PNG and PDF).
+
+    Returns
+    -------
+    list of Path
+        The written files, in ``formats`` order.
+
+    Notes
+    -----
+    In a style with column widths (``"paper"``) the file keeps the figure's exact size (a
+    constrained layout fits outside legends into it); otherwise the figure is cropped to its
+    drawn extent. Dates and the software tag are left out of the metadata (PNG ``Software``, PDF
+    ``CreationDate``, SVG ``Date``) and SVG ids are salted (``svg.hashsalt``), so the same
+    figure gives byte-identical files on every run (checked by ``tests/test_plots.py``).
+    """
+    if isinstance(fig, Axes):
+        fig = fig.figure
+    if formats is None:
+        formats = STYLES[current_style()]["formats"]
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    written = []
+    bbox = "tight"
+    get_renderer = getattr(fig.canvas, "get_renderer", None)
+    if STYLES[current_style()].get("double"):  # paper: the file is exactly the column width,
+        try:                                    # outside legends fitted inside it
+            if fig.get_layout_engine() is None:
+                fig.set_layout_engine("constrained")
+            fig.draw_without_rendering()
+            bbox = None
+        except (RuntimeError, ZeroDivisionError, ValueError):  # too small to lay out: crop
+            fig.set_layout_engine("none")
+    if bbox == "tight" and get_renderer is not None and len(formats) > 1:
+        # one tight-box layout pass for all formats
+        fig.draw_without_rendering()
+        bbox = fig.get_tightbbox(get_renderer()).padded(plt.rcParams["savefig.pad_inches"])
+    for fmt in formats:
+        out = path.with_suffix("." + fmt)
+        meta = {"png": {"Software": None}, "pdf": {"CreationDate": None, "ModDate": None},
+                "svg": {"Date": None}}.get(fmt, {})
+        with _rc({"svg.hashsalt": "memplan",
+                  "pdf.fonttype": STYLES[current_style()]["rc"]["pdf.fonttype"]}):
+            fig.savefig(out, bbox_inches=bbox, metadata=meta)
+        written.append(out)
+    plt.close(fig)
+    return written
+
+
+# -- bytes ----------------------------------------------------------------------------------------
+
+
+def _unit_for(x: float) -> tuple[str, int]:
+    """The largest binary unit not above ``|x|`` (bytes for ``|x| < 1024``)."""
+    ax = abs(float(x))
+    for name, scale in BINARY_UNITS:
+        if ax >= scale:
+            return name, scale
+    return "B", 1
+
+
+def format_bytes(x: float, _pos=None) -> str:
+    """One byte count in binary units with at least three significant digits and no exponent.
+
+    Parameters
+    ----------
+    x : float
+        Bytes.
+
+    Returns
+    -------
+    str
+        ``"N B"`` below 1 KiB (integer), else the largest unit not above ``|x|`` with 2 decimals
+        below 10 units, 1 decimal below 100 and none from 100 up (so 1015 KiB stays ``"1015 KiB"``,
+        never ``"1.02e+03 KiB"``). Usable as a matplotlib ``FuncFormatter`` (``_pos`` ignored).
+
+    Examples
+    --------
+    >>> format_bytes(1039360), format_bytes(1536 * 1024), format_bytes(100), format_bytes(0)
+    ('1015 KiB', '1.50 MiB', '100 B', '0 B')
+    """
+    name, scale = _unit_for(x)
+    if scale == 1:
+        return f"{x:.0f} B"
+    v = x / scale
+    digits = 2 if abs(v) < 10 else (1 if abs(v) < 100 else 0)
+    return f"{v:.{digits}f} {name}"
+
+
+#: Former private name of :func:`format_bytes` (kept for callers such as ``report.py``).
+_human_bytes = format_bytes
+
+#: Tick steps tried by :class:`BinaryByteLocator`, as multiples of the label unit: binary fractions
+#: (multiples of the next smaller unit) and 1-2-5 integer multiples.
+_BYTE_STEPS = (0.125, 0.25, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
+
+
+class BinaryByteLocator(mticker.Locator):
+    """Tick locator for a byte axis: steps are nice multiples of one binary unit.
+
+    The label unit ``u`` is the largest binary unit (B, KiB, MiB, ...) not above the largest
+    ``|limit|``; the step is the smallest of ``u`` times 1/8, 1/4, 1/2, 1, 2, 5, 10, 20, 50, ...
+    (only integers for ``u = 1 B``) that gives at most ``nbins`` intervals. Every tick is therefore
+    an integer multiple of ``u / 8`` -- a multiple of the next smaller binary unit -- e.g. 0, 2, 4,
+    6 MiB or 0, 0.25, 0.5, 0.75 MiB, never matplotlib's decimal 977 KiB / 1.91 MiB. When fewer than
+    two ticks would fall inside the view, the next smaller unit is tried.
+
+    Parameters
+    ----------
+    nbins : int
+        Maximum number of intervals between ticks (default 6).
+
+    Notes
+    -----
+    O(len(steps)) per call; the view limits are bytes.
+    """
+
+    def __init__(self, nbins: int = 6):
+        self.nbins = int(nbins)
+
+    def __call__(self):
+        vmin, vmax = self.axis.get_view_interval()
+        return self.tick_values(vmin, vmax)
+
+    def tick_values(self, vmin: float, vmax: float) -> np.ndarray:
+        """Tick locations (bytes) for the view ``[vmin, vmax]`` (bytes)."""
+        vmin, vmax = sorted((float(vmin), float(vmax)))
+        if not (np.isfinite(vmin) and np.isfinite(vmax)) or vmax - vmin <= 0:
+            return np.array([vmin])
+        _, unit = _unit_for(max(abs(vmin), abs(vmax)))
+        while True:
+            steps = [s for s in _BYTE_STEPS if unit > 1 or s >= 1]
+            ticks = None
+            for s in steps:
+                step = s * unit
+                lo, hi = math.ceil(vmin / step - 1e-12), math.floor(vmax / step + 1e-12)
+                if hi - lo <= self.nbins:
+                    ticks = np.arange(lo, hi + 1) * step
+                    break
+            if ticks is None:  # even 1000 units is too fine: take a power of ten above
+                step = 10 ** math.ceil(math.log10((vmax - vmin) / self.nbins / unit)) * unit
+                lo, hi = math.ceil(vmin / step), math.floor(vmax / step)
+                ticks = np.arange(lo, hi + 1) * step
+            if len(ticks) >= 2 or unit == 1:
+                return ticks
+            unit //= 1024
+
+
+class BinaryByteFormatter(mticker.Formatter):
+    """Tick labels of a byte axis in one binary unit per axis, with the decimals the step needs.
+
+    The unit is the largest binary unit not above the largest ``|tick|`` of which every tick is a
+    multiple of 1/8 (else the next smaller unit); decimals are the fewest
+    (0 to 3) that print every tick exactly (ticks from :class:`BinaryByteLocator` need at most
+    3: multiples of 1/8 unit). Zero is printed ``"0"``.
+
+    Examples
+    --------
+    >>> f = BinaryByteFormatter()
+    >>> f.format_ticks([0, 2**19, 2**20, 3 * 2**19])
+    ['0', '0.5 MiB', '1.0 MiB', '1.5 MiB']
+    """
+
+    def __init__(self):
+        self._unit = ("B", 1)
+        self._decimals = 0
+
+    def set_locs(self, locs):
+        """Choose the unit and decimals for the ticks ``locs`` (bytes): the largest binary unit
+        not above the largest ``|tick|`` of which every tick is a multiple of 1/8."""
+        self._locs = list(locs)
+        big = max((abs(v) for v in self._locs), default=0.0)
+        top = _unit_for(big)[1]
+        self._unit = next(
+            (u for u in BINARY_UNITS if u[1] <= top
+             and all(int(round(v * 8)) % u[1] == 0 for v in self._locs)),
+            ("B", 1),
+        )
+        scale = self._unit[1]
+        self._decimals = 3
+        for d in range(4):
+            if all(abs(round(v / scale, d) - v / scale) < 1e-6
+                   for v in self._locs):
+                self._decimals = d
+                break
+
+    def __call__(self, x, pos=None):
+        if x == 0:
+            return "0"
+        name, scale = self._unit
+        return f"{x / scale:.{self._decimals}f} {name}"
+
+
+def byte_axis(axis, nbins: int = 6) -> None:
+    """Install :class:`BinaryByteLocator` and :class:`BinaryByteFormatter` on a matplotlib axis
+    (``ax.yaxis`` or ``ax.xaxis``) whose data are bytes."""
+    axis.set_major_locator(BinaryByteLocator(nbins))
+    axis.set_major_formatter(BinaryByteFormatter())
+    axis.set_minor_locator(mticker.NullLocator())
+
+
+def step_axis(axis) -> None:
+    """Integer ticks without an offset or scientific notation for a schedule-step axis (steps are
+    plain integers with thousands separators such as 1,000,000, never ``1e6``)."""
+    axis.set_major_locator(mticker.MaxNLocator(nbins=7, integer=True))
+    axis.set_major_formatter(mticker.StrMethodFormatter("{x:,.0f}"))
+
+
+# -- series styles and labels ---------------------------------------------------------------------
+
+
+def distinct_styles(n: int) -> list[tuple[str, str]]:
+    """``n`` (colour, marker) pairs, all distinct for ``n <= len(PALETTE) * len(MARKERS)`` (88).
+
+    Series ``k`` gets colour ``k mod 8`` and marker ``k mod 11``; as 8 and 11 are coprime, the pair
+    repeats only after 88 series (Chinese remainder theorem), and any 8 consecutive series have
+    different colours. O(n).
+    """
+    return [(PALETTE[k % len(PALETTE)], MARKERS[k % len(MARKERS)]) for k in range(n)]
+
+
+def short_label(name: str, width: int = 14) -> str:
+    """A tick label for ``name``: unchanged up to ``width`` characters, else wrapped onto two
+    lines at the underscore nearest the middle (``"mobilenet_v1_\\nfirst_layer"``); a name without
+    an underscore is cut to ``width - 1`` characters and an ellipsis.
+
+    Examples
+    --------
+    >>> short_label("mobilenet_v1_first_layer")
+    'mobilenet_v1_\\nfirst_layer'
+    >>> short_label("unet_d5")
+    'unet_d5'
+    """
+    name = str(name)
+    if len(name) <= width:
+        return name
+    cuts = [i for i, ch in enumerate(name) if ch in "_-:." and 0 < i < len(name) - 1]
+    if not cuts:
+        return name[: width - 1] + "\u2026"
+    i = min(cuts, key=lambda c: abs(c + 1 - len(name) / 2))
+    return name[: i + 1] + "\n" + name[i + 1 :]
+
+
+#: Candidate ticks of a ratio axis (arena / lower bound), log scale.
+_RATIO_TICKS = (1, 1.01, 1.02, 1.05, 1.1, 1.2, 1.5, 2, 3, 5, 10, 20, 50, 100, 200, 500, 1000)
+
+
+def ratio_ticks(rmax: float, max_ticks: int = 10) -> list[float]:
+    """Ticks for a log axis of ``arena / lower bound`` from 1 to ``rmax``: 1 and the largest of
+    1.01, 1.02, 1.05, 1.1, 1.2, 1.5, 2, 3, 5, 10, ... below ``rmax``, keeping only ticks at least
+    ``log(rmax) / max_ticks`` apart on the log axis (so labels do not collide).
+
+    Examples
+    --------
+    >>> ratio_ticks(1.3)
+    [1, 1.05, 1.1, 1.2]
+    >>> ratio_ticks(300)
+    [1, 2, 5, 10, 20, 50, 100, 200]
+    """
+    rmax = max(float(rmax), 1.0 + 1e-6)
+    gap = math.log(rmax) / max_ticks
+    cand = [t for t in _RATIO_TICKS if t <= rmax * (1 + 1e-9)]
+    kept: list[float] = []
+    for t in reversed(cand):  # from the top, so the informative large ratios survive
+        if t == 1 or not kept or math.log(kept[-1] / t) >= gap:
+            kept.append(t)
+    kept = sorted(set(kept))
+    if len(kept) > 1 and math.log(kept[1]) < gap:  # too close to 1
+        kept.pop(1)
+    return kept
+
+
+def _text_colour(face: str) -> str:
+    r, g, b = to_rgb(face)
+    return "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
+
+
+def _legend_right(ax, **kw):
+    kw.setdefault("loc", "upper left")
+    kw.setdefault("bbox_to_anchor", (1.01, 1.0))
+    kw.setdefault("frameon", False)
+    return ax.legend(**kw)
+
+
+# -- planner comparison ---------------------------------------------------------------------------
+
+#: Statuses that prove the arena minimal (the arena equals the best proved bound).
+PROVED = ("optimal",)
+
+
+def _proved(records: pd.DataFrame) -> pd.Series:
+    """True where a record's arena is proved optimal: its ``status`` is in :data:`PROVED`, or its
+    arena equals its lower bound (``ratio == 1``: no plan can be smaller)."""
+    met = records["ratio"].astype(float) == 1.0 if "ratio" in records else False
+    if "status" not in records:
+        return pd.Series(met, index=records.index).astype(bool)
+    return (records["status"].astype(str).isin(PROVED) | met).astype(bool)
+
+
+def plot_ratio_heatmap(records: pd.DataFrame, title: str = "Arena / lower bound",
+                       cap_percentile: float | None = 95.0, ax=None):
+    """Heatmap of ``arena / lower_bound`` (rows: workloads, columns: planners).
+
+    Parameters
+    ----------
+    records : DataFrame
+        Comparison records (columns ``workload``, ``planner``, ``ratio``, ``valid``, optionally
+        ``status``); failed or timed-out runs are blank cells; duplicate cells take the minimum.
+        A cell whose run is proved optimal (``status`` ``"optimal"``) is marked ``*`` (said in the
+        colour bar's label): a ratio above 1 can be optimal, a ratio of 1.00 from a heuristic
+        is optimal too (it meets the lower bound), anything else is not proved.
+    title : str
+    cap_percentile : float or None
+        The colour scale ends at this percentile of the ratios (so one outlier does not wash out
+        the rest); cells above it take the top colour, still print their value, and the colour
+        bar says ``"capped at <value> (<p>th percentile)"`` with an arrow. ``None``: no cap.
+    ax : matplotlib Axes, optional
+        Draw into it (default: a new figure).
+
+    Returns
+    -------
+    matplotlib Axes (one annotated cell per run, colour bar from 1.0 = lower bound).
+    """
+    ok = records[records["valid"].astype(bool)].copy()
+    ok["_proved"] = _proved(ok)
+    table = ok.pivot_table(index="workload", columns="planner", values="ratio", aggfunc="min")
+    proved = ok.pivot_table(index="workload", columns="planner", values="_proved", aggfunc="max")
+    planners = [p for p in dict.fromkeys(records["planner"]) if p in table.columns]
+    workloads = [w for w in dict.fromkeys(records["workload"]) if w in table.index]
+    table = table.reindex(index=workloads, columns=planners)
+    proved = proved.reindex(index=workloads, columns=planners).fillna(False).astype(bool)
+    fig, ax = _new_axes(ax, figsize("double", 1.0 + 0.34 * len(workloads),
+                                    1.6 + 0.62 * len(planners)))
+    data = table.to_numpy(dtype=float)
+    finite = data[np.isfinite(data)]
+    top = float(finite.max()) if finite.size else 2.0
+    vmax = max(1.05, top)
+    capped = False
+    if cap_percentile is not None and finite.size:
+        cap = max(1.05, float(np.nanpercentile(finite, cap_percentile)))
+        if cap < top:
+            vmax, capped = cap, True
+    im = ax.imshow(data, cmap="viridis_r", vmin=1.0, vmax=vmax, aspect="auto")
+    ax.set_xticks(range(len(planners)), planners, rotation=45, ha="right")
+    ax.set_yticks(range(len(workloads)), [short_label(w, 24) for w in workloads])
+    ax.grid(False)
+    small = 6.5 if current_style() == "default" else 5.0
+    pv = proved.to_numpy(dtype=bool)
+    for (r, c), v in np.ndenumerate(data):
+        if np.isfinite(v):
+            ax.text(c, r, f"{v:.2f}" + ("*" if pv[r, c] else ""), ha="center", va="center",
+                    fontsize=small, color="white" if v > 1 + 0.6 * (vmax - 1) else "black")
+    cb = fig.colorbar(im, ax=ax, fraction=0.03, pad=0.02, extend="max" if capped else "neither")
+    label = "arena / lower bound (1.0 = lower bound)"
+    if capped:
+        label += f"\ncolour capped at {vmax:.2f} ({cap_percentile:g}th percentile)"
+    if pv.any():
+        label += "\n* proved optimal"
+    if np.isnan(data).any():
+        label += "\nblank: no valid plan (timeout, skipped, error)"
+    cb.set_label(label)
+    ax.set_xlabel("planner")
+    ax.set_ylabel("workload")
+    ax.set_title(title)
+    return ax
+
+
+def plot_ratio_by_planner(records: pd.DataFrame, title: str = "Arena / lower bound per planner",
+                          ax=None):
+    """Strip plot: one row per planner, grouped by planner family, ``arena / lower_bound`` of
+    every workload on a log x axis from 1 (the lower bound, a reference line).
+
+    Rows are ordered by family (the records' ``family`` column, written by the harness from
+    :attr:`planners.base.Planner.family`; ``"other"`` where it is missing; bracketed and labelled at
+    the left), then by name; each family has one colour (:data:`PALETTE`), so a planner is found
+    by its family's colour and its row. Within a row the workloads sit at fixed vertical slots
+    (workload ``k`` always at the same height), so runs that reach the lower bound do not hide
+    each other. A filled marker is a proved optimum (``status`` ``"optimal"``, or an arena equal
+    to the lower bound); an open marker a plan without that proof (heuristic, feasible, stopped
+    by a time limit).
+
+    Parameters
+    ----------
+    records : DataFrame
+        Comparison records (``workload``, ``planner``, ``ratio``, ``valid``, optionally
+        ``status`` and ``family``); invalid runs are left out, the row of a planner without any
+        valid run stays empty.
+    title : str
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib Axes.
+    """
+    fam = (dict(zip(records["planner"], records["family"], strict=False))
+           if "family" in records else {})
+    planners = list(dict.fromkeys(records["planner"]))
+    families = {p: fam.get(p) or "other" for p in planners}
+    fam_order = list(dict.fromkeys(families[p] for p in planners))
+    planners = sorted(planners, key=lambda p: (fam_order.index(families[p]), p))
+    fam_colour = {f: PALETTE[k % (len(PALETTE) - 1)] for k, f in enumerate(fam_order)}  # no yellow
+    ok = records[records["valid"].astype(bool) & np.isfinite(records["ratio"].astype(float))].copy()
+    ok["_proved"] = _proved(ok)
+    workloads = list(dict.fromkeys(ok["workload"]))
+    nw = max(len(workloads), 1)
+    row_h = max(0.22, 0.012 * nw)
+    fig, ax = _new_axes(ax, figsize("double", 0.9 + row_h * max(len(planners), 1), 6.5))
+    slot = 0.8 / nw
+    row = {p: i for i, p in enumerate(planners)}
+    wslot = {w: (k - (nw - 1) / 2) * slot for k, w in enumerate(workloads)}
+    for f in fam_order:
+        sub = ok[ok["planner"].map(families) == f]
+        if sub.empty:
+            continue
+        ys = sub["planner"].map(row).to_numpy(float) + sub["workload"].map(wslot).to_numpy(float)
+        pr = sub["_proved"].to_numpy(bool)
+        x = sub["ratio"].astype(float).to_numpy()
+        c = fam_colour[f]
+        ax.scatter(x[pr], ys[pr], s=14, marker="o", facecolor=c, edgecolor=c, linewidth=0.6,
+                   zorder=3)
+        ax.scatter(x[~pr], ys[~pr], s=14, marker="o", facecolor="none", edgecolor=c,
+                   linewidth=0.8, zorder=3)
+    rmax = float(ok["ratio"].max()) if len(ok) else 1.1
+    rmin = min(1.0, float(ok["ratio"].min())) if len(ok) else 1.0
+    ax.axvline(1.0, color="black", lw=0.9, ls="--", zorder=2)
+    ax.set_xscale("log")
+    hi = max(rmax, 1.01) * 1.04
+    ax.set_xlim(rmin / 1.02, hi)
+    ticks = ratio_ticks(hi)
+    ax.xaxis.set_major_locator(mticker.FixedLocator(ticks))
+    ax.xaxis.set_major_formatter(mticker.FixedFormatter([f"{t:g}" for t in ticks]))
+    ax.xaxis.set_minor_locator(mticker.NullLocator())
+    ax.set_yticks(range(len(planners)), planners)
+    for lab in ax.get_yticklabels():
+        lab.set_color(fam_colour[families[lab.get_text()]])
+    ax.set_ylim(len(planners) - 0.5, -0.5)
+    ax.grid(axis="y", visible=False)
+    for i in range(1, len(planners)):
+        same = families[planners[i]] == families[planners[i - 1]]
+        ax.axhline(i - 0.5, color="0.88" if same else "0.45", lw=0.5 if same else 0.8, zorder=1)
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], ls="", marker="s", color=fam_colour[f], label=f) for f in fam_order]
+    handles += [Line2D([], [], ls="", marker="o", color="0.3", label="proved optimal"),
+                Line2D([], [], ls="", marker="o", markerfacecolor="none", color="0.3",
+                       label="not proved optimal"),
+                Line2D([], [], ls="--", color="black", label="lower bound (1.0)")]
+    ax.set_xlabel("arena / lower bound (log scale; 1 = lower bound)")
+    ax.set_ylabel("planner")
+    ax.set_title(title + (f" ({nw} workloads; one slot per workload in each row)"
+                          if nw > 1 else ""))
+    _legend_right(ax, handles=handles, title="planner family")
+    return ax
+
+
+def plot_memory_over_time(
+    problem: Problem,
+    plans: Sequence[Plan] = (),
+    title: str | None = None,
+    profiles: dict[str, Problem] | None = None,
+    plan_roles: Sequence[str] | None = None,
+    ax=None,
+):
+    """Live bytes over schedule steps (step curves), the lower bound, and each plan's arena.
+
+    Parameters
+    ----------
+    problem : Problem
+        Half-open lifetimes ``[start, end)`` in schedule steps, sizes in bytes; its live-bytes
+        curve is labelled ``"live bytes"`` and its lower bound (:func:`planners.lower_bound`) is
+        the dashed black line.
+    plans : sequence of Plan
+        Each plan's arena (bytes) is a horizontal band, wider and paler for earlier plans, drawn
+        under the lower-bound line: an arena equal to the lower bound stays visible around the
+        dashed line and its legend entry says ``"= lower bound"``, otherwise ``"+x.x %"``.
+    title : str, optional
+    profiles : dict label -> Problem, optional
+        More live-bytes curves (e.g. another schedule of the same graph), each with its own
+        colour and line style.
+    plan_roles : sequence of str, optional
+        Words prefixed to each plan's legend entry, e.g. ``("best plan", "reference")``, so the
+        legend says why each plan is drawn (e.g. the schedule it belongs to).
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib Axes. O(n log n) for n buffers (:func:`planners.live_profile`); a plan that is
+    not proved optimal is labelled with its status.
+    """
+    fig, ax = _new_axes(ax, figsize("double", 3.0, 6.5))
+    curves = {"live bytes": problem}
+    curves.update(profiles or {})
+    for k, (label, prob) in enumerate(curves.items()):
+        t, live = live_profile(prob)
+        if len(t):
+            ax.step(t, live, where="post", color=PALETTE[k % len(PALETTE)], lw=1.3,
+                    ls=LINESTYLES[k % len(LINESTYLES)], label=label, zorder=4)
+    lb = int(lower_bound(problem)) if problem.n else 0
+    ax.axhline(lb, color="black", ls=(0, (4, 2)), lw=0.9, zorder=5,
+               label=f"lower bound {format_bytes(lb)}")
+    roles = list(plan_roles or [])
+    for k, p in enumerate(plans):
+        colour = PALETTE[(k + len(curves)) % len(PALETTE)]
+        a = int(p.arena_size)
+        rel = "= lower bound" if a == lb else (f"{100 * (a / lb - 1):+.1f} % vs lower bound"
+                                                if lb else "")
+        role = f"{roles[k]}: " if k < len(roles) and roles[k] else ""
+        if p.status != "optimal" and a != lb:  # an arena at the lower bound is optimal anyway
+            rel += f"; {p.status}, not proved optimal" if p.status != "heuristic" else "; heuristic"
+        ax.axhline(a, color=colour, lw=max(5.0 - 2.0 * k, 1.5), alpha=0.55, solid_capstyle="butt",
+                   zorder=3 + 0.1 * k,  # narrower bands on top: all stay visible
+                   label=f"{role}{p.planner} arena\n{format_bytes(a)} ({rel})")
+    byte_axis(ax.yaxis)
+    step_axis(ax.xaxis)
+    ax.set_xlabel("schedule step")
+    ax.set_ylabel("live bytes")
+    ax.set_ylim(bottom=0)
+    ax.set_title(title or f"Memory over time: {problem.name}")
+    _legend_right(ax)
+    return ax
+
+
+def plot_arena_layout(plan: Plan, title: str | None = None, max_labels: int = 40,
+                      label_fontsize: float = 6.0, ax=None):
+    """The arena layout of one plan: one rectangle per buffer ``[start, end) x [offset,
+    offset + size)`` (schedule steps x bytes), the lower bound and arena as lines.
+
+    Parameters
+    ----------
+    plan : Plan
+    title : str, optional
+    max_labels : int
+        At most this many buffer ids are written, largest rectangles first, and only inside
+        rectangles big enough for the text (estimated at 0.62 em per character plus padding) and
+        not crossed by the lower-bound line.
+    label_fontsize : float
+        Points.
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib Axes. O(n log n) for n buffers. The arena's legend entry names the plan's status
+    when it is not a proved optimum.
+    """
+    p = plan.problem
+    fig, ax = _new_axes(ax, figsize("double", 3.6, 6.5))
+    keep = p.sizes > 0
+    starts, ends = p.starts[keep], p.ends[keep]
+    offs, sizes = plan.offsets[keep], p.sizes[keep]
+    ids = [b.id for b, k in zip(p.buffers, keep.tolist()) if k]
+    idx = np.flatnonzero(keep)
+    colours = [PALETTE[i % (len(PALETTE) - 2)] for i in idx.tolist()]  # no black, no yellow
+    rects = [Rectangle((s, o), e - s, z)
+             for s, e, o, z in zip(starts.tolist(), ends.tolist(), offs.tolist(), sizes.tolist())]
+    ax.add_collection(
+        PatchCollection(rects, facecolor=colours, edgecolor="white", linewidth=0.4, alpha=0.9)
+    )
+    lb, arena = int(plan.lower_bound), int(plan.arena_size)
+    same = arena == lb
+    ax.axhline(arena, color=PALETTE[3], lw=3.0 if same else 1.4, alpha=0.6 if same else 1.0,
+               label=f"arena {format_bytes(arena)}" + (" (= lower bound)" if same else "")
+               + ("" if plan.status == "optimal" else f"\n({plan.status}, not proved optimal)"))
+    ax.axhline(lb, color="black", ls=(0, (4, 2)), lw=0.9, label=f"lower bound {format_bytes(lb)}")
+    ax.set_xlim(int(p.starts.min()) if p.n else 0, p.horizon or 1)
+    ax.set_ylim(0, max(arena, lb, 1) * 1.05)
+    byte_axis(ax.yaxis)
+    step_axis(ax.xaxis)
+    if len(ids) and max_labels > 0:
+        # rectangle extents in points (the axes' size is fixed before saving)
+        x0, y0 = ax.transData.transform(np.c_[starts, offs]).T
+        x1, y1 = ax.transData.transform(np.c_[ends, offs + sizes]).T
+        to_pt = 72.0 / fig.dpi
+        w, h = (x1 - x0) * to_pt, (y1 - y0) * to_pt
+        lens = np.array([len(i) for i in ids])
+        need_w = 0.62 * label_fontsize * lens + 3.0
+        need_h = 1.25 * label_fontsize + 2.0
+        mid = offs + sizes / 2
+        half = need_h / 2 / np.maximum(h, 1e-9) * sizes  # half the text height, in bytes
+        crossed = np.abs(mid - lb) < half
+        fits = (w >= need_w) & (h >= need_h) & ~crossed
+        order = np.flatnonzero(fits)
+        order = order[np.lexsort((order, -(w * h)[order]))][:max_labels]
+        for j in sorted(order.tolist()):
+            ax.text((starts[j] + ends[j]) / 2, mid[j], ids[j], ha="center", va="center",
+                    fontsize=label_fontsize, color=_text_colour(colours[j]), clip_on=True)
+    ax.set_xlabel("schedule step")
+    ax.set_ylabel("offset in the arena (address)")
+    ax.set_title(title or f"Arena layout: {p.name}, {plan.planner}")
+    _legend_right(ax)
+    return ax

@@ -1,0 +1,171 @@
+"""Figures of a sweep report, drawn from tables the report computed from records (no solving).
+
+* :func:`plot_quality_vs_time` -- per case, arena / lower bound against median planning time with
+  the min-max spread and the Pareto front (a Figure of small multiples).
+* :func:`plot_scaling` -- planning time against buffer count, log-log, with fitted slopes.
+* :func:`plot_rv64_cycles` -- emulated RV64 cycles per buffer and planner.
+* :func:`plot_tflm_comparison` -- our arenas against TFLite Micro's planned head.
+
+Times are seconds, sizes bytes. Each function draws in the active :func:`experiments.plots.style`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import matplotlib.ticker as mticker
+import numpy as np
+import pandas as pd
+
+from experiments.metrics import pareto_front
+from experiments.plots.style import MARKERS, PALETTE, _new_axes, byte_axis, figsize
+
+__all__ = ["plot_quality_vs_time", "plot_scaling", "plot_rv64_cycles", "plot_tflm_comparison"]
+
+
+def plot_quality_vs_time(qa: pd.DataFrame, floor: float, too_fast: Sequence[str] = ()):
+    """Small multiples, one per case of ``qa`` whose slowest median is at least ``floor`` seconds:
+    arena / lower bound (``ratio``) against the median planning time (``seconds``, log axis) with
+    its min-max bar (``t_min``, ``t_max``; ``t_n`` runs), one marker per ``config``; runs faster
+    than ``floor`` sit hollow at the dotted line and join no Pareto front (grey,
+    :func:`experiments.metrics.pareto_front` of the timed runs). ``too_fast`` names the cases left
+    out because every run was faster than ``floor``; when no case is left, the figure says so
+    instead. Returns the matplotlib Figure."""
+    measurable = qa.groupby("case")["seconds"].max() >= floor
+    cases = sorted(measurable.index[measurable])
+    too_fast = list(too_fast)
+    if not cases:  # nothing large enough to time: say so instead of ranking noise
+        fig, ax = plt.subplots(figsize=figsize("single", 1.6, 4.0))
+        ax.axis("off")
+        ax.text(0.5, 0.5, f"Quality vs planning time: not drawn.\nIn all {len(too_fast)} cases "
+                f"every planner took < {floor * 1e3:g} ms\n(median), too "
+                "fast to time apart from call overhead.", ha="center", va="center",
+                transform=ax.transAxes)
+        return fig
+    ncol = min(3, len(cases))
+    nrow = math.ceil(len(cases) / ncol)
+    fig, axes = plt.subplots(nrow, ncol, squeeze=False,
+                             figsize=figsize("double", 2.2 * nrow, 2.6 * ncol + 1.6))
+    configs = sorted(qa["config"].unique())
+    colour = {c: PALETTE[i % len(PALETTE)] for i, c in enumerate(configs)}
+    marker = {c: MARKERS[i % len(MARKERS)] for i, c in enumerate(configs)}
+    n_fronts = 0
+    for ax, case in zip(axes.flat, cases, strict=False):
+        sub = qa[qa["case"] == case].reset_index(drop=True)
+        med = sub["seconds"].to_numpy(float)
+        meas = med >= floor
+        shown = np.where(meas, med, floor)
+        for i, row in sub.iterrows():
+            c = colour[row["config"]]
+            if meas[i]:
+                lo, hi = float(row["t_min"]), float(row["t_max"])
+                ax.errorbar(shown[i], row["ratio"], xerr=[[shown[i] - lo], [hi - shown[i]]],
+                            fmt=marker[row["config"]], color=c, ms=4.5, lw=0.8,
+                            label=row["config"], zorder=3)
+            else:  # too fast to time: drawn at the floor, hollow, off any front
+                ax.scatter(floor, row["ratio"], marker=marker[row["config"]], s=22,
+                           facecolor="none", edgecolor=c, label=row["config"], zorder=3)
+        if int(meas.sum()) >= 2:
+            idx = np.flatnonzero(meas)
+            front = idx[pareto_front(med[idx], sub["ratio"].to_numpy(float)[idx])]
+            ax.step(med[front], sub["ratio"].to_numpy(float)[front], where="post",
+                    color="0.4", lw=0.9, zorder=2)
+            n_fronts += 1
+        ax.axhline(1.0, color="black", ls="--", lw=0.8)
+        ax.axvline(floor, color="0.6", lw=0.6, ls=":")
+        ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(mticker.NullFormatter())
+        ax.set_title(case, fontsize=8)
+        ax.set_xlabel("planning time (s, median)")
+        ax.set_ylabel("arena / lower bound")
+    for ax in list(axes.flat)[len(cases):]:
+        ax.set_visible(False)
+    handles = {}
+    for ax in axes.flat:
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=False):
+            handles.setdefault(lab, h)
+    fig.legend(list(handles.values()), list(handles.keys()), loc="center left",
+               bbox_to_anchor=(1.0, 0.5), frameon=False)
+    fig.tight_layout()
+    runs_n = int(qa["t_n"].max()) if len(qa) and qa["t_n"].notna().any() else 0
+    fig.suptitle(
+        "Quality vs planning time: median of " + (f"up to {runs_n} runs" if runs_n > 1
+                                                  else "1 run (no spread measured)")
+        + "; bars: min-max.\nHollow at the dotted line: below "
+        + f"{floor * 1e3:g} ms, too fast to time (call overhead), no ranking; "
+        + ("grey: Pareto front of the timed runs" if n_fronts else "no Pareto front drawn")
+        + (f"; {len(too_fast)} cases where every planner is < "
+           f"{floor * 1e3:g} ms not shown" if too_fast else ""),
+        y=1.02, fontsize=8)
+    return fig
+
+
+def plot_scaling(runs: pd.DataFrame, slopes: Mapping[str, float], min_fit_seconds: float, ax=None):
+    """Planning time (``seconds``) against ``buffers`` per ``config``, log-log; a config in
+    ``slopes`` (its fitted log-log slope over runs of at least ``min_fit_seconds``) says so in its
+    legend entry; the band below ``min_fit_seconds`` is shaded (call overhead, not fitted).
+    Returns the Axes."""
+    fig, ax = _new_axes(ax, figsize("double", 3.6, 6.0))
+    for i, (cfg, sub) in enumerate(sorted(runs.groupby("config"), key=lambda kv: kv[0])):
+        x, y = sub["buffers"].to_numpy(float), sub["seconds"].to_numpy(float)
+        label = cfg if cfg not in slopes else \
+            f"{cfg} (slope {slopes[cfg]:.2f}, runs >= {min_fit_seconds * 1e3:g} ms)"
+        ax.scatter(x, y, s=12, color=PALETTE[i % len(PALETTE)],
+                   marker=MARKERS[i % len(MARKERS)], label=label, alpha=0.8)
+    lo = float(runs["seconds"].min()) / 2
+    ax.axhspan(lo, min_fit_seconds, color="0.92", zorder=0,
+               label=f"< {min_fit_seconds * 1e3:g} ms: overhead, not fitted")
+    ax.set_ylim(bottom=lo)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("buffers")
+    ax.set_ylabel("planning time (s)")
+    ax.set_title("Planning time vs buffer count" + (
+        "" if slopes else f"\n(no slope: fewer than 3 sizes with runs >= "
+                          f"{min_fit_seconds * 1e3:g} ms; small runs time Python overhead)"))
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    return ax
+
+
+def plot_rv64_cycles(table: pd.DataFrame, ax=None):
+    """Bars of ``cycles_per_buffer_u74`` and ``cycles_per_buffer_c906`` (emulated RV64 cycles
+    per buffer, the SiFive U74 and T-Head C906 models) per ``config``. Returns the Axes."""
+    fig, ax = _new_axes(ax, figsize("double", 3.0, 6.0))
+    xs = np.arange(len(table))
+    ax.bar(xs - 0.2, table["cycles_per_buffer_u74"], 0.4, label="SiFive U74 (model)",
+           color=PALETTE[0])
+    ax.bar(xs + 0.2, table["cycles_per_buffer_c906"], 0.4, label="T-Head C906 (model)",
+           color=PALETTE[1])
+    ax.set_xticks(xs, table["config"], rotation=30, ha="right")
+    ax.set_ylabel("cycles per buffer (emulated RV64)")
+    ax.set_xlabel("planner")
+    ax.set_title("Planning cost on RV64 cores")
+    ax.legend(frameon=False)
+    return ax
+
+
+def plot_tflm_comparison(table: pd.DataFrame, ax=None):
+    """Per ``workload``, horizontal bars (bytes): TFLite Micro's head (``tflm_head``), our best
+    arena in the same file order (``best_arena_file_order``: the planner's gain), in the best
+    order (``best_arena_any_order``: plus the scheduler's) and the file order's lower bound
+    (``lower_bound_file_order``). Returns the Axes."""
+    fig, ax = _new_axes(ax, figsize("double", 0.9 + 0.55 * len(table), 6.5))
+    ys = np.arange(len(table))
+    h = 0.2
+    ax.barh(ys - 1.5 * h, table["tflm_head"], h, label="TFLite Micro head (file order)",
+            color=PALETTE[3])
+    ax.barh(ys - 0.5 * h, table["best_arena_file_order"], h,
+            label="ours, same (file) order: planner gain only", color=PALETTE[0])
+    ax.barh(ys + 0.5 * h, table["best_arena_any_order"], h,
+            label="ours, best order: + scheduler gain", color=PALETTE[5])
+    ax.barh(ys + 1.5 * h, table["lower_bound_file_order"], h,
+            label="lower bound, file order", color=PALETTE[2])
+    ax.set_yticks(ys, table["workload"])
+    ax.invert_yaxis()
+    byte_axis(ax.xaxis)
+    ax.set_xlabel("activation arena (bytes)")
+    ax.set_title("Ours vs TFLite Micro's planner: planner and scheduler effects apart")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    return ax

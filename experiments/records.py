@@ -1,0 +1,272 @@
+"""Where results live on disk: one home for atomic writes, tables and stored plans and problems.
+
+* :func:`atomic_write` -- write text or bytes through a temporary file and :func:`os.replace`
+  (atomic on POSIX): a reader never sees a partial file, a killed writer leaves the old one.
+* :func:`write_csv`, :func:`write_parquet` -- a DataFrame as CSV / Parquet, atomically.
+* Stored problems and plans (figures are drawn from these, never re-planned):
+  :func:`store_problem` / :func:`load_problem_csv` (``OUT/problems/DIGEST.csv``, MiniMalloc
+  columns, half-open lifetimes ``[lower, upper)``; third-party benchmark data as a ``.ref``),
+  :func:`plan_entry` / :func:`write_plans` / :func:`read_plans` (``compare_plans.json``: offsets in
+  bytes, problem order); :func:`write_schedules` / :func:`read_schedules`
+  (``compare_sched_orders.json``: each schedule's order and stored problem).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from planners import Plan, Problem, ProblemError, live_profile
+
+__all__ = ["atomic_write", "write_csv", "write_parquet", "PLANS_FILE", "plan_entry", "write_plans",
+           "read_plans", "store_problem", "load_problem_csv", "external_source",
+           "write_stored_problem", "problem_csv_text", "SHARED_DIR", "REPO", "SCHED_PLANS_FILE",
+           "write_schedules", "read_schedules"]
+
+#: The side file of ``compare.csv`` with every run's offsets and the stored problems.
+PLANS_FILE = "compare_plans.json"
+
+#: The side file of ``compare_sched.csv``: each schedule's order and its stored problem.
+SCHED_PLANS_FILE = "compare_sched_orders.json"
+
+
+def _tmp_name(path: Path) -> Path:
+    """The temporary file beside ``path`` for one writer: ``.NAME.PID.THREAD.tmp`` (hidden, so
+    globs over the folder skip it; a sweep removes dead ones on start)."""
+    return path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+
+
+def atomic_write(path: str | Path, data: str | bytes) -> Path:
+    """Write ``data`` (text, UTF-8, or bytes) to ``path`` atomically and durably: into a
+    temporary file of this process and thread, ``fsync``, then :func:`os.replace` (atomic on
+    POSIX); creates the parent folder; returns the path. A reader never sees a partial file, a
+    killed writer leaves the old one, and concurrent writers never share a temporary file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _tmp_name(path)
+    with open(tmp, "wb" if isinstance(data, bytes) else "w") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    return path
+
+
+def write_csv(df, path: str | Path, **kw) -> Path:
+    """``df`` (a pandas DataFrame) as CSV without the index, atomically (:func:`atomic_write`);
+    ``kw`` go to :meth:`pandas.DataFrame.to_csv` (e.g. ``float_format``)."""
+    return atomic_write(path, df.to_csv(index=False, **kw))
+
+
+def write_parquet(df, path: str | Path, warn: bool = True) -> Path | None:
+    """``df`` as Parquet (pyarrow), atomically; ``None`` when pyarrow is missing (with a warning
+    on stderr when ``warn``). Object columns get one Arrow type each: all-bool ``boolean``,
+    all-int ``Int64``, all-number numeric, otherwise strings (lists and dicts as sorted JSON)."""
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        if warn:
+            print("memplan: warning: pyarrow is not installed; no Parquet file written",
+                  file=sys.stderr)
+        return None
+    import pandas as pd
+
+    t = df.copy()
+    for c in t.columns:
+        if t[c].dtype != object:
+            continue
+        vals = t[c].dropna()
+        if len(vals) and vals.map(lambda v: isinstance(v, bool)).all():
+            t[c] = t[c].astype("boolean")
+        elif len(vals) and vals.map(lambda v: isinstance(v, int) and not isinstance(v, bool)).all():
+            t[c] = t[c].astype("Int64")
+        elif len(vals) and vals.map(lambda v: isinstance(v, (int, float))
+                                    and not isinstance(v, bool)).all():
+            t[c] = pd.to_numeric(t[c])
+        else:
+            t[c] = t[c].map(lambda v: v if v is None or isinstance(v, str) or
+                            (isinstance(v, float) and math.isnan(v))
+                            else json.dumps(v, sort_keys=True, default=str)).astype("string")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _tmp_name(path)
+    t.to_parquet(tmp, index=False, engine="pyarrow")
+    os.replace(tmp, path)
+    return path
+
+
+# -- stored plans and problems (figures are drawn from these, never re-planned) ---------------
+
+
+def plan_entry(rec: Mapping[str, Any], offsets: Sequence[int] | None) -> dict[str, Any]:
+    """One entry of :data:`PLANS_FILE`: the run's identity, status, arena and offsets (bytes,
+    problem order; ``None`` when the run has no valid plan)."""
+    return {"workload": rec["workload"], "planner": rec["planner"], "params": rec.get("params", ""),
+            "status": rec["status"], "arena": rec.get("arena"),
+            "lower_bound": rec.get("lower_bound"), "best_bound": rec.get("best_bound"),
+            "offsets": None if offsets is None else [int(o) for o in offsets]}
+
+
+#: ``../shared`` beside the repository. Benchmark problems read from there (MiniMalloc, idealloc)
+#: are third-party data that results/ must not copy: they are stored as references.
+SHARED_DIR = Path(__file__).resolve().parents[1].parent / "shared"
+#: The repository (the folder holding ``experiments/``).
+REPO = Path(__file__).resolve().parents[1]
+
+
+def external_source(workload: str, source: str | os.PathLike | None = None) -> str | None:
+    """The portable reference under which a workload's problem is stored instead of its CSV, or
+    ``None`` to store the CSV. ``minimalloc:NAME`` workloads and files under ``../shared`` are
+    external (third-party benchmark data): the reference is the workload name, or the file's path
+    relative to the repository (``../shared/...``)."""
+    if workload.startswith("minimalloc:"):
+        return workload
+    for cand in (source, workload):
+        if not cand:
+            continue
+        try:
+            path = Path(cand).resolve()
+        except (OSError, ValueError):
+            continue
+        if path.is_relative_to(SHARED_DIR.resolve()):
+            return os.path.relpath(path, REPO)
+    return None
+
+
+def problem_csv_text(problem: Problem) -> tuple[str, str]:
+    """``(csv_text, sha256)`` of ``problem`` in MiniMalloc columns (half-open lifetimes)."""
+    import hashlib
+    import tempfile
+
+    from planners.io import write_minimalloc_csv
+
+    with tempfile.TemporaryDirectory() as d:
+        f = Path(d) / "p.csv"
+        write_minimalloc_csv(problem, f)
+        text = f.read_text()
+    return text, hashlib.sha256(text.encode()).hexdigest()
+
+
+def write_stored_problem(out: str | Path, digest: str, text: str, external: str | None) -> None:
+    """Write ``OUT/problems/DIGEST.csv`` (atomic, once), or for an external problem
+    (:func:`external_source`) ``OUT/problems/DIGEST.ref``: JSON ``{"source", "sha256"}``."""
+    base = Path(out) / "problems" / digest
+    if external is None:
+        if not base.with_suffix(".csv").exists():
+            atomic_write(base.with_suffix(".csv"), text)
+    elif not base.with_suffix(".ref").exists():
+        atomic_write(base.with_suffix(".ref"), json.dumps({"source": external, "sha256": digest}))
+
+
+def store_problem(out: str | Path, problem: Problem, workload: str = "",
+                  source: str | os.PathLike | None = None) -> str:
+    """Store ``problem`` once under ``OUT/problems/`` and return ``problems/DIGEST.csv`` (relative
+    to ``out``; the digest is the SHA-256 of the MiniMalloc CSV text, so the same problem always
+    has the same name). Third-party benchmark problems (:func:`external_source` of ``workload``
+    and ``source``) are stored as a reference ``DIGEST.ref`` instead of a copy;
+    :func:`load_problem_csv` resolves either."""
+    text, digest = problem_csv_text(problem)
+    write_stored_problem(out, digest, text, external_source(workload, source))
+    return f"problems/{digest}.csv"
+
+
+def load_problem_csv(path: str | Path, name: str) -> Problem:
+    """A problem stored by :func:`store_problem` (or ``memplan sweep``), named ``name``.
+
+    ``path`` is ``.../problems/DIGEST.csv``; where only ``DIGEST.ref`` exists, the referenced
+    workload is loaded (it needs ``../shared`` or ``$MEMPLAN_MINIMALLOC_DIR``) and its digest
+    checked. Raises :class:`planners.ProblemError` when the problem cannot be had or differs.
+    """
+    from planners.io import read_minimalloc_csv
+
+    path = Path(path)
+    if path.exists():
+        return read_minimalloc_csv(path, capacity=None, name=name)
+    ref = path.with_suffix(".ref")
+    if not ref.exists():
+        raise ProblemError(f"{path}: stored problem not found")
+    body = json.loads(ref.read_text())
+    from experiments.workloads import load_problem
+
+    spec = body["source"]
+    if not spec.startswith("minimalloc:"):
+        spec = str((REPO / spec).resolve())
+    try:
+        p = load_problem(spec, capacity=None)
+    except ProblemError as exc:
+        raise ProblemError(f"{ref}: the referenced benchmark {body['source']!r} cannot be "
+                           f"loaded ({exc})") from None
+    p = Problem(p.buffers, capacity=None, alignment=p.alignment, name=name, aliases=p.aliases)
+    if problem_csv_text(p)[1] != body["sha256"]:
+        raise ProblemError(f"{ref}: {body['source']!r} is not the problem that was planned "
+                           "(its content changed)")
+    return p
+
+
+def write_plans(out: str | Path, problems: Mapping[str, str], entries: Sequence[Mapping[str, Any]],
+                name: str = PLANS_FILE, extra: Mapping[str, Any] | None = None) -> Path:
+    """Write the plans side file atomically: ``{"problems": {workload: "problems/DIGEST.csv"},
+    "plans": [plan_entry, ...]}`` sorted by (workload, planner), plus ``extra`` keys."""
+    body = {"problems": dict(sorted(problems.items())),
+            "plans": sorted(entries, key=lambda e: (str(e["workload"]), str(e["planner"])))}
+    body.update(extra or {})
+    path = Path(out) / name
+    atomic_write(path, json.dumps(body, sort_keys=True, separators=(",", ":")))
+    return path
+
+
+def read_plans(out: str | Path, name: str = PLANS_FILE) -> tuple[dict[str, Problem],
+                                                                 dict[tuple[str, str], Plan]]:
+    """The stored problems (by workload) and plans (by (workload, planner)) of a comparison
+    folder, for figures. Plans keep their recorded status; nothing is re-planned or re-checked
+    here (each was validated before it was stored)."""
+    out = Path(out)
+    body = json.loads((out / name).read_text())
+    problems = {w: load_problem_csv(out / rel, w) for w, rel in body["problems"].items()}
+    plans: dict[tuple[str, str], Plan] = {}
+    for e in body["plans"]:
+        p = problems.get(e["workload"])
+        if p is None or e.get("offsets") is None or len(e["offsets"]) != p.n:
+            continue
+        plans[(e["workload"], e["planner"])] = Plan(
+            p, np.asarray(e["offsets"], dtype=np.int64), e["planner"], e["status"],
+            lower_bound=int(e["lower_bound"]) if e.get("lower_bound") is not None else 0,
+            best_bound=e.get("best_bound"))
+    return problems, plans
+
+
+def write_schedules(out, entries, name: str = SCHED_PLANS_FILE):
+    """Store schedules for figures: each entry ``(record, order, problem)`` (as passed to
+    ``on_schedule``) becomes ``{workload, scheduler, status, peak_bytes, order, problem}`` with
+    the activation problem written once as ``OUT/problems/DIGEST.csv``; the JSON file is written
+    atomically. Returns its path."""
+    rows = []
+    for rec, order, problem in entries:
+        rows.append({"workload": rec["workload"], "scheduler": rec["scheduler"],
+                     "status": rec["status"], "peak_bytes": rec["peak_bytes"],
+                     "order": [str(o) for o in order], "problem": store_problem(out, problem)})
+    rows.sort(key=lambda r: (str(r["workload"]), str(r["scheduler"])))
+    path = Path(out) / name
+    atomic_write(path, json.dumps({"schedules": rows}, sort_keys=True, separators=(",", ":")))
+    return path
+
+
+def read_schedules(out, name: str = SCHED_PLANS_FILE) -> dict[str, dict[str, tuple]]:
+    """Live profiles ``workload -> scheduler -> (steps, live bytes)`` of the stored schedules
+    (their stored activation problems through :func:`planners.live_profile`); no scheduling or
+    lifetime analysis. O(n log n) per schedule."""
+    out = Path(out)
+    body = json.loads((out / name).read_text())
+    prof: dict[str, dict[str, tuple]] = {}
+    for r in body["schedules"]:
+        p = load_problem_csv(out / r["problem"], f"{r['workload']} ({r['scheduler']})")
+        prof.setdefault(r["workload"], {})[r["scheduler"]] = live_profile(p)
+    return prof

@@ -1,0 +1,141 @@
+"""Which figures ``memplan compare`` draws, and from which records.
+
+* :func:`compare_figures` -- for planner comparisons: the ratio heatmap and dot plot, and for a few
+  representative workloads the memory-over-time curve with the plans' arenas and one arena layout.
+* :func:`sched_figures` -- for scheduler comparisons: peak per scheduler per graph, and the
+  live-bytes curves of two schedules of the graph where they differ most.
+* :func:`figures_from_folder` -- all of them again from a comparison folder alone.
+
+Every figure is drawn from records and stored data: the comparison records, the plans' stored
+offsets (``compare_plans.json``, :func:`experiments.records.read_plans`) and the stored problems
+(``problems/DIGEST.csv``); nothing is re-planned, re-scheduled or re-analysed here.
+Each returns the list of files written (via :func:`experiments.plots.save`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from experiments import plots
+
+__all__ = ["compare_figures", "sched_figures", "most_different_workload", "LAYOUT_WORKLOADS",
+           "figures_from_folder"]
+
+#: Workloads whose memory-over-time curve and arena layout ``memplan compare`` draws when present.
+LAYOUT_WORKLOADS = ("seed000", "resnet50", "inception_v1", "minimalloc:C")
+
+
+def compare_figures(df: pd.DataFrame, problems: Mapping, plans: Mapping, fig_dir: Path
+                    ) -> list[Path]:
+    """Figures of a planner comparison in ``fig_dir``.
+
+    Parameters
+    ----------
+    df : DataFrame
+        The comparison records (:data:`experiments.harness.RECORD_COLUMNS`).
+    problems : mapping workload -> Problem
+        The stored problems.
+    plans : mapping (workload, planner) -> Plan
+        The stored plans (offsets from the records; :func:`experiments.records.read_plans`).
+    fig_dir : Path
+    """
+    written: list[Path] = []
+    written += plots.save(plots.plot_ratio_heatmap(df), fig_dir / "ratio_heatmap")
+    written += plots.save(plots.plot_ratio_by_planner(df), fig_dir / "ratio_by_planner")
+    ok = df[df["valid"].astype(bool)]
+    for w in [w for w in LAYOUT_WORKLOADS if w in problems]:
+        sub = ok[ok["workload"] == w]
+        if sub.empty:
+            continue
+        best = sub.sort_values(["arena", "seconds", "planner"]).iloc[0]["planner"]
+        chosen = [best] + [
+            p for p in ("greedy_by_size", "greedy_in_order") if p in set(sub["planner"]) and p != best
+        ][:1]
+        chosen_plans = [plans[(w, n)] for n in chosen if (w, n) in plans]
+        safe = w.replace(":", "_")
+        roles = ["best plan"] + ["reference"] * (len(chosen_plans) - 1)
+        ref = (f" and {chosen_plans[1].planner} (reference)" if len(chosen_plans) > 1 else "")
+        title = (f"Memory over time: {w}\nbest plan ({chosen_plans[0].planner}){ref}"
+                 if chosen_plans else f"Memory over time: {w}")
+        written += plots.save(plots.plot_memory_over_time(problems[w], chosen_plans, title=title,
+                                                          plan_roles=roles),
+                              fig_dir / f"memory_over_time_{safe}")
+        if chosen_plans:
+            written += plots.save(
+                plots.plot_arena_layout(chosen_plans[0], title=f"Arena layout: {w}, best plan "
+                                                              f"({chosen_plans[0].planner})"),
+                fig_dir / f"layout_{safe}_{chosen_plans[0].planner}")
+    return written
+
+
+def most_different_workload(df: pd.DataFrame, pair: Sequence[str]) -> str | None:
+    """The workload whose two schedulers ``pair`` have the largest relative peak difference
+    ``|peak_a - peak_b| / max(peak_a, peak_b)`` (bytes/bytes) in the records ``df`` (columns
+    ``workload``, ``scheduler``, ``peak_bytes``); ties go to the first workload in ``df`` order.
+    ``None`` when no workload has both peaks. O(rows)."""
+    a, b = pair
+    ok = df.dropna(subset=["peak_bytes"]).drop_duplicates(["workload", "scheduler"])
+    tab = ok.pivot(index="workload", columns="scheduler", values="peak_bytes")
+    if a not in tab.columns or b not in tab.columns:
+        return None
+    tab = tab.reindex(list(dict.fromkeys(ok["workload"])))[[a, b]].astype(float).dropna()
+    if tab.empty:
+        return None
+    diff = (tab[a] - tab[b]).abs() / tab.max(axis=1).where(lambda m: m > 0, 1.0)
+    return str(diff.idxmax())  # first maximum in workload order
+
+
+def sched_figures(df: pd.DataFrame, profiles: Mapping[str, Mapping[str, tuple]],
+                  schedulers: Sequence[str], fig_dir: Path) -> list[Path]:
+    """Figures of a scheduler comparison in ``fig_dir``: peaks per scheduler per graph, and the
+    live-bytes curves of two schedules (file order vs ``best_of`` when both ran, else the first
+    two) of the graph where their peaks differ most (:func:`most_different_workload`) -- a chain,
+    where every order is the same, is never chosen over a graph with a difference.
+
+    ``profiles`` maps workload -> scheduler -> ``(steps, live bytes)``, the live profiles of the
+    stored schedules (:func:`experiments.plots.sched.schedule_profiles` of their stored problems).
+    """
+    from experiments.plots.sched import plot_sched_peaks, plot_schedule_curves
+
+    written = plots.save(plot_sched_peaks(df), fig_dir / "compare_sched_peaks")
+    pair = [s for s in ("file_order", "best_of") if s in schedulers]
+    pair = pair if len(pair) == 2 else list(schedulers)[:2]
+    if len(pair) < 2:
+        return written
+    chosen = most_different_workload(df, pair)
+    if chosen is None or chosen not in profiles:
+        chosen = next(iter(profiles), None)
+    if chosen is None or not all(s in profiles[chosen] for s in pair):
+        return written
+    written += plots.save(plot_schedule_curves({s: profiles[chosen][s] for s in pair},
+                                               graph_name=chosen),
+                          fig_dir / f"compare_sched_curves_{chosen.replace(':', '_')}")
+    return written
+
+
+def figures_from_folder(out: str | Path, fig_dir: str | Path | None = None) -> list[Path]:
+    """Draw the figures of a ``memplan compare`` folder from its records and stored data alone:
+    ``compare.csv`` + ``compare_plans.json`` (planner comparison) and/or ``compare_sched.csv`` +
+    ``compare_sched_orders.json`` (scheduler comparison). Returns the written files."""
+    from experiments.records import PLANS_FILE, read_plans
+
+    out = Path(out)
+    fig_dir = Path(fig_dir) if fig_dir is not None else out / "figures"
+    written: list[Path] = []
+    if (out / "compare.csv").is_file() and (out / PLANS_FILE).is_file():
+        df = pd.read_csv(out / "compare.csv", keep_default_na=True)
+        df["valid"] = df["valid"].astype(bool)
+        problems, plans = read_plans(out)
+        written += compare_figures(df, problems, plans, fig_dir)
+    if (out / "compare_sched.csv").is_file():
+        from experiments.records import SCHED_PLANS_FILE, read_schedules
+
+        sdf = pd.read_csv(out / "compare_sched.csv")
+        profiles = read_schedules(out, SCHED_PLANS_FILE) if (out / SCHED_PLANS_FILE).is_file() \
+            else {}
+        scheds = list(dict.fromkeys(sdf["scheduler"]))
+        written += sched_figures(sdf, profiles, scheds, fig_dir)
+    return written

@@ -1,0 +1,516 @@
+"""``memplan report RESULTS_DIR``: every figure and table of a sweep, from its records alone.
+
+Input: a sweep folder written by :func:`experiments.sweep.run_sweep` -- ``records/*.json`` (one
+run each) and ``problems/DIGEST.csv`` (the planned problems, half-open ``[lower, upper)`` lifetimes
+in schedule steps, sizes in bytes). Nothing is re-planned: arena layouts use the offsets stored in
+the records.
+
+For each run (workload, scheduler, planner, their parameters, seed, repetition, time limit) only
+the records of its newest code version (:func:`newest_records`) are used unless ``all_versions`` /
+``--all-versions``: the run key hashes the code the run executes (the planner's and scheduler's
+modules and what they import, :func:`experiments.sweep.run_code_version`), so a sweep rerun after a
+code change writes new records for the changed runs beside the old ones, and medians must not mix
+them. Corrupt record files are left out with a warning naming each (``memplan sweep`` moves them
+aside and runs them again). A folder without any record is an error.
+
+Output (``RESULTS_DIR/report/`` by default), deterministic -- the same records give byte-identical
+files (fixed metadata dates, ``svg.hashsalt``, sorted rows, no clock in the text):
+
+* ``figures/planner_comparison`` -- arena / lower bound per planner and case, lower bound as the
+  reference line; ``figures/ratio_heatmap``.
+* ``figures/pareto_quality_time`` -- per workload, arena / lower bound against planning time with
+  the Pareto front.
+* ``figures/scaling_time_vs_buffers`` -- planning seconds against buffer count, log-log, per
+  planner, with the fitted slope.
+* ``figures/memory_over_time_*`` and ``figures/layout_*`` -- live bytes over schedule steps (one
+  curve per scheduler) and the best plan's arena layout, for each workload.
+* ``figures/rv64_cycles`` -- emulated RV64 cycles per planner (when the records have them).
+* ``figures/tflm_comparison`` -- our arenas vs TFLite Micro's planned head (when recorded).
+* ``tables/*.csv`` and ``report.md``, the summary for design reviews.
+
+Figures are PNG + PDF by default (``formats``; add ``"svg"`` for vector figures for the web, they
+are larger) in the paper style of :mod:`experiments.plots`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from experiments.metrics import pareto_front, planner_summary
+from experiments.records import atomic_write, write_csv, write_parquet
+
+__all__ = ["build_report", "case_label", "pareto_front", "latest_code_version", "newest_records",
+           "RUN_IDENTITY",
+           "MAX_PER_WORKLOAD_FIGURES"]
+
+#: At most this many workloads get memory-over-time and layout figures (sorted by name).
+MAX_PER_WORKLOAD_FIGURES = 12
+
+
+def case_label(workload: str, scheduler: str | None) -> str:
+    """``"workload"`` for interval problems, ``"workload [scheduler]"`` for graph workloads."""
+    return workload if scheduler in (None, "-", "") or pd.isna(scheduler) else f"{workload} [{scheduler}]"
+
+
+def latest_code_version(df: pd.DataFrame) -> str | None:
+    """The ``code_version`` of the most recently started record (greatest ``start_time``, UTC ISO
+    8601; ties: greatest version text), or ``None`` when no record has one.
+
+    A sweep rerun after a code change gets new run keys (the key hashes the code version), so its
+    folder then holds a complete set for the new version beside the old records; the report uses
+    the newest set unless asked for all. ``O(n)`` for ``n`` records.
+    """
+    if "code_version" not in df or df["code_version"].isna().all():
+        return None
+    t = df[df["code_version"].notna()]
+    start = t["start_time"].fillna("").astype(str) if "start_time" in t else pd.Series("", t.index)
+    i = max(range(len(t)), key=lambda k: (start.iloc[k], str(t["code_version"].iloc[k])))
+    return str(t["code_version"].iloc[i])
+
+
+#: Columns that identify a run apart from its code version (those present in the records count).
+RUN_IDENTITY = ("workload", "workload_digest", "scheduler", "scheduler_params", "planner", "params",
+                "seed", "rep", "time_limit")
+
+
+def newest_records(df: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """The records of each run's newest code version, and how many older records were left out.
+
+    Runs are told apart by :data:`RUN_IDENTITY`; a run's newest version is the ``code_version`` of
+    its most recently started record (greatest ``start_time``; ties: greatest version text).
+    Records without a ``code_version`` are kept. ``O(n)`` for ``n`` records.
+    """
+    if df.empty or "code_version" not in df or df["code_version"].isna().all():
+        return df, 0
+    cols = [c for c in RUN_IDENTITY if c in df]
+    ident = [json.dumps(row, default=str) for row in df[cols].itertuples(index=False, name=None)]
+    start = df["start_time"].fillna("").astype(str).tolist() if "start_time" in df else [""] * len(df)
+    cv = df["code_version"].tolist()
+    newest: dict[str, tuple[str, str]] = {}
+    for i, s, v in zip(ident, start, cv, strict=True):
+        if isinstance(v, str) and (s, v) > newest.get(i, ("", "")):
+            newest[i] = (s, v)
+    keep = [not isinstance(v, str) or v == newest[i][1] for i, v in zip(ident, cv, strict=True)]
+    kept = df[keep].reset_index(drop=True)
+    return kept, len(df) - len(kept)
+
+
+def _mixed_runs(df: pd.DataFrame) -> int:
+    """How many runs have records of more than one code version."""
+    if df.empty or "code_version" not in df:
+        return 0
+    cols = [c for c in RUN_IDENTITY if c in df]
+    per = df.dropna(subset=["code_version"]).groupby(cols, dropna=False)["code_version"].nunique()
+    return int((per > 1).sum())
+
+
+def _config_label(planner: str, params: str, default_params: dict[str, str]) -> str:
+    """Planner name plus the parameters that differ from the planner's first configuration."""
+    try:
+        p = json.loads(params or "{}")
+    except (TypeError, ValueError):
+        p = {}
+    base = json.loads(default_params.get(planner, "{}") or "{}")
+    diff = {k: v for k, v in p.items() if base.get(k) != v and k not in ("seed",)}
+    return planner + ("" if not diff else " " + ",".join(f"{k}={v}" for k, v in sorted(diff.items())))
+
+
+def _prepare(df: pd.DataFrame) -> pd.DataFrame:
+    df = df.copy()
+    df["case"] = [case_label(w, s) for w, s in zip(df["workload"], df["scheduler"], strict=False)]
+    firsts = {}
+    for p, prm in zip(df["planner"], df["params"].fillna("{}"), strict=False):
+        firsts.setdefault(p, prm)
+    # the simplest configuration of each planner is the one with the smallest params text
+    for p in firsts:
+        firsts[p] = min(df.loc[df["planner"] == p, "params"].fillna("{}"), key=lambda x: (len(x), x))
+    df["config"] = [_config_label(p, prm, firsts) for p, prm in zip(df["planner"], df["params"].fillna("{}"), strict=False)]
+    df["valid"] = df["valid"].fillna(False).astype(bool)
+    for c in ("arena", "lower_bound", "ratio", "seconds", "buffers", "wall_seconds"):
+        df[c] = pd.to_numeric(df[c], errors="coerce")
+    return df
+
+
+def _aggregate(ok: pd.DataFrame) -> pd.DataFrame:
+    """One row per (case, config): median arena / ratio / seconds over seeds and repetitions."""
+    g = ok.groupby(["case", "workload", "scheduler", "config", "planner"], sort=True, dropna=False)
+    family = {"family": ("family", "first")} if "family" in ok else {}
+    return g.agg(**family, buffers=("buffers", "first"), lower_bound=("lower_bound", "first"),
+                 arena=("arena", "median"), ratio=("ratio", "median"), seconds=("seconds", "median"),
+                 runs=("key", "count"),
+                 status=("status", lambda s: s.iloc[0] if s.nunique() == 1 else "mixed")
+                 ).reset_index()
+
+
+def _problem(results: Path, digest: str, name: str):
+    from planners import Problem
+
+    f = results / "problems" / f"{digest}.csv"
+    ref = f.with_suffix(".ref")
+    if digest and not f.is_file() and ref.is_file():  # third-party benchmark stored by reference
+        from experiments.sweep.store import load_referenced_problem
+        from planners import ProblemError
+
+        try:
+            return load_referenced_problem(ref, name)
+        except ProblemError:
+            return None  # ../shared absent: the figure is left out, as for a missing file
+    if not digest or not f.is_file():
+        return None
+    t = pd.read_csv(f)
+    return Problem.from_arrays(t["lower"].to_numpy(), t["upper"].to_numpy(), t["size"].to_numpy(),
+                               ids=[str(i) for i in t["id"]], name=name)
+
+
+def _workload_figures(results: Path, w: str, sub: pd.DataFrame, figs: Path,
+                      formats: Sequence[str], style: str) -> list[Path]:
+    """Memory over time (one curve per scheduler; each arena band names the schedule its plan
+    belongs to) and the best plan's layout of workload ``w``, from its records ``sub`` and stored
+    problems; runs in a worker process of :func:`build_report`."""
+    from experiments import plots
+    from planners import Plan
+
+    written: list[Path] = []
+    with plots.style(style):
+        scheds = sorted(sub["scheduler"].fillna("-").unique())
+        profiles, main_problem, plans = {}, None, []
+        for s in scheds:
+            ss = sub[sub["scheduler"].fillna("-") == s]
+            prob = _problem(results, str(ss.iloc[0]["problem_digest"] or ""), case_label(w, s))
+            if prob is None:
+                continue
+            if main_problem is None:
+                main_problem = prob
+                best = ss[ss["offsets"].notna()].sort_values(["arena", "config", "key"]) \
+                    if "offsets" in ss else ss.iloc[0:0]
+                for _, row in best.drop_duplicates("config").head(2).iterrows():
+                    offs = np.asarray(json.loads(row["offsets"]), dtype=np.int64)
+                    if len(offs) == prob.n:
+                        plans.append(Plan(prob, offs, row["config"], str(row["status"]),
+                                          lower_bound=int(row["lower_bound"])))
+            else:
+                profiles[f"live bytes [{s}]"] = prob
+        if main_problem is None:
+            return written
+        label = "live bytes" if len(scheds) == 1 or scheds == ["-"] else f"live bytes [{scheds[0]}]"
+        where = "" if scheds[0] == "-" else f" on schedule {scheds[0]}"
+        roles = [f"{'best' if k == 0 else 'next'} plan{where}" for k in range(len(plans))]
+        ax = plots.plot_memory_over_time(main_problem, plans, title=f"Memory over time: {w}",
+                                         profiles=profiles, plan_roles=roles)
+        if label != "live bytes":
+            handles, labels = ax.get_legend_handles_labels()
+            labels = [label if lab == "live bytes" else lab for lab in labels]
+            ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+        written += plots.save(ax, figs / f"memory_over_time_{_safe(w)}", formats=formats)
+        if plans:
+            written += plots.save(
+                plots.plot_arena_layout(plans[0], title=f"Arena layout: {main_problem.name}, "
+                                                       f"{plans[0].planner}"),
+                figs / f"layout_{_safe(w)}", formats=formats)
+    return written
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
+
+
+def scaling_slopes(runs: pd.DataFrame, min_seconds: float) -> pd.DataFrame:
+    """Per ``config`` of ``runs`` (``buffers``, ``seconds``), the log-log slope of planning time
+    against buffer count fitted over runs of at least ``min_seconds`` (when they cover at least
+    3 buffer counts): columns ``config``, ``slope``, ``points``, ``min_buffers``, ``min_seconds``."""
+    rows = []
+    for cfg, sub in sorted(runs.groupby("config"), key=lambda kv: kv[0]):
+        x, y = sub["buffers"].to_numpy(float), sub["seconds"].to_numpy(float)
+        big = y >= min_seconds
+        if len(np.unique(x[big])) >= 3:
+            rows.append({"config": cfg,
+                         "slope": float(np.polyfit(np.log10(x[big]), np.log10(y[big]), 1)[0]),
+                         "points": int(big.sum()), "min_buffers": int(x[big].min()),
+                         "min_seconds": min_seconds})
+    return pd.DataFrame(rows, columns=["config", "slope", "points", "min_buffers", "min_seconds"])
+
+
+def rv64_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Per ``config``, over records with RV64 columns: cases, buffers, U74 and C906 cycles and
+    instructions summed, and cycles per buffer (empty without RV64 columns)."""
+    if "rv64_cycles_u74" not in df.columns:
+        return pd.DataFrame()
+    rv = df[pd.to_numeric(df["rv64_cycles_u74"], errors="coerce").notna()].copy()
+    if rv.empty:
+        return pd.DataFrame()
+    for c in ("rv64_cycles_u74", "rv64_cycles_c906", "rv64_instructions"):
+        rv[c] = pd.to_numeric(rv[c], errors="coerce")
+    rvt = rv.groupby("config", sort=True).agg(
+        cases=("case", "nunique"), buffers=("buffers", "sum"),
+        cycles_u74=("rv64_cycles_u74", "sum"), cycles_c906=("rv64_cycles_c906", "sum"),
+        instructions=("rv64_instructions", "sum")).reset_index()
+    rvt["cycles_per_buffer_u74"] = rvt["cycles_u74"] / rvt["buffers"]
+    rvt["cycles_per_buffer_c906"] = rvt["cycles_c906"] / rvt["buffers"]
+    return rvt
+
+
+def tflm_table(ok: pd.DataFrame) -> pd.DataFrame:
+    """Per ``.tflite`` workload of the valid records ``ok`` with TFLite Micro columns: TFLite
+    Micro's head, the file order's lower bound, greedy_by_size's and the best arena in the file
+    order, the best arena in any order, and the planner's and the scheduler's gain (bytes)."""
+    if "tflm_arena_head" not in ok.columns:
+        return pd.DataFrame()
+    tf = ok[pd.to_numeric(ok["tflm_arena_head"], errors="coerce").notna()].copy()
+    if tf.empty:
+        return pd.DataFrame()
+    tf["tflm_arena_head"] = pd.to_numeric(tf["tflm_arena_head"])
+    rows = []
+    same = {"file_order", "-", ""}
+    for w, sub in sorted(tf.groupby("workload"), key=lambda kv: kv[0]):
+        sched = sub["scheduler"].fillna("-").astype(str)
+        fo = sub[sched.isin(same)]
+        if fo.empty:
+            continue
+        b_same = fo.sort_values(["arena", "config"]).iloc[0]
+        b_any = sub.sort_values(["arena", "config"]).iloc[0]
+        gbs = fo[fo["planner"] == "greedy_by_size"]["arena"]
+        rows.append({"workload": w, "tflm_head": int(fo["tflm_arena_head"].iloc[0]),
+                     "lower_bound_file_order": int(b_same["lower_bound"]),
+                     "greedy_by_size_file_order": int(gbs.min()) if len(gbs) else None,
+                     "best_arena_file_order": int(b_same["arena"]),
+                     "best_planner_file_order": b_same["config"],
+                     "best_arena_any_order": int(b_any["arena"]),
+                     "best_any_order": f"{b_any['config']} [{b_any['scheduler']}]",
+                     "planner_gain_bytes": int(fo["tflm_arena_head"].iloc[0])
+                     - int(b_same["arena"]),
+                     "scheduler_gain_bytes": int(b_same["arena"]) - int(b_any["arena"])})
+    return pd.DataFrame(rows)
+
+
+def build_report(results_dir: str | Path, out: str | Path | None = None,
+                 formats: Sequence[str] = ("png", "pdf"),
+                 max_workload_figures: int = MAX_PER_WORKLOAD_FIGURES,
+                 all_versions: bool = False, style: str = "default", jobs: int = 2
+                 ) -> list[Path]:
+    """Write the figures, tables and ``report.md`` of a sweep folder; return the written paths.
+
+    Parameters
+    ----------
+    results_dir : a sweep output folder (``records/``, ``problems/``).
+    out : report folder (default ``results_dir/report``).
+    formats : figure formats (``"png"``, ``"pdf"``, ``"svg"``).
+    max_workload_figures : memory-over-time and layout figures for at most this many workloads
+        (the first by sorted name).
+    all_versions : use the records of every code version; by default only each run's newest
+        (:func:`newest_records`; ``report.md`` says how many records were left out), so that
+        medians never mix code versions.
+    style : {"default", "paper"}
+        Figure style (:func:`experiments.plots.style`).
+    jobs : int
+        Processes drawing the per-workload figures (forked workers beside this one; ``1``: all
+        here). The files do not depend on it.
+
+    Raises
+    ------
+    experiments.sweep.ConfigError
+        No ``records/`` folder, or no record in it.
+    """
+    from experiments import plots
+
+    with plots.style(style):
+        return _build_report(results_dir, out, formats, max_workload_figures, all_versions,
+                             style, jobs)
+
+
+#: Timings below this many seconds are not plotted as measurements: at microseconds a single
+#: run measures Python call overhead and clock resolution, not the algorithm.
+MIN_MEASURABLE_SECONDS = 1e-3
+#: Scaling slopes are fitted only over runs at least this long (the algorithm dominates).
+MIN_FIT_SECONDS = 1e-2
+
+
+def _build_report(results_dir, out, formats, max_workload_figures, all_versions, style="default",
+                  jobs=2) -> list[Path]:
+    from experiments import plots
+    from experiments.plots.sweep import (
+        plot_quality_vs_time,
+        plot_rv64_cycles,
+        plot_scaling,
+        plot_tflm_comparison,
+    )
+    from experiments.sweep.config import ConfigError
+    from experiments.sweep.store import load_records
+
+    results = Path(results_dir)
+    df = load_records(results)
+    if df.empty:
+        raise ConfigError(f"{results}: records/ holds no record (corrupt ones are left out); run "
+                          "`memplan sweep CONFIG` first")
+    left_out = 0
+    if not all_versions:
+        df, left_out = newest_records(df)
+    out = Path(out) if out is not None else results / "report"
+    figs, tabs = out / "figures", out / "tables"
+    figs.mkdir(parents=True, exist_ok=True)
+    tabs.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    pq = _write_records_parquet(df, out / "records.parquet")
+    if pq is not None:
+        written.append(pq)
+    df = _prepare(df)
+    ok = df[df["valid"]]
+    agg = _aggregate(ok)
+
+    # per-workload figures (the most numerous) start first, in worker processes
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    tasks = [(results, w, ok[ok["workload"] == w], figs, tuple(formats), style)
+             for w in sorted(ok["workload"].unique())[:max_workload_figures]]
+    pool = None
+    if jobs > 1 and len(tasks) > 1 and "fork" in mp.get_all_start_methods():
+        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("fork"))
+        futures = [pool.submit(_workload_figures, *t) for t in tasks]
+
+    def save(fig, stem):
+        written.extend(plots.save(fig, figs / stem, formats=formats))
+
+    # -- planner comparison ------------------------------------------------------------------
+    comp = agg.rename(columns={"case": "workload_case"}).assign(
+        workload=lambda d: d["workload_case"], planner=lambda d: d["config"], valid=True)
+    if not comp.empty:
+        save(plots.plot_ratio_by_planner(comp, title="Arena / lower bound per planner"),
+             "planner_comparison")
+        save(plots.plot_ratio_heatmap(comp, title="Arena / lower bound (median)"),
+             "ratio_heatmap")
+
+    # -- quality vs solve time per workload: medians with their spread, measurable ones only -----
+    spread = (ok.groupby(["case", "config"], sort=True)["seconds"]
+              .agg(t_min="min", t_max="max", t_n="count").reset_index())
+    qa = agg.merge(spread, on=["case", "config"], how="left")
+    measurable = qa.groupby("case")["seconds"].max() >= MIN_MEASURABLE_SECONDS
+    too_fast = sorted(measurable.index[~measurable])
+    if len(measurable):
+        save(plot_quality_vs_time(qa, MIN_MEASURABLE_SECONDS, too_fast), "pareto_quality_time")
+
+    # -- scaling: planning time vs buffer count (log-log) --------------------------------------
+    sc = ok[(ok["buffers"] > 0) & (ok["seconds"] > 0)]
+    if not sc.empty:
+        slopes = scaling_slopes(sc, MIN_FIT_SECONDS)
+        save(plot_scaling(sc, dict(zip(slopes["config"], slopes["slope"], strict=True)),
+                          MIN_FIT_SECONDS), "scaling_time_vs_buffers")
+        written.append(_write_csv(slopes, tabs / "scaling_slopes.csv"))
+
+    # -- memory over time and arena layouts (collected from the workers) ------------------------
+    if pool is not None:
+        try:
+            for f in futures:
+                written.extend(f.result())
+        finally:
+            pool.shutdown()
+    else:
+        for t in tasks:
+            written.extend(_workload_figures(*t))
+
+    # -- RV64 cycles per planner -------------------------------------------------------------------
+    rv = rv64_table(df)
+    if not rv.empty:
+        written.append(_write_csv(rv, tabs / "rv64_cycles.csv"))
+        save(plot_rv64_cycles(rv), "rv64_cycles")
+
+    # -- ours vs TFLite Micro ---------------------------------------------------------------------
+    tf = tflm_table(ok)
+    if not tf.empty:
+        written.append(_write_csv(tf, tabs / "tflm_comparison.csv"))
+        save(plot_tflm_comparison(tf), "tflm_comparison")
+
+    # -- tables and the markdown summary ----------------------------------------------------------
+    written.append(_write_csv(agg, tabs / "runs_aggregated.csv"))
+    pivot = agg.pivot_table(index="case", columns="config", values="ratio", aggfunc="min")
+    written.append(_write_csv(pivot.reset_index(), tabs / "ratio_pivot.csv"))
+    per = planner_summary(agg, by="config", item="case", count="cases",
+                          seconds=("median", "sum"), sort=True).reset_index()
+    best_per_case = agg.loc[agg.groupby("case")["ratio"].transform("min") == agg["ratio"]]
+    per["best_on"] = per["config"].map(best_per_case["config"].value_counts()).fillna(0).astype(int)
+    written.append(_write_csv(per, tabs / "per_planner.csv"))
+    bad = df[~df["valid"]][["case", "config", "status", "error"]].sort_values(["case", "config"])
+    written.append(_write_csv(bad, tabs / "failed_runs.csv"))
+    md = _markdown(df, agg, pivot, per, bad, tf, rv, figs, out, left_out)
+    written.append(atomic_write(out / "report.md", md))
+    return written
+
+
+def _write_records_parquet(df: pd.DataFrame, path: Path) -> Path | None:
+    """The sweep records as Parquet sorted by key (:func:`experiments.records.write_parquet`);
+    ``None`` without pyarrow."""
+    t = df.sort_values("key").reset_index(drop=True) if "key" in df else df
+    return write_parquet(t, path, warn=False)
+
+
+def _write_csv(t: pd.DataFrame, path: Path) -> Path:
+    return write_csv(t, path, float_format="%.6g")
+
+
+def _markdown(df, agg, pivot, per, bad, tf, rv, figs: Path, out: Path, left_out: int = 0) -> str:
+    prov = df.groupby(["code_version", "git_commit", "cpu_model", "cpu_cores"], dropna=False) \
+        .size().reset_index(name="runs") if "code_version" in df else pd.DataFrame()
+    cases = agg.groupby("case", sort=True).agg(buffers=("buffers", "first"),
+                                                lower_bound=("lower_bound", "first"),
+                                                best_arena=("arena", "min")).reset_index()
+    cases["best_arena"] = cases["best_arena"].round().astype("Int64")
+    lines = [
+        "# Sweep report",
+        "",
+        f"{len(df)} runs ({int(df['valid'].sum())} valid plans, {len(bad)} without one) on "
+        f"{df['workload'].nunique()} workloads, {df['planner'].nunique()} planners, "
+        f"{df['scheduler'].nunique()} schedulers (`-`: an interval problem, no scheduler). "
+        "Regenerated from the records by `memplan report`; sizes in bytes, times in seconds "
+        "(median over seeds and repetitions); every plan passed the independent validator.",
+        "",
+    ]
+    mixed = _mixed_runs(df)
+    if mixed:
+        versions = sorted(df["code_version"].dropna().astype(str).unique())
+        lines += [f"**Warning:** {mixed} runs have records that come from {len(versions)} code "
+                  f"versions ({', '.join(versions)}); medians mix them. Delete the folder and run "
+                  "the sweep again for figures of one version.", ""]
+    if left_out:
+        lines += ["Only the records of each run's newest code version are used; "
+                  f"{left_out} records of older code versions were left out "
+                  "(`memplan report --all-versions` "
+                  "uses them too).", ""]
+    lines += [
+        "## Workloads",
+        "",
+        cases.to_markdown(index=False),
+        "",
+        "## Arena / lower bound (1.000 = lower bound)",
+        "",
+        pivot.reset_index().to_markdown(index=False, floatfmt=".3f"),
+        "",
+        "## Per planner",
+        "",
+        per.to_markdown(index=False, floatfmt=".4g"),
+        "",
+    ]
+    if len(tf):
+        lines += ["## Ours vs TFLite Micro", "",
+                  "TFLite Micro's *head* is the non-persistent arena its greedy planner reports "
+                  "(`print_allocations`) for the model's own (file) operator order; ours plans "
+                  "the same tensors (graph input included, 16-byte alignment). "
+                  "`planner_gain_bytes` compares the same order (planner only); "
+                  "`scheduler_gain_bytes` is what a different operator order adds on top.", ""]
+        t = pd.read_csv(out / "tables" / "tflm_comparison.csv")
+        lines += [t.to_markdown(index=False), ""]
+    if len(rv):
+        t = pd.read_csv(out / "tables" / "rv64_cycles.csv")
+        lines += ["## RV64 planning cost (emulated)", "", t.to_markdown(index=False, floatfmt=".4g"), ""]
+    if len(bad):
+        lines += ["## Runs without a valid plan", "", bad.to_markdown(index=False), ""]
+    if len(prov):
+        lines += ["## Provenance", "", prov.to_markdown(index=False), ""]
+    lines += ["## Figures", ""]
+    for f in sorted(figs.glob("*.png")):
+        lines.append(f"![{f.stem}](figures/{f.name})")
+    lines.append("")
+    return "\n".join(lines)

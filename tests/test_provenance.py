@@ -1,0 +1,78 @@
+"""A run's code version comes from the sources of the modules it executes, found through their
+import statements: a module that moves or goes missing is an error or changes the version, never
+a silent skip; and it covers the modules the run really imports."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from experiments.sweep import ConfigError
+from experiments.sweep import provenance as prov
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_a_pipeline_module_that_moved_is_an_error(monkeypatch):
+    """A root that names a module no longer there (e.g. after a file was moved) raises."""
+    roots = dict(prov._PIPELINE_ROOTS)
+    roots["problem"] = (*roots["problem"], "experiments.moved_away")
+    monkeypatch.setattr(prov, "_PIPELINE_ROOTS", roots)
+    with pytest.raises(ConfigError, match="module 'experiments.moved_away' has no readable source"):
+        prov.run_code_version("first_fit")
+
+
+def test_a_sweep_module_that_moved_is_an_error(monkeypatch):
+    monkeypatch.setattr(prov, "_SWEEP_MODULES", (*prov._SWEEP_MODULES, "experiments.sweep.gone"))
+    with pytest.raises(ConfigError, match="experiments.sweep.gone"):
+        prov.run_code_version("first_fit")
+
+
+def test_renaming_a_module_changes_the_code_version(monkeypatch):
+    """The digest covers each module's name with its code: the same text under another name (a
+    moved file) gives another version; editing a docstring gives the same."""
+    before = prov.run_code_version("first_fit")
+    real = prov._module_source
+    text = real("experiments.metrics")
+    assert text is not None
+    monkeypatch.setattr(prov, "_module_source", lambda m: real(m) if m != "experiments.metrics"
+                        else text.replace('"""The metrics', '"""Metrics', 1))
+    assert prov.run_code_version("first_fit") == before  # a docstring is not code
+    roots = dict(prov._PIPELINE_ROOTS)
+    roots["problem"] = tuple(r if r != "experiments.harness" else "experiments.harness_moved"
+                             for r in roots["problem"])
+    monkeypatch.setattr(prov, "_PIPELINE_ROOTS", roots)
+    monkeypatch.setattr(prov, "_module_source", lambda m: real("experiments.harness")
+                        if m == "experiments.harness_moved" else real(m))
+    assert prov.run_code_version("first_fit") != before
+
+
+def test_run_modules_cover_what_a_run_imports(tmp_path):
+    """Every project module that executing a run imports (in a fresh process) is in the run's
+    code version, except the command-line and import-time scaffolding listed here."""
+    code = (
+        "import sys, json\n"
+        "from experiments.sweep import expand_runs, parse_config, execute_run\n"
+        "from experiments.sweep.provenance import run_modules\n"
+        f"cfg = parse_config({{'out': {str(tmp_path / 'o')!r}, 'workloads': ['seed002_ex5.1'],"
+        " 'planners': {'first_fit': {}}})\n"
+        "spec = expand_runs(cfg)[0]\n"
+        "before = set(sys.modules)\n"
+        "rec, _, _ = execute_run(spec)\n"
+        "assert rec['valid'], rec\n"
+        "used = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('planners', 'scheduling', 'experiments') and m not in before)\n"
+        "print(json.dumps([used, run_modules('first_fit')]))\n")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    import json
+
+    used, counted = json.loads(r.stdout.strip().splitlines()[-1])
+    packages = {m for m in used if m.count(".") == 0 or m.endswith("__init__")}
+    assert used, "the run imported nothing new"
+    missing = [m for m in used if m not in counted and m not in packages]
+    assert missing == []
