@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from experiments.plots.style import styled
 from experiments.records import atomic_write, write_csv
 from planners import plan as run_plan
 from planners.pools import BuddyAllocator, replay
@@ -213,15 +214,15 @@ def _cpsat_recompute_row(name: str, g, time_limit: float) -> dict:
                 seconds=time.perf_counter() - t0)
 
 
+@styled()
 def plot_budget(df: pd.DataFrame, path: str | Path) -> list[Path]:
     """Budget (peak / layer-by-layer peak) vs overhead: patch-based inference per model (extra
     MACs), the two-level assignment (DRAM traffic share vs SRAM capacity), and seed 002's
     ``sqrt(n)`` checkpointing reference (extra forward share vs memory share)."""
     import matplotlib.pyplot as plt
 
-    from experiments.plots import MARKERS, PALETTE, paper_style, save
+    from experiments.plots import MARKERS, PALETTE, save
 
-    paper_style()
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.4))
     pp = df[df.technique == "patch_pareto"]
     for k, (m, d) in enumerate(pp.groupby("model", sort=False)):

@@ -62,10 +62,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from experiments.plots.style import styled
 from planners import get_planner, lower_bound
 from planners.greedy import GreedyPlanner
 from planners.random_problems import random_problem
-from planners.registry import PLANNERS
+from planners.registry import PLANNERS, check_planner_names
 
 __all__ = [
     "COLUMNS",
@@ -404,6 +405,7 @@ def _judge(df: pd.DataFrame) -> None:
             df.at[k, "met"] = bool(r["seconds"] < 3)
 
 
+@styled()
 def plot_scale(df: pd.DataFrame, out_stem: str | Path) -> list[Path]:
     """Log-log figure of the scale benchmark: solve seconds against buffers (left) and against
     interfering pairs (right), one line per engine over the random problems (dotted: its process
@@ -411,9 +413,8 @@ def plot_scale(df: pd.DataFrame, out_stem: str | Path) -> list[Path]:
     writes ``out_stem`` ``.png`` and ``.pdf`` with :func:`experiments.plots.save`."""
     import matplotlib.pyplot as plt
 
-    from experiments.plots import PALETTE, paper_style, save
+    from experiments.plots import PALETTE, save
 
-    paper_style()
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
     runs = df[df["seconds"].notna() & (df["case"] != "csv_read")]
     colours = {"c": PALETTE[0], "python": PALETTE[1]}
@@ -491,9 +492,10 @@ def main(argv: list[str] | None = None) -> int:
         print(df.to_string(index=False))
         return 0
     names = args.planners.split(",") if args.planners else default_planners() + exact_planners()
-    unknown = [x for x in names if x not in PLANNERS]
-    if unknown:
-        ap.error(f"unknown planner(s) {unknown}; registered: {', '.join(PLANNERS)}")
+    try:
+        check_planner_names(names)
+    except ValueError as e:
+        ap.error(str(e))
     sizes = [int(x) for x in (args.sizes or "1000,10000,100000").split(",")]
     df = benchmark_planners(names, sizes, seed=args.seed, mean_lifetime=args.mean_lifetime)
     out = Path(args.out or "results/bench_planners.csv")

@@ -36,6 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
+from experiments.plots.style import styled
+
 __all__ = ["run", "run_scaling", "run_mca", "plot", "plot_caches", "main", "SIZES", "SCALE_SIZES"]
 
 SIZES = (16, 64, 256, 1024)
@@ -206,15 +208,15 @@ def run_mca(out: Path, seed: int = 0):
     return df
 
 
+@styled()
 def plot_caches(df, out_stem: Path) -> list[Path]:
     """Estimated U74 cycles against buffers ``n`` (random problems), with L1 caches (solid) and
     with ideal memory (dashed), one line pair per core; right panel: L1 data-cache miss rate.
     Writes ``out_stem`` ``.png`` and ``.pdf``."""
     import matplotlib.pyplot as plt
 
-    from experiments.plots import distinct_styles, paper_style, save
+    from experiments.plots import distinct_styles, save
 
-    paper_style()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     r = df[df["kind"] == "random"].sort_values("n")
     groups = list(r.groupby("planner", sort=False))
@@ -239,6 +241,7 @@ def plot_caches(df, out_stem: Path) -> list[Path]:
     return save(fig, out_stem)
 
 
+@styled()
 def plot(df, out_stem: Path) -> list[Path]:
     """Log-log plot of estimated cycles vs buffer count, one panel per core model (U74, C906).
 
@@ -250,9 +253,8 @@ def plot(df, out_stem: Path) -> list[Path]:
     import matplotlib.pyplot as plt
     import matplotlib.ticker as mticker
 
-    from experiments.plots import distinct_styles, paper_style, save
+    from experiments.plots import distinct_styles, save
 
-    paper_style()
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
     groups = list(df.groupby("planner", sort=False))
     styles = distinct_styles(len(groups))

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import math
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -46,7 +47,7 @@ __all__ = [
     "style",
     "current_style",
     "figsize",
-    "paper_style",
+    "styled",
     "save",
     "format_bytes",
     "BinaryByteLocator",
@@ -206,10 +207,23 @@ def _new_axes(ax, size: tuple[float, float]):
     return fig, ax
 
 
-def paper_style() -> None:
-    """Apply the default figure style to the global rcParams (for scripts that draw their own
-    figures; plotting functions never call it -- use :func:`style` blocks instead)."""
-    plt.rcParams.update(STYLES["default"]["rc"])
+def styled(name: str = "default"):
+    """Decorator: run a figure-writing function inside :func:`style` ``(name)``.
+
+    For scripts (the benchmarks) that draw and save their own figures: the style's rcParams hold
+    only while the function runs, never globally. Raises ``ValueError`` for an unknown style name
+    (when the function is called).
+    """
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def run(*args, **kwargs):
+            with style(name):
+                return fn(*args, **kwargs)
+
+        return run
+
+    return wrap
 
 
 def save(fig, path: str | Path, formats: Sequence[str] | None = None) -> list[Path]:
