@@ -43,7 +43,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check planners scheduling experiments tests
 
 ## Planner speed on 1k, 10k, 100k random buffers -> results/bench_planners.csv; greedy_by_size at
-## scale (pangu with both engines, 10^4..10^6 random buffers, 10^6-row CSV read; one child process
+## scale (pangu with both engines, 10^4..10^6 random buffers, 10^6-row CSV read, choose_best on pangu with 1 and 2 threads; one child process
 ## each, peak RSS) -> results/bench_scale.csv + results/figures/bench_scale.png/.pdf
 bench: $(STAMP)
 	$(PY) -m experiments.bench.planners --out results/bench_planners.csv

@@ -272,14 +272,17 @@ def _measure(spec: dict) -> dict:
             peak_rss_mb=round(_peak_rss_mb(), 1),
         )
         return row
-    if case == "pangu":
+    if case in ("pangu", "pangu_choose_best"):
         problem = read_minimalloc_csv(spec["path"])
     else:
         problem = random_problem(spec["n"], seed=spec.get("seed", 0))
     row["setup_seconds"] = round(time.perf_counter() - t0, 4)
     row["setup_rss_mb"] = round(_peak_rss_mb(), 1)
     row["n_buffers"] = problem.n
-    planner = get_planner("greedy_by_size", engine=engine)
+    if case == "pangu_choose_best":  # every default member, on 1 or 2 threads
+        planner = get_planner("choose_best", workers=int(spec["workers"]))
+    else:
+        planner = get_planner("greedy_by_size", engine=engine)
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
@@ -289,7 +292,7 @@ def _measure(spec: dict) -> dict:
     t0 = time.perf_counter()
     result = planner.plan(problem)  # the gate every plan passes: lower bound, solve, validator
     row["plan_seconds"] = round(time.perf_counter() - t0, 4)
-    if result.info.get("engine") != engine:
+    if case != "pangu_choose_best" and result.info.get("engine") != engine:
         raise RuntimeError(f"engine {engine!r} requested, {result.info.get('engine')!r} ran")
     if not np.array_equal(result.offsets, res.offsets):
         raise RuntimeError("two runs of the same planner gave different offsets")
@@ -358,6 +361,10 @@ def benchmark_scale(
         for engine in ("python", "c"):
             specs.append({"case": "pangu", "engine": engine, "path": str(pangu_path),
                           "repeats": repeats if engine == "c" else 1})
+        for workers in (1, 2):
+            specs.append({"case": "pangu_choose_best", "engine": "c", "path": str(pangu_path),
+                          "repeats": repeats, "workers": workers,
+                          "note": f"choose_best, workers={workers}"})
     for n in sizes:
         for engine in ("python", "c") if n <= python_max else ("c",):
             specs.append({"case": "random", "engine": engine, "n": n, "seed": seed,
@@ -400,6 +407,12 @@ def _judge(df: pd.DataFrame) -> None:
         elif r["case"] == "random" and r["engine"] == "c" and r["n_buffers"] == 10**6:
             df.at[k, "target"] = "< 5 s and < 1024 MiB peak RSS"
             df.at[k, "met"] = bool(r["seconds"] < 5 and r["peak_rss_mb"] < 1024)
+        elif r["case"] == "pangu_choose_best" and str(r["note"]).endswith("workers=2"):
+            one = df[(df["case"] == "pangu_choose_best")
+                     & df["note"].astype(str).str.endswith("workers=1")]["seconds"].dropna()
+            if len(one):
+                df.at[k, "note"] = (f"choose_best, workers=2: {float(one.iloc[0]) / float(r['seconds']):.2f}x"
+                                    " workers=1")
         elif r["case"] == "csv_read" and r["n_buffers"] == 10**6:
             df.at[k, "target"] = "< 3 s"
             df.at[k, "met"] = bool(r["seconds"] < 3)
