@@ -227,29 +227,12 @@ def window_bound(
             if key in seen:
                 continue
             seen.add(key)
-            cap = bound  # is the window infeasible at the current bound? then bisect upward
-            if ceiling is not None and cap >= ceiling:
+            if ceiling is not None and bound >= ceiling:
                 break
-            st = probe(sub, cap)
-            if st != "infeasible":
-                continue
-            info["proofs"] += 1
-            # lo: smallest capacity not proved infeasible; hi: largest not known feasible
-            lo, hi = cap + g, (ceiling - g if ceiling is not None else None)
-            step = g
-            while left() > 1e-3 and (hi is None or lo <= hi):
-                c = lo + step - g if hi is None else (lo + hi) // 2 // g * g
-                c = max(c, lo)
-                st = probe(sub, c)
-                if st == "infeasible":
-                    lo = c + g
-                    step *= 2
-                elif st in ("optimal", "feasible"):
-                    hi = c - g
-                else:
-                    break
-            best = lo  # proved: the window is infeasible at lo - g
-            if best > bound:
+            # is the window infeasible at the current bound? then search its optimum upward
+            best = _raise_by_probes(probe, sub, bound, g, ceiling, left)
+            if best > bound:  # the first probe proved infeasibility
+                info["proofs"] += 1
                 bound = best
                 info["window"] = (int(k), int(w))
     info["seconds"] = round(time.perf_counter() - t0, 4)

@@ -55,6 +55,7 @@ from .errors import ParameterError
 
 __all__ = [
     "Configurable",
+    "check_names",
     "Interval",
     "Options",
     "StrOptions",
@@ -470,3 +471,20 @@ class Configurable:
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({args})"
+
+
+def check_names(names: Iterable[str], registered: Iterable[str], kind: str) -> list[str]:
+    """``names`` as a list when every one is in ``registered``: the one check of component names
+    (planners, schedulers) that the registries expose to their callers.
+
+    ``kind`` is the singular noun used in the message ("planner", "scheduler"). Raises
+    ``ValueError`` naming the unknown names and listing the registered ones, e.g.
+    ``unknown planner 'x'; registered planners: ...``.
+    """
+    names, registered = list(names), list(registered)
+    unknown = [n for n in names if n not in registered]
+    if unknown:
+        what = f"{kind}s " if len(unknown) > 1 else f"{kind} "
+        raise ValueError(f"unknown {what}{', '.join(map(repr, unknown))}; "
+                         f"registered {kind}s: {', '.join(registered)}")
+    return names

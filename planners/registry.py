@@ -36,6 +36,7 @@ from .milp_offsets import MILPOffsets
 from .minimize import Minimize
 from .model import Plan, Problem
 from .naive import Naive
+from .params import check_names
 from .telamalloc import TelaMalloc
 
 __all__ = ["PLANNERS", "get_planner", "plan", "available_planners", "check_planner_names"]
@@ -79,13 +80,7 @@ def check_planner_names(names: Iterable[str]) -> list[str]:
     Raises ``ValueError`` naming the unknown names and listing the registered ones, e.g.
     ``unknown planner 'x'; registered planners: ...``.
     """
-    names = list(names)
-    unknown = [n for n in names if n not in PLANNERS]
-    if unknown:
-        what = "planners " if len(unknown) > 1 else "planner "
-        raise ValueError(f"unknown {what}{', '.join(map(repr, unknown))}; "
-                         f"registered planners: {', '.join(PLANNERS)}")
-    return names
+    return check_names(names, PLANNERS, "planner")
 
 
 def get_planner(planner: str | Planner | type[Planner] | Any, **params: Any) -> Planner:

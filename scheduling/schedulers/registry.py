@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from planners.errors import ParameterError
+from planners.params import check_names
 
 from ..graph import Graph
 from .anneal import Anneal
@@ -60,13 +61,7 @@ def check_scheduler_names(names: Iterable[str]) -> list[str]:
     Raises ``ValueError`` naming the unknown names and listing the registered ones, e.g.
     ``unknown scheduler 'x'; registered schedulers: ...``.
     """
-    names = list(names)
-    unknown = [n for n in names if n not in SCHEDULERS]
-    if unknown:
-        what = "schedulers " if len(unknown) > 1 else "scheduler "
-        raise ValueError(f"unknown {what}{', '.join(map(repr, unknown))}; "
-                         f"registered schedulers: {', '.join(SCHEDULERS)}")
-    return names
+    return check_names(names, SCHEDULERS, "scheduler")
 
 
 def get_scheduler(scheduler: str | Scheduler | type[Scheduler] | Any, **params: Any) -> Scheduler:
