@@ -35,19 +35,20 @@ heuristic search part:
   :data:`planners.greedy.ORDERS` with both fits, the compiled engine when built). *Step* probes
   (``node_limit / 5`` placements) aim a fraction of the gap to the bound below the best arena
   (1/4; after 8 failed steps per priority 1/8, ..., 1/64, then again 1/4 with twice the budget),
-  the priorities taking turns. With ``tight_probes``, *tight* probes (ten times ``node_limit``,
-  doubled after every priority had one) take about a third of the placements: at the best
-  proved bound or 1/8 of the gap above it (the priorities alternate between the two, the first
-  priority at the bound first): a tight capacity prunes hardest, so such a probe often succeeds
-  where a looser one runs out of budget (MiniMalloc's C, E and F at their lower bound). When a
-  search with untruncated branching is exhausted, no layout within the target exists: the
-  bound becomes ``target + 1`` (a proof; ``status="optimal"`` when the arena meets it).
+  the priorities taking turns; the first probe is a step. With ``tight_probes``, *tight* probes
+  (ten times ``node_limit``, doubled after every priority had one) take about a quarter of the
+  placements: at the best proved bound or 1/8 of the gap above it (the priorities alternate
+  between the two, the first priority at the bound first), each priority with a search (and
+  ranking) of its own: a tight capacity prunes hardest, so such a probe often succeeds where a
+  looser one runs out of budget (MiniMalloc's A, C and F at their lower bound). When a search
+  with untruncated branching is exhausted, no layout within the target exists: the bound
+  becomes ``target + 1`` (a proof; ``status="optimal"`` when the arena meets it).
 * **Squeaky wheel.** After a probe runs out of budget, the buffers still unplaced at its deepest
-  node rank first in the next probes of that priority (a count of such failures is the primary
-  key; TelaMalloc's backtracking likewise moves the buffers that failed to the front). Short
+  node rank first in the next probes of that search (a count of such failures is the primary
+  key: squeaky-wheel optimisation, D. Joslin and D. Clements, JAIR 10, 1999). Short
   probes with a ranking that learns from each failure reach far lower targets than a long
   chronological backtrack at the bottom of one ranking (MiniMalloc's D and E at 5 s: 1.107 and
-  1.153 x the lower bound with bisection probes, about 1.07 and 1.035 x with these).
+  1.153 x the lower bound with bisection probes, about 1.07 and 1.035 x with step probes).
 
 Conventions: half-open lifetimes ``[start, end)`` in schedule steps, sizes, offsets and targets in
 bytes. ``plan.info["trajectory"]`` lists ``(seconds, arena)`` at the start plan and at every
@@ -69,6 +70,7 @@ References
 
 from __future__ import annotations
 
+import copy
 import sys
 import time
 from numbers import Integral
@@ -96,7 +98,7 @@ _DECOMPOSE_BUFFERS = 2_000
 #: Step probes get ``node_limit // _STEP_SHARE`` placements each at first.
 _STEP_SHARE = 5
 #: Tight probes get about one placement in ``1 + _TIGHT_WEIGHT``.
-_TIGHT_WEIGHT = 2
+_TIGHT_WEIGHT = 3
 #: Failed step probes per priority before the step shrinks.
 _STEP_TRIES = 8
 #: Step probes aim ``gap >> shift`` below the best arena, ``gap`` its distance to the bound.
@@ -185,6 +187,7 @@ class _Search:
             order = np.argsort(seg, kind="stable")
             segs, at = np.unique(seg[order], return_index=True)
             self.member = (owner[order], segs, at)
+            self.dense = bool(np.array_equal(segs, np.arange(segs.size)))
             self.cell_seg = seg  # the same cells by buffer: contention left in one reduceat
             self.cell_at = np.cumsum(span) - span
         self.decompose = bool(
@@ -215,6 +218,15 @@ class _Search:
         if self.priority == "area":
             return (n, -size, -area)
         return (n, -cont, -area, -width)  # "width": MiniMalloc's WAT (width, area, contention)
+
+    def fork(self) -> _Search:
+        """A search sharing this one's tables, with a ranking (and squeaky-wheel counts) of its
+        own and no placements counted."""
+        other = copy.copy(self)
+        other.rank, other.boost = self.rank.copy(), self.boost.copy()
+        other.nodes, other.truncated = 0, False
+        other.deep, other.deep_unplaced = 0, None
+        return other
 
     def reorder(self) -> None:
         """Rank afresh (after :attr:`boost` changed)."""
@@ -263,14 +275,17 @@ class _Search:
         being searched, everywhere when ``None``) plus the unplaced bytes there must fit in
         ``target``. One ``minimum.reduceat`` over the (segment, buffer) cells."""
         owner, segs, at = self.member
-        lowest = np.minimum.reduceat(xa[owner], at)
+        lowest = np.minimum.reduceat(xa[owner], at)  # a fresh array: raised in place
         if within is None:
-            lowest = np.maximum(lowest, floor)
+            np.maximum(lowest, floor, out=lowest)
+        elif self.dense:  # segment k is row k
+            part = lowest[within[0] : within[1]]
+            np.maximum(part, floor, out=part)
         else:
             inside = (segs >= within[0]) & (segs < within[1])
             lowest = np.where(inside, np.maximum(lowest, floor), lowest)
-        left = unplaced[segs]
-        return not np.any((left > 0) & (lowest > target - left))
+        left = unplaced[: segs.size] if self.dense else unplaced[segs]
+        return not ((left > 0) & (lowest > target - left)).any()
 
     def run(self, target: int, budget: int, deadline: float):
         """Offsets (int64, bytes) of a layout with arena ``<= target``; ``"exhausted"`` when the
@@ -448,7 +463,7 @@ class _Search:
             return True
 
         def dfs(pool: np.ndarray, s0: int, s1: int, floor: int, last: int, xa) -> bool:
-            if not np.any(xa[pool] != _INF):
+            if not (xa[pool] != _INF).any():
                 return True
             cand, xs = self._candidates(xa, floor, last, pool)
             # every later placement here is at least as high: the bytes left on a segment
@@ -466,7 +481,7 @@ class _Search:
                 place(i, level)
                 xb = self._lowest(minoff)
                 if self._sections_fit(xb, level, target, unplaced, (s0, s1)):
-                    split = bool(np.any(cross[max(lo[i] + 1, s0 + 1) : min(hi[i], s1)] == 0))
+                    split = bool((cross[max(lo[i] + 1, s0 + 1) : min(hi[i], s1)] == 0).any())
                     if split:
                         ok = solve_range(pool, s0, s1)
                     else:
@@ -516,8 +531,8 @@ class TelaMalloc(Planner):
     start_share : float, default 0.3
         Share of ``time_limit`` after which no further start plan begins (one always runs).
     tight_probes : bool, default True
-        Give about a third of the placements to probes at the bound (or 1/8 of the gap above
-        it), each with ten times ``node_limit``.
+        Give about a quarter of the placements to probes at the bound (or 1/8 of the gap above
+        it), each with ten times ``node_limit`` at first.
     decompose : bool, default True
         Search independent sides separately (see the module docstring); used up to 2,000
         buffers (the recursion is as deep as the buffers).
@@ -603,6 +618,8 @@ class TelaMalloc(Planner):
             )
             for pr in prios
         ]
+        # tight probes rank with failures of their own (a failed step leaves them as they were)
+        tight_searches = [x.fork() for x in searches]
         stopped = "lower_bound"
         if problem.worst_case_arena > 2**62:
             info.update(trajectory=traj.points, targets=[], nodes=0, stopped_by="range")
@@ -616,12 +633,12 @@ class TelaMalloc(Planner):
             if time.perf_counter() >= deadline:
                 stopped = "time_limit"
                 break
-            used = sum(x.nodes for x in searches)
+            used = sum(x.nodes for x in searches + tight_searches)
             left = None if self.max_nodes is None else self.max_nodes - used
             if left is not None and left <= 0:
                 stopped = "max_nodes"
                 break
-            # a step first, then tight probes take about a third of the placements
+            # a step first, then tight probes take about a quarter of the placements
             tight = self.tight_probes and step_turn > 0
             kind = "tight" if tight and _TIGHT_WEIGHT * spent["tight"] <= spent["step"] else "step"
             if kind == "tight":  # the bound, or 1/8 of the gap above it: priorities alternate,
@@ -638,7 +655,7 @@ class TelaMalloc(Planner):
                 step_turn += 1
                 target = best - max(1, (best - bound) >> shift)
                 k_budget = step_budget
-            search = searches[which]
+            search = (tight_searches if kind == "tight" else searches)[which]
             before = search.nodes
             res = search.run(target, k_budget if left is None else min(k_budget, left), deadline)
             spent[kind] += search.nodes - before
@@ -667,7 +684,7 @@ class TelaMalloc(Planner):
         info.update(
             trajectory=traj.points,
             targets=targets,
-            nodes=sum(x.nodes for x in searches),
+            nodes=sum(x.nodes for x in searches + tight_searches),
             stopped_by=stopped if best > bound else "bound",
         )
         return SolveResult(best_off, "optimal" if best <= bound else "heuristic", bound, info)
