@@ -34,8 +34,9 @@ heuristic search part:
 * **Lowering the target.** The first target is below the best greedy arena (every order of
   :data:`planners.greedy.ORDERS` with both fits, the compiled engine when built). *Step* probes
   (``node_limit / 5`` placements) aim a fraction of the gap to the bound below the best arena
-  (1/4; after 8 failed steps per priority 1/8, ..., 1/64, then again 1/4 with twice the budget),
-  the priorities taking turns; the first probe is a step. With ``tight_probes``, *tight* probes
+  (1/4; after 8 failed steps per priority 1/8, ..., 1/64, then again 1/4 with twice the budget;
+  a step found before every priority failed once doubles the fraction again, up to 1/4), the
+  priorities taking turns; the first probe is a step. With ``tight_probes``, *tight* probes
   (ten times ``node_limit``, doubled after every priority had one) take about a quarter of the
   placements: at the best proved bound or 1/8 of the gap above it (the priorities alternate
   between the two, the first priority at the bound first), each priority with a search (and
@@ -48,7 +49,7 @@ heuristic search part:
   key: squeaky-wheel optimisation, D. Joslin and D. Clements, JAIR 10, 1999). Short
   probes with a ranking that learns from each failure reach far lower targets than a long
   chronological backtrack at the bottom of one ranking (MiniMalloc's D and E at 5 s: 1.107 and
-  1.153 x the lower bound with bisection probes, about 1.07 and 1.035 x with step probes).
+  1.153 x the lower bound with bisection probes, 1.07-1.08 and 1.005 x with step probes).
 
 Conventions: half-open lifetimes ``[start, end)`` in schedule steps, sizes, offsets and targets in
 bytes. ``plan.info["trajectory"]`` lists ``(seconds, arena)`` at the start plan and at every
@@ -663,6 +664,8 @@ class TelaMalloc(Planner):
                 targets.append((target, "found"))
                 best_off, best = res, int((res + problem.sizes).max())
                 traj.add(best)
+                if kind == "step" and fails < len(searches):  # found at once: a larger step
+                    shift = _SHIFTS[max(0, _SHIFTS.index(shift) - 1)]
                 fails = 0
             elif res == "exhausted" and not search.truncated:
                 targets.append((target, "exhausted"))
