@@ -37,7 +37,7 @@ heuristic search part:
   (1/4; after 8 failed steps per priority 1/8, ..., 1/64, then again 1/4 with twice the budget;
   a step found before every priority failed once doubles the fraction again, up to 1/4), the
   priorities taking turns; the first probe is a step. With ``tight_probes``, *tight* probes
-  (ten times ``node_limit``, doubled after every priority had one) take about a quarter of the
+  (ten times ``node_limit``, doubled after every priority had one) take about a sixth of the
   placements: at the best proved bound or 1/8 of the gap above it (the priorities alternate
   between the two, the first priority at the bound first), each priority with a search (and
   ranking) of its own: a tight capacity prunes hardest, so such a probe often succeeds where a
@@ -99,7 +99,7 @@ _DECOMPOSE_BUFFERS = 2_000
 #: Step probes get ``node_limit // _STEP_SHARE`` placements each at first.
 _STEP_SHARE = 5
 #: Tight probes get about one placement in ``1 + _TIGHT_WEIGHT``.
-_TIGHT_WEIGHT = 3
+_TIGHT_WEIGHT = 5
 #: Failed step probes per priority before the step shrinks.
 _STEP_TRIES = 8
 #: Step probes aim ``gap >> shift`` below the best arena, ``gap`` its distance to the bound.
@@ -532,7 +532,7 @@ class TelaMalloc(Planner):
     start_share : float, default 0.3
         Share of ``time_limit`` after which no further start plan begins (one always runs).
     tight_probes : bool, default True
-        Give about a quarter of the placements to probes at the bound (or 1/8 of the gap above
+        Give about a sixth of the placements to probes at the bound (or 1/8 of the gap above
         it), each with ten times ``node_limit`` at first.
     decompose : bool, default True
         Search independent sides separately (see the module docstring); used up to 2,000
@@ -639,7 +639,7 @@ class TelaMalloc(Planner):
             if left is not None and left <= 0:
                 stopped = "max_nodes"
                 break
-            # a step first, then tight probes take about a quarter of the placements
+            # a step first, then tight probes take about a sixth of the placements
             tight = self.tight_probes and step_turn > 0
             kind = "tight" if tight and _TIGHT_WEIGHT * spent["tight"] <= spent["step"] else "step"
             if kind == "tight":  # the bound, or 1/8 of the gap above it: priorities alternate,
