@@ -181,7 +181,7 @@ def window_bound(
     Each probe is a complete search on at most the buffers live in the window; a probe that
     times out proves nothing and is skipped. Deterministic up to time limits.
     """
-    from .exact_search import ExactSearch, sections
+    from .exact_search import sections
 
     t0 = time.perf_counter()
     g = _quantum(problem)
@@ -201,15 +201,7 @@ def window_bound(
     total = np.cumsum(total)[:ns]
     aligned = bool((problem.alignments[live] > 1).any())
 
-    def left() -> float:
-        return time_limit - (time.perf_counter() - t0)
-
-    def probe(sub: Problem, cap: int) -> str:
-        info["probes"] += 1
-        lim = min(probe_time_limit, left())
-        if lim <= 1e-3:
-            return "timeout"
-        return ExactSearch(capacity=cap, time_limit=lim).plan(sub).status
+    left, probe = _probes(t0, time_limit, probe_time_limit, info)
 
     seen: set[tuple[int, ...]] = set()
     for w in widths:
@@ -238,6 +230,26 @@ def window_bound(
     info["seconds"] = round(time.perf_counter() - t0, 4)
     return bound, info
 
+
+
+def _probes(t0: float, time_limit: float, probe_time_limit: float, info: dict[str, Any]):
+    """``(left, probe)`` of a probing bound: ``left()`` is the seconds left of ``time_limit``
+    since ``t0``; ``probe(sub, cap)`` is the status of one complete
+    :class:`~planners.exact_search.ExactSearch` decision at capacity ``cap`` (bytes) within
+    ``probe_time_limit`` (``"timeout"`` when no time is left), counted in ``info["probes"]``."""
+    from .exact_search import ExactSearch
+
+    def left() -> float:
+        return time_limit - (time.perf_counter() - t0)
+
+    def probe(sub: Problem, cap: int) -> str:
+        info["probes"] += 1
+        lim = min(probe_time_limit, left())
+        if lim <= 1e-3:
+            return "timeout"
+        return ExactSearch(capacity=cap, time_limit=lim).plan(sub).status
+
+    return left, probe
 
 def _raise_by_probes(probe, sub: Problem, bound: int, g: int, ceiling: int | None, left) -> int:
     """Largest proved bound on ``sub``'s optimum from decision probes, starting at ``bound``.
@@ -312,8 +324,6 @@ def subset_bound(
     info : dict
         ``subset`` (the fraction that gave the bound, or None), ``probes``, ``seconds``.
     """
-    from .exact_search import ExactSearch
-
     t0 = time.perf_counter()
     g = _quantum(problem)
     lb = lower_bound(problem) if floor is None else int(floor)
@@ -326,15 +336,7 @@ def subset_bound(
     area = problem.sizes[live] * (problem.ends[live] - problem.starts[live])
     order = live[np.lexsort((live, -area, -problem.sizes[live]))]
 
-    def left() -> float:
-        return time_limit - (time.perf_counter() - t0)
-
-    def probe(sub: Problem, cap: int) -> str:
-        info["probes"] += 1
-        lim = min(probe_time_limit, left())
-        if lim <= 1e-3:
-            return "timeout"
-        return ExactSearch(capacity=cap, time_limit=lim).plan(sub).status
+    left, probe = _probes(t0, time_limit, probe_time_limit, info)
 
     done: set[int] = set()
     for f in fractions:
