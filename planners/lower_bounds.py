@@ -184,9 +184,7 @@ def window_bound(
     from .exact_search import sections
 
     t0 = time.perf_counter()
-    g = _quantum(problem)
-    lb = lower_bound(problem) if floor is None else int(floor)
-    bound = -(-lb // g) * g
+    g, bound = _start_bound(problem, floor)
     info: dict[str, Any] = {"window": None, "probes": 0, "proofs": 0}
     live = np.flatnonzero(problem.sizes > 0)
     if live.size == 0:
@@ -231,6 +229,14 @@ def window_bound(
     return bound, info
 
 
+
+
+def _start_bound(problem: Problem, floor: int | None) -> tuple[int, int]:
+    """``(quantum, bound)``: the problem's offset quantum (bytes, :func:`_quantum`) and the proved
+    starting bound, ``floor`` (default max-live bytes) rounded up to that quantum."""
+    g = _quantum(problem)
+    lb = lower_bound(problem) if floor is None else int(floor)
+    return g, -(-lb // g) * g
 
 def _probes(t0: float, time_limit: float, probe_time_limit: float, info: dict[str, Any]):
     """``(left, probe)`` of a probing bound: ``left()`` is the seconds left of ``time_limit``
@@ -325,9 +331,7 @@ def subset_bound(
         ``subset`` (the fraction that gave the bound, or None), ``probes``, ``seconds``.
     """
     t0 = time.perf_counter()
-    g = _quantum(problem)
-    lb = lower_bound(problem) if floor is None else int(floor)
-    bound = -(-lb // g) * g
+    g, bound = _start_bound(problem, floor)
     info: dict[str, Any] = {"subset": None, "probes": 0}
     live = np.flatnonzero(problem.sizes > 0)
     if live.size == 0:
