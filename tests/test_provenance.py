@@ -76,3 +76,23 @@ def test_run_modules_cover_what_a_run_imports(tmp_path):
     assert used, "the run imported nothing new"
     missing = [m for m in used if m not in counted and m not in packages]
     assert missing == []
+
+
+def test_rv64_c_sources_are_part_of_the_code_version(monkeypatch):
+    """An edited RV64 core (cores.c) or cycle model (hostsim.c) changes the code version of the
+    runs with RV64 estimates, and of no other run; a missing source is an error."""
+    plain, rv = prov.run_code_version("first_fit"), prov.run_code_version("first_fit", rv64=True)
+    assert {"experiments.rv64.build", "experiments.rv64.cycles"} <= set(
+        prov.run_modules("first_fit", rv64=True))
+    real = prov._runtime_sources
+    for edited in ("cores.c", "hostsim.c"):
+        monkeypatch.setattr(prov, "_runtime_sources", lambda m, e=edited: [
+            (f, b + b"/* edited */" if f == e else b) for f, b in real(m)])
+        prov._TREE_DIGESTS.clear()
+        assert prov.run_code_version("first_fit", rv64=True) != rv, edited
+        assert prov.run_code_version("first_fit") == plain
+    monkeypatch.setattr(prov, "RUNTIME_SOURCES", {**prov.RUNTIME_SOURCES,
+                                                  "experiments.rv64.build": ("gone.c",)})
+    monkeypatch.setattr(prov, "_runtime_sources", real)
+    with pytest.raises(ConfigError, match="gone.c"):
+        prov.run_code_version("first_fit", rv64=True)

@@ -87,6 +87,36 @@ def _module_source(name: str) -> str | None:
     return spec.loader.get_source(name)
 
 
+#: Non-Python sources that a project module compiles at run time, relative to the module's folder.
+#: They are part of that module's code: editing one changes the code version of every run that
+#: imports the module (an edited RV64 core changes the emulated cycles).
+RUNTIME_SOURCES: dict[str, tuple[str, ...]] = {
+    "experiments.rv64.build": ("cores.c", "link.ld"),
+    "experiments.rv64.cycles": ("hostsim.c",),
+}
+
+
+def _runtime_sources(name: str) -> list[tuple[str, bytes]]:
+    """``(file name, bytes)`` of the :data:`RUNTIME_SOURCES` of module ``name`` (empty for most).
+
+    Raises :class:`ConfigError` when a listed file is missing (a code version that silently
+    left it out could match records made by different code). Tests replace this function."""
+    files = RUNTIME_SOURCES.get(name, ())
+    if not files:
+        return []
+    spec = _find_spec(name)
+    if spec is None or spec.origin is None:
+        raise ConfigError(f"code version: module {name!r} has no readable source")
+    folder = Path(spec.origin).parent
+    out = []
+    for f in files:
+        path = folder / f
+        if not path.is_file():
+            raise ConfigError(f"code version: {name!r} compiles {f!r}, which is missing")
+        out.append((f, path.read_bytes()))
+    return out
+
+
 def _find_spec(name: str):
     try:
         return importlib.util.find_spec(name)
@@ -164,6 +194,11 @@ class _ModuleGraph:
                     tree = _strip_docstrings(ast.parse(text))
                     _TREE_DIGESTS[raw] = _digest_bytes(ast.dump(tree).encode())
                 self._digests[name] = _TREE_DIGESTS[raw]
+            extra = _runtime_sources(name)
+            if extra:  # the C sources it compiles count as its code
+                self._digests[name] = _digest_obj(
+                    [self._digests[name], *[[f, _digest_bytes(b)] for f, b in extra]]
+                )
         return self._digests[name]
 
     def _absolute(self, name: str, module: str | None, level: int) -> str:
