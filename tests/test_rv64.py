@@ -304,6 +304,66 @@ def test_greedy_by_size_tree_core_equals_greedy_by_size(case):
     check_plan(p, est.offsets)
 
 
+@st.composite
+def centred_tree_problems(draw):
+    """Problems that stress core 5's centred interval tree: many buffers live at one step (one
+    node holds them all), nested and identical lifetimes, lifetimes that end where others start,
+    zero sizes, and per-buffer alignments 1..64 including non-powers of two (the divide path)."""
+    n = draw(st.integers(1, 48))
+    shape = draw(st.sampled_from(["one_step", "nested", "identical", "touching", "mixed"]))
+    bufs = []
+    for i in range(n):
+        if shape == "one_step":  # every lifetime holds step 5
+            s, e = draw(st.integers(0, 5)), draw(st.integers(6, 12))
+        elif shape == "nested":  # [i, 2n - i): each holds the next
+            s, e = i % 8, 20 - (i % 8) - draw(st.integers(0, 1))
+        elif shape == "identical":
+            s, e = 3, 7
+        elif shape == "touching":  # half-open: [s, s + 2) and [s + 2, ...) never interfere
+            s = 2 * draw(st.integers(0, 6))
+            e = s + 2 * draw(st.integers(1, 3))
+        else:
+            s = draw(st.integers(0, 15))
+            e = s + draw(st.integers(1, 16))
+        size = draw(st.one_of(st.just(0), st.sampled_from([1, 24, 64, 96]), st.integers(1, 500)))
+        align = draw(st.one_of(st.none(), st.integers(1, 64), st.sampled_from([3, 48, 64])))
+        bufs.append(Buffer(f"b{i}", s, e, size, align))
+    return Problem(bufs, alignment=draw(st.sampled_from([1, 5, 16])))
+
+
+@needs_rv64
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(p=centred_tree_problems())
+def test_greedy_by_size_tree_core_on_centred_tree_stress_problems(p):
+    from planners.registry import get_planner
+
+    est = rv64.estimate(p, "greedy_by_size_tree")
+    want = np.asarray(get_planner("greedy_by_size").plan(p).offsets, np.int64)
+    assert np.array_equal(est.offsets, want), (est.offsets.tolist(), want.tolist())
+    check_plan(p, est.offsets)
+
+
+@needs_rv64
+@pytest.mark.parametrize("k", [20, 40])
+def test_greedy_by_size_tree_core_interleaved_runs(k):
+    """Two tree nodes whose placed blocks interleave in memory: a_j at 20 j (home step 0),
+    b_j at 20 j + 10 (home step 2; the g_j that separate the a_j are not live with c). Lifting c
+    through the two runs moves one block per pass, so it takes about k passes, beyond core 5's
+    pass limit (16), and the heap merge finishes it."""
+    from planners.registry import get_planner
+
+    bufs = []
+    for j in range(k):
+        bufs += [Buffer(f"a{j}", 0, 2, 10), Buffer(f"g{j}", 0, 1, 10)]
+    bufs += [Buffer(f"b{j}", 1, 3, 10) for j in range(k)]
+    bufs += [Buffer("c", 1, 10, 5), Buffer("pin", 2, 3, 1)]
+    p = Problem(bufs, alignment=1)
+    want = np.asarray(get_planner("greedy_by_size").plan(p).offsets, np.int64)
+    assert want[p.ids.index("c")] == 20 * k  # the construction: [0, 20 k) is full for c
+    est = rv64.estimate(p, "greedy_by_size_tree")
+    assert np.array_equal(est.offsets, want), (est.offsets.tolist(), want.tolist())
+
+
 @needs_rv64
 def test_code_size_and_stack_of_one_core_images():
     from experiments.rv64.build import core_stack_bytes, core_text_bytes

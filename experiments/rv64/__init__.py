@@ -4,8 +4,8 @@ Seed 000 section 2 notes that planning online at load time costs load latency, a
 compiles its allocator for RV64 and runs it under an emulator. This package measures that cost:
 
 1. ``cores.c`` implements the allocator cores (``greedy_in_order``, ``first_fit``, ``best_fit``,
-   ``greedy_by_size``, ``freelist_bump``, and ``greedy_by_size_tree``, ``greedy_by_size`` with a
-   segment tree over the placed blocks) in freestanding C99 with 64-bit sizes; they produce the
+   ``greedy_by_size``, ``freelist_bump``, and ``greedy_by_size_tree``, ``greedy_by_size``'s offsets
+   from a centred interval tree over time holding each node's placed blocks sorted by offset) in freestanding C99 with 64-bit sizes; they produce the
    same offsets as the Python planners in :mod:`planners` (:data:`CORE_PLANNER`).
 2. :mod:`.build` cross-compiles it with ``python -m ziglang cc -target riscv64-freestanding-none``
    (``-mcpu=baseline_rv64`` and ``-mcpu=sifive_u74``), cached by content hash.
@@ -169,8 +169,7 @@ class Rv64Estimate:
         and no instruction-fetch misses (``cycles`` includes the L1 caches).
     cache : ``{model: {"l1i_accesses", "l1i_misses", "l1d_accesses", "l1d_misses"}}``.
     stack_bytes : ``{build: bytes}`` of stack touched below the entry stack pointer in the full
-        image, where ``memplan_run``'s frame is sized for the largest core (the
-        ``greedy_by_size_tree`` traversal stack); one core alone: :func:`.build.core_stack_bytes`.
+        image, where ``memplan_run``'s frame is sized for the largest core; one core alone: :func:`.build.core_stack_bytes`.
     scratch_bytes : bytes of the host-provided work array the core touched (the cores allocate
         nothing else: no heap).
     text_bytes : ``{build: bytes}`` of ``.text`` in an image holding this core alone

@@ -25,13 +25,15 @@
  *                      bump when nothing fits; compaction when the freelist exceeds 200 entries.
  *   5 greedy_by_size_tree  the same placement as greedy_by_size (same order, same lowest offset,
  *                      hence the same offsets), with an ordered structure over the placed
- *                      blocks instead of a scan of all of them: a max-end segment tree over the
- *                      buffers in start order (the role of XLA's BufferIntervalTree) enumerates
- *                      exactly the placed buffers live at the same time in O(k log(n / k) +
- *                      log n), which are merge-sorted by offset (O(k log k)) and scanned for
- *                      the lowest gap. Total O(n log n + sum_i k_i log k_i), k_i = placed
- *                      buffers overlapping buffer i in time: O(n log n) when the live set is
- *                      bounded, O(n^2 log n) when every buffer overlaps every other.
+ *                      blocks instead of a scan of all of them: the static centred interval
+ *                      tree over time of the compiled engine planners/_ext/_greedy.c (the role
+ *                      of XLA's BufferIntervalTree), each node keeping its placed members sorted
+ *                      by offset, finds the nodes holding the placed buffers live at the same
+ *                      time in O(log n + d) (d: buffers live with it); the lowest fitting offset
+ *                      is then found by lifting a candidate through those sorted runs, without
+ *                      sorting the neighbours. O(n^2 log n) in the worst case, about
+ *                      O(n log n + E) for E interfering pairs when the lifts take few passes
+ *                      over the runs; see the section's comment.
  */
 #include <stdint.h>
 
@@ -260,121 +262,305 @@ static void freelist_bump(job_t *job)
 }
 
 /* ---- 5 greedy_by_size_tree ------------------------------------------------------------------ */
-/* Lowest aligned offset for a block of csz bytes (alignment ca) given the k placed blocks live
- * with it as [L[j], H[j]) sorted by L: the gap scan of lowest_fit. */
-static inline int64_t gap_scan(const int64_t *L, const int64_t *H, int64_t k, int64_t csz,
-                               int64_t ca)
+/* Same offsets as core 3 (planners.greedy greedy_by_size: size descending, ties earlier start,
+ * then problem order; each buffer at the lowest offset, a multiple of its alignment, whose
+ * [offset, offset + size) misses every placed neighbour: a placed buffer of non-zero size whose
+ * half-open lifetime intersects its own), found without a scan of all placed buffers.
+ *
+ * Structure: the static centred interval tree over time of the compiled engine
+ * (planners/_ext/_greedy.c), which plays the role of XLA's BufferIntervalTree (heap simulator,
+ * xla/service/heap_simulator). Its nodes are a minimum set of steps stabbing every non-zero
+ * lifetime, chosen greedily by decreasing start (the start of each lifetime no chosen step
+ * stabs yet: the mirror of the engine's end-order greedy; the lifetime that gave a step holds no
+ * other step, so every node is some buffer's home), point[0] < ... < point[m-1], as the implicit
+ * balanced tree on index ranges (the node of [lo, hi) is (lo + hi) / 2). A buffer's home is the
+ * first node on the root path whose step lies in its lifetime; every buffer homed in the left
+ * subtree of a node with step p ends at or before p, every one in the right subtree starts
+ * after p. Unlike the engine, a node keeps only its *placed* members, in one list sorted by
+ * offset (a slot range sized by the member count, filled by insertion), and the largest end and
+ * smallest start among them. The members of a node all hold its step, so they overlap in time
+ * and hence are disjoint in memory: the list is a sorted run of disjoint address ranges.
+ *
+ * Query for [s, e): one descent from the root, shared down to the buffer's own home, then on
+ * toward s in its left and toward e in its right subtree. A node with step p < s (all on the
+ * search path of s) can hold live members only if its largest end exceeds s, a node with
+ * p >= e (on the path of e) only if its smallest start is below e; the nodes with s <= p < e
+ * are a contiguous index run and every member is live. Each node with a live placed member
+ * gives a run (its list, with the liveness test of its kind). O(log m + d) for the d non-zero
+ * buffers live with the query (each contained node is some buffer's home).
+ *
+ * Lowest offset without sorting: x = 0; "lifting" x through a run passes its members that end
+ * at or below x (for good: x only grows) and the members not live with the query, raises x to
+ * the aligned round-up of the top of a live member that overlaps [x, x + size), and stops at
+ * the first live member at or above x + size (the later ones are higher still). Every raise is
+ * forced (no aligned offset from x up to that top is free, and by induction none below x), so
+ * x never passes the answer; passes over the runs (a run leaves once exhausted, a run whose
+ * next member starts at or above x + size is skipped) end when a whole pass leaves x unchanged,
+ * and then no live member overlaps [x, x + size): x is the lowest free aligned offset, which is
+ * what the scan of lowest_fit over the sorted neighbours returns. After MAX_PASSES passes the runs are
+ * merged instead: a binary min-heap by the offset of the member each stopped at, lifting the
+ * lowest while it lies below x + size (each lift passes at least that member). Power-of-two
+ * alignments round up with a mask, others divide.
+ *
+ * Cost per buffer: O(log m + d) for the descent and the runs, plus the members the lifts read
+ * (each at most once, plus one re-read per lift call: live neighbours below the answer, and
+ * members of the s- and e-path nodes that are not live with the buffer) and O(r) per pass for
+ * r runs; at most MAX_PASSES passes, then O(log r) per member read. Worst case O(n log n) per
+ * buffer, so O(n^2 log n) in all; with few passes and few non-live path members it is
+ * O(n log n + E) for E interfering pairs, with no sort of the neighbours. Inserting a placed
+ * buffer shifts the later members of its home list: O(sum_v c_v^2) for c_v members of node v.
+ * Preprocessing: stable LSD radix sorts of (key, index) pairs (start; then -size, for the
+ * order), digits of at most 11 bits over the bits in which the keys differ, and one O(log m)
+ * descent per buffer to count each node's members.
+ *
+ * Scratch (int64 slots of job->work, within 13 n + 64): member records 4 n, nodes 4 n + 4, runs
+ * 4 n, order n / 2 and heap n / 2 (int32); while preprocessing the record area holds the pairs
+ * and the run area the radix counters. Counts and positions are int32 (n < 2^31). */
+typedef struct { int64_t o, t; } seg_t;              /* (key, index) pair while sorting */
+typedef struct { int64_t o, t, s, e; } rec_t;        /* placed member: [o, t) bytes, [s, e) steps */
+typedef struct { int64_t point, max_end, min_start; int32_t b0, cnt; } tnode_t;
+
+static inline int bit_length(uint64_t r)
 {
-    int64_t o = 0;
-    for (int64_t j = 0; j < k; j++) {
-        if (o + csz <= L[j]) break;
-        int64_t t = align_up(H[j], ca);
-        if (t > o) o = t;
-    }
-    return o;
+    int b = 0;
+    while (r) { b++; r >>= 1; }
+    return b;
 }
 
-/* Stable sort of the pairs (L[j], H[j]), j < k, by L: insertion sort of runs of 8, then
- * bottom-up merges between (L, H) and (tL, tH) (k slots each). O(k log k). Returns 1 when the
- * sorted pairs ended in (tL, tH), 0 when in (L, H). */
-static int sort_pairs(int64_t *L, int64_t *H, int64_t *tL, int64_t *tH, int64_t k)
+/* Stable LSD radix sort of a[0..n) by the signed key .o, digits of at most wmax bits over the
+ * bits in which the keys differ (key - min); cnt holds 2^wmax counters, b n slots. Returns the
+ * array holding the result (a or b). */
+static seg_t *radix_pairs(seg_t *a, seg_t *b, int64_t n, uint32_t *cnt, int wmax)
 {
-    for (int64_t lo = 0; lo < k; lo += 8) {
-        int64_t hi = lo + 8 < k ? lo + 8 : k;
-        for (int64_t j = lo + 1; j < hi; j++) {
-            int64_t x = L[j], y = H[j], q = j;
-            while (q > lo && L[q - 1] > x) { L[q] = L[q - 1]; H[q] = H[q - 1]; q--; }
-            L[q] = x; H[q] = y;
+    if (n < 2) return a;
+    int64_t lo = a[0].o, hi = a[0].o;
+    for (int64_t q = 1; q < n; q++) {
+        int64_t x = a[q].o;
+        if (x < lo) lo = x;
+        if (x > hi) hi = x;
+    }
+    const int bits = bit_length((uint64_t)hi - (uint64_t)lo);
+    if (bits == 0) return a;
+    int passes = 1, w = bits;
+    while (w > wmax) { passes++; w = (bits + passes - 1) / passes; }
+    const uint64_t mask = ((uint64_t)1 << w) - 1, ulo = (uint64_t)lo;
+    for (int d = 0; d < passes; d++) {
+        const int sh = d * w;
+        for (uint64_t v = 0; v <= mask; v++) cnt[v] = 0;
+        for (int64_t q = 0; q < n; q++) cnt[((uint64_t)a[q].o - ulo) >> sh & mask]++;
+        uint32_t sum = 0;
+        for (uint64_t v = 0; v <= mask; v++) { uint32_t c = cnt[v]; cnt[v] = sum; sum += c; }
+        for (int64_t q = 0; q < n; q++) {
+            seg_t x = a[q];
+            b[cnt[((uint64_t)x.o - ulo) >> sh & mask]++] = x;
+        }
+        seg_t *t = a; a = b; b = t;
+    }
+    return a;
+}
+
+/* A run: the placed members [p, z) of one node, sorted by offset and disjoint (they share the
+ * node's step), and which of them are live with the query: kind 0 all, 1 those ending after
+ * lim (node step < query start), 2 those starting before lim (node step >= query end). */
+typedef struct { const rec_t *p, *z; int64_t kind, lim; } run_t;
+
+/* Moves x up through run R: members below x are passed for good, a live member overlapping
+ * [x, x + csz) lifts x to the round-up of its top (am = alignment - 1 for a power of two, else
+ * -1 and ca divides), a live member at or above x + csz stops it. Returns the new x. */
+__attribute__((always_inline)) static inline int64_t lift(run_t *R, int64_t x, int64_t csz,
+                                                          int64_t am, int64_t ca)
+{
+    const rec_t *p = R->p, *z = R->z;
+    const int64_t lim = R->lim;
+    if (R->kind == 0) {
+        for (; p < z; p++) {
+            if (p->t <= x) continue;
+            if (p->o >= x + csz) break;
+            x = am >= 0 ? (p->t + am) & ~am : align_up(p->t, ca);
+        }
+    } else if (R->kind == 1) {
+        for (; p < z; p++) {
+            if (p->t <= x || p->e <= lim) continue;
+            if (p->o >= x + csz) break;
+            x = am >= 0 ? (p->t + am) & ~am : align_up(p->t, ca);
+        }
+    } else {
+        for (; p < z; p++) {
+            if (p->t <= x || p->s >= lim) continue;
+            if (p->o >= x + csz) break;
+            x = am >= 0 ? (p->t + am) & ~am : align_up(p->t, ca);
         }
     }
-    int64_t *aL = L, *aH = H, *bL = tL, *bH = tH;
-    int swapped = 0;
-    for (int64_t w = 8; w < k; w *= 2) {
-        for (int64_t lo = 0; lo < k; lo += 2 * w) {
-            int64_t mid = lo + w < k ? lo + w : k, hi = lo + 2 * w < k ? lo + 2 * w : k;
-            int64_t i = lo, j = mid, o = lo;
-            while (i < mid && j < hi) {
-                if (aL[j] < aL[i]) { bL[o] = aL[j]; bH[o++] = aH[j++]; }
-                else { bL[o] = aL[i]; bH[o++] = aH[i++]; }
-            }
-            while (i < mid) { bL[o] = aL[i]; bH[o++] = aH[i++]; }
-            while (j < hi) { bL[o] = aL[j]; bH[o++] = aH[j++]; }
-        }
-        int64_t *t = aL; aL = bL; bL = t;
-        t = aH; aH = bH; bH = t;
-        swapped ^= 1;
-    }
-    return swapped;
+    R->p = p;
+    return x;
 }
 
-/* Append to (L, H)[k..) the [offset, top) of the placed blocks under tree node u whose end
- * exceeds cs (depth-first, only into children whose max end exceeds cs); returns the new k.
- * posoff / postop: offset and top by start position (leaf u >= P is position u - P). */
-static inline int64_t tree_collect(const int64_t *tree, int64_t P, int64_t u, int64_t cs,
-                                   const int64_t *posoff, const int64_t *postop, int64_t *L,
-                                   int64_t *H, int64_t k)
-{
-    int64_t stk[64], top = 0; /* depth-first: at most the subtree height + 1 entries */
-    if (tree[u] > cs) stk[top++] = u;
-    while (top > 0) {
-        int64_t v = stk[--top];
-        if (v >= P) { L[k] = posoff[v - P]; H[k] = postop[v - P]; k++; continue; }
-        if (tree[2 * v + 1] > cs) stk[top++] = 2 * v + 1;
-        if (tree[2 * v] > cs) stk[top++] = 2 * v;
-    }
-    return k;
-}
-
+/* passes over the runs before they are merged by a heap (-DMAX_PASSES=1 forces the merge) */
+#ifndef MAX_PASSES
+#define MAX_PASSES 16
+#endif
 static void greedy_by_size_tree(job_t *job)
 {
-    int64_t n = job->n;
+    const int64_t n = job->n;
     const int64_t *st = job->start, *en = job->end, *sz = job->size, *al = job->align;
     int64_t *off = job->offset, *w = job->work;
-    int64_t *order = w, *tmp = w + n, *key = w + 2 * n, *sst = w + 3 * n, *rank = w + 4 * n;
-    int64_t *L = w + 5 * n, *tree = w + 6 * n; /* tree: 2 P <= 4 n slots */
-    int64_t *postop = w + 10 * n, *H = w + 11 * n, *tL = w + 12 * n, *tH = tmp;
-    int64_t P = 1;
-    while (P < n) P *= 2;
-    /* start order (ties: index), then stably by size descending: (-size, start, index) */
-    for (int64_t i = 0; i < n; i++) { key[i] = st[i]; sst[i] = i; }
-    if (sort_pairs(key, sst, tL, tH, n))
-        for (int64_t i = 0; i < n; i++) sst[i] = tH[i];
-    for (int64_t i = 0; i < n; i++) { key[i] = -sz[sst[i]]; order[i] = sst[i]; }
-    if (sort_pairs(key, order, tL, tH, n))
-        for (int64_t i = 0; i < n; i++) order[i] = tH[i];
-    for (int64_t i = 0; i < n; i++) { rank[sst[i]] = i; sst[i] = st[sst[i]]; } /* sorted starts */
-    int64_t *posoff = key; /* by start position: offset and top of each placed block */
-    for (int64_t v = 1; v < 2 * P; v++) tree[v] = INT64_MIN; /* max end of placed blocks */
+    if (n <= 0) return;
+    /* scratch layout: see the comment above */
+    rec_t *rec = (rec_t *)w;
+    tnode_t *node = (tnode_t *)(w + 4 * n);
+    run_t *run = (run_t *)(w + 8 * n + 4);                  /* at most m <= n runs: 4 slots */
+    int32_t *order = (int32_t *)(w + 12 * n + 4);
+    int32_t *hp = (int32_t *)(w + 12 * n + 4 + (n + 1) / 2); /* heap of runs: n / 2 slots */
+    seg_t *pa = (seg_t *)w, *pb = (seg_t *)(w + 2 * n);
+    uint32_t *pcnt = (uint32_t *)run;            /* the run area, free while preprocessing */
+    const int64_t ncnt = 2 * (4 * n);
+    int pbits = 0;
+    while (((int64_t)2 << pbits) <= ncnt && ((int64_t)1 << pbits) < 2 * n && pbits < 11) pbits++;
+
+    /* the non-zero-size buffers by start (ties: index) */
+    int64_t nz = 0;
     for (int64_t i = 0; i < n; i++) {
-        int64_t c = order[i], cs = st[c], ce = en[c], csz = sz[c], ca = al[c];
-        if (csz == 0) { off[c] = 0; continue; }
-        /* lim: number of buffers starting before ce (binary search over the sorted starts) */
-        int64_t lo = 0, hi = n;
-        while (lo < hi) {
-            int64_t mid = lo + (hi - lo) / 2;
-            if (sst[mid] < ce) lo = mid + 1; else hi = mid;
-        }
-        /* placed blocks at positions [0, lim) whose end > cs: the canonical nodes of [0, lim)
-         * bottom-up (l = P is a power of two: only l = 1, the root, is odd), each searched
-         * depth-first where its max end exceeds cs */
-        int64_t k = 0;
-        for (int64_t l = P, r = P + lo; l < r; l >>= 1, r >>= 1) {
-            if (l & 1) { k = tree_collect(tree, P, l, cs, posoff, postop, L, H, k); break; }
-            if (r & 1) k = tree_collect(tree, P, r - 1, cs, posoff, postop, L, H, k);
-        }
-        int64_t o = sort_pairs(L, H, tL, tH, k) ? gap_scan(tL, tH, k, csz, ca)
-                                                : gap_scan(L, H, k, csz, ca);
-        off[c] = o;
-        /* insert c at its start position: offset, top, its end at the leaf, maxima to the root */
-        int64_t pos = rank[c], v = P + pos;
-        posoff[pos] = o;
-        postop[pos] = o + csz;
-        tree[v] = ce;
-        for (v /= 2; v >= 1; v /= 2) {
-            int64_t a = tree[2 * v], b = tree[2 * v + 1];
-            tree[v] = a > b ? a : b;
-        }
+        if (sz[i] > 0) { pa[nz].o = st[i]; pa[nz].t = i; nz++; }
+        else off[i] = 0;
     }
+    if (nz == 0) return;
+    seg_t *a = radix_pairs(pa, pb, nz, pcnt, pbits);
+    /* stabbing steps, greedily by decreasing start: the start of each lifetime not yet stabbed
+     * (a minimum stabbing set, mirror of the end-order greedy) */
+    int64_t m = 0;
+    for (int64_t q = nz - 1; q >= 0; q--) {
+        int64_t i = a[q].t;
+        if (m == 0 || en[i] <= node[m - 1].point) node[m++].point = st[i];
+    }
+    for (int64_t v = 0; v < m / 2; v++) {
+        int64_t t = node[v].point;
+        node[v].point = node[m - 1 - v].point;
+        node[m - 1 - v].point = t;
+    }
+    for (int64_t v = 0; v < m; v++) {
+        node[v].cnt = 0; node[v].max_end = INT64_MIN; node[v].min_start = INT64_MAX;
+    }
+    /* members per node (each buffer at its home), then slot ranges */
+    for (int64_t i = 0; i < n; i++) {
+        if (sz[i] <= 0) continue;
+        int64_t s = st[i], e = en[i], lo = 0, hi = m, v;
+        for (;;) {
+            v = (lo + hi) >> 1;
+            if (node[v].point < s) lo = v + 1;
+            else if (node[v].point >= e) hi = v;
+            else break;
+        }
+        node[v].cnt++;
+    }
+    int32_t b = 0;
+    for (int64_t v = 0; v < m; v++) { node[v].b0 = b; b += node[v].cnt; node[v].cnt = 0; }
+    /* then stably by size descending: (-size, start, index) */
+    for (int64_t q = 0; q < nz; q++) a[q].o = -sz[a[q].t];
+    a = radix_pairs(a, a == pa ? pb : pa, nz, pcnt, pbits);
+    for (int64_t q = 0; q < nz; q++) order[q] = (int32_t)a[q].t;
+
+    /* place in order */
+#define SIFT(i0)                                                                               \
+    do {                                                                                       \
+        int64_t i_ = (i0);                                                                     \
+        const int32_t r_ = hp[i_];                                                             \
+        const int64_t k_ = run[r_].p->o;                                                       \
+        for (;;) {                                                                             \
+            int64_t c_ = 2 * i_ + 1;                                                           \
+            if (c_ >= nh) break;                                                               \
+            if (c_ + 1 < nh && run[hp[c_ + 1]].p->o < run[hp[c_]].p->o) c_++;                  \
+            if (run[hp[c_]].p->o >= k_) break;                                                 \
+            hp[i_] = hp[c_];                                                                   \
+            i_ = c_;                                                                           \
+        }                                                                                      \
+        hp[i_] = r_;                                                                           \
+    } while (0)
+#define ADD_RUN(N, K, L)                                                                        \
+    do {                                                                                       \
+        run[nr].p = rec + (N)->b0; run[nr].z = rec + (N)->b0 + (N)->cnt;                       \
+        run[nr].kind = (K); run[nr].lim = (L); nr++;                                         \
+    } while (0)
+    for (int64_t q = 0; q < nz; q++) {
+        const int64_t c = order[q], qs = st[c], qe = en[c], csz = sz[c], ca = al[c];
+        int64_t nr = 0, lo = 0, hi = m, v;
+        /* the nodes holding a placed member live with c: one descent, shared down to the home
+         * of c, then toward qs on its left and toward qe on its right */
+        for (;;) {
+            v = (lo + hi) >> 1;
+            const tnode_t *N = &node[v];
+            if (N->point < qs) {
+                if (N->max_end > qs) ADD_RUN(N, 1, qs);
+                lo = v + 1;
+            } else if (N->point >= qe) {
+                if (N->min_start < qe) ADD_RUN(N, 2, qe);
+                hi = v;
+            } else break;
+        }
+        const int64_t h = v;
+        int64_t l = lo, r = h;
+        while (l < r) {
+            const int64_t u = (l + r) >> 1;
+            if (node[u].point < qs) {
+                if (node[u].max_end > qs) ADD_RUN(&node[u], 1, qs);
+                l = u + 1;
+            } else r = u;
+        }
+        const int64_t first = l;
+        l = h + 1; r = hi;
+        while (l < r) {
+            const int64_t u = (l + r) >> 1;
+            if (node[u].point >= qe) {
+                if (node[u].min_start < qe) ADD_RUN(&node[u], 2, qe);
+                r = u;
+            } else l = u + 1;
+        }
+        for (int64_t u = first; u < l; u++)
+            if (node[u].cnt) ADD_RUN(&node[u], 0, 0);
+        /* lowest aligned offset: lift x through the runs (see the comment above) */
+        int64_t x = 0;
+        if (nr) {
+            const int64_t am = (ca & (ca - 1)) == 0 ? ca - 1 : -1;
+            int changed, passes = 0;
+            do { /* passes over the runs until one leaves x unchanged; exhausted runs leave */
+                changed = 0;
+                run_t *R = run, *Z = run + nr;
+                while (R < Z) {
+                    if (R->p->o >= x + csz) { R++; continue; } /* nothing below x + csz */
+                    const int64_t y = lift(R, x, csz, am, ca);
+                    changed |= y != x;
+                    x = y;
+                    if (R->p == R->z) *R = *--Z;
+                    else R++;
+                }
+                nr = Z - run;
+            } while (changed && ++passes < MAX_PASSES);
+            if (changed) {
+                /* many passes: merge instead, a min-heap of the runs by the offset of the live
+                 * member each stopped at; lift the lowest while it lies below x + csz (each
+                 * lift passes at least that member: O(log nr) per member) */
+                int64_t nh = nr;
+                for (int64_t i = 0; i < nh; i++) hp[i] = (int32_t)i;
+                for (int64_t i = nh / 2 - 1; i >= 0; i--) SIFT(i);
+                while (nh > 0 && run[hp[0]].p->o < x + csz) {
+                    x = lift(&run[hp[0]], x, csz, am, ca);
+                    if (run[hp[0]].p == run[hp[0]].z) hp[0] = hp[--nh];
+                    SIFT(0);
+                }
+            }
+        }
+        off[c] = x;
+        /* insert c into its home's list (by offset) */
+        tnode_t *H = &node[h];
+        rec_t *base = rec + H->b0;
+        int64_t k = H->cnt;
+        while (k > 0 && base[k - 1].o > x) { base[k] = base[k - 1]; k--; }
+        base[k].o = x; base[k].t = x + csz; base[k].s = qs; base[k].e = qe;
+        H->cnt++;
+        if (qe > H->max_end) H->max_end = qe;
+        if (qs < H->min_start) H->min_start = qs;
+    }
+#undef ADD_RUN
+#undef SIFT
 }
 
 void memplan_run(job_t *job)
