@@ -4,9 +4,10 @@ Seed 000 section 2 notes that planning online at load time costs load latency, a
 compiles its allocator for RV64 and runs it under an emulator. This package measures that cost:
 
 1. ``cores.c`` implements the allocator cores (``greedy_in_order``, ``first_fit``, ``best_fit``,
-   ``greedy_by_size``, ``freelist_bump``, and ``greedy_by_size_tree``, ``greedy_by_size``'s offsets
-   from a centred interval tree over time holding each node's placed blocks sorted by offset) in freestanding C99 with 64-bit sizes; they produce the
-   same offsets as the Python planners in :mod:`planners` (:data:`CORE_PLANNER`).
+   ``greedy_by_size``, ``freelist_bump``, and ``greedy_by_size_tree``: ``greedy_by_size``'s
+   offsets from a centred interval tree over time whose nodes hold their placed blocks sorted by
+   offset) in freestanding C99 with 64-bit sizes; they produce the same offsets as the Python
+   planners in :mod:`planners` (:data:`CORE_PLANNER`).
 2. :mod:`.build` cross-compiles it with ``python -m ziglang cc -target riscv64-freestanding-none``
    (``-mcpu=baseline_rv64`` and ``-mcpu=sifive_u74``), cached by content hash.
 3. :mod:`.emulate` runs a core in unicorn (``UC_ARCH_RISCV``, ``UC_MODE_RISCV64``) on a problem and
