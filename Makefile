@@ -50,6 +50,7 @@ bench: $(STAMP)
 	$(PY) -m experiments.bench.planners --scale --out results/bench_scale.csv --figure results/figures/bench_scale
 
 ## RV64 cost of the allocator cores (emulated machine code) -> results/bench_rv64.csv + figure
+## + results/bench_rv64.md (regenerate it from the stored CSVs alone: $(PY) -m experiments.report.rv64)
 bench-rv64: $(STAMP)
 	$(PY) -m experiments.bench.rv64 --out results/bench_rv64.csv
 

@@ -326,6 +326,7 @@ def main(argv=None) -> int:
 
     print("bench_rv64: divider charged at its worst case (U74: 66 cycles div/rem, 34 divw/remw) "
           "for any operands: no published formula of the operands", file=sys.stderr)
+    t_run = time.perf_counter()
     sizes = tuple(int(s) for s in args.sizes.split(","))
     df = run(sizes, args.seed, onnx=not args.no_onnx, rvsim_max_n=args.rvsim_max_n)
     scale = tuple(int(s) for s in args.scale_sizes.split(",") if s)
@@ -336,9 +337,17 @@ def main(argv=None) -> int:
     tmp = out.with_name(out.name + ".tmp")
     df.to_csv(tmp, index=False)
     tmp.replace(out)
-    run_mca(Path(args.mca_out), args.seed)
+    mca_df = run_mca(Path(args.mca_out), args.seed)
     paths = plot(df, Path(args.figure)) + plot_caches(df, Path(args.caches_figure))
     print(f"wrote {out} ({len(df)} rows), {', '.join(map(str, paths))}", file=sys.stderr)
+    from experiments.report.rv64 import write_rv64_report
+
+    quiet = out.with_name("bench_rv64_n8192_quiet.csv")
+    md = write_rv64_report(out, Path(args.mca_out) if mca_df is not None else None,
+                           out.with_suffix(".md"), quiet if quiet.is_file() and quiet != out else None,
+                           run_seconds=time.perf_counter() - t_run,
+                           figures=[p for p in paths if p.suffix == ".png"])
+    print(f"wrote {md}", file=sys.stderr)
     if not df["offsets_match"].all():
         bad = df.loc[~df["offsets_match"], ["workload", "planner"]].values.tolist()
         print(f"bench_rv64: emulated offsets differ from Python for {bad}", file=sys.stderr)
