@@ -129,8 +129,11 @@ class Minimize(Planner):
         Registered anytime planners run after the heuristics for a better first incumbent
         (unregistered names are skipped; a planner that raises a toolkit error is recorded in
         ``info["anytime"]`` and skipped). ``()`` switches this off.
-    anytime_share : float
-        Share of ``time_limit`` given to the anytime planners together.
+    anytime_share : float, default 0.5
+        Share of ``time_limit`` given to the anytime planners together (split equally). Half:
+        on MiniMalloc's D with 600 s, ``telamalloc`` alone reaches 1,015,808 B within 120 s,
+        while the probes of ``exact_search`` from a 30 s incumbent (share 0.05) ended at
+        1,024,000 B; with share 0.5 ``minimize`` ends at 1,014,784 B.
     strong_bound : bool
         Raise the floor with :func:`planners.lower_bounds.best_lower_bound` (window
         relaxations) before probing; off: max live bytes only.
@@ -229,7 +232,7 @@ class Minimize(Planner):
         probe_lower_bound_first: bool = True,
         heuristic_incumbent: bool = True,
         anytime_planners: tuple[str, ...] = ANYTIME_PLANNERS,
-        anytime_share: float = 0.05,
+        anytime_share: float = 0.5,
         strong_bound: bool = True,
         bound_share: float = 0.05,
         share_memo: bool = True,
