@@ -9,7 +9,7 @@ PYTEST_WORKERS ?= 2
 
 .PHONY: venv run run-full figures test lint bench bench-rv64 bench-rv64-quiet bench-exact bench-anytime bench-sched bench-transforms bench-budget bench-tflm bench-tflm-offline bench-import soak sweep clean
 
-$(STAMP): pyproject.toml $(wildcard setup.py) $(wildcard planners/_ext/*.c)
+$(STAMP): pyproject.toml $(wildcard setup.py) $(wildcard planners/_ext/*.c) $(wildcard planners/_ext/*.h)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'

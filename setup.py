@@ -19,11 +19,13 @@ setup(
         Extension(
             "planners._greedy",
             sources=["planners/_ext/_greedy.c"],
+            depends=["planners/_ext/int64_view.h"],
             extra_compile_args=["-O2", "-std=c99"],
         ),
         Extension(
             "planners._telamalloc",
             sources=["planners/_ext/_telamalloc.c"],
+            depends=["planners/_ext/int64_view.h"],
             extra_compile_args=["-O2", "-std=c99"],
         ),
     ]

@@ -96,3 +96,20 @@ def test_rv64_c_sources_are_part_of_the_code_version(monkeypatch):
     monkeypatch.setattr(prov, "_runtime_sources", real)
     with pytest.raises(ConfigError, match="gone.c"):
         prov.run_code_version("first_fit", rv64=True)
+
+
+def test_c_extension_version_covers_its_local_headers(tmp_path):
+    """A compiled module's code is its .c file and the local headers it includes: the shared
+    int64_view.h is part of planners._greedy's and planners._telamalloc's source text; an edited
+    header changes the text, a missing one is an error."""
+    header = (ROOT / "planners" / "_ext" / "int64_view.h").read_text()
+    for mod in ("planners._greedy", "planners._telamalloc"):
+        assert header in prov._module_source(mod), mod
+    (tmp_path / "m.c").write_text('#include <Python.h>\n#include "h.h"\nint x;\n')
+    (tmp_path / "h.h").write_text("int y;\n")
+    before = prov._c_source_text(tmp_path / "m.c")
+    (tmp_path / "h.h").write_text("int y, z;\n")
+    assert prov._c_source_text(tmp_path / "m.c") != before
+    (tmp_path / "h.h").unlink()
+    with pytest.raises(ConfigError, match="h.h"):
+        prov._c_source_text(tmp_path / "m.c")

@@ -12,6 +12,7 @@ import importlib.util
 import json
 import os
 import platform
+import re
 import socket
 import subprocess
 from collections.abc import Callable, Iterable
@@ -69,7 +70,8 @@ def _module_source(name: str) -> str | None:
     """The source text of the project module ``name``, or ``None`` when there is no such module.
 
     A C extension module (``planners._exact_search``) stands for its C source
-    ``<package>/_ext/<module>.c`` (the layout ``setup.py`` builds from), built or not, else for the
+    ``<package>/_ext/<module>.c`` (the layout ``setup.py`` builds from) followed by the local
+    headers it includes (``#include "name.h"`` in the same folder), built or not, else for the
     bytes of the built library (hex). Tests replace this function to simulate an edited module.
     """
     spec = _find_spec(name)
@@ -78,7 +80,7 @@ def _module_source(name: str) -> str | None:
         for folder in (parent.submodule_search_locations or []) if parent else []:
             c_source = Path(folder) / "_ext" / (name.rsplit(".", 1)[-1] + ".c")
             if c_source.is_file():  # built or not: the same code version
-                return c_source.read_text()
+                return _c_source_text(c_source)
         if spec is None:
             return None
         return Path(spec.origin).read_bytes().hex() if spec.origin else None
@@ -115,6 +117,20 @@ def _runtime_sources(name: str) -> list[tuple[str, bytes]]:
             raise ConfigError(f"code version: {name!r} compiles {f!r}, which is missing")
         out.append((f, path.read_bytes()))
     return out
+
+
+def _c_source_text(c_source: Path) -> str:
+    """The text of a C extension's source followed by that of the local headers it includes
+    (``#include "name.h"``, looked up beside it, in the order included; a header named but
+    missing raises :class:`ConfigError`), so an edited shared header changes the version."""
+    text = c_source.read_text()
+    parts = [text]
+    for name in re.findall(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', text, flags=re.MULTILINE):
+        header = c_source.parent / name
+        if not header.is_file():
+            raise ConfigError(f"code version: {c_source.name} includes {name!r}, which is missing")
+        parts.append(f"/* {name} */\n" + header.read_text())
+    return "\n".join(parts)
 
 
 def _find_spec(name: str):

@@ -49,6 +49,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "int64_view.h"
+
 #if defined(__GNUC__) || defined(__clang__)
 #define PREFETCH(p) __builtin_prefetch(p)
 #else
@@ -345,33 +347,6 @@ done:
 }
 
 /* ---- Python interface ---- */
-
-/* A C-contiguous buffer of int64 (numpy int64 arrays, array('q'), ...) of n items. */
-static int get_i64_view(PyObject *obj, Py_buffer *view, int writable, const char *what,
-                        Py_ssize_t *n) {
-    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
-    if (PyObject_GetBuffer(obj, view, flags) != 0) {
-        PyErr_Clear();
-        PyErr_Format(PyExc_TypeError, "%s: expected a C-contiguous %sint64 array", what,
-                     writable ? "writable " : "");
-        return -1;
-    }
-    const char *f = view->format ? view->format : "B";
-    if (*f == '<' || *f == '=' || *f == '@') f++;
-    if (view->itemsize != 8 || view->ndim > 1 || !(strcmp(f, "q") == 0 || strcmp(f, "l") == 0)) {
-        PyErr_Format(PyExc_TypeError, "%s: expected a 1-d int64 array", what);
-        PyBuffer_Release(view);
-        return -1;
-    }
-    Py_ssize_t len = view->len / 8;
-    if (*n < 0) *n = len;
-    else if (len != *n) {
-        PyErr_Format(PyExc_ValueError, "%s: length %zd, expected %zd", what, len, *n);
-        PyBuffer_Release(view);
-        return -1;
-    }
-    return 0;
-}
 
 #define LIM (((i64)1 << 62) - 1)
 

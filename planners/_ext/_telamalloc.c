@@ -41,6 +41,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "int64_view.h"
+
 typedef long long i64;
 #define INF LLONG_MAX
 
@@ -530,30 +532,6 @@ static int probe(S *s, int *reset) {
 
 /* ---- Python interface ---- */
 
-static int get_i64_view(PyObject *obj, Py_buffer *view, int writable, const char *what,
-                        Py_ssize_t n) {
-    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
-    if (PyObject_GetBuffer(obj, view, flags) != 0) {
-        PyErr_Clear();
-        PyErr_Format(PyExc_TypeError, "%s: expected a C-contiguous %sint64 array", what,
-                     writable ? "writable " : "");
-        return -1;
-    }
-    const char *f = view->format ? view->format : "B";
-    if (*f == '<' || *f == '=' || *f == '@') f++;
-    if (view->itemsize != 8 || view->ndim > 1 || !(strcmp(f, "q") == 0 || strcmp(f, "l") == 0)) {
-        PyErr_Format(PyExc_TypeError, "%s: expected a 1-d int64 array", what);
-        PyBuffer_Release(view);
-        return -1;
-    }
-    if (n >= 0 && view->len / 8 != n) {
-        PyErr_Format(PyExc_ValueError, "%s: length %zd, expected %zd", what, view->len / 8, n);
-        PyBuffer_Release(view);
-        return -1;
-    }
-    return 0;
-}
-
 PyDoc_STRVAR(probe_doc,
 "probe(tables, rank, boost, off, deep, target, budget, seconds) -> tuple\n\n"
 "One probe of planners.telamalloc._Search.run (see the module source for the semantics).\n"
@@ -598,7 +576,7 @@ static PyObject *py_probe(PyObject *self, PyObject *args) {
     for (; got < NV; got++) {
         Py_ssize_t want = (got < 6 || got >= 12) ? n : -1;
         if (got == 6) want = iv[6] ? n + 1 : -1;
-        if (get_i64_view(objs[got], &v[got], got >= 14, names[got], want)) goto done;
+        if (get_i64_view(objs[got], &v[got], got >= 14, names[got], &want)) goto done;
         if (got == 0) n = v[0].len / 8;
     }
     i64 m = iv[0];
