@@ -28,7 +28,35 @@ from .params import Configurable, validate_params
 from .validate import check_plan
 
 # ``Configurable`` lives in :mod:`planners.params`; re-exported here for older imports.
-__all__ = ["Configurable", "Planner", "SolveResult", "FunctionPlanner"]
+__all__ = ["Configurable", "Planner", "SolveResult", "FunctionPlanner", "pick_engine"]
+
+
+def pick_engine(engine: str, engines: tuple, compiled: str, loader, module: str) -> str:
+    """The engine that runs for the requested ``engine`` of a planner with a compiled core and a
+    Python reference: ``compiled`` (the name that planner uses for its C engine) or
+    ``"python"``; ``"auto"`` is ``compiled`` when ``loader()`` returns the built module.
+
+    ``engines``: the allowed names; ``loader``: returns the compiled module ``module`` or ``None``
+    when it is not built (each planner imports its own module, so the sweep provenance sees it).
+
+    Raises
+    ------
+    ValueError
+        ``engine`` is not in ``engines``.
+    ImportError
+        ``engine == compiled`` but the module is not built (``pip install -e .`` needs a C compiler
+        and the Python headers).
+    """
+    if engine not in engines:
+        raise ValueError(f"unknown engine {engine!r}; choose from {engines}")
+    if engine == "python":
+        return "python"
+    if loader() is None:
+        if engine == compiled:
+            raise ImportError(f"{module} is not built; run `pip install -e .` (needs gcc and the "
+                              "Python headers) or use engine='python'")
+        return "python"
+    return compiled
 
 
 @dataclass

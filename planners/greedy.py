@@ -59,7 +59,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .base import Planner, SolveResult
+from .base import Planner, SolveResult, pick_engine
 from .bounds import live_profile
 from .errors import ProblemError
 from .interference import interference_degrees, sweep_pairs
@@ -122,18 +122,7 @@ def resolve_engine(engine: str = "auto") -> str:
         ``engine="c"`` but the compiled core is not built (``pip install -e .`` needs a C compiler
         and the Python headers).
     """
-    if engine not in ENGINES:
-        raise ValueError(f"unknown engine {engine!r}; choose from {ENGINES}")
-    if engine == "python":
-        return "python"
-    if _c_core() is None:
-        if engine == "c":
-            raise ImportError(
-                "planners._greedy is not built; run `pip install -e .` (needs gcc and the Python "
-                "headers) or use engine='python'"
-            )
-        return "python"
-    return "c"
+    return pick_engine(engine, ENGINES, "c", _c_core, "planners._greedy")
 
 
 # ---------------------------------------------------------------------------------------------

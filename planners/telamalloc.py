@@ -90,7 +90,7 @@ from numbers import Integral
 
 import numpy as np
 
-from .base import Planner, SolveResult
+from .base import Planner, SolveResult, pick_engine
 from .bounds import live_profile
 from .local_search import DEFAULT_START_ORDERS, START_ORDERS_RULE, anytime_start
 from .model import Problem
@@ -137,18 +137,7 @@ def _resolve_engine(engine: str) -> str:
 
     Raises ValueError for an unknown engine, ImportError for ``"compiled"`` when the module is
     not built (``pip install -e .`` needs a C compiler and the Python headers)."""
-    if engine not in ENGINES:
-        raise ValueError(f"unknown engine {engine!r}; choose from {ENGINES}")
-    if engine == "python":
-        return "python"
-    if _compiled_probe() is None:
-        if engine == "compiled":
-            raise ImportError(
-                "planners._telamalloc is not built; run `pip install -e .` (needs gcc and the "
-                "Python headers) or use engine='python'"
-            )
-        return "python"
-    return "compiled"
+    return pick_engine(engine, ENGINES, "compiled", _compiled_probe, "planners._telamalloc")
 
 
 def contention(problem: Problem) -> np.ndarray:
