@@ -315,27 +315,33 @@ static inline void step(pipe_t *p, const pins_t *d, uint64_t pc, int64_t extra, 
     }
 }
 
-/* Cost one executed block [addr, addr + size) whose successor starts at next_pc; mem[0..nmem)
- * are the data addresses of its loads and stores in program order: instruction by instruction
- * (the definition; run_block below gives the same result through the memo). */
-static void run_block_direct(pipe_t *p, uint64_t base, uint64_t addr, int64_t size,
-                             uint64_t next_pc, const uint64_t *mem, int64_t nmem)
+/* L1 instruction-cache misses of fetching [addr, addr + size) (0 without an instruction cache). */
+static int64_t icache_misses(pipe_t *p, uint64_t addr, int64_t size)
 {
     const model_t *m = &p->m;
+    int64_t misses = 0;
     if (m->l1i_sets) {
         uint64_t first = addr >> m->l1i_shift, lastl = (addr + (uint64_t)size - 1) >> m->l1i_shift;
-        int64_t misses = 0;
         for (uint64_t l = first; l <= lastl; l++) misses += cache_access(&p->l1i, l << m->l1i_shift);
-        if (misses) new_cycle(p, p->t + misses * m->l1i_penalty);
     }
+    return misses;
+}
+
+/* Issue the instructions of [addr, addr + size) (successor next_pc) after `imiss` L1I misses;
+ * lmiss[j] != 0: the j-th load or store (j < nmem) is a load that missed L1D. The caches were
+ * advanced before (their contents do not depend on timing). */
+static void issue_block(pipe_t *p, uint64_t base, uint64_t addr, int64_t size, uint64_t next_pc,
+                        int64_t imiss, const uint8_t *lmiss, int64_t nmem)
+{
+    const model_t *m = &p->m;
+    if (imiss) new_cycle(p, p->t + imiss * m->l1i_penalty);
     uint64_t pc = addr, fall = addr + (uint64_t)size;
     const pins_t *ins = p->ins + ((addr - base) >> 1);
     int64_t j = 0;
     while (pc < fall) {
         int64_t extra = 0;
         if ((ins->flags & F_MEM) && j < nmem) {
-            int miss = m->l1d_sets ? cache_access(&p->l1d, mem[j]) : 0;
-            if (miss && (ins->flags & F_LOAD)) extra = m->l1d_penalty;
+            if (lmiss[j]) extra = m->l1d_penalty;
             j++;
         }
         int len = ins->len;
@@ -343,6 +349,26 @@ static void run_block_direct(pipe_t *p, uint64_t base, uint64_t addr, int64_t si
         pc += (uint64_t)len;
         ins += len >> 1;
     }
+}
+
+/* Cost one executed block [addr, addr + size) whose successor starts at next_pc; mem[0..nmem)
+ * are the data addresses of its loads and stores in program order: instruction by instruction
+ * (the definition; run_block below gives the same result through the memo). */
+static void run_block_direct(pipe_t *p, uint64_t base, uint64_t addr, int64_t size,
+                             uint64_t next_pc, const uint64_t *mem, int64_t nmem)
+{
+    const model_t *m = &p->m;
+    int64_t imiss = icache_misses(p, addr, size);
+    uint8_t lmiss[MAXMEM];
+    uint64_t pc = addr, fall = addr + (uint64_t)size;
+    const pins_t *ins = p->ins + ((addr - base) >> 1);
+    int64_t j = 0;
+    for (; pc < fall && j < nmem; pc += (uint64_t)ins->len, ins += ins->len >> 1)
+        if (ins->flags & F_MEM) {
+            int miss = m->l1d_sets ? cache_access(&p->l1d, mem[j]) : 0;
+            lmiss[j++] = (uint8_t)(miss && (ins->flags & F_LOAD));
+        }
+    issue_block(p, base, addr, size, next_pc, imiss, lmiss, nmem);
 }
 
 /* ---- block memo --------------------------------------------------------------------------
@@ -454,11 +480,7 @@ static void run_block(pipe_t *p, uint64_t base, uint64_t addr, int64_t size, uin
     int64_t k = (int64_t)((addr - base) >> 1);
     uint64_t fall = addr + (uint64_t)size;
     /* caches first: their contents do not depend on timing */
-    int64_t imiss = 0;
-    if (m->l1i_sets) {
-        uint64_t first = addr >> m->l1i_shift, lastl = (fall - 1) >> m->l1i_shift;
-        for (uint64_t l = first; l <= lastl; l++) imiss += cache_access(&p->l1i, l << m->l1i_shift);
-    }
+    int64_t imiss = icache_misses(p, addr, size);
     int64_t nm = bi->nmemins < nmem ? bi->nmemins : nmem;
     uint64_t dmask = 0;
     if (m->l1d_sets)
@@ -515,25 +537,13 @@ static void run_block(pipe_t *p, uint64_t base, uint64_t addr, int64_t size, uin
         }
         return;
     }
-    /* miss: the instruction loop of run_block_direct with the cache outcomes found above */
+    /* miss: issue the instructions with the cache outcomes found above */
     p->memo_misses++;
     int64_t end_in = p->end;
     p->end = INT64_MIN;
-    if (imiss) new_cycle(p, p->t + imiss * m->l1i_penalty);
-    uint64_t pc = addr;
-    const pins_t *ins = p->ins + k;
-    int64_t j = 0;
-    while (pc < fall) {
-        int64_t extra = 0;
-        if ((ins->flags & F_MEM) && j < nmem) {
-            if ((dmask >> j) & 1) extra = m->l1d_penalty;
-            j++;
-        }
-        int len = ins->len;
-        step(p, ins, pc, extra, pc + (uint64_t)len >= fall, fall, next_pc);
-        pc += (uint64_t)len;
-        ins += len >> 1;
-    }
+    uint8_t lmiss[64];
+    for (int64_t j = 0; j < nm; j++) lmiss[j] = (uint8_t)((dmask >> j) & 1);
+    issue_block(p, base, addr, size, next_pc, imiss, lmiss, nm);
     e->tag = k + 1;
     memcpy(e->key, key, (size_t)nkey * sizeof(int64_t));
     e->dt = p->t - t0;
