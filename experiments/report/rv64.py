@@ -224,7 +224,7 @@ def _exact(df, mca) -> list[str]:
         "instruction and data caches with the U74 core complex manual's geometry, LRU, allocate "
         "on every miss (assumption), a fixed penalty per miss with the next level always hitting "
         "(assumption: no published L2 latency), fed with the emulated fetch addresses and data "
-        "addresses (unicorn memory hooks).",
+        "addresses (the emulator's memory hooks).",
         "* **Divider: worst case kept.** `div`/`rem` take LLVM's worst case (one quotient bit per "
         "cycle, LLVM review D151139) for any operands. SiFive's core manuals give the divider's "
         "latency only as a range \"depending on the operand values\" (e.g. the E31 manual in the "
@@ -468,7 +468,12 @@ def _n_verdicts(rows: pd.DataFrame, cores, src: str) -> list[str]:
 
 def _cost(df, quiet, cores, sources) -> list[str]:
     lines = ["## Cost of estimating (bounded memory)", "",
-             "The models run inside unicorn's hooks (`hostsim.c`): the block hook costs the "
+             "The image runs in our RV64IMC interpreter (`interp.c`), which reproduces unicorn's "
+             "translation blocks, data-address stream and results (`tests/test_rv64_interp.py`: "
+             "random programs over every instruction it decodes, and every core on both builds "
+             "with all counters equal) without unicorn's slow path on every load and store; "
+             "unicorn stays the reference (`engine=\"unicorn\"`). "
+             "The models run inside the emulator's hooks (`hostsim.c`): the block hook costs the "
              "previous block once its successor is known and bumps a per-block counter; the memory "
              "hook hands each block its data addresses. No trace is stored. This is exact: the "
              "state carried across blocks (register ready cycles, issue group, divider, branch "

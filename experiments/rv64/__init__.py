@@ -10,9 +10,11 @@ compiles its allocator for RV64 and runs it under an emulator. This package meas
    planners in :mod:`planners` (:data:`CORE_PLANNER`).
 2. :mod:`.build` cross-compiles it with ``python -m ziglang cc -target riscv64-freestanding-none``
    (``-mcpu=baseline_rv64`` and ``-mcpu=sifive_u74``), cached by content hash.
-3. :mod:`.emulate` runs a core in unicorn (``UC_ARCH_RISCV``, ``UC_MODE_RISCV64``) on a problem and
-   reads the offsets back; block and memory hooks (C) count executed blocks in place and advance
-   the core models, so no trace is stored.
+3. :mod:`.emulate` runs a core on a problem and reads the offsets back, in our RV64IMC
+   interpreter (``interp.c``, the default) or in unicorn (``UC_ARCH_RISCV``, ``UC_MODE_RISCV64``,
+   the reference: the interpreter reproduces its translation blocks, data-address stream and
+   results, ``tests/test_rv64_interp.py``); block and memory hooks (C) count executed blocks in
+   place and advance the core models, so no trace is stored.
 4. :mod:`.decode` classifies every instruction of the code segment once (RV64GC incl. compressed).
 5. :mod:`.cycles` estimates cycles on in-order cores (SiFive U74, T-Head C906), with and without L1
    caches; :mod:`.mca` cross-checks the U74 pipeline against ``llvm-mca``.
@@ -253,9 +255,11 @@ class Rv64Estimate:
         return rec
 
 
-def _measure(image, core: str, problem, granule: int, models=(), record: bool = False):
-    """One emulated run of ``core`` with the in-hook ``models``; returns the run and the executed
-    instructions by class (:data:`INSTRUCTION_CLASSES`)."""
+def _measure(image, core: str, problem, granule: int, models=(), record: bool = False,
+             engine: str = "auto"):
+    """One emulated run of ``core`` with the in-hook ``models`` (``engine``: see
+    :func:`.emulate.run_core`); returns the run and the executed instructions by class
+    (:data:`INSTRUCTION_CLASSES`)."""
     from .emulate import run_core
 
     run = run_core(
@@ -269,6 +273,7 @@ def _measure(image, core: str, problem, granule: int, models=(), record: bool = 
         granule=granule,
         models=models,
         record=record,
+        engine=engine,
     )
     by_class = dict.fromkeys(INSTRUCTION_CLASSES, 0)
     for k, c in run.sim.by_kind.items():
@@ -276,7 +281,7 @@ def _measure(image, core: str, problem, granule: int, models=(), record: bool = 
     return run, by_class
 
 
-def estimate(problem, planner_name: str, check: bool = True) -> Rv64Estimate:
+def estimate(problem, planner_name: str, check: bool = True, engine: str = "auto") -> Rv64Estimate:
     """Run the RV64 core ``planner_name`` on ``problem`` and estimate its cost.
 
     Parameters
@@ -288,6 +293,11 @@ def estimate(problem, planner_name: str, check: bool = True) -> Rv64Estimate:
     check : bool, default True
         Also run the Python planner of the same name and compare offsets (else
         ``offsets_match`` is ``None``).
+    engine : ``"auto"`` (default), ``"interp"`` or ``"unicorn"``
+        What executes the RV64 image (:func:`.emulate.run_core`): our RV64IMC interpreter
+        (``interp.c``, the default: same blocks, data addresses and results as unicorn, checked
+        by ``tests/test_rv64_interp.py``, several times faster on loads and stores) or unicorn.
+        Every number of the estimate is the same with either.
 
     Returns
     -------
@@ -339,13 +349,14 @@ def estimate(problem, planner_name: str, check: bool = True) -> Rv64Estimate:
 
     host_library()  # compiled and loaded once, before the threads
     code_table(base_img), code_table(u74_img)
-    # The two builds run in two threads: unicorn and the in-hook models are native code called
-    # through ctypes, which releases the GIL, and each run has its own emulator and model state.
+    # The two builds run in two threads: the emulator and the in-hook models are native code
+    # called through ctypes, which releases the GIL, and each run has its own emulator and model
+    # state.
     with ThreadPoolExecutor(2) as pool:
         job_b = pool.submit(_measure, base_img, planner_name, problem, granule,
-                            [mc, mc.without_caches()])  # fmt: skip
+                            [mc, mc.without_caches()], False, engine)  # fmt: skip
         job_u = pool.submit(_measure, u74_img, planner_name, problem, granule,
-                            [mu, mu.without_caches()])  # fmt: skip
+                            [mu, mu.without_caches()], False, engine)  # fmt: skip
         run_b, by_class = job_b.result()
         run_u, by_class_u = job_u.result()
     if not np.array_equal(run_b.offsets, run_u.offsets):

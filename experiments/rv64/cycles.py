@@ -508,24 +508,29 @@ class _SimStats(ctypes.Structure):
 
 _LIB = None
 
+#: C sources of the host library, compiled together: the in-hook core models and the RV64
+#: interpreter that can drive them instead of unicorn.
+HOST_SOURCES = ("hostsim.c", "interp.c")
+
 
 def host_library() -> ctypes.CDLL:
-    """Compile (once, cached by content hash) and load ``hostsim.c`` for the host.
+    """Compile (once, cached by content hash) and load ``hostsim.c`` and ``interp.c`` for the host.
 
     Raises ``RuntimeError`` with the compiler's message when the build fails.
     """
     global _LIB
     if _LIB is not None:
         return _LIB
-    src = os.path.join(os.path.dirname(__file__), "hostsim.c")
-    text = open(src, "rb").read()
+    here = os.path.dirname(__file__)
+    srcs = [os.path.join(here, name) for name in HOST_SOURCES]
+    text = b"".join(open(src, "rb").read() for src in srcs)
     digest = hashlib.sha256(text + sys.platform.encode()).hexdigest()[:16]
     out = cache_dir() / f"hostsim-{digest}.so"
     if not out.exists():
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_name(out.name + f".{os.getpid()}.tmp")
         cmd = [sys.executable, "-m", "ziglang", "cc", "-shared", "-fPIC", "-O2", "-std=c99",
-               src, "-o", str(tmp)]  # fmt: skip
+               *srcs, "-o", str(tmp)]  # fmt: skip
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"zig cc failed to build the host helper:\n{proc.stderr}")
@@ -551,6 +556,8 @@ def host_library() -> ctypes.CDLL:
     lib.memplan_sim_stats.argtypes = [vp, ctypes.POINTER(_SimStats), vp, vp]
     lib.memplan_block_hook.argtypes = [vp, u64, ctypes.c_uint32, vp]
     lib.memplan_mem_hook.argtypes = [vp, ctypes.c_int, u64, ctypes.c_int, i64, vp]
+    lib.memplan_interp_run.restype = i64
+    lib.memplan_interp_run.argtypes = [vp, i64, vp, u64, u64, i64, vp, vp]
     _LIB = lib
     return lib
 

@@ -94,7 +94,7 @@ def _module_source(name: str) -> str | None:
 #: imports the module (an edited RV64 core changes the emulated cycles).
 RUNTIME_SOURCES: dict[str, tuple[str, ...]] = {
     "experiments.rv64.build": ("cores.c", "link.ld"),
-    "experiments.rv64.cycles": ("hostsim.c",),
+    "experiments.rv64.cycles": ("hostsim.c", "interp.c"),
 }
 
 
