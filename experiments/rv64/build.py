@@ -7,7 +7,7 @@ images are cached by the SHA-256 of (compiler command with file names, not paths
 
 Seed 000 section 8 compiles its allocator for RV64 (``riscv64-unknown-linux-gnu-gcc -O2 -static``)
 and runs it under ``qemu-riscv64``; here the compiler is clang from the ``ziglang`` wheel and the
-emulator is unicorn (:mod:`experiments.rv64.emulate`).
+emulator is our RV64IMC interpreter or unicorn, the reference (:mod:`experiments.rv64.emulate`).
 """
 
 from __future__ import annotations

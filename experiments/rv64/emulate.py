@@ -1,15 +1,21 @@
-"""Run an allocator core of the RV64 image in unicorn and cost it with in-hook core models.
+"""Run an allocator core of the RV64 image and cost it with in-hook core models.
 
 The host writes the problem into emulator memory (a ``job_t``, see ``cores.c``: half-open lifetimes
 ``[start, end)`` in steps, sizes and alignments in bytes, resident flags), points ``a0`` at it, sets
 ``ra`` to ``memplan_halt`` and starts at ``memplan_run``; emulation stops when the core returns.
 
-The cycle models run inside unicorn's hooks (:class:`.cycles.HostSim`, ``hostsim.c``): a block hook
-costs each executed basic block once its successor is known and counts executions per block in
+Two engines execute the image: our RV64IMC interpreter (``interp.c``, :func:`interp_run`; the
+default) and unicorn (the reference). The interpreter cuts blocks where unicorn's translator cuts
+its translation blocks and calls the same hooks in the same order, so every count is the same
+(``tests/test_rv64_interp.py``); it avoids unicorn's slow path on every load and store.
+
+The cycle models run inside the engine's hooks (:class:`.cycles.HostSim`, ``hostsim.c``): a block
+hook costs each executed basic block once its successor is known and counts executions per block in
 place, and a memory hook hands each block's data addresses to the cache models. Nothing grows with
 the run length: memory is ``O(code size + n)``, so long runs (``n = 8192`` with the ``O(n^2)``
-cores) fit in a bounded footprint. ``record=True`` additionally keeps the full block trace and
-data addresses in Python, for tests that replay them through :func:`.cycles.simulate_reference`.
+cores) fit in a bounded footprint. ``record=True`` (unicorn only) additionally keeps the full block
+trace and data addresses in Python, for tests that replay them through
+:func:`.cycles.simulate_reference`.
 
 Memory map: the image at ``0x10000`` (``link.ld``), a 1 MiB stack below ``0x400000``, the job at
 ``JOB_ADDR = 0x1000000`` followed by its arrays (:func:`job_bytes`).
