@@ -153,6 +153,18 @@ def test_rv64_command_json():
     assert sum(obj[f"insn_{k}"] for k in classes) == obj["rv64_instructions"]
 
 
+def test_rv64_command_engines_agree():
+    """The interpreter and unicorn give the same estimate, field for field."""
+    pytest.importorskip("unicorn")
+    pytest.importorskip("ziglang")
+    out = {}
+    for engine in ("interp", "unicorn"):
+        r = memplan("rv64", "seed000", "--planner", "first_fit", "--json", "--engine", engine)
+        assert r.returncode == 0, r.stderr
+        out[engine] = json.loads(r.stdout)
+    assert out["interp"] == out["unicorn"]
+
+
 def test_rv64_planner_without_core(tmp_path):
     r = memplan("rv64", "seed000", "--planner", "cpsat")
     assert r.returncode == 2 and "has no RV64 core" in r.stderr

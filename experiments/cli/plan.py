@@ -44,6 +44,9 @@ def add_parsers(sub) -> None:
                         "greedy_by_size, freelist_bump) or greedy_by_size_tree (greedy_by_size's "
                         "offsets, faster core)")
     r.add_argument("--json", action="store_true", help="print one JSON object")
+    r.add_argument("--engine", choices=("auto", "interp", "unicorn"), default="auto",
+                   help="what executes the RV64 image: our interpreter (auto, interp) or unicorn, "
+                        "the reference; every number is the same with either")
     r.add_argument("--override", action="append", metavar="NAME=DIMS",
                    help="ONNX/TFLite: a symbolic dimension (N=1) or a tensor's static shape "
                         "(input=1,3,224,224); repeatable")
@@ -162,7 +165,7 @@ def _cmd_rv64(args) -> int:
             f"planner {args.planner!r} has no RV64 core; cores: {', '.join(rv64.CORE_NAMES)}"
         )
     problem = load_problem(args.input, overrides=parse_overrides(args.override))
-    est = rv64.estimate(problem, args.planner)
+    est = rv64.estimate(problem, args.planner, engine=args.engine)
     rec = est.as_record()
     rec = {"input": str(args.input), **rec}
     if args.json:
