@@ -376,3 +376,60 @@ def test_code_size_and_stack_of_one_core_images():
     # -mcpu=sifive_u74 unrolls and schedules: a larger .text than the baseline build
     assert core_text_bytes("greedy_by_size", "sifive_u74") > core_text_bytes("greedy_by_size",
                                                                              "baseline_rv64")
+
+
+@needs_rv64
+@pytest.mark.parametrize("aligns", [(1, 8, 16, 64), (3, 16, 24, 48)])
+def test_greedy_by_size_tree_core_dense_mixed_alignments(aligns):
+    """Dense random lifetimes (about 40 buffers live at a step, so every query has runs of all
+    three kinds: left path, right path, contained nodes) with per-buffer alignments: powers of
+    two (the mask lift and its select after the first raise, where a placed block's aligned top
+    may hide the next blocks of the run) and non-powers of two (the dividing lift)."""
+    from planners.registry import get_planner
+
+    rng = np.random.default_rng(7)
+    n = 300
+    starts = rng.integers(0, 300, n)
+    lengths = rng.geometric(1 / 40, n)
+    sizes = np.clip(np.round(rng.lognormal(6.0, 1.2, n)), 1, 1 << 16).astype(int)
+    al = rng.choice(aligns, n)
+    bufs = [Buffer(f"b{i}", int(starts[i]), int(starts[i] + lengths[i]), int(sizes[i]),
+                   int(al[i])) for i in range(n)]  # fmt: skip
+    p = Problem(bufs, alignment=1)
+    want = np.asarray(get_planner("greedy_by_size").plan(p).offsets, np.int64)
+    est = rv64.estimate(p, "greedy_by_size_tree")
+    assert np.array_equal(est.offsets, want), (est.offsets.tolist(), want.tolist())
+    check_plan(p, est.offsets)
+
+
+@needs_rv64
+def test_greedy_by_size_tree_core_tops_inside_alignment_padding():
+    """Blocks of 10 bytes at 0, 10, ..., 90 (alignment 1, one node) and a later 5-byte buffer
+    aligned to 64: the first raise goes to 64, the blocks up to [50, 60) end below it (their
+    aligned tops equal 64, x stays), [60, 70) raises to 128. Offsets as greedy_by_size."""
+    from planners.registry import get_planner
+
+    bufs = [Buffer(f"a{j}", 0, 10, 10, 1) for j in range(10)]
+    bufs += [Buffer("c", 2, 12, 5, 64), Buffer("d", 5, 20, 3, 32)]
+    p = Problem(bufs, alignment=1)
+    want = np.asarray(get_planner("greedy_by_size").plan(p).offsets, np.int64)
+    assert want[p.ids.index("c")] == 128
+    est = rv64.estimate(p, "greedy_by_size_tree")
+    assert np.array_equal(est.offsets, want), (est.offsets.tolist(), want.tolist())
+
+
+@needs_rv64
+def test_greedy_by_size_tree_core_exact_fit_after_raise():
+    """a0..a7 fill [0, 128) and a8 sits at [144, 160) (g, not live with c, holds [128, 144));
+    c (16 bytes, alignment 64) is raised to 64 by a0, then to 128 by the blocks it passes, and
+    a8 starts exactly at 128 + 16: c fits at 128, the lift must stop at a8 (a block starting at
+    x + size does not overlap)."""
+    from planners.registry import get_planner
+
+    bufs = [Buffer(f"a{j}", 0, 10, 16, 1) for j in range(8)]
+    bufs += [Buffer("g", 0, 3, 16, 1), Buffer("a8", 0, 10, 16, 1), Buffer("c", 5, 12, 16, 64)]
+    p = Problem(bufs, alignment=1)
+    want = np.asarray(get_planner("greedy_by_size").plan(p).offsets, np.int64)
+    assert want[p.ids.index("a8")] == 144 and want[p.ids.index("c")] == 128
+    est = rv64.estimate(p, "greedy_by_size_tree")
+    assert np.array_equal(est.offsets, want), (est.offsets.tolist(), want.tolist())

@@ -292,15 +292,21 @@ static void freelist_bump(job_t *job)
  * Lowest offset without sorting: x = 0; "lifting" x through a run passes its members that end
  * at or below x (for good: x only grows) and the members not live with the query, raises x to
  * the aligned round-up of the top of a live member that overlaps [x, x + size), and stops at
- * the first live member at or above x + size (the later ones are higher still). Every raise is
- * forced (no aligned offset from x up to that top is free, and by induction none below x), so
- * x never passes the answer; passes over the runs (a run leaves once exhausted, a run whose
- * next member starts at or above x + size is skipped) end when a whole pass leaves x unchanged,
- * and then no live member overlaps [x, x + size): x is the lowest free aligned offset, which is
- * what the scan of lowest_fit over the sorted neighbours returns. After MAX_PASSES passes the runs are
- * merged instead: a binary min-heap by the offset of the member each stopped at, lifting the
- * lowest while it lies below x + size (each lift passes at least that member). Power-of-two
- * alignments round up with a mask, others divide.
+ * the first member at or above x + size (the later ones are higher still; a run's list is
+ * sorted and disjoint, so its tops rise too), whose offset it keeps as the run's head. Every
+ * raise is forced (no aligned offset from x up to that top is free, and by induction none
+ * below x), so x never passes the answer; passes over the runs (a run whose head is at or
+ * above x + size is skipped without reading its list, an exhausted run leaves the array) end
+ * when a whole pass leaves x unchanged, and then no live member overlaps [x, x + size): x is
+ * the lowest free aligned offset, which is what the scan of lowest_fit over the sorted
+ * neighbours returns. Within one lift, after the first raise x is the aligned top of the last
+ * live member read (round-up is monotone and the tops rise), so later live members set x by a
+ * branch-free select; before it one branch tests "above x and live". The runs of the three
+ * kinds (path of s, path of e, contained) sit in three segments of the run array, so each kind
+ * has its own loop and liveness test (end > s, start < e, none). After MAX_PASSES passes the
+ * runs are merged instead: a binary min-heap by head, lifting the lowest while it lies below
+ * x + size (each lift passes at least that member or fixes its head). Power-of-two alignments
+ * round up with a mask, others divide (a separate, comparison-based lift).
  *
  * Cost per buffer: O(log m + d) for the descent and the runs, plus the members the lifts read
  * (each at most once, plus one re-read per lift call: live neighbours below the answer, and
@@ -314,8 +320,9 @@ static void freelist_bump(job_t *job)
  * descent per buffer to count each node's members.
  *
  * Scratch (int64 slots of job->work, within 13 n + 64): member records 4 n, nodes 4 n + 4, runs
- * 4 n, order n / 2 and heap n / 2 (int32); while preprocessing the record area holds the pairs
- * and the run area the radix counters. Counts and positions are int32 (n < 2^31). */
+ * 4 n (3 slots each, at most m <= n), order n / 2 and heap n / 2 (int32); while preprocessing
+ * the record area holds the pairs and the run area the radix counters. Counts and positions are
+ * int32 (n < 2^31). */
 typedef struct { int64_t o, t; } seg_t;              /* (key, index) pair while sorting */
 typedef struct { int64_t o, t, s, e; } rec_t;        /* placed member: [o, t) bytes, [s, e) steps */
 typedef struct { int64_t point, max_end, min_start; int32_t b0, cnt; } tnode_t;
@@ -360,40 +367,69 @@ static seg_t *radix_pairs(seg_t *a, seg_t *b, int64_t n, uint32_t *cnt, int wmax
 }
 
 /* A run: the placed members [p, z) of one node, sorted by offset and disjoint (they share the
- * node's step), and which of them are live with the query: kind 0 all, 1 those ending after
- * lim (node step < query start), 2 those starting before lim (node step >= query end). */
-typedef struct { const rec_t *p, *z; int64_t kind, lim; } run_t;
+ * node's step), and head, a lower bound on the offset of *p (INT64_MAX once exhausted). Which
+ * members are live with the query follows from where the run sits in the run array: kind 1
+ * (node step < query start: those ending after it), kind 2 (node step >= query end: those
+ * starting before it), kind 0 (node step inside the lifetime: all). */
+typedef struct { const rec_t *p, *z; int64_t head; } run_t;
 
-/* Moves x up through run R: members below x are passed for good, a live member overlapping
- * [x, x + csz) lifts x to the round-up of its top (am = alignment - 1 for a power of two, else
- * -1 and ca divides), a live member at or above x + csz stops it. Returns the new x. */
+#define LIVE_(q) (kind == 0 ? 1 : kind == 1 ? (q)->e > lim : (q)->s < lim)
+
+/* Moves x up through R (x a multiple of the alignment): passes the members below x + csz,
+ * raising x to the aligned top of each live one above x, and stops at the first member at or
+ * above x + csz (the later ones are higher still), which becomes R's head. Members are disjoint
+ * and sorted, so their tops rise with p; once a live member raised x, x is the aligned top of
+ * the last live member read (round-up is monotone) and each later live member sets it
+ * outright: a select, no comparison with x. kind: see run_t; lim: the query's start (kind 1) or
+ * end (kind 2); am = alignment - 1, a power of two. */
 __attribute__((always_inline)) static inline int64_t lift(run_t *R, int64_t x, int64_t csz,
-                                                          int64_t am, int64_t ca)
+                                                          int64_t am, const int kind,
+                                                          int64_t lim)
 {
-    const rec_t *p = R->p, *z = R->z;
-    const int64_t lim = R->lim;
-    if (R->kind == 0) {
-        for (; p < z; p++) {
-            if (p->t <= x) continue;
-            if (p->o >= x + csz) break;
-            x = am >= 0 ? (p->t + am) & ~am : align_up(p->t, ca);
-        }
-    } else if (R->kind == 1) {
-        for (; p < z; p++) {
-            if (p->t <= x || p->e <= lim) continue;
-            if (p->o >= x + csz) break;
-            x = am >= 0 ? (p->t + am) & ~am : align_up(p->t, ca);
-        }
-    } else {
-        for (; p < z; p++) {
-            if (p->t <= x || p->s >= lim) continue;
-            if (p->o >= x + csz) break;
-            x = am >= 0 ? (p->t + am) & ~am : align_up(p->t, ca);
+    const rec_t *p = R->p, *const z = R->z;
+    int64_t head = INT64_MAX;
+    const int64_t xc = x + csz;
+    while (p < z) { /* until the first raise: x stays */
+        const int64_t o = p->o, t = p->t;
+        const int64_t w = kind == 1 ? p->e : kind == 2 ? p->s : 0;
+        p++;
+        if (o >= xc) { head = o; p--; goto out; }
+        int64_t g = kind == 0 ? t > x : kind == 1 ? (t > x) & (w > lim) : (t > x) & (w < lim);
+        __asm__("" : "+r"(g)); /* one branch for both tests */
+        if (g) { x = (t + am) & ~am; break; }
+    }
+    for (; p < z; p++) { /* after it */
+        const int64_t o = p->o;
+        if (o >= x + csz) { head = o; break; }
+        const int64_t y = (p->t + am) & ~am;
+        if (kind == 0) x = y;
+        else {
+            int64_t mk = -(int64_t)LIVE_(p);
+            __asm__("" : "+r"(mk)); /* keep the select branch-free */
+            x = (y & mk) | (x & ~mk);
         }
     }
-    R->p = p;
+out:
+    R->p = p; R->head = head;
     return x;
 }
+
+/* The same for any alignment ca (raise by comparison, a division per raise) and any kind: the
+ * non-power-of-two path and the heap merge. */
+__attribute__((noinline)) static int64_t lift_any(run_t *R, int64_t x, int64_t csz, int64_t ca,
+                                                  const int kind, int64_t lim)
+{
+    const rec_t *p = R->p, *const z = R->z;
+    int64_t head = INT64_MAX;
+    for (; p < z; p++) {
+        if (p->t <= x || !LIVE_(p)) continue;
+        if (p->o >= x + csz) { head = p->o; break; }
+        x = align_up(p->t, ca);
+    }
+    R->p = p; R->head = head;
+    return x;
+}
+#undef LIVE_
 
 /* passes over the runs before they are merged by a heap (-DMAX_PASSES=1 forces the merge) */
 #ifndef MAX_PASSES
@@ -408,7 +444,7 @@ static void greedy_by_size_tree(job_t *job)
     /* scratch layout: see the comment above */
     rec_t *rec = (rec_t *)w;
     tnode_t *node = (tnode_t *)(w + 4 * n);
-    run_t *run = (run_t *)(w + 8 * n + 4);                  /* at most m <= n runs: 4 slots */
+    run_t *run = (run_t *)(w + 8 * n + 4);                  /* at most m <= n runs: 3 slots */
     int32_t *order = (int32_t *)(w + 12 * n + 4);
     int32_t *hp = (int32_t *)(w + 12 * n + 4 + (n + 1) / 2); /* heap of runs: n / 2 slots */
     seg_t *pa = (seg_t *)w, *pb = (seg_t *)(w + 2 * n);
@@ -460,39 +496,42 @@ static void greedy_by_size_tree(job_t *job)
     for (int64_t q = 0; q < nz; q++) order[q] = (int32_t)a[q].t;
 
     /* place in order */
+#define HKEY(i) run[hp[i]].head
 #define SIFT(i0)                                                                               \
     do {                                                                                       \
         int64_t i_ = (i0);                                                                     \
         const int32_t r_ = hp[i_];                                                             \
-        const int64_t k_ = run[r_].p->o;                                                       \
+        const int64_t k_ = run[r_].head;                                                       \
         for (;;) {                                                                             \
             int64_t c_ = 2 * i_ + 1;                                                           \
             if (c_ >= nh) break;                                                               \
-            if (c_ + 1 < nh && run[hp[c_ + 1]].p->o < run[hp[c_]].p->o) c_++;                  \
-            if (run[hp[c_]].p->o >= k_) break;                                                 \
+            if (c_ + 1 < nh && HKEY(c_ + 1) < HKEY(c_)) c_++;                                  \
+            if (HKEY(c_) >= k_) break;                                                         \
             hp[i_] = hp[c_];                                                                   \
             i_ = c_;                                                                           \
         }                                                                                      \
         hp[i_] = r_;                                                                           \
     } while (0)
-#define ADD_RUN(N, K, L)                                                                        \
+#define ADD_RUN(R, N)                                                                          \
     do {                                                                                       \
-        run[nr].p = rec + (N)->b0; run[nr].z = rec + (N)->b0 + (N)->cnt;                       \
-        run[nr].kind = (K); run[nr].lim = (L); nr++;                                         \
+        (R)->p = rec + (N)->b0; (R)->z = rec + (N)->b0 + (N)->cnt; (R)->head = INT64_MIN;      \
     } while (0)
     for (int64_t q = 0; q < nz; q++) {
         const int64_t c = order[q], qs = st[c], qe = en[c], csz = sz[c], ca = al[c];
-        int64_t nr = 0, lo = 0, hi = m, v;
+        int64_t lo = 0, hi = m, v;
         /* the nodes holding a placed member live with c: one descent, shared down to the home
-         * of c, then toward qs on its left and toward qe on its right */
+         * of c, then toward qs on its left and toward qe on its right. Runs of kind 1 fill the
+         * run array from the front, kind 2 from the back (slot m - 1 down), kind 0 follow
+         * kind 1: at most m runs in all. */
+        run_t *r1 = run, *r2 = run + m;
         for (;;) {
             v = (lo + hi) >> 1;
             const tnode_t *N = &node[v];
             if (N->point < qs) {
-                if (N->max_end > qs) ADD_RUN(N, 1, qs);
+                if (N->max_end > qs) { ADD_RUN(r1, N); r1++; }
                 lo = v + 1;
             } else if (N->point >= qe) {
-                if (N->min_start < qe) ADD_RUN(N, 2, qe);
+                if (N->min_start < qe) { --r2; ADD_RUN(r2, N); }
                 hi = v;
             } else break;
         }
@@ -501,7 +540,7 @@ static void greedy_by_size_tree(job_t *job)
         while (l < r) {
             const int64_t u = (l + r) >> 1;
             if (node[u].point < qs) {
-                if (node[u].max_end > qs) ADD_RUN(&node[u], 1, qs);
+                if (node[u].max_end > qs) { ADD_RUN(r1, &node[u]); r1++; }
                 l = u + 1;
             } else r = u;
         }
@@ -510,40 +549,67 @@ static void greedy_by_size_tree(job_t *job)
         while (l < r) {
             const int64_t u = (l + r) >> 1;
             if (node[u].point >= qe) {
-                if (node[u].min_start < qe) ADD_RUN(&node[u], 2, qe);
+                if (node[u].min_start < qe) { --r2; ADD_RUN(r2, &node[u]); }
                 r = u;
             } else l = u + 1;
         }
+        run_t *r0 = r1;
         for (int64_t u = first; u < l; u++)
-            if (node[u].cnt) ADD_RUN(&node[u], 0, 0);
+            if (node[u].cnt) { ADD_RUN(r0, &node[u]); r0++; }
         /* lowest aligned offset: lift x through the runs (see the comment above) */
         int64_t x = 0;
-        if (nr) {
+        if (r0 > run || r2 < run + m) {
             const int64_t am = (ca & (ca - 1)) == 0 ? ca - 1 : -1;
-            int changed, passes = 0;
-            do { /* passes over the runs until one leaves x unchanged; exhausted runs leave */
-                changed = 0;
-                run_t *R = run, *Z = run + nr;
-                while (R < Z) {
-                    if (R->p->o >= x + csz) { R++; continue; } /* nothing below x + csz */
-                    const int64_t y = lift(R, x, csz, am, ca);
-                    changed |= y != x;
-                    x = y;
-                    if (R->p == R->z) *R = *--Z;
-                    else R++;
+            int passes = 0;
+            int64_t x0;
+            run_t *R, *e1 = r1, *e0 = r0, *b2 = r2;
+            do { /* passes over the runs until one leaves x unchanged */
+                x0 = x;
+                if (am >= 0) { /* an exhausted run leaves its kind's segment */
+                    for (R = b2; R < run + m;) {
+                        if (R->head < x + csz) {
+                            x = lift(R, x, csz, am, 2, qe);
+                            if (R->head == INT64_MAX) { *R = *b2++; }
+                        }
+                        R++;
+                    }
+                    for (R = run; R < e1;) {
+                        if (R->head < x + csz) {
+                            x = lift(R, x, csz, am, 1, qs);
+                            if (R->head == INT64_MAX) { *R = *--e1; continue; }
+                        }
+                        R++;
+                    }
+                    for (R = r1; R < e0;) {
+                        if (R->head < x + csz) {
+                            x = lift(R, x, csz, am, 0, 0);
+                            if (R->head == INT64_MAX) { *R = *--e0; continue; }
+                        }
+                        R++;
+                    }
+                } else {
+                    for (R = run; R < r1; R++)
+                        if (R->head < x + csz) x = lift_any(R, x, csz, ca, 1, qs);
+                    for (; R < r0; R++)
+                        if (R->head < x + csz) x = lift_any(R, x, csz, ca, 0, 0);
+                    for (R = r2; R < run + m; R++)
+                        if (R->head < x + csz) x = lift_any(R, x, csz, ca, 2, qe);
                 }
-                nr = Z - run;
-            } while (changed && ++passes < MAX_PASSES);
-            if (changed) {
-                /* many passes: merge instead, a min-heap of the runs by the offset of the live
-                 * member each stopped at; lift the lowest while it lies below x + csz (each
-                 * lift passes at least that member: O(log nr) per member) */
-                int64_t nh = nr;
-                for (int64_t i = 0; i < nh; i++) hp[i] = (int32_t)i;
+            } while (x != x0 && ++passes < MAX_PASSES);
+            if (x != x0) {
+                /* many passes: merge instead, a min-heap of the runs by head; lift the lowest
+                 * while it lies below x + csz (each lift passes at least that member or fixes
+                 * the run's head: O(log nr) per member) */
+                int64_t nh = 0;
+                for (R = run; R < e1; R++) hp[nh++] = (int32_t)(R - run);
+                for (R = r1; R < e0; R++) hp[nh++] = (int32_t)(R - run);
+                for (R = b2; R < run + m; R++) hp[nh++] = (int32_t)(R - run);
                 for (int64_t i = nh / 2 - 1; i >= 0; i--) SIFT(i);
-                while (nh > 0 && run[hp[0]].p->o < x + csz) {
-                    x = lift(&run[hp[0]], x, csz, am, ca);
-                    if (run[hp[0]].p == run[hp[0]].z) hp[0] = hp[--nh];
+                while (nh > 0 && HKEY(0) < x + csz) {
+                    R = &run[hp[0]];
+                    const int kind = R < r1 ? 1 : R < r0 ? 0 : 2;
+                    x = lift_any(R, x, csz, ca, kind, kind == 1 ? qs : qe);
+                    if (R->head == INT64_MAX) hp[0] = hp[--nh];
                     SIFT(0);
                 }
             }
@@ -561,6 +627,7 @@ static void greedy_by_size_tree(job_t *job)
     }
 #undef ADD_RUN
 #undef SIFT
+#undef HKEY
 }
 
 void memplan_run(job_t *job)
