@@ -168,6 +168,10 @@ def test_rv64_command_engines_agree():
 def test_rv64_planner_without_core(tmp_path):
     r = memplan("rv64", "seed000", "--planner", "cpsat")
     assert r.returncode == 2 and "has no RV64 core" in r.stderr
+    assert "greedy_by_size_tree" in r.stderr  # the list names the cores, not all planners
+    r = memplan("rv64", "seed000", "--planner", "nosuch")
+    assert r.returncode == 2 and "'nosuch' is not a planner; RV64 cores:" in r.stderr
+    assert "cpsat" not in r.stderr and "Traceback" not in r.stderr
 
 
 def test_minimalloc_names_work_in_plan_and_compare(tmp_path):

@@ -296,11 +296,11 @@ def test_faults_stop_with_their_status():
     assert INTERP_STATUS[status] == "instruction limit reached" and executed == 1000
 
 
-def _problem(seed, n):
+def _problem(seed, n, alignment=16):
     rng = np.random.default_rng(seed)
     s = rng.integers(0, 2 * n, n)
     return Problem.from_arrays(s, s + rng.integers(1, max(2, n // 3), n),
-                               rng.integers(0, 5000, n), alignment=16)  # fmt: skip
+                               rng.integers(0, 5000, n), alignment=alignment)  # fmt: skip
 
 
 @needs_rv64
@@ -313,8 +313,8 @@ def test_every_core_matches_unicorn(cpu, key):
 
     img = build_image(cpu)
     m = CORE_MODELS[key]
-    for n in (1, 40, 300):
-        p = _problem(n, n)
+    for n, align in ((1, 16), (40, 16), (40, 24), (300, 16)):  # 24: the cores' divide path
+        p = _problem(n, n, align)
         args = (p.starts, p.ends, p.sizes, p.alignments, p.resident.astype(np.int64))
         for core in rv64.CORE_NAMES:
             a = run_core(img, core, *args, models=[m, m.without_caches()], engine="unicorn")

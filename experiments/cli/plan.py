@@ -40,9 +40,9 @@ def add_parsers(sub) -> None:
     r = sub.add_parser("rv64", help="run a planner's allocator core as emulated RV64 machine code")
     r.add_argument("input", help="MiniMalloc .csv, .onnx, or workload name (see `memplan list`)")
     r.add_argument("--planner", default="greedy_in_order",
-                   help="one of the planners with a C core (greedy_in_order, first_fit, best_fit, "
-                        "greedy_by_size, freelist_bump) or greedy_by_size_tree (greedy_by_size's "
-                        "offsets, faster core)")
+                   help="one of the planners with a C core (greedy_in_order, the default, "
+                        "first_fit, best_fit, greedy_by_size, freelist_bump) or "
+                        "greedy_by_size_tree (greedy_by_size's offsets, faster core)")
     r.add_argument("--json", action="store_true", help="print one JSON object")
     r.add_argument("--engine", choices=("auto", "interp", "unicorn"), default="auto",
                    help="what executes the RV64 image: our interpreter (auto, interp) or unicorn, "
@@ -157,12 +157,12 @@ def _cmd_rv64(args) -> int:
     ok, reason = rv64.available()
     if not ok:
         raise rv64.Rv64Unavailable(reason)
-    from planners.registry import check_planner_names
+    from planners.registry import available_planners
 
     if args.planner not in rv64.CORE_NAMES:
-        check_planner_names([args.planner])
+        what = "has no RV64 core" if args.planner in available_planners() else "is not a planner"
         raise ValueError(
-            f"planner {args.planner!r} has no RV64 core; cores: {', '.join(rv64.CORE_NAMES)}"
+            f"planner {args.planner!r} {what}; RV64 cores: {', '.join(rv64.CORE_NAMES)}"
         )
     problem = load_problem(args.input, overrides=parse_overrides(args.override))
     est = rv64.estimate(problem, args.planner, engine=args.engine)

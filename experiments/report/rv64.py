@@ -137,8 +137,9 @@ def _head(df, mca, quiet, run_seconds, sources, figures) -> list[str]:
     if mca is not None:
         lines.append(f"* `{sources['mca']}`: {len(mca)} blocks, U74 model against llvm-mca.")
     if quiet is not None:
-        lines.append(f"* `{sources['quiet']}`: {len(quiet)} rows, the N = {TARGET_N} timing "
-                     "run meant for a quiet machine.")
+        n_at = int((quiet["n"] == TARGET_N).sum())
+        lines.append(f"* `{sources['quiet']}`: {len(quiet)} rows ({n_at} of them at N = "
+                     f"{TARGET_N}), the timing run meant for a quiet machine.")
     for f in figures:
         lines.append(f"* `{f}`")
     lines.append("")

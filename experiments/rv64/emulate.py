@@ -166,7 +166,7 @@ def run_core(
         Also keep the block trace and data addresses (Python hooks; ``O(run length)`` memory;
         needs unicorn).
     engine : ``"auto"``, ``"interp"`` or ``"unicorn"``
-        What executes the image: our RV64IMC interpreter (``interp.c``; several times faster,
+        What executes the image: our RV64IMC interpreter (``interp.c``; 1.3x to 1.9x less CPU time,
         same block and data-address stream, checked against unicorn by
         ``tests/test_rv64_interp.py``) or unicorn (the reference). ``auto``: the interpreter,
         unicorn when ``record`` is set.
