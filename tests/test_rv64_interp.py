@@ -70,9 +70,9 @@ src = st.integers(0, 31)
 
 @st.composite
 def insn(draw):
-    """One instruction as ``(bytes, is_branch_or_jump_with_skip)``: a list of little-endian
-    halfword-aligned encodings; branches and jal skip a drawn number of bytes forward (the test
-    pads the program so every target is an instruction boundary)."""
+    """One instruction as ``([encoding], tag)``: tag ``"b"`` (branch) or ``"j"`` (jal) marks an
+    instruction whose target :func:`_assemble` fixes to skip a drawn number of following
+    instructions (so every target is an instruction boundary), else ``None``."""
     kind = draw(st.sampled_from(["r", "i", "sh", "w", "u", "ld", "sd", "c", "c", "br", "jal"]))
     rd, rs1, rs2 = draw(dest), draw(src), draw(src)
     if kind == "r":

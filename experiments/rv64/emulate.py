@@ -119,14 +119,33 @@ class _Region(ctypes.Structure):
 def interp_run(regions, regs, entry: int, halt: int, sim=None, max_insns: int = 0):
     """Run RV64 code in the interpreter of ``interp.c`` from ``entry`` until the pc is ``halt``.
 
-    regions : list of ``(guest_address, numpy uint8 array)``; the arrays are the guest memory and
-    are modified in place (stores). regs : 32 integers (``x0`` ignored); sim : a
-    :class:`.cycles.HostSim` whose hooks see every block and data access, or ``None``.
-    max_insns : stop after that many instructions (0: no limit).
+    Parameters
+    ----------
+    regions : list of ``(guest_address, numpy uint8 array)``
+        The guest memory: each array is mapped at ``[guest_address, guest_address + size)``
+        (bytes) and modified in place by stores. Code is fetched from the region holding
+        ``entry``.
+    regs : sequence of 32 integers
+        Initial ``x0..x31`` (``x0`` ignored; values taken modulo ``2**64``).
+    entry, halt : int
+        Guest addresses (bytes) of the first instruction and of the stop address.
+    sim : :class:`.cycles.HostSim` or None
+        Its block and memory hooks see every executed block and data access, as with unicorn.
+    max_insns : int
+        Stop after that many instructions (0: no limit).
 
-    Returns ``(status, final registers (list of 32), instructions executed, stop pc, fault
-    address)``; status 0 means the halt address was reached, else a key of
-    :data:`INTERP_STATUS`.
+    Returns
+    -------
+    ``(status, final registers (list of 32), instructions executed, stop pc, fault address)``;
+    status 0 means the halt address was reached, else a key of :data:`INTERP_STATUS` (the
+    faulting instruction is not counted; the fault address is set for status 2).
+
+    Raises
+    ------
+    ValueError
+        A memory array that is not C-contiguous ``uint8``.
+
+    Semantics: the RISC-V Unprivileged ISA (20191213), RV64I, M and the integer C forms.
     """
     from .cycles import host_library
 
@@ -197,92 +216,81 @@ def run_core(
     entry = image.symbols["memplan_run"][0]
     halt = image.symbols["memplan_halt"][0]
     base, code, table = code_table(image)
-    arrays = [starts, ends, sizes, alignments, resident]
     p_in = [JOB_ADDR + _HEADER + k * 8 * n for k in range(5)]
     p_off = JOB_ADDR + _HEADER + 5 * 8 * n
     p_work = p_off + 8 * n
     total = job_bytes(n)
+    # the guest memory, built once for either engine: image, stack, job block
+    img_mem = np.zeros(_page(hi - lo), np.uint8)
+    for addr, body in image.segments:
+        img_mem[addr - lo: addr - lo + len(body)] = np.frombuffer(bytes(body), np.uint8)
+    job = np.zeros(_page(total), np.uint8)
     header = struct.pack("<4q7Q2q", CORES[core], n, int(granule), 0, *p_in, p_off, p_work, 0, 0)
+    job[: len(header)] = np.frombuffer(header, np.uint8)
+    for p, a in zip(p_in, [starts, ends, sizes, alignments, resident], strict=True):
+        raw = np.ascontiguousarray(a, dtype="<i8").view(np.uint8)
+        job[p - JOB_ADDR: p - JOB_ADDR + raw.size] = raw
+    memory = [(lo, img_mem), (STACK_BASE, np.zeros(STACK_SIZE, np.uint8)), (JOB_ADDR, job)]
     sp = STACK_BASE + STACK_SIZE - 64
     sim = HostSim(base, table, list(models))
     sim.regions(STACK_BASE, sp, p_work, JOB_ADDR + total)
+    trace_py: list[int] = []
+    sizes_seen: dict[int, int] = {}
+    mem_py: list[list[int]] = []
     if engine == "interp":
-        img_mem = np.zeros(_page(hi - lo), np.uint8)
-        for addr, body in image.segments:
-            img_mem[addr - lo: addr - lo + len(body)] = np.frombuffer(bytes(body), np.uint8)
-        job = np.zeros(_page(total), np.uint8)
-        job[: len(header)] = np.frombuffer(header, np.uint8)
-        for p, a in zip(p_in, arrays, strict=True):
-            raw = np.ascontiguousarray(a, dtype="<i8").view(np.uint8)
-            job[p - JOB_ADDR: p - JOB_ADDR + raw.size] = raw
         regs = [0] * 32
         regs[1], regs[2], regs[10] = halt, sp, JOB_ADDR  # ra, sp, a0
-        status, _, _, stop_pc, fault = interp_run(
-            [(lo, img_mem), (STACK_BASE, np.zeros(STACK_SIZE, np.uint8)), (JOB_ADDR, job)],
-            regs, entry, halt, sim)  # fmt: skip
+        status, _, _, stop_pc, fault = interp_run(memory, regs, entry, halt, sim)
         if status != 0:
             sim.close()
             where = f" (data address {fault:#x})" if status == 2 else ""
             raise RuntimeError(f"RV64 core {core!r} stopped in the interpreter at pc {stop_pc:#x}: "
                                f"{INTERP_STATUS.get(status, status)}{where}")  # fmt: skip
         result = sim.finish(halt)
-        arena, status = struct.unpack_from("<qq", job, 11 * 8)
-        if status != 0:
-            raise RuntimeError(f"RV64 core {core!r} returned status {status}")
-        offsets = job[p_off - JOB_ADDR: p_off - JOB_ADDR + 8 * n].view("<i8").astype(np.int64)
-        return RunResult(offsets=offsets, arena=int(arena), sim=result, halt=halt,
-                         code=(base, code))  # fmt: skip
+    else:
+        from unicorn import (
+            UC_ARCH_RISCV,
+            UC_HOOK_BLOCK,
+            UC_HOOK_MEM_READ,
+            UC_HOOK_MEM_WRITE,
+            UC_MODE_RISCV64,
+            Uc,
+            UcError,
+        )
+        from unicorn.riscv_const import UC_RISCV_REG_A0, UC_RISCV_REG_RA, UC_RISCV_REG_SP
 
-    from unicorn import (
-        UC_ARCH_RISCV,
-        UC_HOOK_BLOCK,
-        UC_HOOK_MEM_READ,
-        UC_HOOK_MEM_WRITE,
-        UC_MODE_RISCV64,
-        Uc,
-        UcError,
-    )
-    from unicorn.riscv_const import UC_RISCV_REG_A0, UC_RISCV_REG_RA, UC_RISCV_REG_SP
+        uc = Uc(UC_ARCH_RISCV, UC_MODE_RISCV64)
+        for addr, buf in memory:
+            uc.mem_map(addr, buf.size)
+            uc.mem_write(addr, buf.tobytes())
+        uc.reg_write(UC_RISCV_REG_SP, sp)
+        uc.reg_write(UC_RISCV_REG_A0, JOB_ADDR)
+        uc.reg_write(UC_RISCV_REG_RA, halt)
+        _keep = sim.attach(uc)
+        if record:
 
-    uc = Uc(UC_ARCH_RISCV, UC_MODE_RISCV64)
-    uc.mem_map(lo, _page(hi - lo))
-    for addr, body in image.segments:
-        uc.mem_write(addr, body)
-    uc.mem_map(STACK_BASE, STACK_SIZE)
-    uc.mem_map(JOB_ADDR, _page(total))
-    uc.mem_write(JOB_ADDR, header)
-    for p, a in zip(p_in, arrays, strict=True):
-        uc.mem_write(p, np.ascontiguousarray(a, dtype="<i8").tobytes())
-    uc.reg_write(UC_RISCV_REG_SP, sp)
-    uc.reg_write(UC_RISCV_REG_A0, JOB_ADDR)
-    uc.reg_write(UC_RISCV_REG_RA, halt)
-    _keep = sim.attach(uc)
-    trace_py: list[int] = []
-    sizes_seen: dict[int, int] = {}
-    mem_py: list[list[int]] = []
-    if record:
+            def on_block(_uc, address, size, _user):
+                trace_py.append(address)
+                mem_py.append([])
+                sizes_seen.setdefault(address, size)
 
-        def on_block(_uc, address, size, _user):
-            trace_py.append(address)
-            mem_py.append([])
-            sizes_seen.setdefault(address, size)
+            def on_mem(_uc, _access, address, _size, _value, _user):
+                mem_py[-1].append(address)
 
-        def on_mem(_uc, _access, address, _size, _value, _user):
-            mem_py[-1].append(address)
-
-        uc.hook_add(UC_HOOK_BLOCK, on_block)
-        uc.hook_add(UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, on_mem)
-    try:
-        uc.emu_start(entry, halt)
-    except UcError as e:
-        sim.close()
-        raise RuntimeError(f"RV64 core {core!r} faulted in the emulator: {e}") from None
-    result = sim.finish(halt)
-    del _keep
-    arena, status = struct.unpack("<qq", uc.mem_read(JOB_ADDR + 11 * 8, 16))
+            uc.hook_add(UC_HOOK_BLOCK, on_block)
+            uc.hook_add(UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, on_mem)
+        try:
+            uc.emu_start(entry, halt)
+        except UcError as e:
+            sim.close()
+            raise RuntimeError(f"RV64 core {core!r} faulted in the emulator: {e}") from None
+        result = sim.finish(halt)
+        del _keep
+        job = np.frombuffer(bytes(uc.mem_read(JOB_ADDR, job.size)), np.uint8)
+    arena, status = struct.unpack_from("<qq", job, 11 * 8)
     if status != 0:
         raise RuntimeError(f"RV64 core {core!r} returned status {status}")
-    offsets = np.frombuffer(bytes(uc.mem_read(p_off, 8 * n)), dtype="<i8").astype(np.int64)
+    offsets = job[p_off - JOB_ADDR: p_off - JOB_ADDR + 8 * n].view("<i8").astype(np.int64)
     return RunResult(
         offsets=offsets,
         arena=int(arena),

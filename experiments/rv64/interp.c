@@ -291,7 +291,6 @@ static dinsn_t *decode_at(code_t *c, uint64_t pc)
     if ((lo16 & 3) != 3) decode16(lo16, pc, d);
     else if (pc + 4 <= c->hi) decode32(lo16 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24, pc, d);
     else d->len = 2; /* a 32-bit instruction cut by the end of the region: illegal */
-    if (!d->len) d->len = (lo16 & 3) == 3 ? 4 : 2;
     d->ends = (uint8_t)closes_block(d->op);
     return d;
 }
@@ -371,13 +370,13 @@ int64_t memplan_interp_run(const region_t *regions, int64_t nreg, uint64_t *regs
         if (user) memplan_block_hook(0, pc, (uint32_t)c.bsize[k], user);
         int32_t left = c.bcount[k];
         uint64_t next = pc;
+        executed += left; /* corrected below if an instruction faults */
         while (left--) {
             const dinsn_t *d = c.dec + ((pc - c.lo) >> 1);
             uint64_t a = x[d->rs1], b = x[d->rs2];
             int64_t imm = d->imm;
             uint8_t *h;
             next = pc + d->len;
-            executed++;
 #define MEM(sz)                                                                              \
     do {                                                                                     \
         uint64_t ea = a + (uint64_t)imm;                                                     \
@@ -494,7 +493,7 @@ int64_t memplan_interp_run(const region_t *regions, int64_t nreg, uint64_t *regs
         }
         continue;
     stop:
-        executed--; /* the faulting instruction did not complete */
+        executed -= left + 1; /* neither the faulting instruction nor the rest ran */
         break;
     }
 done:

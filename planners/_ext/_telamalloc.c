@@ -543,6 +543,16 @@ PyDoc_STRVAR(probe_doc,
 "Returns (code, used, deep, deep_set, truncated, reset) with code 0 found, 1 exhausted,\n"
 "2 budget. Raises TypeError/ValueError on malformed arrays, MemoryError. The GIL is released.");
 
+/* 1 if every a[0..len) lies in [lo, hi), else 0 with a ValueError naming the array. */
+static int indices_in_range(const i64 *a, Py_ssize_t len, i64 lo, i64 hi, const char *what) {
+    for (Py_ssize_t p = 0; p < len; p++)
+        if (a[p] < lo || a[p] >= hi) {
+            PyErr_Format(PyExc_ValueError, "%s: index out of range", what);
+            return 0;
+        }
+    return 1;
+}
+
 static PyObject *py_probe(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *tables, *o_rank, *o_boost, *o_off, *o_deep;
@@ -609,11 +619,7 @@ static PyObject *py_probe(PyObject *self, PyObject *args) {
                 PyErr_SetString(PyExc_ValueError, "nptr: not a CSR pointer array");
                 goto done;
             }
-        for (Py_ssize_t p = 0; p < nn; p++)
-            if (s.nidx[p] < 0 || s.nidx[p] >= n) {
-                PyErr_SetString(PyExc_ValueError, "nidx: index out of range");
-                goto done;
-            }
+        if (!indices_in_range(s.nidx, nn, 0, n, "nidx")) goto done;
     }
     if (iv[7]) {
         s.owner = v[8].buf;
@@ -630,11 +636,7 @@ static PyObject *py_probe(PyObject *self, PyObject *args) {
                 PyErr_SetString(PyExc_ValueError, "segs/at: malformed");
                 goto done;
             }
-        for (Py_ssize_t c = 0; c < nc; c++)
-            if (s.owner[c] < 0 || s.owner[c] >= n) {
-                PyErr_SetString(PyExc_ValueError, "owner: index out of range");
-                goto done;
-            }
+        if (!indices_in_range(s.owner, nc, 0, n, "owner")) goto done;
     } else if (s.decompose) {
         PyErr_SetString(PyExc_ValueError, "decompose needs the cell table");
         goto done;
@@ -645,11 +647,7 @@ static PyObject *py_probe(PyObject *self, PyObject *args) {
             goto done;
         }
         s.twin = v[11].buf;
-        for (Py_ssize_t i = 0; i < n; i++)
-            if (s.twin[i] < -1 || s.twin[i] >= n) {
-                PyErr_SetString(PyExc_ValueError, "twin: index out of range");
-                goto done;
-            }
+        if (!indices_in_range(s.twin, n, -1, n, "twin")) goto done; /* -1: no twin */
     }
     s.boost = v[13].buf;
     for (Py_ssize_t i = 0; i < n; i++) s.any_boost |= s.boost[i] != 0;
