@@ -5,7 +5,8 @@ first-fit rule some order reproduces an optimal layout (list the buffers of any 
 as far as it goes by increasing offset), so searching over orders loses nothing. This planner
 
 1. starts from the best greedy plan: every order of ``start_orders`` with every fit of
-   ``start_fits`` (the compiled engine when it is built), keeping the smallest arena;
+   ``start_fits`` (the compiled engine when it is built), keeping the smallest arena (ties: the
+   smaller overflow, defined below);
 2. then, until ``time_limit`` or ``max_iters``, picks a **critical** buffer (one whose top is the
    arena), changes the order around it and re-places the buffers, keeping the change when the
    arena does not grow (TVM USMP's hill climb, ``tvm/src/tir/usmp/algo/hill_climb.cc``):
@@ -120,16 +121,22 @@ def best_greedy_start(
     deadline: float | None = None,
     engine: str = "auto",
 ):
-    """The best greedy plan over ``orders`` x ``fits``: ``(perm, fit, offsets, arena, arenas)``.
+    """The best greedy plan over ``orders`` x ``fits``: ``(perm, fit, offsets, arena, arenas,
+    name)``, ``name`` being its ``"order/fit"``.
 
-    ``arenas`` maps ``"order/fit"`` to the arena (bytes) of every combination that ran. Ties go to
-    the earlier order, then the earlier fit. An order equal to an earlier one (e.g. ``problem``
-    and ``in_order`` on a problem listed by start) is not placed again: it gets the earlier
-    one's arenas. After ``deadline`` (a :func:`time.perf_counter`
-    instant) no further combination starts, but at least one always runs. Cost: one greedy
-    placement per combination, ``O(n log n + E)`` each.
+    ``arenas`` maps ``"order/fit"`` to the arena (bytes) of every combination that ran. Ties on
+    the arena go to the plan with the smaller **overflow** (the sum over buffers of ``max(0, top -
+    lower bound)``, bytes: the fewer bytes above the max-live bound, the fewer buffers an
+    improvement search must move), then to the earlier order, then the earlier fit. An order
+    equal to an earlier one (e.g. ``problem`` and ``in_order`` on a problem listed by start) is
+    not placed again: it gets the earlier one's arenas. After ``deadline`` (a
+    :func:`time.perf_counter` instant) no further combination starts, but at least one always
+    runs. Cost: one greedy placement per combination, ``O(n log n + E)`` each, plus ``O(n)`` for
+    the overflow of a plan that ties or beats the best arena so far.
     """
     best = None
+    best_over, best_name = 0, ""
+    lb = lower_bound(problem)
     arenas: dict[str, int] = {}
     seen: list[tuple[str, np.ndarray]] = []  # orders placed so far: an equal order is not re-run
     for name in orders:
@@ -144,13 +151,16 @@ def best_greedy_start(
                     arenas[f"{name}/{fit}"] = arenas[f"{same}/{fit}"]
                 continue
             if best is not None and deadline is not None and time.perf_counter() > deadline:
-                return (*best, arenas)
+                return (*best, arenas, best_name)
             off = greedy_offsets(problem, perm, fit, engine=engine)
             arena = arena_of(problem, off)
             arenas[f"{name}/{fit}"] = arena
-            if best is None or arena < best[3]:
-                best = (perm, fit, off, arena)
-    return (*best, arenas)
+            if best is not None and arena > best[3]:
+                continue
+            over = sum(np.maximum(off + problem.sizes - lb, 0).tolist())  # exact Python int
+            if best is None or arena < best[3] or over < best_over:
+                best, best_over, best_name = (perm, fit, off, arena), over, f"{name}/{fit}"
+    return (*best, arenas, best_name)
 
 
 @dataclass
@@ -179,11 +189,11 @@ def anytime_start(problem: Problem, time_limit: float, start_orders, start_share
     caller records its start arena."""
     t0 = time.perf_counter()
     limit = float(time_limit)
-    perm, fit, off, arena, arenas = best_greedy_start(
+    perm, fit, off, arena, arenas, name = best_greedy_start(
         problem, start_orders, FITS, t0 + start_share * limit
     )
     return AnytimeStart(t0, t0 + limit, Trajectory(t0), lower_bound(problem), perm, fit, off,
-                        arena, {"start": min(arenas, key=arenas.get), "start_arenas": arenas})
+                        arena, {"start": name, "start_arenas": arenas})
 
 
 def _align_up(v: np.ndarray, a: int) -> np.ndarray:
