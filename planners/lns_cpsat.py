@@ -341,65 +341,59 @@ def _offset_domain(fix_off, fix_top, size: int, align: int, lo: int, hi: int):
     return cp_model.Domain.FromFlatIntervals(flat)
 
 
-def _event_window(problem: Problem, off: np.ndarray, c: int, window: int) -> np.ndarray:
-    """Buffers allocated or freed in a time window: those whose start or end step lies in ``[lo,
-    hi]`` (closed, steps), the window grown from ``c``'s lifetime ``[start, end]`` one end point at
-    a time, alternately left and right, until at least ``window`` buffers have an end point in
-    it. Buffers live across the whole window are not freed: around a peak they are the stack the
-    others are placed into, while the ones allocated or freed there are what a different layout
-    of the window can exchange. When ``c``'s lifetime alone holds more than ``window`` of them,
-    the ``window`` nearest to ``c`` in address (distance between centres) are taken, ``c``
+def _grown_window(problem: Problem, off: np.ndarray, c: int, window: int, pick) -> np.ndarray:
+    """``pick(lo, hi)`` (buffer indices for the steps ``lo..hi``) over a window grown from ``c``'s
+    lifetime one lifetime end point at a time, alternately left and right, until it gives at
+    least ``window`` buffers. When ``c``'s lifetime alone gives more than ``window``, the
+    ``window`` of them nearest to ``c`` in address (distance between centres) are taken, ``c``
     first."""
     starts, ends, sizes = problem.starts, problem.ends, problem.sizes
     points = np.unique(np.concatenate([starts, ends]))
     a = int(np.searchsorted(points, starts[c]))
     b = int(np.searchsorted(points, ends[c]))
-    live = sizes > 0
+    sel = pick(points[a], points[b])
+    if sel.size > window:
+        mid = 2 * off[sel] + sizes[sel]  # twice the centre (bytes), exact in int64
+        dist = np.abs(mid - (2 * off[c] + sizes[c]))
+        return sel[np.lexsort((sel, dist))[:window]]
+    side = 0
+    while sel.size < window and (a > 0 or b < len(points) - 1):
+        if (side == 0 and a > 0) or b >= len(points) - 1:
+            a -= 1
+        else:
+            b += 1
+        side ^= 1
+        sel = pick(points[a], points[b])
+    return sel
 
-    def inside(lo, hi):
+
+def _event_window(problem: Problem, off: np.ndarray, c: int, window: int) -> np.ndarray:
+    """Buffers allocated or freed in a time window: those whose start or end step lies in ``[lo,
+    hi]`` (closed, steps), the window grown from ``c``'s lifetime by :func:`_grown_window` until
+    at least ``window`` buffers have an end point in it. Buffers live across the whole window are
+    not freed: around a peak they are the stack the others are placed into, while the ones
+    allocated or freed there are what a different layout of the window can exchange."""
+    starts, ends = problem.starts, problem.ends
+    live = problem.sizes > 0
+
+    def pick(lo, hi):
         return np.flatnonzero(
             live & (((starts >= lo) & (starts <= hi)) | ((ends >= lo) & (ends <= hi)))
         )
 
-    sel = inside(points[a], points[b])
-    if sel.size > window:
-        mid = 2 * off[sel] + sizes[sel]  # twice the centre (bytes), exact in int64
-        dist = np.abs(mid - (2 * off[c] + sizes[c]))
-        return sel[np.lexsort((sel, dist))[:window]]
-    side = 0
-    while sel.size < window and (a > 0 or b < len(points) - 1):
-        if (side == 0 and a > 0) or b >= len(points) - 1:
-            a -= 1
-        else:
-            b += 1
-        side ^= 1
-        sel = inside(points[a], points[b])
-    return sel
+    return _grown_window(problem, off, c, window, pick)
 
 
 def _time_window(problem: Problem, off: np.ndarray, c: int, window: int) -> np.ndarray:
-    """Buffers live in a time window grown from ``c``'s lifetime, one lifetime end point at a
-    time, alternately left and right, until at least ``window`` buffers are live in it. When
-    ``c``'s lifetime alone holds more than ``window`` buffers, the ``window`` of them nearest to
-    ``c`` in address (distance between centres) are taken, ``c`` first."""
-    starts, ends, sizes = problem.starts, problem.ends, problem.sizes
-    points = np.unique(np.concatenate([starts, ends]))
-    a = int(np.searchsorted(points, starts[c]))
-    b = int(np.searchsorted(points, ends[c]))
-    sel = np.flatnonzero((starts < points[b]) & (ends > points[a]) & (sizes > 0))
-    if sel.size > window:
-        mid = 2 * off[sel] + sizes[sel]  # twice the centre (bytes), exact in int64
-        dist = np.abs(mid - (2 * off[c] + sizes[c]))
-        return sel[np.lexsort((sel, dist))[:window]]
-    side = 0
-    while sel.size < window and (a > 0 or b < len(points) - 1):
-        if (side == 0 and a > 0) or b >= len(points) - 1:
-            a -= 1
-        else:
-            b += 1
-        side ^= 1
-        sel = np.flatnonzero((starts < points[b]) & (ends > points[a]) & (sizes > 0))
-    return sel
+    """Buffers live in a time window (``start < hi`` and ``end > lo``, steps) grown from ``c``'s
+    lifetime by :func:`_grown_window` until at least ``window`` buffers are live in it."""
+    starts, ends = problem.starts, problem.ends
+    live = problem.sizes > 0
+
+    def pick(lo, hi):
+        return np.flatnonzero((starts < hi) & (ends > lo) & live)
+
+    return _grown_window(problem, off, c, window, pick)
 
 
 def _address_band(problem: Problem, off: np.ndarray, c: int, window: int):
