@@ -115,8 +115,14 @@ class Planner(Configurable):
             ``problem.capacity`` is below the lower bound (no plan can fit).
         InvalidPlanError
             The algorithm produced an invalid layout (a bug in the planner, never silenced).
+        TypeError
+            ``problem`` is not a :class:`Problem`.
         """
         validate_params(self)
+        if not isinstance(problem, Problem):
+            raise TypeError(
+                f"{self.name}: plan() needs a planners.Problem, got {type(problem).__name__}"
+            )
         lb = lower_bound(problem)
         if problem.capacity is not None and lb > problem.capacity:
             raise CapacityError(

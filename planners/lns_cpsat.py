@@ -96,7 +96,9 @@ class LNSCPSat(Planner):
     neighbourhoods : tuple of str, default ("time", "band", "events")
         Rules drawn uniformly each round (:data:`NEIGHBOURHOODS`).
     window : int, default 40
-        Buffers freed per round (the starting size when ``adaptive``).
+        Buffers freed per round (the starting size when ``adaptive``): exactly ``window`` for
+        ``band`` and for a truncated window; at least ``window`` when the ``time`` or ``events``
+        window grows, since it grows by whole lifetime end points.
     sub_time_limit : float, default 0.5
         Wall-clock seconds per sub-solve.
     sub_deterministic_time : float or None, default None
@@ -106,7 +108,8 @@ class LNSCPSat(Planner):
         (between 8 and ``4 * window`` buffers).
     stall_rounds : int or None, default 30
         Stop after this many rounds without a new best arena; ``None`` runs to the time limit.
-    start_orders : tuple of str, default every name in :data:`planners.greedy.ORDERS`
+    start_orders : tuple of str, default :data:`planners.local_search.DEFAULT_START_ORDERS`
+        (every name in :data:`planners.greedy.ORDERS`, ``"size"`` first)
         Orders of the greedy start plans (each with both fits).
     start_share : float, default 0.3
         Share of ``time_limit`` after which no further start plan begins (one always runs).
@@ -355,7 +358,7 @@ def _grown_window(problem: Problem, off: np.ndarray, c: int, window: int, pick) 
     if sel.size > window:
         mid = 2 * off[sel] + sizes[sel]  # twice the centre (bytes), exact in int64
         dist = np.abs(mid - (2 * off[c] + sizes[c]))
-        return sel[np.lexsort((sel, dist))[:window]]
+        return sel[np.lexsort((sel, dist, sel != c))[:window]]  # c first, then by distance
     side = 0
     while sel.size < window and (a > 0 or b < len(points) - 1):
         if (side == 0 and a > 0) or b >= len(points) - 1:

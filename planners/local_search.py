@@ -298,7 +298,8 @@ class LocalSearch(Planner):
         Neighbourhood moves (:data:`MOVES`), drawn uniformly.
     fit : {"auto", "first", "best"}, default "auto"
         Fit rule of the search; ``"auto"`` keeps the fit of the best start plan.
-    start_orders : tuple of str, default every name in :data:`planners.greedy.ORDERS`
+    start_orders : tuple of str, default :data:`planners.local_search.DEFAULT_START_ORDERS`
+        (every name in :data:`planners.greedy.ORDERS`, ``"size"`` first)
         Orders tried for the start plan, each with both fits.
     temperature : float, default 0.0
         Annealing temperature as a fraction of the lower bound; 0 is a pure hill climb (accept

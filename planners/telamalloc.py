@@ -626,7 +626,8 @@ class TelaMalloc(Planner):
         Abandon a node where an unplaced buffer would fit entirely below the current offset
         (MiniMalloc's dominance rule: nothing placed later can fill that gap, so a layout with
         the buffer pushed down exists and is searched elsewhere).
-    start_orders : tuple of str, default every name in :data:`planners.greedy.ORDERS`
+    start_orders : tuple of str, default :data:`planners.local_search.DEFAULT_START_ORDERS`
+        (every name in :data:`planners.greedy.ORDERS`, ``"size"`` first)
         Orders of the greedy start plans (each with both fits).
     start_share : float, default 0.3
         Share of ``time_limit`` after which no further start plan begins (one always runs).

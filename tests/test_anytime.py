@@ -301,3 +301,20 @@ def test_pangu_reaches_its_lower_bound_through_the_events_neighbourhood():
     assert pl.info["trajectory"][0][1] == 5_572_042_815 > lb == 5_530_099_775
     assert pl.arena_size == lb and pl.status == "optimal"
     _traj_ok(pl)
+
+
+@pytest.mark.parametrize("rule", ["_time_window", "_event_window"])
+def test_a_truncated_window_keeps_the_critical_buffer(rule):
+    """When c's lifetime alone gives more than ``window`` buffers, c is kept, even when buffers
+    with lower indices sit at the same distance in address (a window without c cannot lower the
+    arena)."""
+    import planners.lns_cpsat as lns
+
+    p = Problem([Buffer("0", 0, 5, 100), Buffer("1", 10, 15, 100), Buffer("2", 5, 10, 100)])
+    off = np.zeros(3, np.int64)
+    assert 2 in getattr(lns, rule)(p, off, 2, 2).tolist()
+
+
+def test_plan_of_something_that_is_not_a_problem_is_a_one_line_type_error():
+    with pytest.raises(TypeError, match="lns_cpsat: plan\\(\\) needs a planners.Problem, got NoneType"):
+        plan(None, "lns_cpsat")
