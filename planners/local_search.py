@@ -78,6 +78,7 @@ __all__ = [
     "EVALUATORS",
     "DEFAULT_START_ORDERS",
     "best_greedy_start",
+    "overflow_bytes",
     "AnytimeStart",
     "anytime_start",
     "place_suffix",
@@ -112,6 +113,17 @@ class Trajectory:
     def best(self) -> int | None:
         """The best arena recorded (bytes), or None before the first point."""
         return self.points[-1][1] if self.points else None
+
+
+def overflow_bytes(offsets: np.ndarray, sizes: np.ndarray, lower_bound: int) -> int:
+    """The **overflow** of a plan: the sum over buffers of ``max(0, offset + size -
+    lower_bound)`` (bytes; int64 arrays of shape ``(n,)``), exact: summed in int64 when no sum
+    can overflow it, else as Python integers. The anytime planners break arena ties by it (fewer
+    bytes above the max-live bound, fewer buffers to move). ``O(n)``."""
+    excess = np.maximum(offsets + sizes - lower_bound, 0)
+    if int(excess.max(initial=0)) <= (2**63 - 1) // max(1, excess.size):
+        return int(excess.sum())
+    return sum(excess.tolist())
 
 
 def best_greedy_start(
@@ -157,7 +169,7 @@ def best_greedy_start(
             arenas[f"{name}/{fit}"] = arena
             if best is not None and arena > best[3]:
                 continue
-            over = sum(np.maximum(off + problem.sizes - lb, 0).tolist())  # exact Python int
+            over = overflow_bytes(off, problem.sizes, lb)
             if best is None or arena < best[3] or over < best_over:
                 best, best_over, best_name = (perm, fit, off, arena), over, f"{name}/{fit}"
     return (*best, arenas, best_name)
@@ -419,7 +431,7 @@ class LocalSearch(Planner):
         rank[perm] = np.arange(n)
 
         def overflow(o):
-            return float(np.maximum(o + sizes - lb, 0).sum()) if self.tie_break else 0.0
+            return float(overflow_bytes(o, sizes, lb)) if self.tie_break else 0.0
 
         cur_perm, cur_off, cur_arena, cur_over = perm, off, arena, overflow(off)
         it = accepted = restarts = stale = 0
