@@ -42,11 +42,16 @@ COLUMNS = ["model", "head", "tail", "total", "head_model", "tail_model", "runtim
 def write_tflite(path, subgraphs):
     """Write a minimal ``.tflite`` flatbuffer with the ``tflite`` package's schema builders.
 
-    ``subgraphs``: ``[{"tensors": [(name, shape, TensorType)], "inputs": [...], "outputs":
-    [...], "ops": [(builtin operator name, inputs, outputs, None or (options table name,
-    {field: value}))]}]``, subgraph 0 first. Every tensor has no data (buffer 0, the empty
-    buffer). Returns ``path``. Used to build control-flow models (IF, WHILE, CALL_ONCE) for the
-    benchmark and the tests.
+    ``subgraphs``: ``[{"tensors": [(name, shape, TensorType) or (name, shape, TensorType,
+    extra)], "inputs": [...], "outputs": [...], "ops": [(builtin operator name, inputs, outputs,
+    None or (options table name, {field: value}))]}]``, subgraph 0 first. ``extra`` is a dict
+    with optional ``"data"`` (bytes: the tensor's constant buffer, little-endian, its own
+    buffer; without it the tensor uses buffer 0, the empty buffer), ``"quant"`` (``(scales,
+    zero_points)``: per-tensor or per-channel quantisation, ``"quant_dim"`` the channel axis)
+    and ``"variable"`` (``is_variable``). An options value that is a list is written as an int32
+    vector (e.g. ``ReshapeOptions.NewShape``). Returns ``path``. Used to build control-flow
+    models (IF, WHILE, CALL_ONCE) for the benchmark and the tests, and the differential test's
+    generated models (:mod:`experiments.tflm.generate`).
     """
     import flatbuffers
     import tflite
@@ -67,18 +72,50 @@ def write_tflite(path, subgraphs):
         return b.EndVector()
 
     tflite.BufferStart(b)
-    buf0 = tflite.BufferEnd(b)
+    bufs = [tflite.BufferEnd(b)]
     sgs = []
     for s in subgraphs:
         tens = []
-        for name, shape, ttype in s["tensors"]:
+        for name, shape, ttype, *rest in s["tensors"]:
+            extra = rest[0] if rest else {}
+            buf = 0
+            if extra.get("data") is not None:
+                raw = bytes(extra["data"])
+                b.StartVector(1, len(raw), 16)  # 16-byte aligned data, as the converter
+                b.head = b.head - len(raw)
+                b.Bytes[b.head:b.head + len(raw)] = raw
+                dv = b.EndVector()
+                tflite.BufferStart(b)
+                tflite.BufferAddData(b, dv)
+                bufs.append(tflite.BufferEnd(b))
+                buf = len(bufs) - 1
+            q = None
+            if extra.get("quant") is not None:
+                scales, zps = extra["quant"]
+                tflite.QuantizationParametersStartScaleVector(b, len(scales))
+                for x in reversed(scales):
+                    b.PrependFloat32(x)
+                sv = b.EndVector()
+                tflite.QuantizationParametersStartZeroPointVector(b, len(zps))
+                for x in reversed(zps):
+                    b.PrependInt64(x)
+                zv = b.EndVector()
+                tflite.QuantizationParametersStart(b)
+                tflite.QuantizationParametersAddScale(b, sv)
+                tflite.QuantizationParametersAddZeroPoint(b, zv)
+                tflite.QuantizationParametersAddQuantizedDimension(b, extra.get("quant_dim", 0))
+                q = tflite.QuantizationParametersEnd(b)
             n = b.CreateString(name)
             sh = ivec(tflite.TensorStartShapeVector, shape)
             tflite.TensorStart(b)
             tflite.TensorAddShape(b, sh)
             tflite.TensorAddType(b, ttype)
-            tflite.TensorAddBuffer(b, 0)
+            tflite.TensorAddBuffer(b, buf)
             tflite.TensorAddName(b, n)
+            if q is not None:
+                tflite.TensorAddQuantization(b, q)
+            if extra.get("variable"):
+                tflite.TensorAddIsVariable(b, True)
             tens.append(tflite.TensorEnd(b))
         tv = ovec(tflite.SubGraphStartTensorsVector, tens)
         ops = []
@@ -86,9 +123,11 @@ def write_tflite(path, subgraphs):
             iv = ivec(tflite.OperatorStartInputsVector, ins)
             ov = ivec(tflite.OperatorStartOutputsVector, outs)
             if opts is not None:
+                vecs = {f: ivec(getattr(tflite, opts[0] + "Start" + f + "Vector"), v)
+                        for f, v in opts[1].items() if isinstance(v, (list, tuple))}
                 getattr(tflite, opts[0] + "Start")(b)
                 for f, v in opts[1].items():
-                    getattr(tflite, opts[0] + "Add" + f)(b, v)
+                    getattr(tflite, opts[0] + "Add" + f)(b, vecs.get(f, v))
                 oo = getattr(tflite, opts[0] + "End")(b)
             tflite.OperatorStart(b)
             tflite.OperatorAddOpcodeIndex(b, codes.index(opname))
@@ -117,7 +156,7 @@ def write_tflite(path, subgraphs):
         ocs.append(tflite.OperatorCodeEnd(b))
     sgv = ovec(tflite.ModelStartSubgraphsVector, sgs)
     ocv = ovec(tflite.ModelStartOperatorCodesVector, ocs)
-    bv = ovec(tflite.ModelStartBuffersVector, [buf0])
+    bv = ovec(tflite.ModelStartBuffersVector, bufs)
     tflite.ModelStart(b)
     tflite.ModelAddVersion(b, 3)
     tflite.ModelAddSubgraphs(b, sgv)

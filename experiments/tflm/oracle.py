@@ -149,57 +149,52 @@ def parse_breakdown(text: str) -> dict[str, tuple[int, int, int]]:
 
 
 def _accepts(path: str, arena_size: int, timeout: float) -> bool:
-    try:
-        r = subprocess.run([sys.executable, "-c", _PROBE, path, str(arena_size)],
-                           capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise TflmUnavailable(f"{path}: TFLite Micro probe at arena_size {arena_size} did not "
-                              f"finish in {timeout:g} s") from None
-    return r.returncode == 0 and r.stdout.strip().endswith("OK")
+    """One probe: the interpreter builds and invokes (inputs zero) the model with
+    ``arena_size`` bytes (:func:`experiments.tflm.probe.accepts`, a persistent worker)."""
+    from experiments.tflm.probe import accepts
+
+    return accepts(path, arena_size, timeout)
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=1024)
 def _cached_min(path: str, digest: str, hi: int, timeout: float) -> int:
-    lo = 0  # invariant: lo is rejected (an empty arena holds nothing), hi is accepted
-    while not _accepts(path, hi, timeout):  # the reported total can be short of the need
-        lo, hi = hi, 2 * hi
-        if hi > (1 << 31):
-            raise TflmUnavailable(f"{path}: TFLite Micro rejects every arena_size up to {lo}")
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if _accepts(path, mid, timeout):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    from experiments.tflm.probe import min_arena
+
+    return min_arena(path, hi, timeout)
 
 
 def tflm_min_arena(path: str | Path, timeout: float = 120.0) -> int:
-    """The smallest ``arena_size`` (bytes) with which the TFLite Micro interpreter accepts the
-    model at ``path`` (``AllocateTensors`` succeeds), by bisection.
+    """The smallest ``arena_size`` (bytes) with which the TFLite Micro interpreter both builds
+    the model at ``path`` (``AllocateTensors`` succeeds) and invokes it once with every input
+    zero, by bisection (:func:`experiments.tflm.probe.min_arena`).
 
-    The search starts from the ``total`` that :func:`tflm_arena` reports for a large arena, doubled
-    until accepted (the report can be short of the need: on the pymicro-wakeword models the total
-    reported for a large arena is rejected as ``arena_size``); the lower end is 0. Each probe builds a fresh ``tflite_micro`` interpreter (recording
-    allocator, as ``tflite_micro.python.tflite_micro.runtime.Interpreter`` does) in its own child
-    process; a probe that fails or crashes (the interpreter can segfault on a slightly short
-    arena) counts as rejected. Assumes acceptance is monotone in ``arena_size`` (a larger arena never fails where a
-    smaller one succeeds), which holds for TFLM's two-ended arena: every allocation either fits
-    between head and tail or not, independently of the bytes beyond.
+    The search starts from the ``total`` the recording allocator reports for a large arena
+    (:func:`experiments.tflm.probe.report`), doubled until accepted (the report can be short of
+    the need: on the pymicro-wakeword models the reported total is rejected as ``arena_size``);
+    the lower end is 0. Probes go to one persistent child process
+    (:class:`experiments.tflm.probe.ProbeWorker`); a probe that fails or crashes (the
+    interpreter can segfault on a slightly short arena) counts as rejected and the worker is
+    restarted. Assumes acceptance is monotone in ``arena_size`` (a larger arena never fails
+    where a smaller one succeeds), which holds for TFLM's two-ended arena: every allocation
+    either fits between head and tail or not, independently of the bytes beyond; checked at the
+    end (the minimum accepted, one byte less rejected, both re-probed).
 
     Raises
     ------
     TflmUnavailable
-        ``tflite-micro`` missing, or the interpreter rejects the model at any size.
+        ``tflite-micro`` missing, the interpreter rejects the model at any size, a probe takes
+        longer than ``timeout`` seconds, or the monotonicity check fails.
 
     Notes
     -----
-    About ``log2(total)`` interpreter builds (15-20 child processes, a few seconds), cached per
-    file content. ``timeout`` is per probe.
+    About ``log2(total) + 3`` probes (a few milliseconds each once the worker runs), cached per
+    file content.
     """
-    total = tflm_arena(path).total
+    from experiments.tflm.probe import report
+
     p = Path(path)
     data = p.read_bytes()
+    total = report(p, timeout=timeout).total
     return _cached_min(str(p.resolve()), hashlib.sha256(data).hexdigest(), int(total),
                        float(timeout))
 
