@@ -115,7 +115,15 @@ def execution_plan(graph: Graph, plan: Plan, order: Sequence[str] | None = None,
 
 
 def c_identifier(name: str, taken: set[str]) -> str:
-    """A unique upper-case C identifier for ``name`` (non-alphanumerics become ``_``)."""
+    """A unique upper-case C identifier for ``name``, added to ``taken``.
+
+    Every character outside ``[0-9A-Za-z_]`` (ASCII) becomes ``_`` and letters are upper-cased;
+    an empty result becomes ``T`` and one that starts with a digit gets a ``T`` in front (C99
+    6.4.2.1: an identifier starts with a letter or ``_``). Upper case is never a C keyword (the
+    keywords of C99/C11 6.4.1 all hold a lower-case letter). Names that collide after this
+    (``a.b`` and ``a_b``, ``x`` and ``X``) get ``_2``, ``_3``, ... in the order they come, skipping
+    any suffix already in ``taken``, so the result is never in ``taken``.
+    """
     base = re.sub(r"[^0-9A-Za-z_]", "_", name).upper() or "T"
     if base[0].isdigit():
         base = "T" + base
@@ -127,8 +135,55 @@ def c_identifier(name: str, taken: set[str]) -> str:
     return ident
 
 
+#: Bytes written as themselves inside a C string literal or comment: printable ASCII except the
+#: double quote, the backslash and ``?`` (``??/``, ``??=`` ... are trigraphs in C99/C11 5.2.1.1,
+#: translated before anything else; ``\?`` is a simple escape sequence, C99 6.4.4.4).
+_C_PLAIN = frozenset(range(0x20, 0x7F)) - {ord('"'), ord("\\"), ord("?")}
+
+
+def _c_escaped(s: str) -> str:
+    """``s`` as printable ASCII for a C99/C11 string literal (without the quotes).
+
+    The text is encoded as UTF-8 (a lone surrogate, which no model format can hold, as its
+    three-byte form); ``"`` -> ``\\"``, ``\\`` -> ``\\\\``, ``?`` -> ``\\?`` (no trigraph can
+    form), every other byte outside printable ASCII -> a three-digit octal escape ``\\ooo``
+    (C99 6.4.4.4: an octal escape ends after three digits, so a following digit is never
+    swallowed, unlike ``\\x``). The compiled string holds exactly the UTF-8 bytes of ``s``.
+
+    Raises
+    ------
+    ValueError
+        ``s`` holds a NUL character: a C string ends at the first NUL byte, so it cannot hold it.
+    """
+    if "\x00" in s:
+        raise ValueError(f"name {s!r} holds a NUL character, which a C string cannot hold "
+                         "(it would end the string there); rename the tensor or operator")
+    out = []
+    for byte in s.encode("utf-8", "surrogatepass"):
+        if byte in _C_PLAIN:
+            out.append(chr(byte))
+        elif byte in (0x22, 0x5C, 0x3F):
+            out.append("\\" + chr(byte))
+        else:
+            out.append(f"\\{byte:03o}")
+    return "".join(out)
+
+
 def _c_string(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """``s`` as a C99/C11 string literal whose bytes are exactly the UTF-8 of ``s``
+    (:func:`_c_escaped`); one line, no trigraph, compiles under ``-std=c99 -Wall -Werror
+    -pedantic`` up to the 4095 bytes a C99 compiler must accept in one literal."""
+    return '"' + _c_escaped(s) + '"'
+
+
+def _c_comment_text(s: str) -> str:
+    """``s`` for the inside of a ``/* ... */`` comment: escaped as in a string
+    (:func:`_c_escaped`, so no newline, trigraph or non-ASCII byte), with ``*/`` and ``/*``
+    broken up (``*\\/``, ``/\\*``) so the comment neither ends early nor nests (``-Wcomment``)."""
+    return _c_escaped(s.replace("\x00", "\\0")).replace("*/", "*\\/").replace("/*", "/\\*")
+
+
+_C_PREFIX = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 _U32_MAX = 2**32 - 1
@@ -148,15 +203,32 @@ def c_header(ep: dict[str, Any], prefix: str = "memplan") -> str:
     ``<stdint.h>``; every literal carries the suffix of its type and a C99 compile-time check
     (``typedef char ...[cond ? 1 : -1]``) fails the build if an edited value no longer fits.
 
+    Any names are safe: every string holds exactly the UTF-8 bytes of its tensor or operator name
+    (:func:`_c_string`: newlines, control characters, quotes, backslashes, trigraphs and non-ASCII
+    bytes escaped, octal escapes only), the names in the opening comment are escaped the same way
+    with ``*/`` and ``/*`` broken up, and enum names come from :func:`c_identifier`, unique after
+    sanitising (also against the include guard). The header compiles under ``gcc -std=c99`` and
+    ``-std=c11`` with ``-Wall -Wextra -Werror -pedantic`` (``tests/test_export_c_header.py``
+    compiles headers of generated hostile names and compares every string byte for byte).
+
     Raises
     ------
     ValueError
-        A negative offset or length, or a value above ``2**64 - 1`` bytes (no C field holds it).
+        A negative offset or length, a value above ``2**64 - 1`` bytes (no C field holds it), a
+        ``prefix`` that is not a C identifier (``[A-Za-z_][A-Za-z0-9_]*``), or a name holding a
+        NUL character (no C string holds it).
     """
+    if not isinstance(prefix, str) or not _C_PREFIX.fullmatch(prefix):
+        raise ValueError(f"C header prefix {prefix!r} is not a C identifier "
+                         "([A-Za-z_][A-Za-z0-9_]*)")
     P, pl = prefix.upper(), prefix.lower()
-    guard = f"{P}_{c_identifier(ep['model'], set())}_H"
     taken: set[str] = set()
     ids = {b["tensor"]: c_identifier(b["tensor"], taken) for b in ep["buffers"]}
+    model_id = c_identifier(str(ep["model"]), set())
+    guard = f"{P}_{model_id}_H"
+    while guard.startswith(f"{P}_BUF_") and guard[len(P) + 5:] in taken:  # an enum name
+        model_id += "_H"
+        guard = f"{P}_{model_id}_H"
     index = {b["tensor"]: k for k, b in enumerate(ep["buffers"])}
     arena = int(ep["arena_size"])
     tops = [arena] + [int(b["offset"]) + int(b["length"]) for b in ep["buffers"]]
@@ -185,8 +257,10 @@ def c_header(ep: dict[str, Any], prefix: str = "memplan") -> str:
     arg_t, arg_max = ("uint16_t", "UINT16_MAX") if len(args) <= 2**16 - 1 else ("uint32_t",
                                                                                "UINT32_MAX")
     lines = [
-        f"/* Execution plan of {ep['model']!s}: pipeline '{ep['pipeline']}', planner "
-        f"'{ep['planner']}'. Generated by memplan; offsets and lengths in bytes. */",
+        f"/* Execution plan of {_c_comment_text(str(ep['model']))}: pipeline "
+        f"'{_c_comment_text(str(ep['pipeline']))}', planner "
+        f"'{_c_comment_text(str(ep['planner']))}'. Generated by memplan; offsets and lengths in "
+        "bytes. */",
         f"#ifndef {guard}", f"#define {guard}", "", "#include <stdint.h>", "",
         f"#define {P}_ARENA_SIZE {arena}{suf}",
         f"#define {P}_NUM_BUFFERS {len(ep['buffers'])}",
@@ -204,7 +278,7 @@ def c_header(ep: dict[str, Any], prefix: str = "memplan") -> str:
         lines += [f"    {P}_BUF_{ids[b['tensor']]} = {k}," for k, b in enumerate(ep["buffers"])]
         lines += ["};", "", f"static const {pl}_buffer_t {pl}_buffers[{P}_NUM_BUFFERS] = {{"]
         for b in ep["buffers"]:
-            par = index[b["alias_parent"]] if b["alias_parent"] else -1
+            par = index[b["alias_parent"]] if b["alias_parent"] is not None else -1
             lines.append(f"    {{{_c_string(b['tensor'])}, {int(b['offset'])}{suf}, "
                          f"{int(b['length'])}{suf}, {par}}},")
         lines.append("};")
