@@ -38,6 +38,7 @@ from .model import Plan, Problem
 from .naive import Naive
 from .params import check_names
 from .telamalloc import TelaMalloc
+from .tflm_greedy import TflmGreedy
 
 __all__ = ["PLANNERS", "get_planner", "plan", "available_planners", "check_planner_names"]
 
@@ -65,6 +66,7 @@ PLANNERS: dict[str, type[Planner]] = {
     "local_search": LocalSearch,
     "telamalloc": TelaMalloc,
     "lns_cpsat": LNSCPSat,
+    "tflm_greedy": TflmGreedy,
 }
 
 

@@ -136,6 +136,7 @@ def tflm_lifetimes(data: bytes) -> list[list[TflmLifetime]]:
         for i in (sg.InputsAsNumpy().tolist() if sg.InputsLength() else []):
             if rows[i][1] == -1:
                 rows[i][1] = scope[0]
+            rows[i][2] = scope[0]  # UpdateLastUsed too: an unread input lives at its entry scope
         for oi in range(sg.OperatorsLength()):
             scope[0] += 1
             op = sg.Operators(oi)
@@ -156,6 +157,8 @@ def tflm_lifetimes(data: bytes) -> list[list[TflmLifetime]]:
                 if o >= 0:
                     rows[o][2] = scope[0]
         for o in (sg.OutputsAsNumpy().tolist() if sg.OutputsLength() else []):
+            if rows[o][1] == -1:  # UpdateFirstCreated too (an output no operator writes)
+                rows[o][1] = scope[0]
             rows[o][2] = scope[0]
 
     mark(0, (0,))

@@ -37,12 +37,14 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from planners.errors import MemplanError
+from planners.model import Buffer, Problem
 
 __all__ = ["TflmUnavailable", "TflmArena", "tflm_available", "tflm_arena", "parse_allocations",
            "tflm_min_arena", "parse_breakdown", "TflmArenaModel", "tflm_arena_model", "KERNELS",
-           "runtime_arena"]
+           "runtime_arena", "Kernel", "tflm_head", "tflm_head_problem"]
 
 _SCRIPT = r"""
 import sys
@@ -228,18 +230,38 @@ _OBJECTS = 448
 _ARENA_ALIGN = 16           # MicroArenaBufferAlignment()
 _MAX_SCRATCH_PER_OP = 12    # kMaxScratchBuffersPerOp, micro_allocator.cc
 
-#: Per-kernel persistent allocations of the TFLM reference kernels, verified against the
-#: interpreter: op -> (builtin options struct (size, alignment) parsed into the tail by
-#: MicroBuiltinDataAllocator, [operator-data AllocatePersistentBuffer sizes in Init/Prepare],
-#: scratch-buffer requests). Only kernels whose numbers have been checked are listed; any other
-#: kernel makes the model incomplete (it is never guessed).
-KERNELS: dict[str, tuple[tuple[int, int], tuple[int, ...], int]] = {
-    # kernels/add.h OpDataAdd (60 bytes on LP64); builtin_op_data.h TfLiteAddParams (8, align 4)
-    "ADD": ((8, 4), (60,), 0),
-    # kernels/if.cc OpData {then, else subgraph index}; TfLiteIfParams (8, align 4)
-    "IF": ((8, 4), (8,), 0),
-    # kernels/call_once.cc OpData {init_subgraph_index, has_run}; TfLiteCallOnceParams (4, 4)
-    "CALL_ONCE": ((4, 4), (8,), 0),
+class Kernel(NamedTuple):
+    """What one TFLM reference kernel allocates while ``AllocateTensors`` runs (bytes).
+
+    ``options``: the builtin options struct ``(size, alignment)`` that ``MicroBuiltinDataAllocator``
+    parses into the tail (``(0, 1)``: none); ``init``: ``AllocatePersistentBuffer`` sizes in the
+    kernel's ``Init`` (16-byte aligned); ``prepare``: those in its ``Prepare``; ``scratch``:
+    scratch-buffer requests; ``temps``: which tensors ``Prepare`` takes as temporary
+    ``TfLiteTensor`` structs (``AllocateTempInputTensor`` / ``AllocateTempOutputTensor``): ``"io"``
+    every input (index >= 0) then every output, ``"first"`` the first input only, ``""`` none.
+    """
+
+    options: tuple[int, int]
+    init: tuple[int, ...]
+    prepare: tuple[int, ...]
+    scratch: int
+    temps: str
+
+
+#: The TFLM reference kernels whose allocations are modelled, each checked against the
+#: ``tflite-micro`` interpreter (``tests/test_tflm_cases.py`` builds models of each and compares
+#: the bisected minimum); the kernel source named beside each. Any other kernel makes the model
+#: incomplete (it is never guessed) and ``runtime_arena`` is measured.
+KERNELS: dict[str, Kernel] = {
+    # kernels/add.cc AddInit: OpDataAdd (60 bytes on LP64); add_common.cc AddPrepare takes
+    # input1, input2, output as temps; builtin_op_data.h TfLiteAddParams (8, align 4)
+    "ADD": Kernel((8, 4), (60,), (), 0, "io"),
+    # kernels/if.cc IfInit: OpData {then, else subgraph index}; IfPrepare takes the condition
+    # as a temp; TfLiteIfParams (8, align 4)
+    "IF": Kernel((8, 4), (8,), (), 0, "first"),
+    # kernels/call_once.cc CallOnceInit: OpData {init_subgraph_index, has_run}; no temps;
+    # TfLiteCallOnceParams (4, align 4)
+    "CALL_ONCE": Kernel((4, 4), (8,), (), 0, ""),
 }
 
 
@@ -256,28 +278,61 @@ class _Tail:
     def __init__(self, used: int = 0) -> None:
         self.used = used
         self.parts: dict[str, int] = {}
+        #: the allocator's steps, replayed by :func:`_fits` on an arena of a given size
+        self.events: list[tuple] = []
 
     def alloc(self, part: str, size: int, alignment: int) -> None:
         """Take ``size`` bytes for ``part`` and round the tail up to ``alignment`` bytes."""
         before = self.used
         self.used = _align_up(self.used + int(size), int(alignment))
         self.parts[part] = self.parts.get(part, 0) + self.used - before
+        self.events.append(("tail", int(size), int(alignment)))
+
+
+def _fits(events: list, arena_size: int) -> bool:
+    """Whether the allocator steps ``events`` succeed in an arena of ``arena_size`` bytes whose
+    start is 16-byte aligned (the interpreter's ``new uint8_t[]``) and whose end is not aligned
+    (``SingleArenaBufferAllocator`` starts its tail at ``buffer + size``; the first allocations
+    align 8). Steps: ``("tail", size, alignment)``: ``AllocatePersistentBuffer``, fails below the
+    head; ``("head", bytes)``: the resizable head buffer (``ResizeBuffer``, fails above the tail);
+    ``("temp", end)``: temporaries up to byte ``end`` (``AllocateTemp``); ``("plan", end,
+    buffers)``: the planner's working memory, ``align_down(tail, 16) - align_up(end, 16) >= 40 x
+    buffers`` (``CommitStaticMemoryPlan``, ``GreedyMemoryPlanner::Init``)."""
+    tail, head = int(arena_size), 0
+    for ev in events:
+        if ev[0] == "tail":
+            tail = (tail - ev[1]) // ev[2] * ev[2]
+            if tail < head:
+                return False
+        elif ev[0] == "head":
+            head = ev[1]
+            if head > tail:
+                return False
+        elif ev[0] == "temp":
+            if ev[1] > tail:
+                return False
+        elif (tail // _ARENA_ALIGN * _ARENA_ALIGN - _align_up(ev[1], _ARENA_ALIGN)
+              < _SIZEOF["GreedyPlannerPerBuffer"][0] * ev[2]):
+            return False
+    return True
 
 
 @dataclass(frozen=True)
 class TflmArenaModel:
     """The modelled TFLite Micro arena of one model (bytes; see :func:`tflm_arena_model`).
 
-    ``head``: the planned non-persistent head (greedy by size over all subgraphs' tensors).
-    ``tail``: the persistent tail after ``AllocateTensors``, or ``None`` when a kernel is not
-    modelled. ``planning_need``: tail at plan time + the planner's temporary working memory.
-    ``runtime_arena``: ``max(head + tail, planning_need)``, or ``None``. ``unknown_kernels``: the
-    operators whose persistent allocations are not modelled. ``parts``: bytes per kind of
-    allocation (the known ones). ``planning_work``: head bytes the plan commit needs above the
-    tail of that moment (scratch requests of unknown kernels counted as none);
-    ``post_commit``: tail bytes allocated after the commit (input/output tensor structs); where
-    the tail is not modelled, a pair: those bytes when the commit-time tail is 16-aligned and
-    when it is 8 bytes off (the input/output arrays are 16-byte aligned).
+    ``head``: the planned non-persistent head (:func:`tflm_head`: TFLM's GreedyMemoryPlanner on
+    TFLM's lifetimes of every subgraph's tensors). ``tail``: the persistent tail after
+    ``AllocateTensors``, or ``None`` when a kernel is not modelled. ``planning_need``: tail at
+    plan time + the planner's temporary working memory. ``prepare_need``: the largest moment of
+    the kernels' ``Prepare`` (tail of that moment + scratch-request area + temporary tensor
+    structs), or ``None``. ``runtime_arena``: ``max(head + tail, planning_need, prepare_need)``,
+    or ``None``. ``unknown_kernels``: the operators whose allocations are not modelled.
+    ``parts``: bytes per kind of allocation (the known ones). ``planning_work``: head bytes the
+    plan commit needs above the tail of that moment (scratch requests of unknown kernels counted
+    as none); ``post_commit``: tail bytes allocated after the commit (input/output tensor
+    structs); where the tail is not modelled, a pair: those bytes when the commit-time tail is
+    16-aligned and when it is 8 bytes off (the input/output arrays are 16-byte aligned).
     """
 
     head: int
@@ -289,6 +344,7 @@ class TflmArenaModel:
     reason: str = ""
     planning_work: int = 0
     post_commit: int | tuple[int, int] = 0
+    prepare_need: int | None = None
 
 
 def _flatbuffer_facts(path: Path) -> dict:
@@ -332,18 +388,21 @@ def _flatbuffer_facts(path: Path) -> dict:
                             "channels": channels, "type": code})
         ops = []
         for oi in range(sg.OperatorsLength()):
-            oc = model.OperatorCodes(sg.Operators(oi).OpcodeIndex())
+            op = sg.Operators(oi)
+            oc = model.OperatorCodes(op.OpcodeIndex())
             code = max(oc.BuiltinCode(), oc.DeprecatedBuiltinCode())
             name = op_names.get(code, f"BUILTIN_{code}")
             if name == "CUSTOM" and oc.CustomCode():
                 name = "CUSTOM:" + oc.CustomCode().decode("utf-8", "replace")
-            ops.append(name)
+            ops.append({"type": name,
+                        "inputs": op.InputsAsNumpy().tolist() if op.InputsLength() else [],
+                        "outputs": op.OutputsAsNumpy().tolist() if op.OutputsLength() else []})
         called = set()
-        for oi, name in enumerate(ops):
-            called.update(_called_subgraphs(path, model, sg.Operators(oi), name,
+        for oi, op in enumerate(ops):
+            called.update(_called_subgraphs(path, model, sg.Operators(oi), op["type"],
                                             model.SubgraphsLength(), ()) or ())
         subs.append({
-            "tensors": tensors, "ops": ops, "calls": called,
+            "tensors": tensors, "ops": [op["type"] for op in ops], "op_io": ops, "calls": called,
             "inputs": sg.InputsAsNumpy().tolist() if sg.InputsLength() else [],
             "outputs": sg.OutputsAsNumpy().tolist() if sg.OutputsLength() else [],
         })
@@ -367,6 +426,65 @@ def _io_tensors(tail: _Tail, subs: list) -> int:
     return tail.used - before
 
 
+def _temp_tensors(start: int, tensors: list, indices) -> int:
+    """Where the temp section ends after ``AllocateTempTfLiteTensor`` of ``indices`` starting at
+    byte ``start`` of the head (micro_allocator.cc): a ``TfLiteTensor`` (8-aligned) each, and for a
+    quantised tensor its ``TfLiteAffineQuantization`` and zero-point ``TfLiteIntArray``
+    (``InitializeTfLiteTensorFromFlatbuffer`` with ``allocate_temp``). Bytes from the arena
+    start (``AllocateTemp`` aligns each pointer up)."""
+    top = start
+    for j in indices:
+        size, align = _SIZEOF["TfLiteTensor"]
+        top = _align_up(top, align) + size
+        ch = tensors[j]["channels"]
+        if ch:
+            size, align = _SIZEOF["TfLiteAffineQuantization"]
+            top = _align_up(top, align) + size
+            top = _align_up(top, 4) + 4 + 4 * ch
+    return top
+
+
+def tflm_head_problem(path: str | Path) -> Problem:
+    """The buffers TFLite Micro's memory planner places for the model at ``path``, exactly as
+    ``MicroAllocator::CommitStaticMemoryPlan`` hands them to it (micro_allocator.cc
+    ``CreatePlan``).
+
+    One :class:`planners.model.Buffer` per tensor that ``needs_allocating`` (no constant data,
+    not ``is_variable``, non-zero bytes; micro_allocation_info.cc ``InitializeAllocationInfo``),
+    of every subgraph, in TFLM's order (subgraph 0's tensors by index, then subgraph 1's, ...),
+    id ``"<subgraph>:<index>"``; size rounded up to 16 bytes (``MicroArenaBufferAlignment``); the
+    lifetime TFLM computes (:func:`experiments.tflm.offline.tflm_lifetimes`, a transcription of
+    ``AllocationInfoBuilder::MarkAllocationLifetimes``) turned from the closed allocation-scope
+    range ``[first, last]`` into the half-open ``[first, last + 1)``. A tensor no operator and no
+    subgraph boundary touches keeps TFLM's ``[-1, -1]`` (start -1): it is still planned, and
+    overlaps only other such tensors. Scratch buffers are not included (every modelled kernel
+    requests none). Alignment 16.
+
+    Raises
+    ------
+    ValueError
+        Not a TFLite flatbuffer.
+    """
+    from experiments.tflm.offline import tflm_lifetimes
+
+    rows = tflm_lifetimes(Path(path).read_bytes())
+    bufs = [Buffer(f"{t.subgraph}:{t.index}", t.first, t.last + 1,
+                   _align_up(t.bytes, _ARENA_ALIGN))
+            for sub in rows for t in sub if t.needs_allocating]
+    return Problem(bufs, alignment=_ARENA_ALIGN, name=Path(path).stem)
+
+
+def tflm_head(path: str | Path) -> int:
+    """TFLite Micro's non-persistent head (bytes) for the model at ``path``: the ``tflm_greedy``
+    planner (:mod:`planners.tflm_greedy`, a reproduction of greedy_memory_planner.cc) on
+    :func:`tflm_head_problem`; 0 when nothing is planned. Equals the head the ``tflite-micro``
+    recording allocator reports when no kernel requests scratch buffers."""
+    from planners import plan
+
+    p = tflm_head_problem(path)
+    return plan(p, "tflm_greedy").arena_size if p.n else 0
+
+
 def tflm_arena_model(path: str | Path, head: int | None = None) -> TflmArenaModel:
     """A model of the ``arena_size`` the TFLite Micro interpreter needs: head plus persistent tail.
 
@@ -381,30 +499,36 @@ def tflm_arena_model(path: str | Path, head: int | None = None) -> TflmArenaMode
     3. ``StartModelAllocation`` (micro_allocator.cc): ``MicroBuiltinDataAllocator``, one
        ``SubgraphAllocations`` per subgraph, per subgraph ``TfLiteEvalTensor`` x tensors and
        ``NodeAndRegistration`` x operators;
-    4. per operator its parsed builtin options, then its operator data (kernel ``Init`` /
-       ``Prepare``), from :data:`KERNELS`; an operator missing there makes the tail unknown;
+    4. per operator its parsed builtin options, then every operator's ``Init`` data, then, operator
+       by operator, its ``Prepare`` data, from :data:`KERNELS`; an operator missing there makes
+       the tail unknown;
     5. ``FinishModelAllocation``: scratch-buffer handles (once per subgraph, as the loop does),
-       variable tensors (``is_variable``, 16-byte aligned), then the plan is committed;
+       variable tensors (``is_variable``, 16-byte aligned, in the tail), then the plan is
+       committed;
     6. the input and output ``TfLiteTensor*`` arrays (16-byte aligned) and one persistent
        ``TfLiteTensor`` per main-subgraph input and output, with its ``TfLiteAffineQuantization``
        and zero-point array when quantised.
 
-    While the plan is committed (``CommitStaticMemoryPlan``) the head holds, above the tail of
-    that moment, the scratch-request buffer (``(requests + 12) x ScratchBufferRequest``), the
-    ``AllocationInfo`` array over every tensor of every subgraph and every scratch buffer, the
-    subgraph offsets, and the GreedyMemoryPlanner's working memory (40 bytes per planned buffer:
-    tensors without data, not variable, of non-zero size). The arena must hold both moments:
-    ``runtime_arena = max(head + tail, planning_need)``. Temporary ``TfLiteTensor`` structs that
-    kernels take during ``Prepare`` are not modelled (they are freed after each operator and, for
-    the modelled kernels, smaller than the planning moment).
+    Three moments bound the arena, and it must hold each:
+
+    * the end: ``head + tail``;
+    * the plan commit (``CommitStaticMemoryPlan``): the head then holds, above the tail of that
+      moment, the scratch-request buffer (``(requests + 12) x ScratchBufferRequest``), the
+      ``AllocationInfo`` array over every tensor of every subgraph and every scratch buffer, the
+      subgraph offsets, and the GreedyMemoryPlanner's working memory (40 bytes per planned
+      buffer, :func:`tflm_head_problem`);
+    * each kernel's ``Prepare`` (``MicroInterpreterGraph::PrepareSubgraphs``): above the tail of
+      that moment, the scratch-request buffer and the temporary ``TfLiteTensor`` structs the
+      kernel takes (freed by ``FinishPrepareNodeAllocations`` after each operator; on tiny
+      models this is the largest moment).
+
+    ``runtime_arena = max(head + tail, planning_need, prepare_need)``.
 
     Parameters
     ----------
     path : the ``.tflite`` file.
-    head : bytes of the planned head; default: ``greedy_by_size`` on
-        :func:`scheduling.tflite_import.tflite_problem` with every size rounded up to 16 bytes as
-        TFLM's ``CreatePlan`` does (its GreedyMemoryPlanner; equal to the reported head on the
-        bundled models and on a constructed IF model).
+    head : bytes of the planned head; default :func:`tflm_head` (TFLM's own planner on TFLM's own
+        lifetimes: every tensor TFLM plans, of every subgraph, nothing constant-folded).
 
     Returns
     -------
@@ -419,20 +543,12 @@ def tflm_arena_model(path: str | Path, head: int | None = None) -> TflmArenaMode
 
     Notes
     -----
-    Calibrated and checked against the ``tflite-micro`` interpreter (``make bench-tflm``,
-    ``results/bench_tflm_arena.csv``). Differences from a device build: a 32-bit target has
-    smaller structs (pointers of 4 bytes), and a build with optimised kernels (CMSIS-NN, ...)
-    has other operator data and scratch buffers.
+    Checked against the ``tflite-micro`` interpreter (``make bench-tflm``,
+    ``results/bench_tflm_arena.csv``, ``tests/test_tflm_cases.py``). Differences from a device
+    build: a 32-bit target has smaller structs (pointers of 4 bytes), and a build with optimised
+    kernels (CMSIS-NN, ...) has other operator data and scratch buffers.
     """
     facts = _flatbuffer_facts(Path(path))
-    if head is None:  # TFLM's CreatePlan rounds every buffer up to 16 bytes before planning
-        from planners import Buffer, Problem, plan
-        from scheduling.tflite_import import tflite_problem
-
-        p = tflite_problem(path)
-        p = Problem([Buffer(b.id, b.start, b.end, _align_up(b.size, _ARENA_ALIGN))
-                     for b in p.buffers], alignment=_ARENA_ALIGN)
-        head = plan(p, "greedy_by_size").arena_size if p.n else 0
     subs = facts["subgraphs"]
     unknown = sorted({op for s in subs for op in s["ops"] if op not in KERNELS})
     reasons = []
@@ -443,35 +559,46 @@ def tflm_arena_model(path: str | Path, head: int | None = None) -> TflmArenaMode
                        "MicroResourceVariables not modelled)")
     if any(t["bytes"] is None for s in subs for t in s["tensors"]):
         reasons.append("a tensor of unknown size (dynamic shape or unknown type)")
-    reached, todo = {0}, [0]
-    while todo:
-        for c in subs[todo.pop()]["calls"] - reached:
-            reached.add(c)
-            todo.append(c)
-    uncalled = sorted(set(range(len(subs))) - reached)
-    if uncalled:
-        reasons.append(f"subgraph(s) {uncalled} never called (how TFLM plans them is not modelled)")
+    if head is None:
+        head = tflm_head(path) if not any(t["bytes"] is None for s in subs
+                                          for t in s["tensors"]) else 0
     sz = _SIZEOF
     tail = _Tail()
     tail.alloc("allocator objects", _OBJECTS, 8)
     tail.alloc("MicroBuiltinDataAllocator", *sz["MicroBuiltinDataAllocator"])
+    tail.events.append(("head", sz["ScratchBufferRequest"][0] * _MAX_SCRATCH_PER_OP))
     tail.alloc("SubgraphAllocations", sz["SubgraphAllocations"][0] * len(subs), 8)
     for s in subs:
         tail.alloc("TfLiteEvalTensor data", sz["TfLiteEvalTensor"][0] * len(s["tensors"]), 8)
     for s in subs:
         tail.alloc("NodeAndRegistration struct", sz["NodeAndRegistration"][0] * len(s["ops"]), 8)
     scratch = 0
+    prepare_need = 0
     if not reasons:
         for s in subs:  # builtin options, operator by operator (PrepareNodeAndRegistration...)
             for op in s["ops"]:
-                size, align = KERNELS[op][0]
+                size, align = KERNELS[op].options
                 if size:
                     tail.alloc("builtin options", size, align)
-        for s in subs:  # operator data (InitSubgraphs, then PrepareSubgraphs)
+        for s in subs:  # InitSubgraphs: every operator's Init
             for op in s["ops"]:
-                for size in KERNELS[op][1]:
+                for size in KERNELS[op].init:
                     tail.alloc("Persistent buffer data", size, _ARENA_ALIGN)
-                scratch += KERNELS[op][2]
+        for s in subs:  # PrepareSubgraphs: operator by operator
+            for op in s["op_io"]:
+                k = KERNELS[op["type"]]
+                for size in k.prepare:
+                    tail.alloc("Persistent buffer data", size, _ARENA_ALIGN)
+                temps = ([i for i in op["inputs"] if i >= 0] + op["outputs"] if k.temps == "io"
+                         else op["inputs"][:1] if k.temps == "first" else [])
+                requests = _align_up(sz["ScratchBufferRequest"][0]
+                                     * (scratch + _MAX_SCRATCH_PER_OP), _ARENA_ALIGN)
+                end = _temp_tensors(requests, s["tensors"], temps)
+                prepare_need = max(prepare_need, tail.used + end)
+                tail.events.append(("temp", end))
+                scratch += k.scratch
+                tail.events.append(("head", sz["ScratchBufferRequest"][0]
+                                    * (scratch + _MAX_SCRATCH_PER_OP)))
     for s in subs:  # FinishModelAllocation, per subgraph
         if scratch:
             tail.alloc("scratch buffer handles", sz["ScratchBufferHandle"][0] * scratch, 8)
@@ -486,6 +613,11 @@ def tflm_arena_model(path: str | Path, head: int | None = None) -> TflmArenaMode
     work = _align_up(work + sz["AllocationInfo"][0] * (n_tensors + scratch), 8)
     work = _align_up(work + 8 * len(subs), _ARENA_ALIGN)
     work += sz["GreedyPlannerPerBuffer"][0] * (planned + scratch)
+    temp_end = _align_up(sz["ScratchBufferRequest"][0] * (scratch + _MAX_SCRATCH_PER_OP), 8)
+    temp_end = _align_up(temp_end + 8 * len(subs), 8) + sz["AllocationInfo"][0] * (n_tensors
+                                                                                   + scratch)
+    tail.events.append(("plan", temp_end, planned + scratch))
+    tail.events.append(("head", int(head)))
     before_io = tail.used
     _io_tensors(tail, subs)
     post = tail.used - before_io
@@ -494,31 +626,50 @@ def tflm_arena_model(path: str | Path, head: int | None = None) -> TflmArenaMode
         return TflmArenaModel(int(head), None, None, None, tuple(unknown), dict(tail.parts),
                               "; ".join(reasons), work, post)
     planning = at_commit + work
-    return TflmArenaModel(int(head), tail.used, planning, max(int(head) + tail.used, planning),
-                          (), dict(tail.parts), "", work, post)
+    need = max(int(head) + tail.used, planning, prepare_need)  # with a 16-aligned arena end
+    # the arena end need not be aligned: the smallest size from which every larger one fits
+    # (TFLM's acceptance is monotone in the arena size; checked by _fits on each)
+    lo = need
+    while lo > 0 and _fits(tail.events, lo - 1):
+        lo -= 1
+    if not all(_fits(tail.events, n) for n in range(lo, need + 1)):
+        raise AssertionError(f"{path}: the arena model is not monotone near {need} bytes")
+    return TflmArenaModel(int(head), tail.used, planning, lo,
+                          (), dict(tail.parts), "", work, post, prepare_need)
 
 
 def runtime_arena(path: str | Path, measure: bool = True) -> dict:
     """The ``arena_size`` a TFLite Micro interpreter needs for ``path``, and where the number
-    comes from (the ``runtime_arena*`` fields of ``memplan plan MODEL.tflite --json``).
+    comes from (the TFLite fields of ``memplan plan MODEL.tflite --json``).
 
-    Returns ``{"tflm_head", "runtime_arena", "runtime_arena_source", "runtime_arena_model",
-    "runtime_arena_note"}`` (bytes). ``runtime_arena_source`` is ``"model"`` when
-    :func:`tflm_arena_model` covers every kernel of the model; else ``"measured"`` (the smallest
-    ``arena_size`` the ``tflite-micro`` interpreter accepts, :func:`tflm_min_arena`) when
-    ``measure`` and ``tflite-micro`` is installed, the model's value (``None``) beside it; else
-    ``runtime_arena`` is ``None``. ``runtime_arena_note`` says why the model is incomplete or why
-    nothing was measured. Never an estimate.
+    Returns ``{"tflm_head", "tflm_head_source", "runtime_arena", "runtime_arena_source",
+    "runtime_arena_model", "runtime_arena_note"}`` (bytes).
+
+    * ``tflm_head``: :func:`tflm_head` (TFLM's planner on TFLM's lifetimes), source ``"model"``,
+      when every kernel is modelled (none requests scratch buffers); else, when ``measure`` and
+      ``tflite-micro`` is installed, the head the interpreter reports (:func:`tflm_arena`),
+      source ``"measured"``; else the modelled value with source ``"model (scratch buffers of
+      unmodelled kernels not included)"``.
+    * ``runtime_arena``: :func:`tflm_arena_model`'s value, source ``"model"``, when it covers
+      every kernel; else (``measure`` and ``tflite-micro`` installed) the smallest ``arena_size``
+      the interpreter accepts (:func:`tflm_min_arena`), source ``"measured"``, with the model's
+      value (``None``) beside it; else ``None``. ``runtime_arena_note`` says why the model is
+      incomplete or why nothing was measured. Never an estimate.
     """
     m = tflm_arena_model(path)
-    out = {"tflm_head": m.head, "runtime_arena": m.runtime_arena,
+    out = {"tflm_head": m.head, "tflm_head_source": "model",
+           "runtime_arena": m.runtime_arena,
            "runtime_arena_source": "model" if m.runtime_arena is not None else None,
            "runtime_arena_model": m.runtime_arena, "runtime_arena_note": m.reason}
-    if m.runtime_arena is None and measure:
+    if m.runtime_arena is None:
         ok, why = tflm_available()
-        if ok:
+        if measure and ok:
+            out["tflm_head"] = tflm_arena(path).head
+            out["tflm_head_source"] = "measured"
             out["runtime_arena"] = tflm_min_arena(path)
             out["runtime_arena_source"] = "measured"
         else:
-            out["runtime_arena_note"] = f"{m.reason}; not measured: {why}"
+            out["tflm_head_source"] = "model (scratch buffers of unmodelled kernels not included)"
+            if measure:
+                out["runtime_arena_note"] = f"{m.reason}; not measured: {why}"
     return out
