@@ -1,0 +1,162 @@
+"""The TFLite Micro differential test: memplan's runtime numbers against the interpreter itself.
+
+For every model of the seeded generator (:mod:`experiments.tflm.generate`) it compares
+
+* ``runtime_arena(path)["runtime_arena"]`` (:func:`experiments.tflm.oracle.runtime_arena`) with
+  the bisected minimum: the smallest ``arena_size`` at which the ``tflite-micro`` interpreter
+  builds and invokes the model with every input zero (:func:`experiments.tflm.oracle.tflm_min_arena`);
+* ``runtime_arena(path)["tflm_head"]`` with the non-persistent head the interpreter reports
+  (:func:`experiments.tflm.oracle.tflm_arena` ``.head``),
+
+and records where ``runtime_arena`` came from (``model``: memplan's model of the arena;
+``measured``: the bisection itself, where the model does not cover a kernel; a measured number
+equals the minimum by construction, so only ``model`` rows test the arena model, while the head
+is tested on every row). Every model that disagrees (or on which memplan raises) is written to
+``--failures`` as ``NAME.tflite`` with ``NAME.json`` (expected vs got, the model's feature tags).
+
+Run: ``python -m experiments.tflm.differential --models 300 --seed 0 --out
+results/tflm_differential.csv`` (exit 1 when any model disagrees, 2 when tflite-micro is
+missing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+__all__ = ["COLUMNS", "check_model", "run", "main"]
+
+COLUMNS = ["model", "seed", "tags", "source", "runtime_arena", "bisected_min", "tflm_head",
+           "head_model", "arena_ok", "head_ok", "kind", "error"]
+
+DEFAULT_FAILURES = "/tmp/tflm_diff/failures"
+
+
+def check_model(name: str, path: str | Path, seed: int | None = None,
+                tags: list[str] = ()) -> dict:
+    """One row (:data:`COLUMNS`) for the model at ``path``: expected (interpreter) vs got
+    (memplan). ``kind`` is ``""`` when both numbers agree, else a ``+``-joined subset of
+    ``arena_below`` / ``arena_above`` (``runtime_arena`` below / above the bisected minimum),
+    ``head`` (``tflm_head`` differs from the reported head), ``error`` (memplan raised; the
+    message is in ``error``). Raises :class:`experiments.tflm.oracle.TflmUnavailable` when the
+    interpreter itself fails on the model (a generator bug, not a memplan fault)."""
+    from experiments.tflm.oracle import runtime_arena, tflm_arena, tflm_min_arena
+
+    lo = tflm_min_arena(path)
+    head = tflm_arena(path).head
+    row = {"model": name, "seed": seed, "tags": " ".join(tags), "bisected_min": lo,
+           "tflm_head": head, "error": ""}
+    try:
+        got = runtime_arena(path)
+    except Exception as e:  # noqa: BLE001  (any memplan fault is a finding, recorded)
+        row.update(kind="error", error=f"{type(e).__name__}: {e}"[:500], arena_ok=False,
+                   head_ok=False)
+        return row
+    ra = got["runtime_arena"]
+    row.update(source=got["runtime_arena_source"], runtime_arena=ra, head_model=got["tflm_head"],
+               arena_ok=ra == lo, head_ok=got["tflm_head"] == head)
+    kinds = []
+    if ra is None:
+        kinds.append("error")
+        row["error"] = f"runtime_arena is None ({got.get('runtime_arena_note', '')})"
+    elif ra < lo:
+        kinds.append("arena_below")
+    elif ra > lo:
+        kinds.append("arena_above")
+    if not row["head_ok"]:
+        kinds.append("head")
+    row["kind"] = "+".join(kinds)
+    return row
+
+
+def _save_failure(row: dict, path: Path, folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(path, folder / f"{row['model']}.tflite")
+    expected = {"runtime_arena": row["bisected_min"], "tflm_head": row["tflm_head"]}
+    got = {"runtime_arena": row.get("runtime_arena"), "tflm_head": row.get("head_model"),
+           "runtime_arena_source": row.get("source"), "error": row.get("error", "")}
+    (folder / f"{row['model']}.json").write_text(json.dumps(
+        {"model": row["model"], "seed": row["seed"], "tags": row["tags"].split(),
+         "kind": row["kind"], "expected": expected, "got": got,
+         "reference": "smallest arena_size at which tflite-micro builds and invokes the model "
+                      "(inputs zero); head from print_allocations"}, indent=2) + "\n")
+
+
+def run(models: int, seed: int = 0, failures: str | Path | None = DEFAULT_FAILURES,
+        progress: bool = False) -> list[dict]:
+    """Check the generated models of seeds ``seed .. seed + models - 1``
+    (:func:`check_model`); each failing one is saved into ``failures`` (when not ``None``).
+    Returns the rows."""
+    from experiments.tflm.generate import generate_model, model_tags
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="tflm_diff_") as work:
+        for s in range(seed, seed + models):
+            name = f"g{s:05d}"
+            path = generate_model(s, Path(work) / f"{name}.tflite")
+            row = check_model(name, path, s, model_tags(s))
+            rows.append(row)
+            if row["kind"] and failures is not None:
+                _save_failure(row, path, Path(failures))
+            if progress:
+                print(f"{name}: {row['kind'] or 'ok'} ({row.get('source')}, "
+                      f"{row.get('runtime_arena')} vs {row['bisected_min']}, head "
+                      f"{row.get('head_model')} vs {row['tflm_head']})", file=sys.stderr)
+    return rows
+
+
+def summary(rows: list[dict]) -> str:
+    """A few lines: totals, failures by kind, by source and by feature tag."""
+    bad = [r for r in rows if r["kind"]]
+    lines = [f"{len(rows)} models, {len(bad)} disagree; source: "
+             + ", ".join(f"{k} {v}" for k, v in sorted(Counter(
+                 str(r.get("source")) for r in rows).items()))]
+    lines.append("by kind: " + ", ".join(f"{k} {v}" for k, v in sorted(Counter(
+        r["kind"] for r in bad).items())))
+    tags_all = Counter(t for r in rows for t in r["tags"].split())
+    tags_bad = Counter(t for r in bad for t in r["tags"].split())
+    lines.append("by tag (failing/all): " + ", ".join(
+        f"{t} {tags_bad[t]}/{n}" for t, n in sorted(tags_all.items())))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line (module docstring); exit 0 when every model agrees, 1 otherwise, 2 when
+    ``tflite``/``tflite-micro`` is missing."""
+    import pandas as pd
+
+    from experiments.records import write_csv
+    from experiments.tflm.oracle import tflm_available
+    from scheduling.tflite_import import tflite_available
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", type=int, default=300)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default=None, help="CSV of one row per model")
+    ap.add_argument("--failures", default=DEFAULT_FAILURES,
+                    help="folder for NAME.tflite + NAME.json of each disagreeing model")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    args = ap.parse_args(argv)
+    for ok, why in (tflite_available(), tflm_available()):
+        if not ok:
+            print(f"tflm differential: {why}", file=sys.stderr)
+            return 2
+    rows = run(args.models, args.seed, args.failures, args.verbose)
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        df = pd.DataFrame(rows).reindex(columns=COLUMNS)
+        for c in ("seed", "runtime_arena", "bisected_min", "tflm_head", "head_model"):
+            df[c] = df[c].astype("Int64")
+        write_csv(df, out)
+    print(summary(rows))
+    return 1 if any(r["kind"] for r in rows) else 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
