@@ -155,6 +155,7 @@ def load_tflite(
     path: str | os.PathLike,
     overrides: Mapping[str, Sequence[int]] | None = None,
     name: str | None = None,
+    fold_constants: bool = False,
 ) -> TfliteModel:
     """Import the main subgraph of a ``.tflite`` file (rules in the module docstring).
 
@@ -165,6 +166,12 @@ def load_tflite(
         Static shapes for tensors with dynamic (``< 0``) dimensions.
     name : str, optional
         Graph name (default: the file name without ``.tflite``).
+    fold_constants : bool, default False
+        Fold operators whose inputs are all constant into persistent tensors (a planning view for
+        a runtime that evaluates them once; TFLite Micro does not, it runs them at every
+        ``Invoke`` and plans their outputs). Off by default: every operator the file holds is
+        scheduled, except those that read nothing and write no arena bytes (``VAR_HANDLE``,
+        ``CALL_ONCE`` of an empty initialiser).
 
     Returns
     -------
@@ -201,7 +208,8 @@ def load_tflite(
             raise TfliteImportError(f"{path}: the model has no subgraph")
         op_names = _enum_names(tflite.BuiltinOperator)
         type_names = _enum_names(tflite.TensorType)
-        return _build(path, model, 0, n_sub, op_names, type_names, dict(overrides or {}), name)
+        return _build(path, model, 0, n_sub, op_names, type_names, dict(overrides or {}), name,
+                      fold=bool(fold_constants))
     except TfliteImportError:
         raise
     except GraphError as e:
@@ -211,7 +219,7 @@ def load_tflite(
 
 
 def _build(path, model, index, n_sub, op_names, type_names, overrides, name,
-           stack=(), memo=None) -> TfliteModel:
+           stack=(), memo=None, fold=False) -> TfliteModel:
     memo = {} if memo is None else memo  # subgraph index -> need, so each callee is planned once
     sg = model.Subgraphs(index)
     stack = (*stack, index)
@@ -263,10 +271,13 @@ def _build(path, model, index, n_sub, op_names, type_names, overrides, name,
         callees = _called_subgraphs(path, model, op, otype, n_sub, stack)
         if callees is not None:
             need = _callee_need(path, model, otype, callees, n_sub, op_names, type_names, stack,
-                                memo)
+                                memo, fold)
             workspaces[f"{oi}:{otype}"] = (need, callees)
-    # constant folding: outputs of operators whose inputs are all persistent (file order is a
-    # valid topological order of a TFLite subgraph)
+    info = [tensor_info(j) for j in range(nt)]
+    # Dropped: operators that read nothing and write no arena bytes (VAR_HANDLE, an empty
+    # CALL_ONCE): no lifetime depends on them. With ``fold``, also constant folding: outputs of
+    # operators whose inputs are all persistent (file order is a valid topological order of a
+    # TFLite subgraph).
     folded: dict[str, int] = {}
     kept = []
     for oi, otype, ins, outs in ops:
@@ -274,8 +285,9 @@ def _build(path, model, index, n_sub, op_names, type_names, overrides, name,
             workspaces.pop(f"{oi}:{otype}", None)
             folded[otype] = folded.get(otype, 0) + 1
             continue
+        silent = not ins and all(info[o][2] == 0 for o in outs)
         if (outs and otype not in _STATEFUL and all(i in persistent for i in ins)
-                and not any(o in outputs for o in outs)):
+                and not any(o in outputs for o in outs) and (fold or silent)):
             persistent.update(outs)
             folded[otype] = folded.get(otype, 0) + 1
             continue
@@ -283,7 +295,6 @@ def _build(path, model, index, n_sub, op_names, type_names, overrides, name,
 
     workspaces = {k: v for k, v in workspaces.items() if v[0] > 0}
     g = Graph(name if name is not None else (path.stem if index == 0 else f"{path.stem}#{index}"))
-    info = [tensor_info(j) for j in range(nt)]
     produced = {o for _, _, _, outs in kept for o in outs}
     used = {i for _, _, ins, _ in kept for i in ins} | produced | set(inputs) | set(outputs)
     persistent_bytes = 0
@@ -370,7 +381,8 @@ def _called_subgraphs(path, model, op, otype, n_sub, stack) -> tuple[int, ...] |
     return tuple(int(i) for i in idx)
 
 
-def _callee_need(path, model, otype, callees, n_sub, op_names, type_names, stack, memo) -> int:
+def _callee_need(path, model, otype, callees, n_sub, op_names, type_names, stack, memo,
+                 fold=False) -> int:
     """Bytes the called subgraphs need at the calling step: each callee's greedy-by-size arena
     (inputs included, 16-byte alignment, file order); ``max`` over IF branches, the sum for
     WHILE's cond and body."""
@@ -381,7 +393,7 @@ def _callee_need(path, model, otype, callees, n_sub, op_names, type_names, stack
     needs = []
     for i in callees:
         if i not in memo:
-            m = _build(path, model, i, n_sub, op_names, type_names, {}, None, stack, memo)
+            m = _build(path, model, i, n_sub, op_names, type_names, {}, None, stack, memo, fold)
             p = lifetime_problem(m.graph, None, include_inputs=True, alignment=16)
             memo[i] = plan(p, "greedy_by_size").arena_size if p.n else 0
         needs.append(memo[i])
@@ -395,19 +407,26 @@ def tflite_problem(
     alignment: int = 16,
     overrides: Mapping[str, Sequence[int]] | None = None,
     name: str | None = None,
+    fold_constants: bool = False,
 ) -> Problem:
     """The activation :class:`planners.Problem` of a ``.tflite`` model under a schedule.
 
     Half-open lifetimes ``[start, end)`` in schedule steps of the main subgraph, sizes in bytes,
     persistent tensors excluded. ``include_inputs=True`` and ``alignment=16`` match TFLite Micro's
     arena (the graph input is planned in the arena; ``MicroArenaBufferAlignment()`` is 16 bytes).
-    Raises :class:`TfliteImportError` (see :func:`load_tflite`) or ``ValueError`` for an unknown
-    scheduler name.
+    ``fold_constants``: see :func:`load_tflite` (off: every operator TFLite Micro runs is
+    scheduled). Raises :class:`TfliteImportError` (see :func:`load_tflite`) or ``ValueError``
+    for an unknown scheduler name.
+
+    This is the planning view of the main subgraph (called subgraphs as workspaces of their
+    calling step). The numbers that name TFLite Micro (``tflm_head``, ``runtime_arena``) do not
+    come from it but from TFLM's own lifetimes and planner
+    (:func:`experiments.tflm.oracle.tflm_head_problem`).
     """
     from .lifetimes import lifetime_problem
     from .schedulers import get_scheduler
 
-    m = load_tflite(path, overrides=overrides, name=name)
+    m = load_tflite(path, overrides=overrides, name=name, fold_constants=fold_constants)
     order = get_scheduler(schedule).schedule(m.graph).order
     return lifetime_problem(m.graph, order, include_inputs=include_inputs, alignment=alignment,
                             name=m.graph.name)
