@@ -15,9 +15,10 @@ from .graph import Graph
 
 __all__ = ["Schedule", "check_schedule", "is_valid_schedule", "SCHEDULE_STATUSES"]
 
-#: ``optimal``: proved to minimise the scheduler's objective; ``feasible``: from an exact method
-#: that did not prove optimality; ``heuristic``: from a heuristic (or a fixed rule such as the file
-#: order); ``timeout``: the time limit ended the search, the order is the best one found;
+#: ``optimal``: the order's peak equals a proved lower bound on every order's peak (whatever
+#: scheduler found it; :func:`scheduling.schedulers.base.decide_status`); ``feasible``: from an
+#: exact method that did not prove optimality; ``heuristic``: from a heuristic (or a fixed rule
+#: such as the file order) and not proved optimal; ``timeout``: the time limit ended the search, the order is the best one found;
 #: ``skipped``: the exact method declined to build its model (estimated too large for its time
 #: limit, reason in ``info``) and returned its fallback order.
 SCHEDULE_STATUSES = ("optimal", "feasible", "heuristic", "timeout", "skipped")
@@ -93,6 +94,11 @@ class Schedule:
         The scheduler's parameters, verbatim.
     info : dict
         Scheduler-specific statistics (objective value, nodes explored, ...).
+    bound : int or None
+        A proved lower bound (bytes) on the peak of live bytes of every order of the graph
+        (:func:`scheduling.schedulers.bounds.order_lower_bound`, or higher when the scheduler
+        proved more); the status is ``optimal`` exactly when the order's peak equals it.
+        ``None`` for a schedule not built by a scheduler.
     """
 
     order: tuple[str, ...]
@@ -101,6 +107,7 @@ class Schedule:
     seconds: float = 0.0
     params: dict[str, Any] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
+    bound: int | None = None
 
     def __post_init__(self) -> None:
         self.order = tuple(self.order)

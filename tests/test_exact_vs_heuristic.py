@@ -92,7 +92,7 @@ def test_exact_dp_pinned_graph_returns_best_of_order():
     assert old.status == "timeout" and peak_live_bytes(g, old.order) > best
     new = schedule(g, "exact_dp", max_states=2000, time_limit=None)
     assert new.info["peak_bytes"] == peak_live_bytes(g, new.order) <= best
-    assert new.info["initial_peak"] == best
+    assert new.info["initial_peak"] == min(new.info["initial_peaks"].values()) <= best
 
 
 @pytest.mark.parametrize("seed", range(6))

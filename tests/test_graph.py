@@ -186,7 +186,9 @@ def test_file_order_scheduler():
     g = chain(3)
     s = schedule(g)
     assert s.order == ("op0", "op1", "op2")
-    assert (s.scheduler, s.status, s.params) == ("file_order", "heuristic", {})
+    # a chain has one order, which the order lower bound proves optimal
+    assert (s.scheduler, s.status, s.params) == ("file_order", "optimal", {})
+    assert s.bound == s.info["peak_bytes"]
     assert s.seconds >= 0 and s.step_of("op1") == 1
     assert SCHEDULERS["file_order"] is FileOrder
 

@@ -3,8 +3,10 @@
 >>> from scheduling.examples import seed000_graph
 >>> from scheduling.schedulers import schedule
 >>> s = schedule(seed000_graph(), "file_order")
->>> s.scheduler, s.status, len(s.order)
-('file_order', 'heuristic', 6)
+>>> s.scheduler, len(s.order), s.info["peak_bytes"], s.bound
+('file_order', 6, 20480, 20480)
+>>> s.status  # the order lower bound proves the file order optimal here
+'optimal'
 """
 
 from .base import (

@@ -19,6 +19,7 @@ A new scheduler is one module with a subclass and one line in
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,7 @@ from planners.params import Configurable, validate_params
 
 from ..graph import Graph
 from ..schedule import SCHEDULE_STATUSES, Schedule, check_schedule, is_valid_schedule
+from .memsim import MemoryModel
 
 __all__ = [
     "Schedule",
@@ -36,16 +38,60 @@ __all__ = [
     "check_schedule",
     "is_valid_schedule",
     "SCHEDULE_STATUSES",
+    "cached_order_bound",
+    "decide_status",
 ]
 
 
 @dataclass
 class ScheduleResult:
-    """What :meth:`Scheduler._schedule` may return instead of a plain order."""
+    """What :meth:`Scheduler._schedule` may return instead of a plain order.
+
+    ``bound`` (bytes, optional) is a lower bound on the peak of **every** topological order that
+    the scheduler has proved (e.g. a DP optimum, a CP-SAT best bound), at least
+    :func:`.bounds.order_lower_bound`; ``None`` lets :meth:`Scheduler.schedule` use that one.
+    """
 
     order: Sequence[str]
     status: str = "heuristic"
     info: dict[str, Any] = field(default_factory=dict)
+    bound: int | None = None
+
+
+#: graph -> (fingerprint, order lower bound): the bound is computed once per graph state.
+_BOUND_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _fingerprint(graph: Graph) -> int:
+    return hash((
+        tuple((o.name, o.inputs, o.outputs) for o in graph.ops.values()),
+        tuple((t.name, t.nbytes, t.kind, t.producer) for t in graph.tensors.values()),
+    ))
+
+
+def cached_order_bound(graph: Graph) -> int:
+    """:func:`.bounds.order_lower_bound` of ``graph`` (bytes), remembered per graph object and
+    recomputed when its operators or tensors changed (a fingerprint of names, edges, sizes and
+    kinds, ``O(#ops + #tensor uses)``)."""
+    from .bounds import order_lower_bound
+
+    fp = _fingerprint(graph)
+    hit = _BOUND_CACHE.get(graph)
+    if hit is not None and hit[0] == fp:
+        return hit[1]
+    b = order_lower_bound(graph)
+    _BOUND_CACHE[graph] = (fp, b)
+    return b
+
+
+def decide_status(claimed: str, peak: int, bound: int) -> str:
+    """The one status rule of every scheduler: ``"optimal"`` exactly when the order's peak is at
+    most a proved lower bound on every order's peak (``peak <= bound``, bytes); a scheduler that
+    claimed ``"optimal"`` without such a bound gets ``"feasible"``; otherwise its own status
+    (``heuristic``, ``feasible``, ``timeout``, ``skipped``) is kept."""
+    if peak <= bound:
+        return "optimal"
+    return "feasible" if claimed == "optimal" else claimed
 
 
 class Scheduler(Configurable):
@@ -59,6 +105,11 @@ class Scheduler(Configurable):
 
     def schedule(self, graph: Graph) -> Schedule:
         """Schedule ``graph`` and return a checked :class:`Schedule`.
+
+        The schedule's ``bound`` is the larger of :func:`.bounds.order_lower_bound` and the bound
+        the scheduler proved (:class:`ScheduleResult`), and its status follows the one rule of
+        :func:`decide_status` (``optimal`` only when the bound proves it). ``info["peak_bytes"]``
+        is set to the order's peak (bytes) when the scheduler did not set it.
 
         Raises
         ------
@@ -77,7 +128,15 @@ class Scheduler(Configurable):
             res = ScheduleResult(res)
         order = tuple(res.order)
         check_schedule(graph, order)
-        return Schedule(order, self.name, res.status, seconds, self.get_params(), dict(res.info))
+        m = MemoryModel(graph)
+        peak = m.peak(m.to_indices(order))
+        bound = cached_order_bound(graph)
+        if res.bound is not None:
+            bound = max(bound, min(int(res.bound), peak))
+        info = dict(res.info)
+        info.setdefault("peak_bytes", peak)
+        status = decide_status(res.status, peak, bound)
+        return Schedule(order, self.name, status, seconds, self.get_params(), info, bound)
 
     def _schedule(self, graph: Graph) -> Sequence[str] | ScheduleResult:  # pragma: no cover
         raise NotImplementedError

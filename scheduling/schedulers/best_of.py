@@ -39,8 +39,9 @@ class BestOf(Scheduler):
     XLA's ``DefaultMemoryScheduler`` runs its list, DFS and post-order schedulers and keeps the
     one with the least memory; here any registered schedulers can be tried. ``file_order`` is
     always among the candidates (added first if missing), so the result is **never worse than the
-    file order**. Ties go to the earlier candidate. Status: ``"optimal"`` if a candidate proved
-    optimality and won, else ``"heuristic"``.
+    file order**. Ties go to the earlier candidate. Its bound is the largest of the candidates'
+    proved bounds, so the status is ``"optimal"`` when that bound proves the winner optimal
+    (:func:`.base.decide_status`), else ``"heuristic"``.
 
     Parameters
     ----------
@@ -75,12 +76,15 @@ class BestOf(Scheduler):
         m = MemoryModel(graph)
         best = None
         peaks: dict[str, int] = {}
+        bound = 0
         for name in names:
             s = get_scheduler(name).schedule(graph)
             pk = m.peak(m.to_indices(s.order))
             peaks[name] = pk
+            if s.bound is not None:
+                bound = max(bound, s.bound)
             if best is None or pk < best[0]:
                 best = (pk, name, s)
         pk, winner, s = best
-        status = "optimal" if s.status == "optimal" else "heuristic"
-        return ScheduleResult(s.order, status, {"peak_bytes": pk, "winner": winner, "peaks": peaks})
+        return ScheduleResult(s.order, "heuristic",
+                              {"peak_bytes": pk, "winner": winner, "peaks": peaks}, bound=bound)

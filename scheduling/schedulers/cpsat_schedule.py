@@ -11,6 +11,7 @@ from planners.params import CPSAT_SEED, MODEL_BUDGET, POSITIVE_SECONDS, THREADS,
 
 from ..graph import Graph
 from .base import Scheduler, ScheduleResult
+from .bounds import order_lower_bound
 from .exact_dp import initial_order
 from .memsim import MemoryModel
 
@@ -54,10 +55,11 @@ class CPSatSchedule(Scheduler):
     * ``sum_t size(t) * alive[t, k] <= peak`` for every step; minimise ``peak`` (bytes).
 
     The best of the ``min_live``, DFS and stored orders and of ``best_of``'s candidates
-    (:func:`.exact_dp.initial_order`) is given as a hint and its peak as an upper bound, and it is
-    returned whenever the solver does not find a better order, so the result is never worse than
-    ``best_of``; the order-independent bound ``max_v (inputs(v) + outputs(v))`` is the lower
-    bound.
+    (:func:`.exact_dp.initial_order`, ``anneal`` and ``genetic`` included, each given a tenth of
+    ``time_limit``) is given as a hint and its peak as an upper bound, and it is returned
+    whenever the solver does not find a better order, so the result is never worse than any
+    heuristic of the toolkit; the order lower bound of :mod:`.bounds` is the peak variable's
+    lower bound and the proved bound when the solver proves nothing more.
 
     The model has ``O(n^2 + n * #tensor uses)`` terms (:func:`estimate_model`); it is built only
     when its estimated build time is within ``model_budget`` times the time left (rates measured,
@@ -131,15 +133,16 @@ class CPSatSchedule(Scheduler):
         limit = float(self.time_limit)
         m = MemoryModel(graph)
         n = m.n
-        lb = m.op_lower_bound()
-        info: dict = {}
+        lb = order_lower_bound(m) if n else 0
+        info: dict = {"order_bound": lb}
         if n == 0:
             greedy, ub = [], 0
         else:
-            greedy, ub = initial_order(m, self.best_of_start, info)
+            greedy, ub = initial_order(m, self.best_of_start, info, 0.1 * limit)
         info.update(initial_peak=ub, peak_bytes=ub, best_bound=lb)
         if n == 0 or ub <= lb:
-            return ScheduleResult(m.to_names(greedy), "optimal", {**info, "solver_status": "bound"})
+            return ScheduleResult(m.to_names(greedy), "optimal", {**info, "solver_status": "bound"},
+                                  bound=lb)
         est = estimate_model(m)
         info["model_estimate"] = est.as_info()
         left = limit - (time.perf_counter() - t0)
@@ -148,7 +151,7 @@ class CPSatSchedule(Scheduler):
             reason = f"cpsat_schedule: {n} operators > max_ops={self.max_ops}; not built"
         if reason is not None:
             info.update(solver_status="not_run", reason=reason)
-            return ScheduleResult(m.to_names(greedy), "skipped", info)
+            return ScheduleResult(m.to_names(greedy), "skipped", info, bound=lb)
         model = cp_model.CpModel()
         st = [[model.NewBoolVar(f"s{v}_{k}") for k in range(n)] for v in range(n)]
         for v in range(n):
@@ -199,7 +202,7 @@ class CPSatSchedule(Scheduler):
         left = limit - (time.perf_counter() - t0)
         if left <= 0:
             info["solver_status"] = "not_run"
-            return ScheduleResult(m.to_names(greedy), "timeout", info)
+            return ScheduleResult(m.to_names(greedy), "timeout", info, bound=lb)
         solver = cp_model.CpSolver()
         solver.parameters.max_time_in_seconds = left
         solver.parameters.num_workers = int(self.num_workers)
@@ -216,5 +219,5 @@ class CPSatSchedule(Scheduler):
             bound = max(lb, math.ceil(solver.BestObjectiveBound() - 1e-6))
             status = "optimal" if code == cp_model.OPTIMAL and pk <= bound else "feasible"
             info.update(peak_bytes=pk, best_bound=bound)
-            return ScheduleResult(m.to_names(order), status, info)
-        return ScheduleResult(m.to_names(greedy), "timeout", info)
+            return ScheduleResult(m.to_names(order), status, info, bound=bound)
+        return ScheduleResult(m.to_names(greedy), "timeout", info, bound=lb)

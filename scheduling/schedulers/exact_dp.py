@@ -1,31 +1,45 @@
-"""Optimal-peak scheduling by dynamic programming over sets of scheduled operators (Serenity)."""
+"""Optimal-peak scheduling by dynamic programming over sets of scheduled operators (Serenity),
+divided at the graph's cut points."""
 
 from __future__ import annotations
 
 import time
 from numbers import Integral
 
+import numpy as np
+
 from planners.params import OPTIONAL_POSITIVE_SECONDS, Interval
 
 from ..graph import Graph
 from .base import Scheduler, ScheduleResult
+from .bounds import CUT_MAX_OPS, ancestor_matrix, complete_cuts, order_bound_details
 from .list_base import list_schedule
 from .memsim import MemoryModel
 
-__all__ = ["ExactDP", "initial_order"]
+__all__ = ["ExactDP", "initial_order", "SEARCH_CANDIDATES"]
+
+#: Search heuristics added to :data:`.best_of.DEFAULT_CANDIDATES` in :func:`initial_order`.
+SEARCH_CANDIDATES = ("anneal", "genetic")
 
 
 def initial_order(
-    model: MemoryModel, best_of: bool = True, info: dict | None = None
+    model: MemoryModel,
+    best_of: bool = True,
+    info: dict | None = None,
+    search_seconds: float | None = None,
 ) -> tuple[list[int], int]:
-    """The best of the cheap orders, as operator indices, with its peak (bytes).
+    """The best of the toolkit's heuristic orders, as operator indices, with its peak (bytes).
 
-    The cheap orders are greedy ``min_live``, ONNX Runtime's DFS and the stored order (when
+    The candidates are greedy ``min_live``, ONNX Runtime's DFS and the stored order (when
     topological) and, with ``best_of=True``, every candidate of :class:`.best_of.BestOf`
-    (:data:`.best_of.DEFAULT_CANDIDATES`), so an exact scheduler that returns it is never worse
-    than ``best_of``. Ties keep that order. It is the upper bound and fallback of the exact
-    schedulers. ``info`` (optional dict) receives ``initial_winner``, the name of the best.
-    Cost: the candidates' costs, each about ``O((n + #tensor uses) log n)``.
+    (:data:`.best_of.DEFAULT_CANDIDATES`) and the search heuristics ``anneal`` and ``genetic``
+    (:data:`SEARCH_CANDIDATES`, default parameters, each stopped after ``search_seconds`` when
+    given), so an exact scheduler that starts from it is never worse than any heuristic of the
+    toolkit run with those settings. Ties keep that order. It is the upper bound and fallback of
+    the exact schedulers. ``info`` (optional dict) receives ``initial_winner``, the name of the
+    best, and ``initial_peaks`` (peak per candidate, bytes).
+    Cost: the candidates' costs, each about ``O((n + #tensor uses) log n)`` except the two
+    searches (``O(iterations * (n + #tensor uses))``, bounded by ``search_seconds``).
     """
     from .best_of import DEFAULT_CANDIDATES
     from .registry import get_scheduler
@@ -46,47 +60,97 @@ def initial_order(
         for name in DEFAULT_CANDIDATES:
             order = model.to_indices(get_scheduler(name).schedule(model.graph).order)
             cands.append((name, order, model.peak(order)))
+        for name in SEARCH_CANDIDATES:
+            params = {} if search_seconds is None else {"time_limit": max(search_seconds, 1e-3)}
+            order = model.to_indices(get_scheduler(name, **params).schedule(model.graph).order)
+            cands.append((name, order, model.peak(order)))
     name, order, peak = min(cands, key=lambda c: c[2])
     if info is not None:
         info["initial_winner"] = name
-    return order, peak
+        info["initial_peaks"] = {c[0]: int(c[2]) for c in cands}
+    return list(order), int(peak)
+
+
+class _Part:
+    """Outcome of the DP on one segment: ``order`` (operator indices) or ``None`` when the search
+    stopped, ``peak`` (bytes, of ``order``), ``bound`` (bytes, proved for the segment), states
+    created and why it stopped."""
+
+    __slots__ = ("order", "peak", "bound", "states", "stopped")
+
+    def __init__(self, order, peak, bound, states, stopped=None):
+        self.order, self.peak, self.bound, self.states, self.stopped = (
+            order, peak, bound, states, stopped)
 
 
 class ExactDP(Scheduler):
     """The minimum peak over all topological orders, by dynamic programming with memoisation
-    (Ahn et al., "Ordering Chaos: Memory-Aware Scheduling of Irregularly Wired Neural Networks
-    for Edge Devices" (Serenity), MLSys 2020; seed 002 exercise 5.4).
+    inside the segments between the graph's cut points (Ahn et al., "Ordering Chaos:
+    Memory-Aware Scheduling of Irregularly Wired Neural Networks for Edge Devices" (Serenity),
+    MLSys 2020, sections 3.1-3.3; seed 002 exercise 5.4).
 
-    A state is the set ``S`` of operators already run (a down-set of the DAG, stored as an integer
-    bit mask). The live bytes after ``S`` depend on ``S`` only, so the best peak of any order that
+    Divide and conquer
+    ------------------
+    A complete cut (:func:`.bounds.complete_cuts`) is a set ``D`` of operators each of which is an
+    ancestor of every operator outside ``D`` -- e.g. everything up to an articulation operator
+    that every path crosses. Every order runs ``D`` first, so the orders of the graph are exactly
+    the concatenations of independent orders of the segments ``J_1, ..., J_r`` between
+    consecutive cuts. What carries across a cut does not depend on any order: the tensors
+    produced before ``J`` and still needed at its start (read in ``J`` or later, or graph
+    outputs) are live when ``J`` starts -- those read only after ``J`` stay live throughout (the
+    segment's baseline), those read in ``J`` are freed by ``J``'s own order -- and the tensors
+    ``J`` produces for later segments stay live to its end. So the live bytes at every step of
+    ``J`` are a function of ``J``'s order alone, ``f_J``, and the peak of the whole order is
+    ``max_J f_J``. Because the segments' orders are chosen independently,
+    ``min over orders of max_J f_J = max_J min f_J``: the optimum of the whole is the maximum of
+    the segments' optima and the composition of the segments' optimal orders attains it.
+
+    Inside a segment
+    ----------------
+    A state is the set ``S`` of the segment's operators already run (a down-set, an integer bit
+    mask); the live bytes after ``S`` depend on ``S`` only, so the best peak of any order that
     runs exactly ``S`` first obeys::
 
         peak*(S + v) = min over ready v of max(peak*(S), live(S) + alloc(v))
 
-    The DP goes level by level (``|S| = 0, 1, ..., n``), keeping one entry per state (memoisation:
-    orders reaching the same set merge) with its predecessor for reconstruction. Pruning: an upper
-    bound from :func:`initial_order` (the best of ``min_live``, DFS, the stored order and
-    ``best_of``'s candidates; states whose peak reaches it cannot improve it and are dropped),
-    and the order-independent lower bound ``max_v (inputs(v) + outputs(v))``: when the initial
-    order meets it, it is optimal without search.
+    The DP goes level by level (``|S| = 0, 1, ...``), keeping one entry per state (the memo:
+    orders reaching the same set merge) with its predecessor for reconstruction. Pruning: the
+    upper bound is the initial order's peak on the segment (states reaching it cannot improve
+    it); segments whose initial peak is already at or below the proved bound of the whole (the
+    order lower bound of :mod:`.bounds`, raised by each segment optimum found) are not searched,
+    and segments are searched largest initial peak first.
+
+    The initial order is :func:`initial_order` (the best of all the toolkit's heuristics,
+    ``genetic`` and ``anneal`` included), so the result is never worse than any of them; when a
+    segment's search stops (time limit or memo limit) that segment keeps the initial order's
+    steps, and the proved bound of the stopped search (the least peak over its last complete
+    level, capped by the initial peak) still raises the bound of the whole.
 
     Parameters
     ----------
     max_states : int, default 500_000
-        Budget on the number of states created.
+        The memo limit: the most DP states held in memory for one segment (a segment's memo is
+        freed when it is done; about 200 bytes per state in CPython). When a segment needs more,
+        its search stops, ``info["reason"]`` says so and the status is ``"timeout"`` unless the
+        bound still proves the result optimal.
     time_limit : float or None, default 10.0
-        Budget in seconds for the whole call, the initial orders included (checked once per state
-        expansion).
+        Budget in seconds for the whole call, the initial orders and bounds included (checked once
+        per state expansion). Segments share what is left after the initial orders: each gets
+        the time left divided by the number of segments still to search.
     best_of_start : bool, default True
-        Start from the best of ``best_of``'s candidate orders too (:func:`initial_order`), so the
-        result is never worse than ``best_of``; ``False`` (ablation) starts from the three cheap
-        orders only.
+        Start from the best of all heuristics (:func:`initial_order`), so the result is never
+        worse than any; ``False`` (ablation) starts from ``min_live``, DFS and the stored order.
+    decompose : bool, default True
+        Divide at the complete cuts; ``False`` runs one DP over the whole graph (ablation).
 
     Returns (via :meth:`schedule`)
     ------------------------------
-    Schedule with status ``"optimal"`` (``info["peak_bytes"]`` is the proved minimum) or, when a
-    budget ran out, ``"timeout"`` with the best order known (:func:`initial_order`) and its peak.
-    ``info`` also holds ``states``, ``lower_bound``, ``initial_peak`` and ``initial_winner``.
+    Schedule with status ``"optimal"`` (``info["peak_bytes"]`` is the proved minimum, equal to
+    the schedule's ``bound``) or ``"timeout"`` with the best order known and its peak. ``info``
+    also holds ``lower_bound`` (the proved bound of the whole, bytes), ``order_bound``
+    (:func:`.bounds.order_lower_bound`), ``states`` (created in all segments), ``segments``,
+    ``segments_searched``, ``largest_segment`` (operators), ``initial_peak``,
+    ``initial_winner`` and, when a search stopped, ``reason``.
 
     Raises
     ------
@@ -95,9 +159,9 @@ class ExactDP(Scheduler):
 
     Notes
     -----
-    Worst case ``O(#down-sets * n)`` time and ``O(#down-sets)`` memory: exponential in the graph's
-    width, fine for chains and small irregular graphs (<= ~25 operators in well under a second),
-    hopeless for wide graphs -- hence the budgets. Peak convention of :mod:`.memsim` (the same as
+    Worst case ``O(#down-sets * n)`` time and ``O(#down-sets)`` memory per segment: exponential
+    in the width of a segment, fine for chains of small irregular cells, hopeless for one wide
+    segment -- hence the budgets. Peak convention of :mod:`.memsim` (the same as
     :func:`scheduling.lifetimes.peak_live_bytes`).
     """
 
@@ -106,65 +170,137 @@ class ExactDP(Scheduler):
         "max_states": [Interval(Integral, 1, None)],
         "time_limit": OPTIONAL_POSITIVE_SECONDS,
         "best_of_start": ["boolean"],
+        "decompose": ["boolean"],
     }
 
     def __init__(
-        self, max_states: int = 500_000, time_limit: float | None = 10.0, best_of_start: bool = True
+        self,
+        max_states: int = 500_000,
+        time_limit: float | None = 10.0,
+        best_of_start: bool = True,
+        decompose: bool = True,
     ) -> None:
         self.max_states = max_states
         self.time_limit = time_limit
         self.best_of_start = best_of_start
+        self.decompose = decompose
 
     def _schedule(self, graph: Graph) -> ScheduleResult:
         t0 = time.perf_counter()
         m = MemoryModel(graph)
         n = m.n
         if n == 0:
-            return ScheduleResult([], "optimal", {"peak_bytes": 0, "states": 0, "lower_bound": 0})
-        lb = m.op_lower_bound()
-        info: dict = {"lower_bound": lb}
-        greedy, ub = initial_order(m, self.best_of_start, info)
+            return ScheduleResult([], "optimal", {"peak_bytes": 0, "states": 0, "lower_bound": 0},
+                                  bound=0)
+        A = ancestor_matrix(m) if n <= CUT_MAX_OPS else None
+        det = order_bound_details(m, ancestors=A)
+        lb = int(det["bound"])
+        info: dict = {"order_bound": lb}
+        search = None if self.time_limit is None else 0.1 * float(self.time_limit)
+        greedy, ub = initial_order(m, self.best_of_start, info, search)
         info["initial_peak"] = ub
         if ub <= lb:
-            return ScheduleResult(
-                m.to_names(greedy), "optimal", {**info, "peak_bytes": ub, "states": 1}
-            )
+            info.update(lower_bound=lb, peak_bytes=ub, states=1, segments=1, segments_searched=0,
+                        largest_segment=n)
+            return ScheduleResult(m.to_names(greedy), "optimal", info, bound=lb)
         deadline = None if self.time_limit is None else t0 + float(self.time_limit)
+        cuts = complete_cuts(m, A) if (self.decompose and A is not None) else []
+        edges = [0, *cuts, n]
+        segs = list(zip(edges[:-1], edges[1:], strict=True))
+        prof = m.profile(greedy)
+        before = prof - m.alloc[np.asarray(greedy, dtype=np.int64)]
+        seg_of = np.empty(n, np.int64)
+        for i, (a, b) in enumerate(segs):
+            seg_of[np.asarray(greedy[a:b], dtype=np.int64)] = i
+        chosen = [list(greedy[a:b]) for a, b in segs]
+        peaks = [int(prof[a:b].max()) for a, b in segs]
+        bound = lb
+        states = 0
+        searched = 0
+        reasons: list[str] = []
+        todo = sorted(range(len(segs)), key=lambda i: (-peaks[i], i))
+        for k, i in enumerate(todo):
+            if peaks[i] <= bound:
+                continue  # this segment cannot raise the peak above what is proved necessary
+            a, b = segs[i]
+            part_deadline = None
+            if deadline is not None:
+                left = deadline - time.perf_counter()
+                part_deadline = time.perf_counter() + max(left, 0.0) / (len(todo) - k)
+            res = self._search(m, chosen[i], i, seg_of, int(before[a]), peaks[i], part_deadline)
+            searched += 1
+            states += res.states
+            if res.order is not None:
+                chosen[i], peaks[i] = res.order, res.peak
+                bound = max(bound, res.peak)
+            else:
+                bound = max(bound, res.bound)
+                reasons.append(f"segment {i} ({b - a} operators): {res.stopped}")
+        order = [v for part in chosen for v in part]
+        peak = max(peaks)
+        info.update(lower_bound=int(min(bound, peak)), peak_bytes=peak, states=states,
+                    segments=len(segs), segments_searched=searched,
+                    largest_segment=max(b - a for a, b in segs))
+        status = "optimal" if peak <= bound else "timeout"
+        if reasons and status != "optimal":
+            info["reason"] = "; ".join(reasons)
+        return ScheduleResult(m.to_names(order), status, info, bound=int(min(bound, peak)))
+
+    def _search(self, m: MemoryModel, ops: list[int], seg: int, seg_of: np.ndarray, live0: int,
+                ub: int, deadline: float | None) -> _Part:
+        """Serenity's DP on one segment (operator indices ``ops``, all of segment ``seg``), with
+        ``live0`` bytes live at its start and ``ub`` the peak to beat (the initial order's)."""
+        k = len(ops)
+        loc = {v: j for j, v in enumerate(ops)}
         alloc = m.alloc.tolist()
         dead = m.dead.tolist()
         size = m.size.tolist()
         keep = m.keep.tolist()
-        ins = m.ins
-        pred_mask = [0] * n
-        for v in range(n):
+        pred_mask = [0] * k
+        for j, v in enumerate(ops):
             for p in m.preds[v]:
-                pred_mask[v] |= 1 << p
-        cons_mask = [0] * m.m
-        for t in range(m.m):
-            for c in m.consumers[t]:
-                cons_mask[t] |= 1 << c
-        # freeable inputs of v: (tensor mask of consumers, bytes) for non-output inputs
-        frees = [[(cons_mask[t], size[t]) for t in ins[v] if not keep[t]] for v in range(n)]
-        full = (1 << n) - 1
-        # level: state -> (peak, live, parent state, last op)
-        level: dict[int, tuple[int, int]] = {0: (0, 0)}
-        parents: list[dict[int, tuple[int, int]]] = []  # per level: state -> (prev state, op)
+                if p in loc:
+                    pred_mask[j] |= 1 << loc[p]
+        # inputs a segment operator frees: (mask of the segment's readers, bytes); a tensor read
+        # by a later segment or kept as a graph output is never freed inside this one
+        frees: list[list[tuple[int, int]]] = []
+        for v in ops:
+            fr = []
+            for t in m.ins[v]:
+                if keep[t]:
+                    continue
+                cm = 0
+                later = False
+                for c in m.consumers[t]:
+                    if c in loc:
+                        cm |= 1 << loc[c]
+                    elif seg_of[c] > seg:
+                        later = True
+                        break
+                if not later:
+                    fr.append((cm, size[t]))
+            frees.append(fr)
+        al = [alloc[v] for v in ops]
+        de = [dead[v] for v in ops]
+        full = (1 << k) - 1
+        level: dict[int, tuple[int, int]] = {0: (0, live0)}
+        parents: list[dict[int, tuple[int, int]]] = []
         states = 1
-        for _k in range(n):
+        proved = 0  # least peak over the last complete level: every order of the segment >= it
+        for _ in range(k):
             nxt: dict[int, tuple[int, int]] = {}
             par: dict[int, tuple[int, int]] = {}
             for S, (pk, live) in level.items():
                 if deadline is not None and time.perf_counter() > deadline:
-                    return self._timeout(m, greedy, ub, info, states)
-                rest = full & ~S
-                r = rest
+                    return _Part(None, ub, min(proved, ub), states, "time limit reached")
+                r = full & ~S
                 while r:
                     low = r & -r
-                    v = low.bit_length() - 1
+                    j = low.bit_length() - 1
                     r ^= low
-                    if pred_mask[v] & ~S:
+                    if pred_mask[j] & ~S:
                         continue
-                    at = live + alloc[v]
+                    at = live + al[j]
                     npk = pk if pk >= at else at
                     if npk >= ub:
                         continue
@@ -172,37 +308,29 @@ class ExactDP(Scheduler):
                     cur = nxt.get(S2)
                     if cur is not None and cur[0] <= npk:
                         continue
-                    nl = at - dead[v]
-                    for cm, sz in frees[v]:
+                    nl = at - de[j]
+                    for cm, sz in frees[j]:
                         if not (cm & ~S2):
                             nl -= sz
                     if cur is None:
                         states += 1
                         if states > self.max_states:
-                            return self._timeout(m, greedy, ub, info, states)
+                            return _Part(None, ub, min(proved, ub), states,
+                                         f"memo limit of {self.max_states} states reached")
                     nxt[S2] = (npk, nl)
-                    par[S2] = (S, v)
+                    par[S2] = (S, j)
             parents.append(par)
             level = nxt
             if not level:
                 break
-        if full not in level:  # every order peaks at >= ub: the initial order is optimal
-            return ScheduleResult(
-                m.to_names(greedy), "optimal", {**info, "peak_bytes": ub, "states": states}
-            )
+            proved = min(pk for pk, _ in level.values())
+        if full not in level:  # every order of the segment peaks at >= ub: the initial one is best
+            return _Part(list(ops), ub, ub, states)
         best = level[full][0]
-        order = []
+        out = []
         S = full
-        for k in range(n - 1, -1, -1):
-            S, v = parents[k][S]
-            order.append(v)
-        order.reverse()
-        return ScheduleResult(
-            m.to_names(order), "optimal", {**info, "peak_bytes": best, "states": states}
-        )
-
-    @staticmethod
-    def _timeout(m: MemoryModel, greedy, ub, info, states) -> ScheduleResult:
-        return ScheduleResult(
-            m.to_names(greedy), "timeout", {**info, "peak_bytes": ub, "states": states}
-        )
+        for lv in range(k - 1, -1, -1):
+            S, j = parents[lv][S]
+            out.append(ops[j])
+        out.reverse()
+        return _Part(out, best, best, states)
