@@ -92,7 +92,50 @@ def _read_model(path: str | os.PathLike | onnx.ModelProto) -> tuple[onnx.ModelPr
     bad = _undecodable_name(model.graph)
     if bad is not None:
         raise OnnxImportError(f"{p}: name {bad!r} is not valid UTF-8 (malformed ONNX string field)")
+    _load_small_external(model, p)
     return model, p.stem
+
+
+#: Initializers stored as external data with at most this many elements are read at import (a
+#: shape, pads or scales); larger ones (weights) stay unread: only their dims are needed.
+EXTERNAL_READ_MAX_ELEMS = 1 << 16
+
+
+def _load_small_external(model: onnx.ModelProto, path: Path) -> None:
+    """Read into ``model`` the external data of each main-graph initializer of at most
+    :data:`EXTERNAL_READ_MAX_ELEMS` elements (``onnx.external_data_helper``; the ONNX external
+    data format: ``location`` relative to the model's folder). A location outside that folder
+    or a missing or short data file raises :class:`OnnxImportError` naming the initializer and
+    the file."""
+    from onnx.external_data_helper import ExternalDataInfo, load_external_data_for_tensor
+
+    base = path.resolve().parent
+    for t in model.graph.initializer:
+        if t.data_location != onnx.TensorProto.EXTERNAL or math.prod(t.dims) > EXTERNAL_READ_MAX_ELEMS:
+            continue
+        info = ExternalDataInfo(t)
+        target = (base / info.location).resolve()
+        if base not in target.parents:
+            raise OnnxImportError(
+                f"{path}: initializer {t.name!r} stores its data in {info.location!r}, outside the "
+                "model's folder (the ONNX external data format allows only paths inside it)")
+        if not target.is_file():
+            raise OnnxImportError(
+                f"{path}: initializer {t.name!r} stores its data in {str(target)!r}, which does not "
+                "exist")
+        try:
+            load_external_data_for_tensor(t, str(base))
+        except Exception as e:  # noqa: BLE001 - onnx raises several types for a bad file
+            raise OnnxImportError(
+                f"{path}: initializer {t.name!r}: cannot read its external data from "
+                f"{str(target)!r} ({type(e).__name__}: {e})") from None
+        dt = np.dtype(helper.tensor_dtype_to_np_dtype(t.data_type))
+        if dt.kind not in "OUS" and len(t.raw_data) != math.prod(t.dims) * dt.itemsize:
+            raise OnnxImportError(
+                f"{path}: initializer {t.name!r}: {str(target)!r} holds {len(t.raw_data)} bytes "
+                f"at its offset, the tensor needs {math.prod(t.dims) * dt.itemsize}")
+        t.data_location = onnx.TensorProto.DEFAULT
+        del t.external_data[:]
 
 
 #: Graph-valued attributes each control-flow operator of the default domain must have.
@@ -235,10 +278,26 @@ def load_onnx(
     where = str(path) if not isinstance(path, onnx.ModelProto) else f"model {stem!r}"
     _check_graph_attributes(model.graph, where)
     model = prepare_model(model, where)  # control flow: local functions, constant-condition If
+    loop_shapes: dict[str, list[int]] = {}  # Loop outputs sized by an exact trip count
     while True:  # an If whose condition static shapes decide is inlined; shapes resolved again
-        res = resolve_shapes(model, overrides, mode=shapes, where=where)
+        res = resolve_shapes(model, {**(overrides or {}), **loop_shapes}, mode=shapes,
+                             where=where)
+        for o in loop_shapes:
+            res.source[o] = "onnx_strict"
         notes = list(res.notes)
-        flow_model, decided = infer_subgraphs(res.model, res.shapes, res.elem_types, where, notes)
+        # shapes the onnx_runtime step changed contradict strict inference of the whole model:
+        # the subgraphs are inferred with the specification's (outer consumers keep the larger)
+        flow_shapes = {k: v for k, v in res.shapes.items() if k not in res.runtime_changed}
+        flow_model, decided = infer_subgraphs(res.model, flow_shapes, res.elem_types, where,
+                                              notes)
+        produced = {o for n in res.model.graph.node for o in n.output if o}
+        new = {k: list(v) for k, v in flow_shapes.items()
+               if k not in res.shapes and k in produced and k not in loop_shapes}
+        if new and not decided:  # a Loop's scan outputs, sized by its exact trip count: its
+            loop_shapes.update(new)  # consumers are resolved again from them
+            continue
+        for k in new:
+            res.shapes[k] = tuple(new[k])
         if not decided:
             break
         inlined = prepare_model(model, where, decided)

@@ -23,13 +23,22 @@ source that gave it a fully static shape (:attr:`ShapeResolution.source`):
     a tensor whose shape is static. A value that depends on runtime input data never folds;
 ``"onnx_spec"``
     output shapes an operator specification fixes but the inference functions omit: the mask of
-    ``Dropout`` opset 7 to 9 (the input's shape and type), and the ``com.microsoft`` operators of
+    ``Dropout`` opset 7 to 9 (the input's shape and type), ``Compress`` with a constant
+    condition (the count of its true entries along ``axis``), and the ``com.microsoft`` operators of
     :data:`CONTRIB_SPEC_OPS` (``DynamicQuantizeLSTM``: ONNX Runtime ``docs/ContribOperators.md``);
     inference then carries these shapes to the consumers;
 ``"ort_symbolic"``
     ONNX Runtime's symbolic shape inference
     (:class:`onnxruntime.tools.symbolic_shape_infer.SymbolicShapeInference`), kept only where it
     gives a static shape;
+``"onnx_runtime"``
+    after the chain: an operator whose output size ONNX Runtime's CPU kernel computes with its
+    own (float) arithmetic (:data:`RUNTIME_RULE_OPS`: ``Resize``/``Upsample`` scales, ``Range``,
+    pooling with ``ceil_mode``) gets the shape that kernel writes when its bytes exceed the
+    spec's (:func:`runtime_output_shape`); the consumers are inferred again from it. Where the
+    two differ, the larger is kept and one line of :attr:`ShapeResolution.notes` names the
+    tensor, both shapes and which one was taken: a planned size is never smaller than what ONNX
+    Runtime writes;
 ``"measured"``
     ``mode="measured"``: one ONNX Runtime run on random inputs with every node output exposed as
     a graph output (:func:`measured_shapes`). A cross-check, not an inference: a shape that
@@ -79,6 +88,8 @@ __all__ = [
     "measured_shapes",
     "measured_sizes",
     "unknown_shape_error",
+    "RUNTIME_RULE_OPS",
+    "runtime_output_shape",
 ]
 
 Overrides = Mapping[str, Sequence[int] | int]
@@ -87,7 +98,7 @@ Overrides = Mapping[str, Sequence[int] | int]
 #: inference sources in measured mode).
 SHAPE_SOURCES = (
     "declared", "override", "onnx_strict", "onnx_data_prop", "constant_folding", "onnx_spec",
-    "ort_symbolic", "measured",
+    "ort_symbolic", "onnx_runtime", "measured",
 )
 
 #: Operators never folded although their inputs may all be constants: random, stateful or with
@@ -129,7 +140,10 @@ class ShapeResolution:
         Default-domain opset of the model.
     notes : list of str
         What the chain did not take from the file: declared intermediate shapes (``value_info``)
-        that contradicted strict inference and were dropped, each with both shapes.
+        that contradicted strict inference and were dropped, each with both shapes; each
+        tensor where the specification and ONNX Runtime's kernel disagree (both shapes, the one
+        taken); each size that assumes the default value of an initializer that is also a graph
+        input.
     """
 
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
@@ -140,6 +154,9 @@ class ShapeResolution:
     model: onnx.ModelProto | None = field(default=None, repr=False)
     opset: int = 0
     notes: list[str] = field(default_factory=list)
+    #: Tensors whose shape the ``onnx_runtime`` step changed (the adjusted outputs and their
+    #: consumers): shapes that strict ONNX inference of the whole model would contradict.
+    runtime_changed: set[str] = field(default_factory=set)
 
     def nbytes(self, name: str) -> int | None:
         """Bytes of tensor ``name`` (``prod(shape) * itemsize``), or ``None`` if unknown."""
@@ -602,6 +619,27 @@ def _spec_rules(model: onnx.ModelProto, res: ShapeResolution) -> int:
         if node.domain == "com.microsoft" and node.op_type in CONTRIB_SPEC_OPS:
             new += _contrib_rule(node, res)
             continue
+        if node.op_type == "Compress" and len(node.input) > 1 and node.output \
+                and node.output[0] not in res.shapes:
+            # Compress with a constant condition: the kept slices are its true entries among
+            # the first len(condition) along axis (the flattened input without axis)
+            x, cond = res.shapes.get(node.input[0]), res.values.get(node.input[1])
+            et = res.elem_types.get(node.input[0])
+            if x is None or cond is None or not et:
+                continue
+            axis = _attr(node, "axis")
+            if axis is not None:
+                axis = int(axis) + len(x) if int(axis) < 0 else int(axis)
+                if not 0 <= axis < len(x):
+                    continue
+            length = math.prod(x) if axis is None else x[axis]
+            flat = np.ravel(cond)
+            if flat.size > length:
+                continue  # the specification forbids it; ONNX Runtime refuses it
+            kept = int(np.count_nonzero(flat))
+            shape = (kept,) if axis is None else x[:axis] + (kept,) + x[axis + 1:]
+            new += _set_spec(res, node.output[0], shape, et)
+            continue
         if node.op_type == "Dropout" and len(node.output) > 1 and node.output[1]:
             mask, x = node.output[1], node.input[0]
             if mask in res.shapes or x not in res.shapes:
@@ -613,6 +651,250 @@ def _spec_rules(model: onnx.ModelProto, res: ShapeResolution) -> int:
             res.source[mask] = "onnx_spec"
             new += 1
     return new
+
+#: Operators whose output size ONNX Runtime's CPU kernel computes with its own arithmetic, which
+#: can differ from the ONNX specification's (and ``onnx.shape_inference``'s) exact arithmetic;
+#: :func:`runtime_output_shape` gives the kernel's.
+RUNTIME_RULE_OPS = frozenset({"Resize", "Upsample", "Range", "MaxPool", "AveragePool", "LpPool"})
+
+
+def _attr(node: onnx.NodeProto, name: str, default=None):
+    for a in node.attribute:
+        if a.name == name:
+            v = helper.get_attribute_value(a)
+            return v.decode() if isinstance(v, bytes) else v
+    return default
+
+
+def _resize_runtime(node, x, values, opset):
+    """ONNX Runtime ``UpsampleBase`` (``core/providers/cpu/tensor/upsamplebase.h``)."""
+    ins = list(node.input) + ["", "", "", ""]
+    rank = len(x)
+    axes = list(range(rank))
+    if node.op_type == "Resize" and opset >= 18 and _attr(node, "axes") is not None:
+        axes = [a + rank if a < 0 else a for a in _attr(node, "axes")]
+    sizes = None
+    if node.op_type == "Upsample" and opset < 9:
+        scales = _attr(node, "scales")
+    elif node.op_type == "Upsample" or opset == 10:
+        scales = values.get(ins[1]) if ins[1] else None
+        if scales is None:
+            return None
+    else:
+        scales = sizes = None
+        if ins[2]:
+            scales = values.get(ins[2])
+            if scales is None:
+                return None
+        if ins[3]:
+            sizes = values.get(ins[3])
+            if sizes is None:
+                return None
+        if scales is not None and np.size(scales) == 0:
+            scales = None
+        if sizes is not None and np.size(sizes) == 0:
+            sizes = None
+    f32 = np.float32
+    if sizes is not None:
+        sizes = [int(v) for v in np.ravel(sizes)]
+        if len(sizes) != len(axes):
+            return None
+        out = list(x)
+        for a, n in zip(axes, sizes):
+            out[a] = n
+        policy = _attr(node, "keep_aspect_ratio_policy", "stretch") if opset >= 18 else "stretch"
+        if policy in ("not_larger", "not_smaller") and all(x[a] > 0 for a in axes):
+            # AdjustOutputSizeAsPolicy: one float32 scale, output = std::round(scale * in)
+            ratios = [f32(out[a]) / f32(x[a]) for a in axes]
+            scale = min(ratios) if policy == "not_larger" else max(ratios)
+            for a in axes:
+                out[a] = int(math.floor(float(f32(scale) * f32(x[a])) + 0.5))
+        return tuple(out)
+    if scales is None:
+        return None
+    scales = [float(v) for v in np.ravel(np.asarray(scales, np.float32))]
+    if len(scales) != len(axes):
+        return None
+    full = [1.0] * rank
+    for a, v in zip(axes, scales):
+        full[a] = v
+    # ComputeOutputShape: static_cast<int64_t>(scales[i] * input_dims[i]), a float32 product
+    return tuple(int(f32(sv) * f32(d)) for sv, d in zip(full, x))
+
+
+def _range_runtime(node, values):
+    """ONNX Runtime ``Range`` (``core/providers/cpu/generator/range.cc``, ``ComputeRange``):
+    ``n = static_cast<int64_t>(ceil((1.0 * (limit - start)) / delta))``, ``n < 0`` gives 0.
+    The source subtracts in the element type ``T``; the CPU build of onnxruntime 1.32 gives the
+    count of a double subtraction (measured: float32 ``0.7, 16.7, 1.0`` gives 17 elements, a
+    float32 difference would give 16). Both are computed and the larger is returned."""
+    vals = [values.get(i) if i else None for i in list(node.input)[:3]]
+    if len(vals) < 3 or any(v is None or np.size(v) != 1 for v in vals):
+        return None
+    start, limit, delta = (np.ravel(v)[0] for v in vals)
+    if float(delta) == 0:
+        return None
+    with np.errstate(all="ignore"):
+        diff_t = np.asarray(limit).astype(np.asarray(start).dtype) - start
+    counts = [float(diff_t) / float(delta), (float(limit) - float(start)) / float(delta)]
+    if not all(math.isfinite(c) for c in counts):
+        return None
+    return (max(max(math.ceil(c) for c in counts), 0),)
+
+
+def _pool_runtime(node, x):
+    """ONNX Runtime ``PoolAttributes::ComputeOutputSize`` (``core/providers/cpu/nn/
+    pool_attributes.h``) with ``ceil_mode``: ``ceil(float(in + pads - dilation * (k - 1) - 1) /
+    stride + 1)``, less one when the last window would start at or after the end of the input
+    plus the head padding (the window must start inside the input or the left padding)."""
+    if not _attr(node, "ceil_mode", 0) or _attr(node, "auto_pad", "NOTSET") not in ("NOTSET", ""):
+        return None
+    k = _attr(node, "kernel_shape")
+    if not k or len(x) != len(k) + 2:
+        return None
+    n = len(k)
+    strides = _attr(node, "strides") or [1] * n
+    pads = _attr(node, "pads") or [0] * (2 * n)
+    dil = _attr(node, "dilations") or [1] * n
+    out = list(x[:2])
+    for i in range(n):
+        eff = x[i + 2] + pads[i] + pads[i + n] - dil[i] * (k[i] - 1) - 1
+        o = math.ceil(float(np.float32(eff) / np.float32(strides[i]) + np.float32(1)))
+        if (o - 1) * strides[i] >= x[i + 2] + pads[i]:
+            o -= 1
+        out.append(int(o))
+    return tuple(out)
+
+
+def runtime_output_shape(
+    node: onnx.NodeProto,
+    shapes: Mapping[str, Sequence[int]],
+    values: Mapping[str, np.ndarray],
+    opset: int,
+) -> tuple[int, ...] | None:
+    """The shape of output 0 that ONNX Runtime's CPU kernel writes for ``node``, or ``None``.
+
+    Only for :data:`RUNTIME_RULE_OPS` whose size-giving inputs are known (``shapes``: static
+    shapes by tensor name; ``values``: constant values; ``opset``: default-domain opset):
+
+    * ``Resize`` / ``Upsample`` (``upsamplebase.h``): with scales, ``int64(float32(scale) *
+      float32(in))`` per dimension (truncation of a float32 product; the specification's
+      ``floor(in * scale)`` in exact arithmetic can be one smaller, e.g. ``3 * 10/3`` gives 9
+      exactly and 10 in float32); with sizes, the sizes, except under
+      ``keep_aspect_ratio_policy`` (opset 18), where one float32 scale gives
+      ``round(scale * in)``; ``axes`` (opset 18) select the dimensions;
+    * ``Range`` (``range.cc``): ``ceil((limit - start) / delta)`` in double, the difference
+      taken both in the element type and in double (the larger count; float32 rounding of the
+      difference changes the count by one);
+    * ``MaxPool`` / ``AveragePool`` / ``LpPool`` with ``ceil_mode=1`` (``pool_attributes.h``):
+      the last window must start inside the input or its head padding (one element fewer than
+      the specification's formula when it would not).
+
+    ``None`` when the operator is not one of those, a needed shape or value is unknown (a size
+    that depends on runtime data), or the attributes are outside these forms. ``O(rank)``.
+
+    >>> from onnx import helper
+    >>> n = helper.make_node("Resize", ["x", "", "sc"], ["r"], mode="nearest")
+    >>> runtime_output_shape(n, {"x": (1, 1, 3, 7)},
+    ...                      {"sc": np.array([1, 1, 10 / 3, 10 / 7], np.float32)}, 13)
+    (1, 1, 10, 10)
+    """
+    if node.domain not in ("", "ai.onnx") or node.op_type not in RUNTIME_RULE_OPS:
+        return None
+    try:
+        if node.op_type == "Range":
+            return _range_runtime(node, values)
+        x = shapes.get(node.input[0]) if node.input and node.input[0] else None
+        if x is None:
+            return None
+        if node.op_type in ("Resize", "Upsample"):
+            return _resize_runtime(node, tuple(x), values, opset)
+        return _pool_runtime(node, tuple(x))
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+
+
+def _runtime_sizes(model: onnx.ModelProto, res: ShapeResolution, where: str,
+                   max_fold_elems: int, seed: int) -> None:
+    """Where ONNX Runtime's kernel and the specification disagree on an output size
+    (:func:`runtime_output_shape`), keep the larger and say once which was taken (``notes``).
+    When the kernel's is larger, the node is cut out of a copy of ``model`` (its outputs become
+    graph inputs of the kernel's shape) and the chain resolves the copy, so that the consumers
+    follow the kernel's shape (at any depth: the copy is checked the same way)."""
+    cut: dict[str, tuple[int, ...]] = {}
+    cut_nodes = set()
+    for k, node in enumerate(model.graph.node):
+        out = node.output[0] if node.output else ""
+        spec = res.shapes.get(out)
+        if not out or spec is None:
+            continue
+        rt = runtime_output_shape(node, res.shapes, res.values, res.opset)
+        if rt is None or tuple(rt) == tuple(spec):
+            continue
+        label = node.name or f"{node.op_type}_{k}"
+        ort_larger = math.prod(rt) > math.prod(spec)
+        res.notes.append(
+            f"{where}: tensor {out!r} ({node.op_type} node {label!r}): the ONNX specification "
+            f"gives shape {list(spec)}, ONNX Runtime's kernel writes {list(rt)} (its own "
+            "arithmetic, see scheduling.onnx_shapes.runtime_output_shape); planned at the "
+            + ("larger, ONNX Runtime's" if ort_larger else "larger, the specification's"))
+        if ort_larger:
+            cut_nodes.add(k)
+            for o in node.output:
+                if o:
+                    cut[o] = tuple(int(d) for d in rt)
+    if not cut:
+        return
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    g = m.graph
+    keep = [n for k, n in enumerate(g.node) if k not in cut_nodes]
+    del g.node[:]
+    g.node.extend(keep)
+    have = {vi.name for vi in g.input}
+    for o, dims in cut.items():
+        if o not in have and o in res.elem_types:
+            g.input.append(helper.make_tensor_value_info(o, res.elem_types[o], list(dims)))
+    vi_keep = [vi for vi in g.value_info if vi.name not in cut]
+    del g.value_info[:]
+    g.value_info.extend(vi_keep)
+    for vi in g.output:  # declared output shapes follow the specification: hints here
+        vi.type.tensor_type.ClearField("shape")
+    sub = resolve_shapes(m, None, mode="infer", where=where, max_fold_elems=max_fold_elems,
+                         seed=seed)
+    for name, dims in sub.shapes.items():
+        if res.shapes.get(name) != dims:
+            res.runtime_changed.add(name)
+        res.shapes[name] = dims
+        res.elem_types[name] = sub.elem_types.get(name, res.elem_types.get(name))
+        res.source[name] = "onnx_runtime" if name in cut else sub.source.get(name, "declared")
+        res.why.pop(name, None)
+    res.runtime_changed |= sub.runtime_changed
+    res.values = {k: v for k, v in sub.values.items() if k not in cut}
+    res.notes.extend(n for n in sub.notes if n not in res.notes)
+
+
+def _default_valued_inputs(model: onnx.ModelProto, res: ShapeResolution, where: str) -> None:
+    """Note each initializer that is also a graph input (IR >= 4: a default a caller may
+    replace) and that gives a size: an operator of :data:`_VALUE_SHAPED` reads it as a shape,
+    pads, repeats, scales, sizes, axes or count. The sizes assume its default value."""
+    if model.ir_version < 4:
+        return
+    g = model.graph
+    defaults = {t.name for t in g.initializer} & {vi.name for vi in g.input}
+    told = set()
+    for k, node in enumerate(g.node):
+        if node.op_type not in _VALUE_SHAPED:
+            continue
+        shaping = node.input[:1] if node.op_type == "ConstantOfShape" else node.input[1:]
+        for i in shaping:
+            if i in defaults and i not in told:
+                told.add(i)
+                res.notes.append(
+                    f"{where}: the size of {node.op_type} node {node.name or f'{node.op_type}_{k}'!r}"
+                    f" follows graph input {i!r}, an initializer that is also a graph input: "
+                    "sizes assume its default value (a caller that feeds another value gets "
+                    "other sizes)")
 
 
 def _ort_symbolic(model: onnx.ModelProto) -> onnx.ModelProto | None:
@@ -777,6 +1059,8 @@ def resolve_shapes(
         if sym is not None:
             _harvest(res, sym, "ort_symbolic")
             _spec_rules(model, res)
+    _runtime_sizes(model, res, where, max_fold_elems, seed)
+    _default_valued_inputs(model, res, where)
     for name, declared in partial_out.items():
         now = res.shapes.get(name)
         if now is not None and declared is not None and (len(declared) != len(now) or any(

@@ -1,0 +1,587 @@
+"""Differential test of the ONNX importer's tensor sizes against ONNX Runtime (issue #23 section 2).
+
+:func:`generate` builds small valid ONNX models from a seed, one *kind* each, over the operators
+the importer supports: broadcasting, ``Reshape`` with ``0`` and ``-1``, ``Expand``, ``Tile``,
+``Slice`` with negative steps, ``Pad``, ``Resize``/``Upsample`` with float scales and with sizes,
+``Range`` with floats, shape arithmetic through ``Shape``/``Gather``/``Concat``/``Cast``/``Div``,
+``Where``, ``TopK``, ``Compress`` with a constant condition, pooling and convolution, ``Loop``/
+``Scan``/``If`` with constant trip counts and conditions, unused inputs, initializers that are
+also inputs, and graphs whose sizes depend on runtime data (which the importer must refuse).
+
+:func:`check_model` imports a model with :func:`scheduling.onnx_import.load_onnx` (the inference
+chain, ``shapes="infer"``) and runs it once in ONNX Runtime with every node output exposed as a
+graph output (:func:`scheduling.onnx_shapes.measured_sizes`: CPU provider, graph optimisations
+off, random float inputs, zero integer and bool inputs). Every tensor of the imported graph that
+ONNX Runtime returned is compared in bytes. Outcomes (:data:`OUTCOMES`):
+
+``equal``
+    every compared size equals ONNX Runtime's;
+``larger_noted``
+    some planned size is larger than what ONNX Runtime writes, and the import notes
+    (``graph.notes``) name that tensor or one it is computed from (the spec and ONNX Runtime
+    disagree; the plan takes the larger size and says so);
+``refused``
+    a graph whose sizes depend on runtime data was refused with :class:`OnnxImportError`
+    (expected for those kinds only);
+``smaller`` *(failure)*
+    a planned size below what ONNX Runtime writes: a corrupting plan;
+``larger_silent`` *(failure)*
+    a planned size above ONNX Runtime's that no note explains;
+``import_error`` *(failure)*
+    a static graph the importer refused;
+``not_refused`` *(failure)*
+    a data-dependent graph the importer planned;
+``ort_error`` *(failure)*
+    ONNX Runtime could not run a generated graph (a generator bug).
+
+``python -m experiments.bench.onnx_differential --graphs 300 --seed 0`` runs the full set (the
+``make soak`` part) and prints one line per failing graph and a table of outcomes per kind;
+``--out FILE.csv`` writes one row per graph. Exit status 1 if any graph fails, 0 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import sys
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
+from onnx import TensorProto as T
+from onnx import helper as h
+from onnx import numpy_helper as nh
+
+__all__ = ["KINDS", "OUTCOMES", "FAILURES", "Outcome", "generate", "check_model", "run", "main"]
+
+#: Every outcome :func:`check_model` reports (module docstring).
+OUTCOMES = ("equal", "larger_noted", "refused", "smaller", "larger_silent", "import_error",
+            "not_refused", "ort_error")
+#: The outcomes that fail the test.
+FAILURES = frozenset({"smaller", "larger_silent", "import_error", "not_refused", "ort_error"})
+
+F = T.FLOAT
+
+
+def _vi(name: str, shape, et: int = F) -> onnx.ValueInfoProto:
+    return h.make_tensor_value_info(name, et, shape)
+
+
+def _model(nodes, inputs, outputs, inits=(), opset: int = 17, ir: int | None = None,
+           name: str = "g") -> onnx.ModelProto:
+    m = h.make_model(h.make_graph(nodes, name, inputs, outputs, list(inits)),
+                     opset_imports=[h.make_opsetid("", opset)])
+    m.ir_version = ir if ir is not None else min(m.ir_version, 8)
+    return m
+
+
+def _shape(rng: np.random.Generator, rank: int | None = None, lo: int = 1, hi: int = 6) -> list:
+    rank = int(rng.integers(1, 5)) if rank is None else rank
+    return [int(rng.integers(lo, hi + 1)) for _ in range(rank)]
+
+
+def _i64(name: str, vals) -> onnx.TensorProto:
+    return nh.from_array(np.asarray(vals, np.int64), name)
+
+
+def _f32(name: str, vals) -> onnx.TensorProto:
+    return nh.from_array(np.asarray(vals, np.float32), name)
+
+
+def _tail(nodes: list, last: str) -> None:
+    """A consumer after the operator under test (its output is an intermediate, then ``y``)."""
+    nodes.append(h.make_node("Relu", [last], ["y"]))
+
+
+# -- kinds -------------------------------------------------------------------------------------
+def k_broadcast(rng):
+    a = _shape(rng, int(rng.integers(1, 5)))
+    b = [d if rng.random() < 0.5 else 1 for d in a][int(rng.integers(0, len(a))):]
+    if rng.random() < 0.5:
+        a, b = b, a
+    op = str(rng.choice(["Add", "Sub", "Mul", "Div", "Max", "Min", "Pow"]))
+    nodes = [h.make_node(op, ["a", "b"], ["t"])]
+    _tail(nodes, "t")
+    return _model(nodes, [_vi("a", a), _vi("b", b)], [_vi("y", None)])
+
+
+def k_reshape(rng):
+    x = _shape(rng, int(rng.integers(2, 5)))
+    target = list(x)
+    k = int(rng.integers(0, len(x)))
+    keep0 = int(rng.integers(0, len(x)))
+    tgt = [0 if j == keep0 else d for j, d in enumerate(target)]
+    if k != keep0:
+        tgt[k] = -1
+    if rng.random() < 0.5 and len(tgt) > 2:  # merge the last two dims with -1
+        tgt = tgt[:-2] + [-1] if -1 not in tgt[:-2] else tgt
+        if 0 in tgt[-1:]:
+            tgt = tgt[:-1] + [-1]
+    nodes = [h.make_node("Reshape", ["x", "s"], ["t"])]
+    _tail(nodes, "t")
+    return _model(nodes, [_vi("x", x)], [_vi("y", None)], [_i64("s", tgt)], opset=14)
+
+
+def k_expand(rng):
+    x = _shape(rng, int(rng.integers(1, 4)))
+    x = [d if rng.random() < 0.5 else 1 for d in x]
+    tgt = [d if d != 1 else int(rng.integers(1, 5)) for d in x]
+    if rng.random() < 0.5:
+        tgt = [int(rng.integers(1, 4))] + tgt
+    if rng.random() < 0.3:  # a 1 in the target keeps the input's dim (bidirectional broadcast)
+        tgt[-1] = 1
+    nodes = [h.make_node("Expand", ["x", "s"], ["t"])]
+    _tail(nodes, "t")
+    return _model(nodes, [_vi("x", x)], [_vi("y", None)], [_i64("s", tgt)])
+
+
+def k_tile(rng):
+    x = _shape(rng, int(rng.integers(1, 4)))
+    reps = [int(rng.integers(1, 4)) for _ in x]
+    nodes = [h.make_node("Tile", ["x", "r"], ["t"])]
+    _tail(nodes, "t")
+    return _model(nodes, [_vi("x", x)], [_vi("y", None)], [_i64("r", reps)])
+
+
+def k_slice(rng):
+    x = _shape(rng, int(rng.integers(1, 4)), 2, 9)
+    axes = sorted(rng.choice(len(x), size=int(rng.integers(1, len(x) + 1)), replace=False))
+    starts, ends, steps = [], [], []
+    for a in axes:
+        d = x[a]
+        step = int(rng.choice([-3, -2, -1, 1, 2, 3]))
+        s = int(rng.integers(-d - 2, d + 3))
+        e = int(rng.integers(-d - 2, d + 3))
+        if rng.random() < 0.2:
+            e = -(2 ** 62) if step < 0 else 2 ** 62
+        starts.append(s)
+        ends.append(e)
+        steps.append(step)
+    nodes = [h.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["t"])]
+    _tail(nodes, "t")
+    return _model(nodes, [_vi("x", x)], [_vi("y", None)],
+                  [_i64("st", starts), _i64("en", ends), _i64("ax", [int(a) for a in axes]),
+                   _i64("sp", steps)], opset=13)
+
+
+def k_pad(rng):
+    x = _shape(rng, int(rng.integers(1, 5)), 2, 6)
+    pads = [int(rng.integers(-1, 4)) for _ in range(2 * len(x))]
+    mode = str(rng.choice(["constant", "reflect", "edge"]))
+    if mode != "constant":  # edge and reflect read the input: no cropping, reflect < dim
+        pads = [max(p, 0) for p in pads]
+    if mode == "reflect":
+        pads = [min(p, x[j % len(x)] - 1) for j, p in enumerate(pads)]
+    if rng.random() < 0.3:
+        nodes = [h.make_node("Pad", ["x"], ["t"], pads=[max(p, 0) for p in pads], mode=mode)]
+        _tail(nodes, "t")
+        return _model(nodes, [_vi("x", x)], [_vi("y", None)], opset=10)
+    nodes = [h.make_node("Pad", ["x", "p"], ["t"], mode=mode)]
+    _tail(nodes, "t")
+    return _model(nodes, [_vi("x", x)], [_vi("y", None)], [_i64("p", pads)], opset=13)
+
+
+#: Float scales that are not exact in binary: float32 products round up or down.
+_SCALES = (10 / 3, 7 / 3, 5 / 3, 4 / 3, 2 / 3, 1 / 3, 0.1 * 7, 1.1, 1.3, 1.7, 2.2, 2.6, 0.3,
+           0.6, 0.9, 1.5, 2.0, 3.0, 1 / 7 * 10, 1 / 6 * 11, 0.55, 3.3, 1.15, 2.35)
+
+
+def k_resize_scales(rng):
+    x = [1, int(rng.integers(1, 3))] + _shape(rng, 2, 2, 16)
+    sc = [1.0, 1.0] + [float(rng.choice(_SCALES)) for _ in range(2)]
+    mode = str(rng.choice(["nearest", "linear"]))
+    opset = int(rng.choice([10, 11, 13, 18, 19]))
+    if opset == 10:
+        node = h.make_node("Resize", ["x", "sc"], ["t"], mode=mode)
+    elif opset >= 18 and rng.random() < 0.5:  # axes: scales only for the spatial dims
+        node = h.make_node("Resize", ["x", "", "sc"], ["t"], mode=mode, axes=[2, 3])
+        sc = sc[2:]
+    elif opset >= 18:
+        node = h.make_node("Resize", ["x", "", "sc"], ["t"], mode=mode)
+    else:  # opsets 11 and 13: roi is a required input (an empty tensor when unused)
+        node = h.make_node("Resize", ["x", "roi", "sc"], ["t"], mode=mode)
+    nodes = [node]
+    _tail(nodes, "t")
+    return _model(nodes, [_vi("x", x)], [_vi("y", None)], [_f32("sc", sc), _f32("roi", [])],
+                  opset=opset)
+
+
+def k_resize_sizes(rng):
+    x = [1, int(rng.integers(1, 3))] + _shape(rng, 2, 2, 12)
+    sizes = [x[0], x[1]] + [int(rng.integers(1, 25)) for _ in range(2)]
+    opset = int(rng.choice([11, 13, 18, 19]))
+    kw = {}
+    if opset >= 18 and rng.random() < 0.6:
+        kw["keep_aspect_ratio_policy"] = str(rng.choice(["not_larger", "not_smaller"]))
+        kw["axes"] = [2, 3]
+        sizes = sizes[2:]
+    roi, sc = ("", "") if opset >= 18 else ("roi", "sc")
+    nodes = [h.make_node("Resize", ["x", roi, sc, "sz"], ["t"], mode="nearest", **kw)]
+    _tail(nodes, "t")
+    return _model(nodes, [_vi("x", x)], [_vi("y", None)],
+                  [_i64("sz", sizes), _f32("roi", []), _f32("sc", [])], opset=opset)
+
+
+def k_upsample(rng):
+    x = [1, 1] + _shape(rng, 2, 2, 12)
+    sc = [1.0, 1.0] + [float(rng.choice([s for s in _SCALES if s >= 1])) for _ in range(2)]
+    if rng.random() < 0.5:
+        nodes = [h.make_node("Upsample", ["x"], ["t"], scales=sc, mode="nearest")]
+        _tail(nodes, "t")
+        return _model(nodes, [_vi("x", x)], [_vi("y", None)], opset=7)
+    nodes = [h.make_node("Upsample", ["x", "sc"], ["t"], mode="nearest")]
+    _tail(nodes, "t")
+    return _model(nodes, [_vi("x", x)], [_vi("y", None)], [_f32("sc", sc)], opset=9)
+
+
+def k_range(rng):
+    start = float(rng.choice([0.0, 0.1, 0.3, 1.0, -1.5, 0.7]))
+    delta = float(rng.choice([0.1, 0.2, 0.3, 0.7, 1.0, 1 / 3, 0.05]))
+    limit = start + delta * int(rng.integers(1, 30)) + float(rng.choice([0.0, 1e-7, -1e-7, 0.01]))
+    dt = rng.choice([np.float32, np.float64])
+    et = T.FLOAT if dt == np.float32 else T.DOUBLE
+    inits = [nh.from_array(np.asarray(v, dt), n)
+             for n, v in (("s", start), ("l", limit), ("d", delta))]
+    nodes = [h.make_node("Range", ["s", "l", "d"], ["r"]), h.make_node("Add", ["r", "x"], ["t"])]
+    _tail(nodes, "t")
+    return _model(nodes, [_vi("x", [1], et)], [_vi("y", None, et)], inits, opset=13)
+
+
+def k_shape_arith(rng):
+    x = _shape(rng, 3, 2, 8)
+    x[2] = x[2] * 2
+    nodes = [
+        h.make_node("Shape", ["x"], ["sh"]),
+        h.make_node("Gather", ["sh", "i2"], ["d2"], axis=0),
+        h.make_node("Cast", ["d2"], ["d2f"], to=T.FLOAT),
+        h.make_node("Div", ["d2f", "two_f"], ["half_f"]),
+        h.make_node("Cast", ["half_f"], ["half"], to=T.INT64),
+        h.make_node("Gather", ["sh", "i01"], ["d01"], axis=0),
+        h.make_node("Div", ["d2", "two"], ["half_i"]),
+        h.make_node("Mul", ["half", "half_i"], ["sq"]),
+        h.make_node("Div", ["sq", "half_i"], ["h2"]),
+        h.make_node("Concat", ["d01", "h2", "minus1"], ["tgt"], axis=0),
+        h.make_node("Reshape", ["x", "tgt"], ["t"]),
+    ]
+    _tail(nodes, "t")
+    return _model(nodes, [_vi("x", x)], [_vi("y", None)],
+                  [_i64("i2", [2]), _i64("i01", [0, 1]), _f32("two_f", [2.0]), _i64("two", [2]),
+                   _i64("minus1", [-1])], opset=13)
+
+
+def k_where(rng):
+    c = _shape(rng, int(rng.integers(1, 4)))
+    a = [d if rng.random() < 0.6 else 1 for d in c]
+    b = [d if rng.random() < 0.6 else 1 for d in c][int(rng.integers(0, len(c))):]
+    nodes = [h.make_node("Where", ["c", "a", "b"], ["t"])]
+    _tail(nodes, "t")
+    return _model(nodes, [_vi("c", c, T.BOOL), _vi("a", a), _vi("b", b)], [_vi("y", None)])
+
+
+def k_topk(rng):
+    x = _shape(rng, int(rng.integers(1, 4)), 2, 8)
+    axis = int(rng.integers(-len(x), len(x)))
+    k = int(rng.integers(1, x[axis] + 1))
+    nodes = [h.make_node("TopK", ["x", "k"], ["v", "i"], axis=axis),
+             h.make_node("Relu", ["v"], ["y"])]
+    return _model(nodes, [_vi("x", x)], [_vi("y", None), _vi("i", None, T.INT64)],
+                  [_i64("k", [k])], opset=11)
+
+
+def k_compress(rng):
+    x = _shape(rng, int(rng.integers(1, 4)), 2, 7)
+    axis = int(rng.integers(0, len(x))) if rng.random() < 0.8 else None
+    n = x[axis] if axis is not None else math.prod(x)
+    cond = rng.random(int(rng.integers(1, n + 1))) < 0.5
+    kw = {} if axis is None else {"axis": axis}
+    nodes = [h.make_node("Compress", ["x", "c"], ["t"], **kw)]
+    _tail(nodes, "t")
+    return _model(nodes, [_vi("x", x)], [_vi("y", None)], [nh.from_array(cond, "c")], opset=11)
+
+
+def k_pool(rng):
+    x = [1, int(rng.integers(1, 3))] + _shape(rng, 2, 3, 12)
+    k = [int(rng.integers(1, 4)) for _ in range(2)]
+    s = [int(rng.integers(1, 4)) for _ in range(2)]
+    p = [int(rng.integers(0, kk)) for kk in k] * 2
+    op = str(rng.choice(["MaxPool", "AveragePool"]))
+    kw = dict(kernel_shape=k, strides=s, pads=p, ceil_mode=int(rng.integers(0, 2)))
+    nodes = [h.make_node(op, ["x"], ["t"], **kw)]
+    _tail(nodes, "t")
+    return _model(nodes, [_vi("x", x)], [_vi("y", None)], opset=int(rng.choice([11, 19])))
+
+
+def k_conv(rng):
+    c = int(rng.integers(1, 4))
+    x = [1, c] + _shape(rng, 2, 3, 10)
+    k = [int(rng.integers(1, 4)) for _ in range(2)]
+    m = int(rng.integers(1, 4))
+    w = rng.standard_normal([m, c] + k).astype(np.float32)
+    kw = dict(strides=[int(rng.integers(1, 3))] * 2, dilations=[int(rng.integers(1, 3))] * 2)
+    if rng.random() < 0.5:
+        kw["auto_pad"] = str(rng.choice(["SAME_UPPER", "SAME_LOWER", "VALID"]))
+    else:
+        kw["pads"] = [int(rng.integers(0, 2)) for _ in range(4)]
+    if kw.get("auto_pad", "").startswith("SAME"):
+        kw["dilations"] = [1, 1]
+    nodes = [h.make_node("Conv", ["x", "w"], ["t"], **kw)]
+    _tail(nodes, "t")
+    return _model(nodes, [_vi("x", x)], [_vi("y", None)], [nh.from_array(w, "w")], opset=13)
+
+
+def k_misc(rng):
+    """A chain of shape-preserving and shape-changing operators with unread outputs."""
+    x = _shape(rng, 3, 2, 6)
+    nodes = [
+        h.make_node("Transpose", ["x"], ["tr"], perm=[2, 0, 1]),
+        h.make_node("Split", ["tr", "sp"], ["s0", "s1"], axis=1) if x[0] >= 2 else
+        h.make_node("Identity", ["tr"], ["s0"]),
+        h.make_node("ReduceSum", ["s0", "ax"], ["rs"], keepdims=int(rng.integers(0, 2))),
+        h.make_node("Softmax", ["tr"], ["sm"], axis=-1),
+        h.make_node("Concat", ["sm", "tr"], ["cc"], axis=0),
+        h.make_node("MatMul", ["cc", "w"], ["mm"]),
+        h.make_node("Flatten", ["mm"], ["t"], axis=1),
+    ]
+    _tail(nodes, "t")
+    inits = [_i64("sp", [1, x[0] - 1]), _i64("ax", [int(rng.integers(0, 3))]),
+             _f32("w", rng.standard_normal((x[1], 3)))]
+    return _model(nodes, [_vi("x", x)], [_vi("y", None), _vi("rs", None)], inits, opset=13)
+
+
+def k_loop(rng):
+    n = int(rng.integers(1, 6))
+    d = _shape(rng, int(rng.integers(1, 3)))
+    through_identity = bool(rng.random() < 0.6)
+    body_nodes = [h.make_node("Add", ["s", "one"], ["s2"]), h.make_node("Mul", ["s2", "s2"], ["sc"])]
+    body_nodes.insert(0, h.make_node("Identity", ["cin"], ["cout"]) if through_identity
+                      else h.make_node("Identity", ["cin"], ["cout"]))
+    body = h.make_graph(body_nodes, "body",
+                        [_vi("i", [], T.INT64), _vi("cin", [], T.BOOL), _vi("s", d)],
+                        [_vi("cout", [], T.BOOL), _vi("s2", d), _vi("sc", d)],
+                        [_f32("one", np.ones(d))])
+    if not through_identity:  # the condition output is the condition input itself
+        body = h.make_graph(body_nodes[1:], "body",
+                            [_vi("i", [], T.INT64), _vi("cin", [], T.BOOL), _vi("s", d)],
+                            [_vi("cin", [], T.BOOL), _vi("s2", d), _vi("sc", d)],
+                            [_f32("one", np.ones(d))])
+    nodes = [h.make_node("Loop", ["M", "c", "x"], ["sf", "scan"], body=body),
+             h.make_node("Relu", ["scan"], ["y"])]
+    inits = [_i64("M", n), nh.from_array(np.array(True), "c")]
+    return _model(nodes, [_vi("x", d)], [_vi("y", None), _vi("sf", None)], inits, opset=13)
+
+
+def k_scan(rng):
+    n = int(rng.integers(1, 6))
+    d = _shape(rng, int(rng.integers(1, 3)))
+    body = h.make_graph(
+        [h.make_node("Add", ["st", "xi"], ["st2"]), h.make_node("Neg", ["st2"], ["o"])],
+        "body", [_vi("st", d), _vi("xi", d)], [_vi("st2", d), _vi("o", d)])
+    nodes = [h.make_node("Scan", ["s0", "xs"], ["sf", "os"], body=body, num_scan_inputs=1),
+             h.make_node("Relu", ["os"], ["y"])]
+    return _model(nodes, [_vi("s0", d), _vi("xs", [n] + d)], [_vi("y", None), _vi("sf", None)],
+                  opset=13)
+
+
+def k_if(rng):
+    d = _shape(rng, int(rng.integers(1, 4)))
+    taken = bool(rng.random() < 0.5)
+    tb = h.make_graph([h.make_node("Add", ["x", "x"], ["o1"])], "then", [], [_vi("o1", d)])
+    eb = h.make_graph([h.make_node("Neg", ["x"], ["o2"])], "else", [], [_vi("o2", d)])
+    nodes = [h.make_node("Relu", ["x0"], ["x"]),
+             h.make_node("If", ["c"], ["t"], then_branch=tb, else_branch=eb)]
+    _tail(nodes, "t")
+    return _model(nodes, [_vi("x0", d)], [_vi("y", None)],
+                  [nh.from_array(np.array(taken), "c")], opset=13)
+
+
+def k_unused_input(rng):
+    x = _shape(rng)
+    nodes = [h.make_node("Sigmoid", ["x"], ["t"])]
+    _tail(nodes, "t")
+    return _model(nodes, [_vi("x", x), _vi("unused", _shape(rng))], [_vi("y", None)])
+
+
+def k_init_input(rng):
+    """An initializer that is also a graph input, read as data (its shape is declared)."""
+    x = _shape(rng, 2)
+    w = rng.standard_normal(x).astype(np.float32)
+    nodes = [h.make_node("Add", ["x", "w"], ["t"])]
+    _tail(nodes, "t")
+    return _model(nodes, [_vi("x", x), _vi("w", x)], [_vi("y", None)], [nh.from_array(w, "w")])
+
+
+def k_default_shape(rng):
+    """The Reshape target is an initializer that is also a graph input (IR >= 4: a default a
+    caller may replace): the sizes of the default run are planned and a note names the input."""
+    x = _shape(rng, 2)
+    nodes = [h.make_node("Reshape", ["x", "s"], ["t"])]
+    _tail(nodes, "t")
+    return _model(nodes, [_vi("x", x), _vi("s", [2], T.INT64)], [_vi("y", None)],
+                  [_i64("s", [x[1], x[0]])])
+
+
+def k_dd_nonzero(rng):
+    """Refusal expected: NonZero's output size depends on the input values."""
+    x = _shape(rng, 2)
+    nodes = [h.make_node("NonZero", ["x"], ["t"]), h.make_node("Neg", ["t"], ["y"])]
+    return _model(nodes, [_vi("x", x)], [_vi("y", None, T.INT64)])
+
+
+#: Generators by kind; ``refuse`` kinds are data-dependent (the importer must refuse them).
+KINDS: dict[str, Callable[[np.random.Generator], onnx.ModelProto]] = {
+    "broadcast": k_broadcast, "reshape": k_reshape, "expand": k_expand, "tile": k_tile,
+    "slice": k_slice, "pad": k_pad, "resize_scales": k_resize_scales,
+    "resize_sizes": k_resize_sizes, "upsample": k_upsample, "range": k_range,
+    "shape_arith": k_shape_arith, "where": k_where, "topk": k_topk, "compress": k_compress,
+    "pool": k_pool, "conv": k_conv, "misc": k_misc, "loop": k_loop, "scan": k_scan, "if": k_if,
+    "unused_input": k_unused_input, "init_input": k_init_input, "default_shape": k_default_shape,
+    "dd_nonzero": k_dd_nonzero,
+}
+_REFUSE = frozenset({"dd_nonzero"})
+#: Kinds whose sizes assume a default value: the import notes must name that input.
+_NOTED_INPUT = {"default_shape": "s"}
+
+
+def generate(seed: int, index: int) -> tuple[str, onnx.ModelProto]:
+    """Graph ``index`` of the set of ``seed``: ``(kind, model)``. Kinds take turns in the order
+    of :data:`KINDS`; the dimensions and parameters come from ``numpy.random.default_rng((seed,
+    index))``, so one graph can be rebuilt alone. Graph outputs are declared without shapes
+    (ONNX Runtime's session, which validates the model, is the judge of validity)."""
+    names = list(KINDS)
+    kind = names[index % len(names)]
+    model = KINDS[kind](np.random.default_rng((seed, index)))
+    model.graph.name = f"{kind}_{seed}_{index}"
+    return kind, model
+
+
+@dataclass
+class Outcome:
+    """The result of :func:`check_model` for one graph (sizes in bytes)."""
+
+    kind: str
+    name: str
+    outcome: str
+    compared: int = 0
+    detail: str = ""
+    diffs: list = field(default_factory=list)
+
+
+def check_model(kind: str, model: onnx.ModelProto) -> Outcome:
+    """Import ``model`` and compare every tensor's bytes with ONNX Runtime's (module docstring).
+
+    Raises nothing for a bad graph: an importer error is the outcome ``import_error`` (or
+    ``refused`` for a data-dependent kind) and an ONNX Runtime failure is ``ort_error``;
+    anything else (a traceback in the importer) propagates.
+    """
+    from scheduling.errors import OnnxImportError
+    from scheduling.onnx_import import load_onnx
+    from scheduling.onnx_shapes import measured_sizes
+
+    name = model.graph.name
+    try:
+        graph = load_onnx(model)
+    except OnnxImportError as e:
+        msg = " ".join(str(e).split())
+        return Outcome(kind, name, "refused" if kind in _REFUSE else "import_error", 0, msg[:300])
+    if kind in _REFUSE:
+        return Outcome(kind, name, "not_refused", 0, "imported a data-dependent graph")
+    if kind in _NOTED_INPUT and not any(repr(_NOTED_INPUT[kind]) in n for n in graph.notes):
+        return Outcome(kind, name, "larger_silent", 0,
+                       f"sizes follow default-valued input {_NOTED_INPUT[kind]!r}; no note says so")
+    try:
+        ort = measured_sizes(model)
+    except OnnxImportError as e:
+        return Outcome(kind, name, "ort_error", 0, " ".join(str(e).split())[:300])
+    notes = " ".join(getattr(graph, "notes", []))
+    # a tensor named in a note, and everything computed from it, may be planned larger
+    explained = {t for t in graph.tensors if repr(t) in notes}
+    for op in graph.ops.values():  # file order is topological
+        if any(i in explained for i in op.inputs):
+            explained.update(op.outputs)
+    diffs, smaller, silent = [], [], []
+    compared = 0
+    for t in graph.tensors.values():
+        if t.name not in ort:
+            continue
+        compared += 1
+        ours, theirs = t.nbytes, ort[t.name]
+        if ours == theirs:
+            continue
+        diffs.append((t.name, ours, theirs))
+        if ours < theirs:
+            smaller.append(t.name)
+        elif t.name not in explained:
+            silent.append(t.name)
+    detail = "; ".join(f"{n}: planned {a} B, ONNX Runtime {b} B" for n, a, b in diffs)
+    if smaller:
+        out = "smaller"
+    elif silent:
+        out = "larger_silent"
+    elif diffs:
+        out = "larger_noted"
+    else:
+        out = "equal"
+    return Outcome(kind, name, out, compared, detail[:400], diffs)
+
+
+def run(graphs: int, seed: int = 0, start: int = 0,
+        progress: Callable[[Outcome], None] | None = None) -> list[Outcome]:
+    """Check graphs ``start .. start + graphs - 1`` of the set of ``seed``; one
+    :class:`Outcome` each."""
+    out = []
+    for k in range(start, start + graphs):
+        kind, model = generate(seed, k)
+        o = check_model(kind, model)
+        out.append(o)
+        if progress is not None:
+            progress(o)
+    return out
+
+
+def summary(results: list[Outcome]) -> str:
+    """A table of outcomes per kind (counts), and the totals line."""
+    by = defaultdict(Counter)
+    for r in results:
+        by[r.kind][r.outcome] += 1
+    cols = [o for o in OUTCOMES if any(by[k][o] for k in by)]
+    lines = [f"{'kind':14s} " + " ".join(f"{c:>13s}" for c in cols)]
+    for k in KINDS:
+        if k in by:
+            lines.append(f"{k:14s} " + " ".join(f"{by[k][c]:13d}" for c in cols))
+    failed = sum(r.outcome in FAILURES for r in results)
+    lines.append(f"{len(results)} graphs, {failed} failed")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m experiments.bench.onnx_differential [--graphs 300] [--seed 0] [--out F]``."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--graphs", type=int, default=300)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--start", type=int, default=0)
+    ap.add_argument("--out", default=None, help="CSV file: one row per graph")
+    args = ap.parse_args(argv)
+    if args.graphs < 1:
+        print("onnx_differential: error: --graphs must be >= 1", file=sys.stderr)
+        return 2
+
+    def show(o: Outcome) -> None:
+        if o.outcome in FAILURES:
+            print(f"FAIL {o.name} {o.outcome}: {o.detail}", flush=True)
+
+    results = run(args.graphs, args.seed, args.start, show)
+    print(summary(results))
+    if args.out:
+        with open(args.out, "w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(["graph", "kind", "outcome", "compared", "detail"])
+            for r in results:
+                w.writerow([r.name, r.kind, r.outcome, r.compared, r.detail])
+    return 1 if any(r.outcome in FAILURES for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
