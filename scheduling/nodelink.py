@@ -2,8 +2,9 @@
 
 Scheduling and rematerialisation research (Checkmate, Jain et al. MLSys 2020; MOCCASIN, Bartan et
 al. ICML 2023) stores a computation graph as node-link JSON: one **node per operation**, whose
-output tensor has the size held in a node attribute (``cost_ram`` in both projects' graphs), and
-one **edge** ``u -> v`` when operation ``v`` reads the output of ``u``.
+output tensor has the size held in a node attribute (``cost_ram`` in Checkmate's graphs and
+MOCCASIN's copies of them, ``out_cost`` in MOCCASIN's random layered graphs), and one **edge**
+``u -> v`` when operation ``v`` reads the output of ``u``.
 
 The model
 ---------
@@ -14,8 +15,9 @@ predecessors in node order (parallel edges of a multigraph read a tensor once). 
 its producer's step to its last reader's step (:mod:`scheduling.lifetimes`). A node with no
 predecessor is an operator with no input (e.g. the graph's input node in Checkmate, whose output
 is the input tensor). Node ids are turned into strings (``0 -> "0"``). Operators are stored in a
-topological order that keeps the file's node order wherever it can, so the ``file_order``
-scheduler gives a valid schedule.
+topological order that keeps the file's node order wherever it can (or in the graph's own
+``"order"`` when it declares a valid topological one, as MOCCASIN's files do), so the
+``file_order`` scheduler gives a valid schedule.
 
 Accepted JSON
 -------------
@@ -28,7 +30,23 @@ Accepted JSON
   every endpoint is a node id, else as indices when every endpoint is an integer in
   ``range(len(nodes))``; otherwise the import fails naming the endpoint.
 
+* MOCCASIN's random layered graphs as published (``data/random_layered_n*.json`` of
+  github.com/haoming-codes/moccasin, generated after Appendix A of Gagrani et al., "Neural
+  Topological Ordering for Computation Graphs", NeurIPS 2022): networkx ``node_link_data``
+  written with ``source="0", target="1"``, so each link is ``{"0": u, "1": v}``; nodes carry no
+  ``"id"`` (the id is the position, as :func:`networkx.node_link_graph` reads them, equal to
+  their ``"name"`` attribute there) and their output bytes in ``out_cost``; the graph names that
+  attribute in ``"node_output_cost_tag"`` and lists a topological ``"order"`` (the order
+  MOCCASIN evaluates as its baseline), which becomes the stored order.
+
 ``"directed": false`` is refused (a dataflow graph needs directions).
+
+Size attribute
+--------------
+``size="auto"`` -- and the default ``"cost_ram"`` when no node has ``cost_ram`` -- reads the
+attribute the graph declares in ``graph["node_output_cost_tag"]``, else ``cost_ram``, else
+``out_cost``: the first one every node has. So Checkmate and MOCCASIN files of both kinds import
+without ``--size-attr``; ``--size-attr out_cost`` says it explicitly.
 
 Errors (:class:`NodeLinkError`, a :class:`GraphError`): unreadable or malformed JSON, a node
 without the size attribute (named), a size that is not an integer or is negative (an integral
@@ -51,7 +69,7 @@ from .errors import CycleError, GraphError
 from .graph import Graph
 
 __all__ = ["NodeLinkError", "read_nodelink", "nodelink_to_networkx", "graph_from_networkx",
-           "DEFAULT_SIZE_ATTR"]
+           "DEFAULT_SIZE_ATTR", "AUTO_SIZE_ATTRS", "resolve_size_attr"]
 
 #: The size attribute of Checkmate's and MOCCASIN's graphs (bytes of the node's output).
 DEFAULT_SIZE_ATTR = "cost_ram"
@@ -117,10 +135,17 @@ def nodelink_to_networkx(data: Mapping[str, Any], where: str = "graph") -> nx.Mu
         G.add_node(nid, **attrs)
         ids.append(nid)
     ends = []
+    keys = []
     for j, e in enumerate(edges):
-        if not isinstance(e, Mapping) or "source" not in e or "target" not in e:
-            raise NodeLinkError(f"{where}: edge #{j} lacks 'source'/'target': {e!r}")
-        ends.append((e["source"], e["target"]))
+        if isinstance(e, Mapping) and "source" in e and "target" in e:
+            k = ("source", "target")
+        elif isinstance(e, Mapping) and "0" in e and "1" in e:  # MOCCASIN: source="0", target="1"
+            k = ("0", "1")
+        else:
+            raise NodeLinkError(f"{where}: edge #{j} lacks 'source'/'target' (or MOCCASIN's "
+                                f"'0'/'1'): {e!r}")
+        ends.append((e[k[0]], e[k[1]]))
+        keys.append(k)
     as_ids = all(s in G and t in G for s, t in ends)
     if not as_ids:
         def index(v):
@@ -132,10 +157,36 @@ def nodelink_to_networkx(data: Mapping[str, Any], where: str = "graph") -> nx.Mu
             raise NodeLinkError(f"{where}: edge #{j} endpoint {v!r} is neither a node id nor an "
                                 f"index into the {len(ids)} nodes")
         ends = [(ids[s], ids[t]) for s, t in ends]
-    for (s, t), e in zip(ends, edges, strict=True):
-        attrs = {k: v for k, v in e.items() if k not in ("source", "target", "key")}
+    for (s, t), e, k in zip(ends, edges, keys, strict=True):
+        attrs = {a: v for a, v in e.items() if a not in (*k, "key")}
         G.add_edge(s, t, **attrs)
     return G
+
+
+#: Size attributes tried by ``size="auto"``, after the graph's ``node_output_cost_tag``.
+AUTO_SIZE_ATTRS = ("cost_ram", "out_cost")
+
+
+def resolve_size_attr(G: nx.DiGraph, size: str, where: str = "graph") -> str:
+    """The node attribute that holds the output bytes (module docstring, "Size attribute").
+
+    ``size="auto"``, or the default ``"cost_ram"`` when no node has it, picks the first of
+    ``G.graph["node_output_cost_tag"]`` (when a string), ``cost_ram``, ``out_cost`` that every node
+    has; any other name is returned unchanged. Raises :class:`NodeLinkError` for ``"auto"`` when
+    none fits (naming the attributes tried). ``O(#nodes)`` per attribute tried.
+    """
+    if size != "auto" and (size != DEFAULT_SIZE_ATTR
+                           or any(size in d for _, d in G.nodes(data=True))):
+        return size
+    tag = G.graph.get("node_output_cost_tag")
+    tried = list(dict.fromkeys(([tag] if isinstance(tag, str) else []) + list(AUTO_SIZE_ATTRS)))
+    for a in tried:
+        if all(a in d for _, d in G.nodes(data=True)):
+            return a
+    if size == "auto":
+        raise NodeLinkError(f"{where}: no size attribute found on every node (tried "
+                            f"{', '.join(map(repr, tried))}); choose it with --size-attr / size=")
+    return size
 
 
 def _size_of(node, value, size_name: str, where: str) -> int:
@@ -167,8 +218,9 @@ def graph_from_networkx(
     G : networkx.DiGraph or MultiDiGraph
         Node = operation; edge ``u -> v`` = ``v`` reads the output of ``u``.
     size : str or callable
-        The node attribute holding the bytes of the node's output (default ``"cost_ram"``), or a
-        function ``size(node, attrs) -> int``.
+        The node attribute holding the bytes of the node's output (default ``"cost_ram"``, with
+        the fallback of :func:`resolve_size_attr`; ``"auto"`` to detect it), or a function
+        ``size(node, attrs) -> int``.
     name : str, optional
         Graph name (default ``G.graph["name"]`` or ``""``).
     where : str, optional
@@ -205,6 +257,8 @@ def graph_from_networkx(
     if not G.is_directed():
         raise NodeLinkError(f"{where}: the networkx graph is undirected; a dataflow graph needs "
                             "directed edges u -> v (v reads the output of u)")
+    if not callable(size):
+        size = resolve_size_attr(G, size, where)
     if callable(size):
         size_name = getattr(size, "__name__", "size")
         sizes = {n: _size_of(n, size(n, d), size_name, where) for n, d in G.nodes(data=True)}
@@ -231,7 +285,9 @@ def graph_from_networkx(
         raise CycleError(f"{where}: node {nodes[0]!r} is on a cycle "
                          f"({' -> '.join(map(repr, nodes))}); a dataflow graph must be acyclic")
     pos = {n: i for i, n in enumerate(G.nodes)}
-    order = list(nx.lexicographical_topological_sort(G, key=pos.__getitem__))
+    order = _declared_order(G)
+    if order is None:
+        order = list(nx.lexicographical_topological_sort(G, key=pos.__getitem__))
     g = Graph(gname)
     for n in order:
         kind = "output" if G.out_degree(n) == 0 else "activation"
@@ -243,6 +299,23 @@ def graph_from_networkx(
         g.add_op(label[n], op_type, ins, [label[n]])
     g.validate()
     return g
+
+
+def _declared_order(G: nx.DiGraph) -> list | None:
+    """``G.graph["order"]`` (MOCCASIN's random layered graphs) when it lists every node once in a
+    topological order, else ``None``."""
+    order = G.graph.get("order")
+    if not isinstance(order, list) or len(order) != G.number_of_nodes():
+        return None
+    try:
+        if set(order) != set(G.nodes):
+            return None
+    except TypeError:  # unhashable entries
+        return None
+    step = {v: k for k, v in enumerate(order)}
+    if any(step[u] >= step[v] for u, v in G.edges()):
+        return None
+    return list(order)
 
 
 def read_nodelink(

@@ -1,12 +1,23 @@
 """``memplan schedule``: order the operators of a graph workload and report the peak.
 
-``memplan schedule WORKLOAD --scheduler NAME [--json]`` schedules a dataflow graph (a graph
-workload name such as ``mobilenet_v2`` or ``gen:randwire``, an ``.onnx`` file, or a node-link
-``.json`` graph with ``--size-attr``, see :mod:`scheduling.nodelink`) with a registered scheduler
-(:data:`scheduling.schedulers.SCHEDULERS`) and prints the operator order and its peak: the
-maximum over steps of the live activation bytes (:func:`scheduling.lifetimes.peak_live_bytes`,
-graph inputs not counted, graph outputs kept to the end), the lower bound of any offset plan for
-that order.
+``memplan schedule WORKLOAD --scheduler NAME [--time-limit S] [--param NAME=VALUE ...] [--json]``
+schedules a dataflow graph (a graph workload name such as ``mobilenet_v2`` or ``gen:randwire``,
+an ``.onnx`` file, or a node-link ``.json`` graph -- Checkmate's and MOCCASIN's files, the size
+attribute detected or named with ``--size-attr``, see :mod:`scheduling.nodelink`) with a
+registered scheduler (:data:`scheduling.schedulers.SCHEDULERS`) and prints the operator order and
+its peak: the maximum over steps of the live activation bytes
+(:func:`scheduling.lifetimes.peak_live_bytes`, graph inputs not counted, graph outputs kept to the
+end), the lower bound of any offset plan for that order. Next to it, ``bound`` is a proved lower
+bound on the peak of every order (:func:`scheduling.schedulers.bounds.order_lower_bound`, or more
+when the scheduler proved more) and ``gap`` is ``peak / bound - 1``; the status is ``optimal``
+exactly when the peak equals the bound.
+
+``--time-limit S`` (seconds > 0) is passed to schedulers that take a ``time_limit`` (``exact_dp``,
+``cpsat_schedule``, ``anneal``, ``genetic``); ``--param NAME=VALUE`` (repeatable) sets any
+constructor parameter of the scheduler (``memplan list`` names them in each docstring), the value
+read as a JSON literal (``5``, ``0.5``, ``true``, ``null``, ``[\"dfs\"]``) or else as a string; a
+``time_limit`` given with ``--param`` wins over ``--time-limit``. Parameters are checked against
+the scheduler's declared rules before any work.
 
 Errors (unknown scheduler or workload, malformed graph, a cycle) print one line
 ``memplan: error: ...`` and exit with status 2.
@@ -14,9 +25,13 @@ Errors (unknown scheduler or workload, malformed graph, a cycle) print one line
 
 from __future__ import annotations
 
+import argparse
 import json
+from typing import Any
 
-__all__ = ["COMMANDS", "add_parsers", "run", "schedule_report"]
+from experiments.cli.common import positive_seconds
+
+__all__ = ["COMMANDS", "add_parsers", "run", "schedule_report", "parse_param"]
 
 #: Sub-command names handled by :func:`run`.
 COMMANDS = ("schedule",)
@@ -31,45 +46,92 @@ def add_parsers(sub) -> None:
                    help="registered scheduler (default file_order; see `memplan list`)")
     s.add_argument("--size-attr", default="cost_ram",
                    help="node-link .json graphs: the node attribute with the output bytes "
-                        "(default cost_ram)")
+                        "(default cost_ram; when no node has it, the graph's declared "
+                        "node_output_cost_tag or out_cost, as MOCCASIN writes; 'auto' detects)")
+    s.add_argument("--time-limit", type=positive_seconds, default=None,
+                   help="seconds (schedulers with a time_limit: exact_dp, cpsat_schedule, anneal, "
+                        "genetic)")
+    s.add_argument("--param", action="append", type=parse_param, default=[], metavar="NAME=VALUE",
+                   help="a scheduler parameter, VALUE a JSON literal or a string "
+                        "(e.g. max_states=100000); repeatable")
     s.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-def schedule_report(workload: str, scheduler: str = "file_order",
-                    size_attr: str = "cost_ram") -> dict:
+def parse_param(text: str) -> tuple[str, Any]:
+    """An argparse type: ``NAME=VALUE`` -> ``(NAME, value)``, the value a JSON literal (number,
+    ``true``/``false``, ``null``, list, string in quotes) or else the text itself as a string.
+    ``ArgumentTypeError`` when there is no ``=`` or the name is not an identifier."""
+    name, sep, value = text.partition("=")
+    name = name.strip()
+    if not sep or not name.isidentifier():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    try:
+        return name, json.loads(value)
+    except json.JSONDecodeError:
+        return name, value
+
+
+def schedule_report(workload: str, scheduler: str = "file_order", size_attr: str = "cost_ram",
+                    time_limit: float | None = None,
+                    params: dict[str, Any] | None = None) -> dict:
     """Schedule a graph workload and return ``{"input", "scheduler", "status", "operators",
-    "peak_bytes", "seconds", "order"}`` (peak in bytes; order: operator names, step ``k`` runs
-    ``order[k]``).
+    "peak_bytes", "bound", "gap", "seconds", "params", "order"}`` (peak and bound in bytes; gap
+    ``peak / bound - 1``, ``None`` when the bound is 0; order: operator names, step ``k`` runs
+    ``order[k]``) plus ``reason`` when the scheduler said why it stopped early.
+
+    ``time_limit`` (seconds) is the default ``time_limit`` of schedulers that take one; ``params``
+    are the scheduler's constructor parameters (a ``time_limit`` there wins).
 
     Raises
     ------
     ValueError
-        Unknown scheduler name.
+        Unknown scheduler name; an unknown parameter or a value its rules forbid
+        (:class:`planners.errors.ParameterError`, a ``ValueError``), naming it.
     planners.errors.MemplanError
         Unknown workload or a malformed graph (e.g. :class:`scheduling.errors.CycleError`).
     """
     from experiments.workloads import load_graph
+    from planners.errors import ParameterError
+    from planners.params import validate_params
     from scheduling.lifetimes import peak_live_bytes
-    from scheduling.schedulers import get_scheduler
+    from scheduling.schedulers import SCHEDULERS, get_scheduler
     from scheduling.schedulers.registry import check_scheduler_names
 
     check_scheduler_names([scheduler])
+    params = dict(params or {})
+    known = SCHEDULERS[scheduler]._param_names()
+    unknown = [k for k in params if k not in known]
+    if unknown:
+        raise ParameterError(f"scheduler {scheduler!r} has no parameter {unknown[0]!r}; its "
+                             f"parameters: {', '.join(known) or '(none)'}")
+    if time_limit is not None and "time_limit" in known:
+        params.setdefault("time_limit", time_limit)
+    sched_obj = get_scheduler(scheduler, **params)
+    validate_params(sched_obj)  # its declared rules, checked before loading or scheduling
     graph = load_graph(workload, size_attr=size_attr)
-    sched = get_scheduler(scheduler).schedule(graph)
-    return {
+    sched = sched_obj.schedule(graph)
+    peak = peak_live_bytes(graph, sched.order)
+    rec = {
         "input": str(workload),
         "scheduler": sched.scheduler,
         "status": sched.status,
         "operators": len(sched.order),
-        "peak_bytes": peak_live_bytes(graph, sched.order),
+        "peak_bytes": peak,
+        "bound": sched.bound,
+        "gap": round(peak / sched.bound - 1, 6) if sched.bound else None,
         "seconds": round(sched.seconds, 6),
-        "order": list(sched.order),
+        "params": sched.params,
     }
+    if sched.info.get("reason"):
+        rec["reason"] = sched.info["reason"]
+    rec["order"] = list(sched.order)
+    return rec
 
 
 def run(args) -> int:
     """Run ``memplan schedule``; returns the exit status (0)."""
-    rec = schedule_report(args.workload, args.scheduler, args.size_attr)
+    rec = schedule_report(args.workload, args.scheduler, args.size_attr, args.time_limit,
+                          dict(args.param))
     if args.json:
         print(json.dumps(rec))
     else:
