@@ -68,7 +68,7 @@ from .onnx_control_flow import (
     is_foldable_node,
     prepare_model,
 )
-from .onnx_shapes import resolve_shapes, unknown_shape_error
+from .onnx_shapes import resolve_shapes, runtime_placeholders, unknown_shape_error
 
 __all__ = ["load_onnx", "estimate_macs"]
 
@@ -280,16 +280,24 @@ def load_onnx(
     model = prepare_model(model, where)  # control flow: local functions, constant-condition If
     loop_shapes: dict[str, list[int]] = {}  # Loop outputs sized by an exact trip count
     while True:  # an If whose condition static shapes decide is inlined; shapes resolved again
-        res = resolve_shapes(model, {**(overrides or {}), **loop_shapes}, mode=shapes,
-                             where=where)
-        for o in loop_shapes:
-            res.source[o] = "onnx_strict"
+        if not loop_shapes:
+            res = first = resolve_shapes(model, overrides, mode=shapes, where=where)
+        else:  # the Loop outputs' consumers: resolved again on the first resolution's model
+            # (overrides applied; ONNX Runtime's larger shapes as placeholders)
+            res = resolve_shapes(runtime_placeholders(first.model, first), loop_shapes,
+                                 mode=shapes, where=where)
+            res.model = first.model
+            res.notes = list(first.notes) + [n for n in res.notes if n not in first.notes]
+            for o, src in first.source.items():
+                if src == "onnx_runtime":
+                    res.source[o] = src
+            for o in loop_shapes:
+                res.source[o] = "onnx_strict"
         notes = list(res.notes)
-        # shapes the onnx_runtime step changed contradict strict inference of the whole model:
-        # the subgraphs are inferred with the specification's (outer consumers keep the larger)
-        flow_shapes = {k: v for k, v in res.shapes.items() if k not in res.runtime_changed}
-        flow_model, decided = infer_subgraphs(res.model, flow_shapes, res.elem_types, where,
-                                              notes)
+        # ONNX Runtime's larger shapes (onnx_runtime) reach the subgraphs through placeholders
+        flow_shapes = dict(res.shapes)
+        flow_model, decided = infer_subgraphs(runtime_placeholders(res.model, res), flow_shapes,
+                                              res.elem_types, where, notes)
         produced = {o for n in res.model.graph.node for o in n.output if o}
         new = {k: list(v) for k, v in flow_shapes.items()
                if k not in res.shapes and k in produced and k not in loop_shapes}
@@ -300,6 +308,7 @@ def load_onnx(
             res.shapes[k] = tuple(new[k])
         if not decided:
             break
+        loop_shapes = {}
         inlined = prepare_model(model, where, decided)
         if inlined is model:  # cannot happen: every decided node is an If of the model
             raise OnnxImportError(f"{where}: If conditions {sorted(decided)} were not inlined")

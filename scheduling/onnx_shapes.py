@@ -90,6 +90,7 @@ __all__ = [
     "unknown_shape_error",
     "RUNTIME_RULE_OPS",
     "runtime_output_shape",
+    "runtime_placeholders",
 ]
 
 Overrides = Mapping[str, Sequence[int] | int]
@@ -154,9 +155,6 @@ class ShapeResolution:
     model: onnx.ModelProto | None = field(default=None, repr=False)
     opset: int = 0
     notes: list[str] = field(default_factory=list)
-    #: Tensors whose shape the ``onnx_runtime`` step changed (the adjusted outputs and their
-    #: consumers): shapes that strict ONNX inference of the whole model would contradict.
-    runtime_changed: set[str] = field(default_factory=set)
 
     def nbytes(self, name: str) -> int | None:
         """Bytes of tensor ``name`` (``prod(shape) * itemsize``), or ``None`` if unknown."""
@@ -468,7 +466,8 @@ def _fold(model: onnx.ModelProto, res: ShapeResolution, max_elems: int) -> int:
         outs = [o for o in node.output if o]
         if not outs or all(o in res.values for o in outs):
             continue
-        if node.domain not in ("", "ai.onnx") or node.op_type in _NEVER_FOLD:
+        if node.domain not in ("", "ai.onnx") or node.op_type in _NEVER_FOLD \
+                or node.doc_string == _PLACEHOLDER_DOC:
             continue
         if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
                for a in node.attribute):
@@ -863,15 +862,50 @@ def _runtime_sizes(model: onnx.ModelProto, res: ShapeResolution, where: str,
     sub = resolve_shapes(m, None, mode="infer", where=where, max_fold_elems=max_fold_elems,
                          seed=seed)
     for name, dims in sub.shapes.items():
-        if res.shapes.get(name) != dims:
-            res.runtime_changed.add(name)
         res.shapes[name] = dims
         res.elem_types[name] = sub.elem_types.get(name, res.elem_types.get(name))
         res.source[name] = "onnx_runtime" if name in cut else sub.source.get(name, "declared")
         res.why.pop(name, None)
-    res.runtime_changed |= sub.runtime_changed
     res.values = {k: v for k, v in sub.values.items() if k not in cut}
     res.notes.extend(n for n in sub.notes if n not in res.notes)
+
+
+#: ``doc_string`` of the nodes :func:`runtime_placeholders` writes: their output is a runtime
+#: value of a known shape, never a constant (:func:`_fold` skips them).
+_PLACEHOLDER_DOC = "memplan: placeholder for a runtime-sized output (not a constant)"
+
+
+def runtime_placeholders(model: onnx.ModelProto, res: ShapeResolution) -> onnx.ModelProto:
+    """``model`` for a second strict inference that must agree with the ``onnx_runtime``
+    shapes of ``res`` (:func:`scheduling.onnx_control_flow.infer_subgraphs`): a copy where each
+    node whose output took ONNX Runtime's larger shape is replaced, at the same position (node
+    paths stay valid), by ``ConstantOfShape`` of an initializer holding that shape, so that
+    inference gives the consumers, subgraphs included, the runtime's shape instead of the
+    specification's. ``model`` itself when there is no such node (or the opset is below 9, where
+    ``ConstantOfShape`` does not exist: the subgraphs then see the specification's shapes)."""
+    adjusted = {n for n, src in res.source.items() if src == "onnx_runtime"}
+    if not adjusted or res.opset < 9:
+        return model
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    g = m.graph
+    taken = {t.name for t in g.initializer} | {o for n in g.node for o in n.output}
+    for k, node in enumerate(g.node):
+        if not node.output or node.output[0] not in adjusted:
+            continue
+        out = node.output[0]
+        shape_name = f"{out}__runtime_shape"
+        while shape_name in taken:
+            shape_name += "_"
+        taken.add(shape_name)
+        g.initializer.append(numpy_helper.from_array(
+            np.asarray(res.shapes[out], np.int64), shape_name))
+        fill = numpy_helper.from_array(
+            np.zeros(1, helper.tensor_dtype_to_np_dtype(res.elem_types[out])), "value")
+        g.node[k].CopyFrom(helper.make_node("ConstantOfShape", [shape_name], [out],
+                                            name=node.name, value=fill,
+                                            doc_string=_PLACEHOLDER_DOC))
+    return m
 
 
 def _default_valued_inputs(model: onnx.ModelProto, res: ShapeResolution, where: str) -> None:
