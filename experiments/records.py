@@ -17,7 +17,6 @@ import json
 import math
 import os
 import sys
-import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,8 @@ from typing import Any
 import numpy as np
 
 from planners import Plan, Problem, ProblemError, live_profile
+from planners.io import atomic_output
+from planners.io import atomic_write as _atomic_write
 
 __all__ = ["atomic_write", "write_csv", "write_parquet", "PLANS_FILE", "plan_entry", "write_plans",
            "read_plans", "store_problem", "load_problem_csv", "external_source",
@@ -38,26 +39,15 @@ PLANS_FILE = "compare_plans.json"
 SCHED_PLANS_FILE = "compare_sched_orders.json"
 
 
-def _tmp_name(path: Path) -> Path:
-    """The temporary file beside ``path`` for one writer: ``.NAME.PID.THREAD.tmp`` (hidden, so
-    globs over the folder skip it; a sweep removes dead ones on start)."""
-    return path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-
-
 def atomic_write(path: str | Path, data: str | bytes) -> Path:
-    """Write ``data`` (text, UTF-8, or bytes) to ``path`` atomically and durably: into a
-    temporary file of this process and thread, ``fsync``, then :func:`os.replace` (atomic on
-    POSIX); creates the parent folder; returns the path. A reader never sees a partial file, a
-    killed writer leaves the old one, and concurrent writers never share a temporary file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _tmp_name(path)
-    with open(tmp, "wb" if isinstance(data, bytes) else "w") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    return path
+    """Write ``data`` (text, UTF-8, or bytes) to ``path`` atomically and durably, creating the
+    parent folder: :func:`planners.io.atomic_write` (the one atomic-write helper: temporary file
+    beside ``path``, ``fsync``, :func:`os.replace`, the temporary file removed on any error).
+    Returns the path. A reader never sees a partial file, a killed or failed writer leaves the
+    old one, and concurrent writers never share a temporary file. Raises
+    :class:`planners.errors.OutputError` naming the path and the cause (full disk, read-only file
+    system, a parent that is not a folder)."""
+    return _atomic_write(path, data, make_parents=True)
 
 
 def write_csv(df, path: str | Path, **kw) -> Path:
@@ -67,7 +57,8 @@ def write_csv(df, path: str | Path, **kw) -> Path:
 
 
 def write_parquet(df, path: str | Path, warn: bool = True) -> Path | None:
-    """``df`` as Parquet (pyarrow), atomically; ``None`` when pyarrow is missing (with a warning
+    """``df`` as Parquet (pyarrow), atomically (:func:`planners.io.atomic_output`; an
+    :class:`~planners.errors.OutputError` on a write error); ``None`` when pyarrow is missing (with a warning
     on stderr when ``warn``). Object columns get one Arrow type each: all-bool ``boolean``,
     all-int ``Int64``, all-number numeric, otherwise strings (lists and dicts as sorted JSON)."""
     try:
@@ -96,10 +87,8 @@ def write_parquet(df, path: str | Path, warn: bool = True) -> Path | None:
                             (isinstance(v, float) and math.isnan(v))
                             else json.dumps(v, sort_keys=True, default=str)).astype("string")
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _tmp_name(path)
-    t.to_parquet(tmp, index=False, engine="pyarrow")
-    os.replace(tmp, path)
+    with atomic_output(path, make_parents=True) as tmp:
+        t.to_parquet(tmp, index=False, engine="pyarrow")
     return path
 
 

@@ -15,6 +15,7 @@ __all__ = [
     "CapacityError",
     "ParameterError",
     "SolverError",
+    "OutputError",
 ]
 
 
@@ -50,3 +51,16 @@ class ParameterError(MemplanError, ValueError):
 class SolverError(MemplanError, RuntimeError):
     """An external solver (CBC through PuLP, HiGHS) failed to run or to report a result; the
     message names the solver and its last log line. Never a claim about the problem."""
+
+
+class OutputError(MemplanError, OSError):
+    """A result file or folder could not be written: a full disk (ENOSPC), a read-only file
+    system, a missing parent folder, a parent that is not a folder, no permission. The message
+    names the path and the cause (``cannot write PATH: CAUSE``); the command-line interface prints
+    it as its one ``memplan: error:`` line and exits 2. Raised by :func:`planners.io.atomic_write`
+    and :func:`planners.io.atomic_output`, which leave no temporary file behind and the old file,
+    if any, untouched. Also an ``OSError`` (``errno`` is the underlying one), so callers that
+    catch ``OSError`` keep working."""
+
+    def __str__(self) -> str:  # the message alone, also when errno/filename are set
+        return str(self.args[0]) if self.args else ""

@@ -8,17 +8,146 @@ Format (MiniMalloc, google/minimalloc): a header ``id,lower,upper,size`` and one
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import errno
 import gc
+import io
+import os
 import re
+import stat
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
-from .errors import ProblemError
+from .errors import OutputError, ProblemError
 from .model import Buffer, Plan, Problem
 
-__all__ = ["read_minimalloc_csv", "write_minimalloc_csv", "capacity_from_name"]
+__all__ = ["read_minimalloc_csv", "write_minimalloc_csv", "minimalloc_csv_text", "capacity_from_name", "atomic_write",
+           "atomic_output", "output_folder", "output_error", "OutputError"]
+
+
+# -- writing results: one atomic-write helper and one error -------------------------------------
+
+
+def output_error(path: str | os.PathLike, exc: OSError) -> OutputError:
+    """The :class:`OutputError` for an ``OSError`` met while writing ``path``: ``cannot write
+    PATH: CAUSE``, the cause in words (a missing parent folder and a parent that is not a folder
+    are named as such; otherwise the system's text: ``No space left on device``, ``Read-only file
+    system``, ...). Keeps ``errno``."""
+    path = Path(path)
+    parent = path.parent
+    code = getattr(exc, "errno", None)
+    if code == errno.ENOENT and not parent.exists():
+        cause = f"its folder {parent} does not exist"
+    elif code == errno.ENOTDIR or (code in (errno.ENOENT, errno.EEXIST)
+                                   and parent.exists() and not parent.is_dir()):
+        cause = f"{_first_non_folder(parent)} is not a folder"
+    else:
+        cause = exc.strerror or str(exc)
+    err = OutputError(f"cannot write {path}: {cause}")
+    err.errno, err.strerror, err.filename = code, exc.strerror, str(path)
+    return err
+
+
+def _first_non_folder(folder: Path) -> Path:
+    """The first ancestor of ``folder`` (from the root) that exists and is not a folder, else
+    ``folder`` itself."""
+    for p in reversed([folder, *folder.parents]):
+        if p.exists() and not p.is_dir():
+            return p
+    return folder
+
+
+def output_folder(folder: str | os.PathLike) -> Path:
+    """Create ``folder`` and its parents (``mkdir -p``) for results and return it; an
+    :class:`OutputError` naming the folder and the cause when it cannot be (a parent that is a
+    file, a read-only file system, ...)."""
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise OutputError(f"cannot write {folder}: it exists and is not a folder") from None
+    except OSError as e:
+        raise output_error(folder / ".", e) from None
+    return folder
+
+
+def _tmp_name(path: Path) -> Path:
+    """The temporary file beside ``path`` for one writer: ``.NAME.PID.THREAD.tmp`` (hidden, so
+    globs over the folder skip it; ``memplan sweep`` removes dead ones on start). Long names are
+    cut to 100 characters so the temporary name stays within the 255 bytes of a file name."""
+    return path.with_name(f".{path.name[:100]}.{os.getpid()}.{threading.get_ident()}.tmp")
+
+
+def _is_special(path: Path) -> bool:
+    """``path`` exists and is neither a regular file nor a folder (``/dev/stdout``, a FIFO,
+    ``/dev/full``): written in place, never replaced by a rename."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+@contextlib.contextmanager
+def atomic_output(path: str | os.PathLike, make_parents: bool = False) -> Iterator[Path]:
+    """Write one result file atomically through a writer that takes a path (``savefig``,
+    ``to_parquet``, a ``csv`` writer): yields the temporary path beside ``path`` to write; when the
+    block ends without error the file is flushed to disk (``fsync``) and renamed onto ``path``
+    (:func:`os.replace`, atomic on POSIX), so a reader never sees a partial file and a killed or
+    failed writer leaves the old file as it was. On any error the temporary file is removed; an
+    ``OSError`` (full disk, read-only file system, missing or non-folder parent, ...) becomes an
+    :class:`OutputError` naming ``path`` and the cause, other errors pass unchanged.
+
+    ``make_parents`` creates missing parent folders (for files inside an output folder); without
+    it a missing parent is an error (a path the user gave with ``-o``). A symbolic link is
+    followed (its target is replaced). A ``path`` that exists and is not a regular file (a device
+    such as ``/dev/stdout`` or ``/dev/full``, a FIFO) is written in place, not replaced.
+    """
+    path = Path(path)
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
+    if path.is_dir() or not path.name:
+        raise OutputError(f"cannot write {path}: it is a folder (give a file name)")
+    if make_parents:
+        output_folder(path.parent)
+    if _is_special(path):
+        try:
+            yield path
+        except OSError as e:
+            raise output_error(path, e) from None
+        return
+    tmp = _tmp_name(path)
+    try:
+        yield tmp
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException as e:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        if isinstance(e, OSError) and not isinstance(e, OutputError):
+            raise output_error(path, e) from None
+        raise
+
+
+def atomic_write(path: str | os.PathLike, data: str | bytes, make_parents: bool = False) -> Path:
+    """Write ``data`` (text as UTF-8, or bytes) to ``path`` atomically and durably
+    (:func:`atomic_output`: temporary file beside it, ``fsync``, :func:`os.replace`; the
+    temporary file removed on any error) and return the path. Raises :class:`OutputError` naming
+    the path and the cause (full disk, read-only file system, missing parent folder unless
+    ``make_parents``, a parent that is not a folder)."""
+    with atomic_output(path, make_parents=make_parents) as tmp:
+        with open(tmp, "wb") as f:
+            f.write(data if isinstance(data, bytes) else data.encode("utf-8"))
+            f.flush()
+    return Path(path)
 
 _REQUIRED = ("id", "lower", "upper", "size")
 
@@ -346,30 +475,42 @@ def read_minimalloc_csv(
         raise ProblemError(f"{path}: {e}") from None
 
 
-def write_minimalloc_csv(problem: Problem, path: str | Path, plan: Plan | None = None) -> None:
-    """Write ``problem`` as a MiniMalloc CSV (``id,lower,upper,size`` [,``alignment``] [,``offset``]).
+def minimalloc_csv_text(problem: Problem, plan: Plan | None = None) -> str:
+    """``problem`` as MiniMalloc CSV text (:func:`write_minimalloc_csv`'s columns and rules).
 
-    ``alignment`` is written when any buffer's alignment differs from 1; ``offset`` when a plan is
-    given. Values are written as exact decimal integers, so reading the file back gives the same
-    problem (and offsets) for any admissible value, e.g. sizes near ``2**62``. The file is written
-    through a temporary file and renamed, so a crash leaves no half file.
+    Written with the ``csv`` module: an id holding a comma, a quote, a carriage return or a
+    newline is quoted (RFC 4180, quotes doubled), every other id as it is (spaces kept), so that
+    :func:`read_minimalloc_csv` gives back every id byte for byte. Rows end in ``\\r\\n`` (the
+    ``csv`` module's default, as memplan has always written them).
     """
-    path = Path(path)
     cols = ["id", "lower", "upper", "size"]
     with_align = bool(np.any(problem.alignments != 1))
     if with_align:
         cols.append("alignment")
     if plan is not None:
         cols.append("offset")
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(cols)
-        for i, b in enumerate(problem.buffers):
-            row = [b.id, b.start, b.end, b.size]
-            if with_align:
-                row.append(int(problem.alignments[i]))
-            if plan is not None:
-                row.append(int(plan.offsets[i]))
-            w.writerow(row)
-    tmp.replace(path)
+    f = io.StringIO(newline="")
+    w = csv.writer(f)
+    w.writerow(cols)
+    for i, b in enumerate(problem.buffers):
+        row = [b.id, b.start, b.end, b.size]
+        if with_align:
+            row.append(int(problem.alignments[i]))
+        if plan is not None:
+            row.append(int(plan.offsets[i]))
+        w.writerow(row)
+    return f.getvalue()
+
+
+def write_minimalloc_csv(problem: Problem, path: str | Path, plan: Plan | None = None) -> None:
+    """Write ``problem`` as a MiniMalloc CSV (``id,lower,upper,size`` [,``alignment``] [,``offset``]).
+
+    ``alignment`` is written when any buffer's alignment differs from 1; ``offset`` when a plan is
+    given. Values are written as exact decimal integers, so reading the file back gives the same
+    problem (and offsets) for any admissible value, e.g. sizes near ``2**62``; ids are quoted
+    where the CSV rules need it (:func:`minimalloc_csv_text`) and read back byte for byte. The
+    file is written atomically (:func:`atomic_write`): a crash or a write error leaves no half
+    file and no temporary file. Raises :class:`OutputError` (naming the path and the cause) on a
+    full disk, a read-only file system, or a parent folder that is missing or not a folder.
+    """
+    atomic_write(path, minimalloc_csv_text(problem, plan))

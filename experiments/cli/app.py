@@ -14,7 +14,10 @@ Commands
 Each command module has ``add_parsers(subparsers)``, ``COMMANDS`` and ``run(args) -> int`` and
 calls library functions; none builds tables or figures itself. Errors in the input (malformed
 CSV/ONNX, unknown names, impossible capacity) print one line ``memplan: error: ...`` on stderr and
-exit with status 2, without a traceback.
+exit with status 2, without a traceback; so do results that cannot be written (a full disk, a
+read-only file system, a missing or non-folder parent of ``-o``: every write goes through
+:func:`planners.io.atomic_write` / :func:`~planners.io.atomic_output`, which leave no temporary
+file and raise :class:`planners.errors.OutputError` naming the path and the cause).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from experiments.cli.common import package_version
+from experiments.cli.common import os_error_text, package_version
 
 __all__ = ["main", "build_parser", "command_modules"]
 
@@ -64,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
                 return mod.run(args)
     except (MemplanError, ValueError, FileNotFoundError) as e:
         print(f"memplan: error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # a last resort: writes go through planners.io (OutputError)
+        print(f"memplan: error: {os_error_text(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("memplan: interrupted", file=sys.stderr)

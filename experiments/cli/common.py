@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["split_list", "positive_seconds", "capacity_bytes", "package_version"]
+__all__ = ["split_list", "positive_seconds", "capacity_bytes", "package_version", "os_error_text"]
 
 
 def split_list(values: list[str] | None) -> list[str] | None:
@@ -44,6 +44,13 @@ def capacity_bytes(text: str) -> int:
     if not 0 <= v < 2**62:
         raise argparse.ArgumentTypeError(f"capacity must be in [0, 2**62) bytes, got {text}")
     return v
+
+
+def os_error_text(e: OSError) -> str:
+    """An ``OSError`` as one line naming the file and the cause (``PATH: No space left on
+    device``), for the CLI's ``memplan: error:`` line."""
+    where = f"{e.filename}: " if getattr(e, "filename", None) else ""
+    return f"{where}{e.strerror or e}"
 
 
 def package_version() -> str:

@@ -96,7 +96,9 @@ def compare_planners(args) -> int:
     problems = resolve_problems(split_list(args.workloads), minimalloc_dir=args.minimalloc_dir,
                                 size_attr=args.size_attr, overrides=args.override)
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    from planners.io import output_folder  # OutputError: one line naming the folder
+
+    output_folder(out)
     csv_path = out / "compare.csv"
     records: list[dict] = []
     entries: list[dict] = []
@@ -161,7 +163,9 @@ def compare_schedulers(args) -> int:
     graphs = resolve_graphs(split_list(args.workloads), size_attr=args.size_attr,
                             overrides=args.override)
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    from planners.io import output_folder  # OutputError: one line naming the folder
+
+    output_folder(out)
     frames = []
     found: list = []
     for name, g in graphs.items():  # one workload at a time, each on disk before the next
@@ -202,7 +206,9 @@ def compare_pipeline(args) -> int:
     planners = check_planner_names(split_list(args.planners) or ["greedy_by_size"])
     models = split_list(args.workloads) or list(BENCH_MODELS)
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    from planners.io import output_folder  # OutputError: one line naming the folder
+
+    output_folder(out)
     rows: list[dict] = []
     stages: list[dict] = []
 

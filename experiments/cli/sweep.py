@@ -102,12 +102,19 @@ def run(args) -> int:
 def _run(args) -> int:
     if args.command == "sweep":
         from experiments.sweep import load_config, run_sweep
+        from planners.errors import OutputError
 
         cfg = load_config(args.config, out=args.out)
-        s = run_sweep(cfg, executor=args.executor, jobs=args.jobs,
-                      scheduler_address=args.scheduler_address, dry_run=args.dry_run,
-                      progress=not args.quiet, retry_failed=args.retry_failed,
-                      wait=not args.no_wait)
+        try:
+            s = run_sweep(cfg, executor=args.executor, jobs=args.jobs,
+                          scheduler_address=args.scheduler_address, dry_run=args.dry_run,
+                          progress=not args.quiet, retry_failed=args.retry_failed,
+                          wait=not args.no_wait)
+        except OutputError as e:  # a full disk mid-sweep: what is recorded stays recorded
+            err = OutputError(f"{e}; the sweep stopped, the records written so far are kept "
+                              "and a rerun with the same --out runs only the missing ones")
+            err.errno = e.errno
+            raise err from None
         if args.dry_run:
             return 0
         again = f" ({s['retried']} failed ones again)" if args.retry_failed else ""
@@ -153,6 +160,11 @@ def main(argv: list[str] | None = None) -> int:
         return run(args)
     except (MemplanError, ValueError, FileNotFoundError) as e:
         print(f"memplan: error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # a write site not routed through planners.io.atomic_write
+        from experiments.cli.common import os_error_text
+
+        print(f"memplan: error: {os_error_text(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("memplan: interrupted (finished runs are recorded; run again to resume)",

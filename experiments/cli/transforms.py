@@ -118,7 +118,7 @@ def run(args) -> int:
     else:
         text = json.dumps(ep, indent=1)
     if args.output:
-        from experiments.records import atomic_write
+        from planners.io import atomic_write  # OutputError: one line naming path and cause
 
         atomic_write(Path(args.output), text)
     else:

@@ -255,8 +255,10 @@ def save(fig, path: str | Path, formats: Sequence[str] | None = None) -> list[Pa
         fig = fig.figure
     if formats is None:
         formats = STYLES[current_style()]["formats"]
+    from planners.io import atomic_output, output_folder
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    output_folder(path.parent)
     written = []
     bbox = "tight"
     get_renderer = getattr(fig.canvas, "get_renderer", None)
@@ -278,7 +280,8 @@ def save(fig, path: str | Path, formats: Sequence[str] | None = None) -> list[Pa
                 "svg": {"Date": None}}.get(fmt, {})
         with _rc({"svg.hashsalt": "memplan",
                   "pdf.fonttype": STYLES[current_style()]["rc"]["pdf.fonttype"]}):
-            fig.savefig(out, bbox_inches=bbox, metadata=meta)
+            with atomic_output(out) as tmp:
+                fig.savefig(tmp, format=fmt, bbox_inches=bbox, metadata=meta)
         written.append(out)
     plt.close(fig)
     return written

@@ -224,14 +224,15 @@ def rectangle_count(fig) -> int:
 
 def write_html(fig, path: str | Path) -> Path:
     """Write ``fig`` as one self-contained HTML file (plotly.js inlined, no network access when
-    opened; scroll zoom on) and return its path. Written atomically (``NAME.tmp``, then
-    renamed)."""
+    opened; scroll zoom on) and return its path. Written atomically
+    (:func:`planners.io.atomic_write`; :class:`~planners.errors.OutputError` naming the path and
+    the cause on a full disk, a read-only file system or a missing parent folder)."""
     path = Path(path)
     html = fig.to_html(include_plotlyjs=True, full_html=True, include_mathjax=False,
                        config={"scrollZoom": True, "displaylogo": False, "responsive": True},
                        div_id="memplan-view")
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(html, encoding="utf-8")
-    tmp.replace(path)
+    from planners.io import atomic_write
+
+    atomic_write(path, html)
     return path
 

@@ -588,10 +588,9 @@ def write_rv64_report(csv_path, mca_path, out_md, quiet_path=None, run_seconds=N
     sources = {"csv": str(csv_path), "mca": str(mca_path), "quiet": str(quiet_path)}
     text = rv64_report_markdown(df, mca, quiet, run_seconds, sources,
                                 [str(f) for f in figures])
-    out_md.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_md.with_name(out_md.name + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(out_md)
+    from planners.io import atomic_write
+
+    atomic_write(out_md, text, make_parents=True)
     return out_md
 
 

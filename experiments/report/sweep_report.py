@@ -43,6 +43,7 @@ import pandas as pd
 
 from experiments.metrics import pareto_front, planner_summary
 from experiments.records import atomic_write, write_csv, write_parquet
+from planners.io import output_folder
 
 __all__ = ["build_report", "case_label", "pareto_front", "latest_code_version", "newest_records",
            "RUN_IDENTITY",
@@ -351,8 +352,8 @@ def _build_report(results_dir, out, formats, max_workload_figures, all_versions,
         df, left_out = newest_records(df)
     out = Path(out) if out is not None else results / "report"
     figs, tabs = out / "figures", out / "tables"
-    figs.mkdir(parents=True, exist_ok=True)
-    tabs.mkdir(parents=True, exist_ok=True)
+    output_folder(figs)  # planners.errors.OutputError (one CLI line) when it cannot be made
+    output_folder(tabs)
     written: list[Path] = []
     pq = _write_records_parquet(df, out / "records.parquet")
     if pq is not None:

@@ -16,6 +16,7 @@ from typing import Any
 from experiments.records import atomic_write
 from experiments.sweep.config import ConfigError, _problem_digest
 from planners.errors import MemplanError
+from planners.io import output_error
 
 __all__ = [
     "read_records",
@@ -88,8 +89,11 @@ def read_records(out: str | Path, quarantine: bool = False) -> list[dict[str, An
             continue
         if quarantine:
             dest = d / "corrupt" / p.name
-            dest.parent.mkdir(exist_ok=True)
-            os.replace(p, dest)
+            try:
+                dest.parent.mkdir(exist_ok=True)
+                os.replace(p, dest)
+            except OSError as e:
+                raise output_error(dest, e) from None
             fate = f"moved to {dest}; its run runs again"
         else:
             fate = "left out"
