@@ -392,9 +392,9 @@ def write_offline_plan(path: str | Path, plan: Plan, out: str | Path,
         raise ValueError(f"{path}: the offsets conflict under TFLite Micro's lifetimes: "
                          + "; ".join(rep["violations"][:3]))
     outp = Path(out)
-    tmp = outp.with_name(outp.name + ".tmp")
-    tmp.write_bytes(result)
-    tmp.replace(outp)
+    from planners.io import atomic_write  # OutputError: one line naming the path and cause
+
+    atomic_write(outp, result)
     return {**rep, "reordered": new_order is not None, "bytes": len(result)}
 
 
