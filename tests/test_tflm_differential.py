@@ -1,0 +1,56 @@
+"""The TFLite Micro differential test (issue #23 §1), a sample: memplan's ``runtime_arena`` and
+``tflm_head`` against the ``tflite-micro`` interpreter itself on generated models
+(experiments/tflm/generate.py, experiments/tflm/differential.py). The full set of 300 models
+runs in ``make soak``: ``python -m experiments.tflm.differential --models 300 --seed 0``."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("tflite", reason="the 'tflite' package (flatbuffer bindings) is not installed")
+pytest.importorskip("tflite_micro", reason="the 'tflite-micro' interpreter is not installed")
+
+from experiments.tflm import probe  # noqa: E402
+from experiments.tflm.differential import check_model  # noqa: E402
+from experiments.tflm.generate import TAGS, generate_model, model_tags  # noqa: E402
+from experiments.tflm.oracle import tflm_arena, tflm_min_arena  # noqa: E402
+
+#: Every fifth model of the soak set (seeds 0..299): 60 models, about 20 s on one core.
+SAMPLE = list(range(0, 300, 5))
+
+
+@pytest.mark.parametrize("seed", SAMPLE)
+def test_runtime_numbers_equal_the_interpreter(tmp_path, seed):
+    """runtime_arena == the smallest arena_size at which tflite-micro builds and invokes the
+    model (inputs zero), and tflm_head == the head it reports."""
+    path = generate_model(seed, tmp_path / f"g{seed:05d}.tflite")
+    row = check_model(f"g{seed:05d}", path, seed, model_tags(seed))
+    assert row["kind"] == "", (
+        f"seed {seed} ({row['tags']}): runtime_arena {row.get('runtime_arena')} "
+        f"({row.get('source')}) vs bisected {row['bisected_min']}; tflm_head "
+        f"{row.get('head_model')} vs reported {row['tflm_head']} {row['error']}")
+
+
+def test_generator_is_deterministic_and_covers_every_feature():
+    assert generate_model(7) == generate_model(7)
+    assert generate_model(7) != generate_model(8)
+    seen = {t for s in range(300) for t in model_tags(s)}
+    assert seen == set(TAGS)
+
+
+def test_probe_worker_bisection_is_checked_and_survives_a_crash(tmp_path):
+    """The minimum is accepted and one byte less rejected (the monotonicity check), a killed
+    worker is restarted, and the worker's report equals tflm_arena's child process."""
+    path = generate_model(3, tmp_path / "g3.tflite")
+    lo = tflm_min_arena(path)
+    assert probe.accepts(path, lo) and not probe.accepts(path, lo - 1)
+    w = probe._worker()
+    crashes = w.crashes
+    r = w.probe(str(path), 64)  # too small for the allocator objects: the interpreter segfaults
+    assert r == {"ok": False, "stage": "crash", "error": "worker exited with -11"}
+    assert w.crashes == crashes + 1 and w.proc is None
+    assert not probe.accepts(path, 64)  # a crash counts as rejected
+    assert probe.accepts(path, lo)  # the worker is restarted
+    rep = probe.report(path)
+    assert rep == tflm_arena(path)
+    assert probe.min_arena(path, 1) == lo  # from below: doubling, then bisection
