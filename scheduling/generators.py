@@ -7,6 +7,8 @@ carry a ``macs`` estimate (proportional to the bytes they touch) for latency-awa
 The same arguments always give the same graph (``numpy.random.default_rng(seed)``).
 
 * :func:`random_layered` -- random layered DAG (width, fan-in, skip edges across layers).
+* :func:`moccasin_layered` -- random layered graphs shaped like MOCCASIN's published ones (one
+  source, one sink, layers of random width, edge density, skip edges).
 * :func:`randwire` -- a randomly wired network (Xie et al., "Exploring Randomly Wired Neural
   Networks", ICCV 2019): a connected Watts-Strogatz graph (networkx
   ``connected_watts_strogatz_graph``) made acyclic by orienting each edge from the lower to the
@@ -30,6 +32,7 @@ from .graph import Graph
 __all__ = [
     "GENERATORS",
     "random_layered",
+    "moccasin_layered",
     "randwire",
     "nas_cell",
     "unet",
@@ -118,6 +121,93 @@ def random_layered(
     sinks = [t for lay in layers[1:] for t in lay if t not in read]
     out = b.op("Add", sinks, max(b.g.tensors[t].nbytes for t in sinks), name="sum_out")
     b.g.mark_output(out)
+    return b.g
+
+
+def moccasin_layered(
+    seed: int = 0,
+    n_ops: int = 100,
+    width_factor: float = 0.35,
+    width_spread: float = 0.75,
+    edge_density: float = 0.2,
+    skips_per_op: float | None = None,
+    min_bytes: int = 10,
+    max_bytes: int = 8000,
+) -> Graph:
+    """A random layered graph shaped like MOCCASIN's published ones (``random_layered_n*.json`` of
+    github.com/haoming-codes/moccasin, after Appendix A of Gagrani et al., "Neural Topological
+    Ordering for Computation Graphs", NeurIPS 2022), ``n_ops`` operators in all.
+
+    One source operator (reads the input ``x``) feeds every operator of the first layer; layers
+    of ``round(U[(1 - width_spread) w, (1 + width_spread) w])`` operators follow (at least 1),
+    ``w = 2 * width_factor * sqrt(n_ops)`` (the files' ``w`` parameter, 0.27 / 0.43 / 0.36 /
+    0.31 in the four of them, matches their mean widths this way); each operator of a layer reads each operator of the
+    previous one with probability ``edge_density`` (at least one, and every operator is read by
+    the next layer at least once); each operator also gets ``Poisson(skips_per_op)`` skip edges
+    to operators two or more layers later (default ``0.07 * log2(n_ops)``); one sink operator
+    reads the last layer and writes the graph output. Sizes are multiples of 10 bytes, uniform
+    in ``[min_bytes, max_bytes]``, like the files' ``out_cost``. The defaults reproduce what the
+    four published files measure (``n_ops`` 100 / 250 / 500 / 1000: mean layer width 5.2 / 11.3
+    / 16.1 / 20.4, widths within +-75 % of it, 0.33 / 0.52 / 0.66 / 0.81 skip edges per operator,
+    ``out_cost`` 10 ... 8,180 with median about 1,500); the generator is this reading of the
+    files, not their code.
+
+    Raises
+    ------
+    GraphError
+        ``n_ops < 3``, ``width_factor <= 0``, ``edge_density`` or ``width_spread`` outside ``[0, 1]``,
+        ``skips_per_op < 0``, or ``min_bytes > max_bytes`` / ``min_bytes < 1``.
+    """
+    if n_ops < 3:
+        raise GraphError(f"moccasin_layered: n_ops must be >= 3, got {n_ops}")
+    _check_positive(min_bytes=min_bytes)
+    if min_bytes > max_bytes:
+        raise GraphError(f"moccasin_layered: min_bytes {min_bytes} > max_bytes {max_bytes}")
+    if not (0 <= edge_density <= 1 and 0 <= width_spread <= 1):
+        raise GraphError("moccasin_layered: edge_density and width_spread must be in [0, 1]")
+    w = 2.0 * float(width_factor) * np.sqrt(n_ops)
+    skip = 0.07 * np.log2(n_ops) if skips_per_op is None else float(skips_per_op)
+    if w <= 0 or skip < 0:
+        raise GraphError(f"moccasin_layered: width {w} must be > 0 and skips_per_op {skip} >= 0")
+    rng = np.random.default_rng(seed)
+    lo, hi = max(min_bytes // 10, 1), max(max_bytes // 10, 1)
+
+    def size() -> int:
+        return int(rng.integers(lo, hi + 1)) * 10
+
+    sizes_left = n_ops - 2
+    layers: list[list[int]] = []
+    k = 0
+    while sizes_left > 0:
+        a, b_ = (1 - width_spread) * w, (1 + width_spread) * w
+        cnt = max(1, min(int(round(rng.uniform(a, b_))), sizes_left))
+        layers.append(list(range(k, k + cnt)))
+        k += cnt
+        sizes_left -= cnt
+    preds: list[set[int]] = [set() for _ in range(k)]
+    for la, lb in zip(layers[:-1], layers[1:], strict=True):
+        for v in lb:
+            ps = {u for u in la if rng.random() < edge_density}
+            if not ps:
+                ps = {la[int(rng.integers(len(la)))]}
+            preds[v] |= ps
+        read = set().union(*(preds[v] for v in lb))
+        for u in la:
+            if u not in read:
+                preds[lb[int(rng.integers(len(lb)))]].add(u)
+    layer_of = {v: i for i, lay in enumerate(layers) for v in lay}
+    for u in range(k):
+        later = [v for lay in layers[layer_of[u] + 2:] for v in lay]
+        for _ in range(int(rng.poisson(skip)) if later else 0):
+            preds[later[int(rng.integers(len(later)))]].add(u)
+    b = _Builder(f"moccasin_layered_s{seed}_n{n_ops}", size())
+    src = b.op("Op", ["x"], size(), name="source")
+    out = [""] * k
+    for v in range(k):
+        ins = [src] if layer_of[v] == 0 else [out[u] for u in sorted(preds[v])]
+        out[v] = b.op("Op", ins, size(), name=f"n{v}")
+    sink = b.op("Op", [out[v] for v in layers[-1]], size(), name="sink")
+    b.g.mark_output(sink)
     return b.g
 
 
@@ -294,6 +384,7 @@ def transformer(
 #: Generator registry: name -> ``f(seed=0, **size params) -> Graph``.
 GENERATORS = {
     "random_layered": random_layered,
+    "moccasin_layered": moccasin_layered,
     "randwire": randwire,
     "nas_cell": nas_cell,
     "unet": unet,

@@ -282,6 +282,7 @@ def test_bad_parameters_are_named():
     "name, params, n_ops",
     [
         ("random_layered", {"n_ops": 30}, 30),
+        ("moccasin_layered", {"n_ops": 40}, 40),
         ("randwire", {"n_nodes": 24}, 25),
         ("nas_cell", {"n_cells": 2, "nodes_per_cell": 3}, 2 * (2 + 9 + 1)),
         ("unet", {"depth": 3, "convs": 2}, 3 * 7 + 2),
@@ -301,10 +302,26 @@ def test_generators_are_seeded_valid_dags_of_the_documented_size(name, params, n
 
 
 def test_generator_registry_and_errors():
-    assert set(GENERATORS) == {"random_layered", "randwire", "nas_cell", "unet", "transformer"}
+    assert set(GENERATORS) == {"random_layered", "moccasin_layered", "randwire", "nas_cell",
+                               "unet", "transformer"}
     with pytest.raises(GraphError, match="unknown generator 'nope'"):
         generate("nope")
     with pytest.raises(GraphError, match="d_model 100 must be divisible by heads 3"):
         generate("transformer", d_model=100, heads=3)
     with pytest.raises(GraphError, match="n_ops must be >= 2"):
         generate("random_layered", n_ops=1)
+    with pytest.raises(GraphError, match="moccasin_layered: n_ops must be >= 3"):
+        generate("moccasin_layered", n_ops=2)
+
+
+def test_moccasin_layered_has_one_source_one_sink_and_the_published_shape():
+    g = generate("moccasin_layered", seed=1, n_ops=250, width_factor=0.43)
+    m = MemoryModel(g)
+    assert [m.names[v] for v in range(m.n) if not m.preds[v]] == ["source"]
+    assert [m.names[v] for v in range(m.n) if not m.succs[v]] == ["sink"]
+    assert g.outputs == ["sink_out"]
+    sizes = [t.nbytes for t in g.tensors.values() if t.producer]
+    assert all(s % 10 == 0 and 10 <= s <= 8000 for s in sizes)
+    # the published n=250 file has 24 layers and 944 edges; this reading of it is close
+    assert 18 <= int(m.levels().max()) + 1 <= 30
+    assert 700 <= sum(len(p) for p in m.preds) <= 1100

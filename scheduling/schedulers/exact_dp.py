@@ -136,7 +136,8 @@ class ExactDP(Scheduler):
     time_limit : float or None, default 10.0
         Budget in seconds for the whole call, the initial orders and bounds included (checked once
         per state expansion). Segments share what is left after the initial orders: each gets
-        the time left divided by the number of segments still to search.
+        the time left divided by the number of segments still to search (those whose initial
+        peak is above the bound proved so far).
     best_of_start : bool, default True
         Start from the best of all heuristics (:func:`initial_order`), so the result is never
         worse than any; ``False`` (ablation) starts from ``min_live``, DFS and the stored order.
@@ -148,7 +149,8 @@ class ExactDP(Scheduler):
     Schedule with status ``"optimal"`` (``info["peak_bytes"]`` is the proved minimum, equal to
     the schedule's ``bound``) or ``"timeout"`` with the best order known and its peak. ``info``
     also holds ``lower_bound`` (the proved bound of the whole, bytes), ``order_bound``
-    (:func:`.bounds.order_lower_bound`), ``states`` (created in all segments), ``segments``,
+    (:func:`.bounds.order_lower_bound`), ``states`` (created in all segments),
+    ``memo_peak_states`` (the most held at once, in one segment: the memory used), ``segments``,
     ``segments_searched``, ``largest_segment`` (operators), ``initial_peak``,
     ``initial_winner`` and, when a search stopped, ``reason``.
 
@@ -216,6 +218,7 @@ class ExactDP(Scheduler):
         peaks = [int(prof[a:b].max()) for a, b in segs]
         bound = lb
         states = 0
+        memo_peak = 0
         searched = 0
         reasons: list[str] = []
         todo = sorted(range(len(segs)), key=lambda i: (-peaks[i], i))
@@ -224,12 +227,14 @@ class ExactDP(Scheduler):
                 continue  # this segment cannot raise the peak above what is proved necessary
             a, b = segs[i]
             part_deadline = None
-            if deadline is not None:
+            if deadline is not None:  # an equal share of what is left for each segment to search
+                waiting = sum(1 for j in todo[k:] if peaks[j] > bound)
                 left = deadline - time.perf_counter()
-                part_deadline = time.perf_counter() + max(left, 0.0) / (len(todo) - k)
+                part_deadline = time.perf_counter() + max(left, 0.0) / waiting
             res = self._search(m, chosen[i], i, seg_of, int(before[a]), peaks[i], part_deadline)
             searched += 1
             states += res.states
+            memo_peak = max(memo_peak, res.states)
             if res.order is not None:
                 chosen[i], peaks[i] = res.order, res.peak
                 bound = max(bound, res.peak)
@@ -239,6 +244,7 @@ class ExactDP(Scheduler):
         order = [v for part in chosen for v in part]
         peak = max(peaks)
         info.update(lower_bound=int(min(bound, peak)), peak_bytes=peak, states=states,
+                    memo_peak_states=memo_peak,
                     segments=len(segs), segments_searched=searched,
                     largest_segment=max(b - a for a, b in segs))
         status = "optimal" if peak <= bound else "timeout"
