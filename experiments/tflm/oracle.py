@@ -238,7 +238,10 @@ class Kernel(NamedTuple):
     kernel's ``Init`` (16-byte aligned); ``prepare``: those in its ``Prepare``; ``scratch``:
     scratch-buffer requests; ``temps``: which tensors ``Prepare`` takes as temporary
     ``TfLiteTensor`` structs (``AllocateTempInputTensor`` / ``AllocateTempOutputTensor``): ``"io"``
-    every input (index >= 0) then every output, ``"first"`` the first input only, ``""`` none.
+    every input (index >= 0) then every output, ``"first"`` the first input only, ``"in2"`` the
+    first two inputs, ``"i0o"`` the first input and the first output, ``"i0o+i"`` the first input,
+    the first output, then every input again (CONCATENATION), ``""`` none. ``types``: the tensor
+    types (of the operator's first input) for which the entry was checked; ``None``: any.
     """
 
     options: tuple[int, int]
@@ -246,22 +249,69 @@ class Kernel(NamedTuple):
     prepare: tuple[int, ...]
     scratch: int
     temps: str
+    types: frozenset | None = None
+
+
+def _temp_indices(temps: str, inputs: list, outputs: list) -> list:
+    """The tensors a kernel's ``Prepare`` takes as temporaries (:class:`Kernel` ``temps``); an
+    omitted optional input (index -1) takes none (``AllocateTempInputTensor`` returns null)."""
+    ins = [i for i in inputs if i >= 0]
+    first = [i for i in inputs[:1] if i >= 0]
+    return {"io": ins + list(outputs), "first": first,
+            "in2": [i for i in inputs[:2] if i >= 0], "i0o": first + list(outputs[:1]),
+            "i0o+i": first + list(outputs[:1]) + ins, "": []}[temps]
 
 
 #: The TFLM reference kernels whose allocations are modelled, each checked against the
 #: ``tflite-micro`` interpreter (``tests/test_tflm_cases.py`` builds models of each and compares
 #: the bisected minimum); the kernel source named beside each. Any other kernel makes the model
 #: incomplete (it is never guessed) and ``runtime_arena`` is measured.
+_F32_I8 = frozenset({"FLOAT32", "INT8"})
 KERNELS: dict[str, Kernel] = {
     # kernels/add.cc AddInit: OpDataAdd (60 bytes on LP64); add_common.cc AddPrepare takes
     # input1, input2, output as temps; builtin_op_data.h TfLiteAddParams (8, align 4)
-    "ADD": Kernel((8, 4), (60,), (), 0, "io"),
+    "ADD": Kernel((8, 4), (60,), (), 0, "io", _F32_I8),
     # kernels/if.cc IfInit: OpData {then, else subgraph index}; IfPrepare takes the condition
     # as a temp; TfLiteIfParams (8, align 4)
     "IF": Kernel((8, 4), (8,), (), 0, "first"),
     # kernels/call_once.cc CallOnceInit: OpData {init_subgraph_index, has_run}; no temps;
     # TfLiteCallOnceParams (4, align 4)
     "CALL_ONCE": Kernel((4, 4), (8,), (), 0, ""),
+    # kernels/mul_common.cc MulInit: OpDataMul (mul.h, 36 bytes); MulPrepare: input1, input2,
+    # output; TfLiteMulParams (4, align 4)
+    "MUL": Kernel((4, 4), (36,), (), 0, "io", _F32_I8),
+    # kernels/sub.cc SubInit: OpDataSub (sub.h, 52 bytes); sub_common.cc SubPrepare: input1,
+    # input2, output; TfLiteSubParams (8, align 4)
+    "SUB": Kernel((8, 4), (52,), (), 0, "io", _F32_I8),
+    # kernels/fully_connected.cc FullyConnectedInit: OpDataFullyConnected (fully_connected.h: 64
+    # bytes on LP64, 72 with the two scratch indices of USE_TFLM_COMPRESSION, which the
+    # tflite-micro Python package is built with); FullyConnectedPrepare: input, filter, bias
+    # (when present), output; float only (int8 per-channel arrays and int4 scratch are
+    # allocated in Prepare, not modelled); TfLiteFullyConnectedParams: 16 bytes in the
+    # mirrored builtin_op_data.h, but the installed build's schema adds
+    # FullyConnectedOptions.quantSpec and its tail grows by 16 bytes more per operator
+    # (measured on one and two FULLY_CONNECTED, with and without bias): (32, align 8)
+    "FULLY_CONNECTED": Kernel((32, 8), (72,), (), 0, "io", frozenset({"FLOAT32"})),
+    # kernels/reshape.cc: no Init; reshape_common.cc PrepareReshapeReference: input, output;
+    # TfLiteReshapeParams (int32 shape[8] + int, 36, align 4)
+    "RESHAPE": Kernel((36, 4), (), (), 0, "i0o", _F32_I8),
+    # kernels/concatenation.cc ConcatenationInit: OpData {ConcatenationParams} (40 bytes on
+    # LP64, + int scratch_indices[kMaxInputNum = 10] under USE_TFLM_COMPRESSION: 80);
+    # ConcatenationPrepare: input 0, output, then every input; TfLiteConcatenationParams
+    # (8, align 4)
+    "CONCATENATION": Kernel((8, 4), (80,), (), 0, "i0o+i", _F32_I8),
+    # kernels/logistic.cc LogisticInit: OpDataLogistic (16 bytes); logistic_common.cc: input,
+    # output; no builtin options
+    "LOGISTIC": Kernel((0, 1), (16,), (), 0, "io", _F32_I8),
+    # kernels/elementwise.cc ElementWiseAbsRsqrtInit: OpDataAbsRsqrt (28 bytes);
+    # PrepareAbsRsqrt: input, output; no builtin options
+    "ABS": Kernel((0, 1), (28,), (), 0, "io", _F32_I8),
+    # kernels/comparisons.cc Init: OpData {ComparisonParams} (32 bytes); ComparisonsPrepare:
+    # input1, input2; no builtin options
+    "LESS": Kernel((0, 1), (32,), (), 0, "in2", _F32_I8),
+    # kernels/maximum_minimum.cc: no Init, no Prepare, no builtin options
+    "MAXIMUM": Kernel((0, 1), (), (), 0, "", _F32_I8),
+    "MINIMUM": Kernel((0, 1), (), (), 0, "", _F32_I8),
 }
 
 
@@ -444,6 +494,17 @@ def _temp_tensors(start: int, tensors: list, indices) -> int:
     return top
 
 
+def _kernel_key(sub: dict, op: dict) -> str:
+    """The :data:`KERNELS` key of ``op``: its type, or ``"TYPE (TENSORTYPE)"`` when the entry was
+    not checked for the tensor type of its first input (then it is not modelled)."""
+    k = KERNELS.get(op["type"])
+    if k is None or k.types is None:
+        return op["type"]
+    first = next((i for i in op["inputs"] if i >= 0), None)
+    t = sub["tensors"][first]["type"] if first is not None else None
+    return op["type"] if t in k.types else f"{op['type']} ({t})"
+
+
 def tflm_head_problem(path: str | Path) -> Problem:
     """The buffers TFLite Micro's memory planner places for the model at ``path``, exactly as
     ``MicroAllocator::CommitStaticMemoryPlan`` hands them to it (micro_allocator.cc
@@ -550,7 +611,8 @@ def tflm_arena_model(path: str | Path, head: int | None = None) -> TflmArenaMode
     """
     facts = _flatbuffer_facts(Path(path))
     subs = facts["subgraphs"]
-    unknown = sorted({op for s in subs for op in s["ops"] if op not in KERNELS})
+    unknown = sorted({_kernel_key(s, op) for s in subs for op in s["op_io"]
+                      if _kernel_key(s, op) not in KERNELS})
     reasons = []
     if unknown:
         reasons.append("no verified persistent-allocation model for kernel(s) " + ", ".join(unknown))
@@ -589,8 +651,7 @@ def tflm_arena_model(path: str | Path, head: int | None = None) -> TflmArenaMode
                 k = KERNELS[op["type"]]
                 for size in k.prepare:
                     tail.alloc("Persistent buffer data", size, _ARENA_ALIGN)
-                temps = ([i for i in op["inputs"] if i >= 0] + op["outputs"] if k.temps == "io"
-                         else op["inputs"][:1] if k.temps == "first" else [])
+                temps = _temp_indices(k.temps, op["inputs"], op["outputs"])
                 requests = _align_up(sz["ScratchBufferRequest"][0]
                                      * (scratch + _MAX_SCRATCH_PER_OP), _ARENA_ALIGN)
                 end = _temp_tensors(requests, s["tensors"], temps)
