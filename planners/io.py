@@ -1,9 +1,21 @@
-"""MiniMalloc CSV reading and writing.
+"""MiniMalloc CSV reading and writing, and the one atomic-write helper for results.
 
 Format (MiniMalloc, google/minimalloc): a header ``id,lower,upper,size`` and one row per buffer with a
 **half-open** lifetime ``[lower, upper)`` in steps and a size in bytes. Optional column ``alignment``
 (bytes). A solved file adds a column ``offset``. MiniMalloc names its benchmark files
 ``NAME.CAPACITY.csv`` (e.g. ``A.1048576.csv``); :func:`capacity_from_name` reads that capacity.
+
+**Ids are never normalised.** An id is the ``id`` field byte for byte as the CSV rules (RFC 4180,
+Python's ``csv`` module) give it: surrounding spaces and tabs are part of the id, and a quoted id
+keeps its commas, doubled quotes, carriage returns and newlines. So ``a``, `` a `` and ``"a<LF>"``
+are three different buffers, and :func:`write_minimalloc_csv` (which quotes where needed) followed
+by :func:`read_minimalloc_csv` gives back every id exactly. An empty id is refused (naming the
+file and line), and so are two equal ids. Header names and integer fields are read with
+surrounding spaces stripped, as before.
+
+:func:`atomic_write` / :func:`atomic_output` write every result file of the toolkit (temporary
+file beside it, ``fsync``, :func:`os.replace`, temporary removed on any error) and turn a failed
+write into one :class:`~planners.errors.OutputError` naming the path and the cause.
 """
 
 from __future__ import annotations
@@ -25,7 +37,7 @@ import numpy as np
 from .errors import OutputError, ProblemError
 from .model import Buffer, Plan, Problem
 
-__all__ = ["read_minimalloc_csv", "write_minimalloc_csv", "minimalloc_csv_text", "capacity_from_name", "atomic_write",
+__all__ = ["read_minimalloc_csv", "write_minimalloc_csv", "minimalloc_csv_text", "csv_dict_reader", "capacity_from_name", "atomic_write",
            "atomic_output", "output_folder", "output_error", "OutputError"]
 
 
@@ -180,7 +192,7 @@ def _plain_buffers(text: str, header: list[str], has_align: bool) -> list[Buffer
 
     Plain: no quote, carriage return, NUL or other line separator; no blank line; no line longer
     than the csv module's field size limit; every row with as many fields as the header. Every value is checked here as the row-by-row path checks it
-    (``int()`` of the stripped field, ids stripped and non-empty, ``|value| < 2**62``, size >= 0,
+    (``int()`` of the stripped field, ids as written (never stripped) and non-empty, ``|value| < 2**62``, size >= 0,
     end > start, alignment >= 1; a later duplicate header column wins, as in ``csv.DictReader``),
     so the buffers are equal to the ones that path builds; they are then built without re-running
     :class:`Buffer`'s per-field checks. ``O(n)``; the cyclic garbage collector is paused meanwhile
@@ -206,7 +218,7 @@ def _plain_buffers(text: str, header: list[str], has_align: bool) -> list[Buffer
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        ids = [x.strip() for x in flat[col["id"] :: width]]
+        ids = flat[col["id"] :: width]  # ids byte for byte, never stripped (module docstring)
         lower, upper, size = (
             list(map(int, flat[col[c] :: width])) for c in ("lower", "upper", "size")
         )
@@ -361,6 +373,47 @@ def _fast_columns(raw: bytes, header: list[str], has_align: bool):
     return ids, lower, upper, size, own_align
 
 
+def _read_text(path: Path) -> tuple[bytes, str]:
+    """``(raw bytes, text)`` of a CSV file. The text keeps carriage returns where a quoted field
+    may hold them (a file with a ``"``): no newline translation, so a quoted id keeps its
+    ``\\r`` and ``\\n`` (module docstring). A file without a quote has every ``\\r\\n`` and ``\\r``
+    read as ``\\n`` (there each one ends a row anyway). ASCII is decoded directly, anything else
+    with the locale's encoding (as :meth:`Path.read_text`). Raises :class:`ProblemError` for a
+    missing or undecodable file."""
+    if not path.exists():
+        raise ProblemError(f"{path}: no such file")
+    raw = path.read_bytes()
+    try:
+        if raw.isascii() and b"\r" not in raw:
+            return raw, raw.decode("ascii")
+        text = io.TextIOWrapper(io.BytesIO(raw), newline="").read()
+    except UnicodeDecodeError as e:
+        raise ProblemError(f"{path}: not a text CSV file ({e.reason} at byte {e.start})") from None
+    if '"' not in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return raw, text
+
+
+def _dict_reader(text: str) -> csv.DictReader:
+    """A ``csv.DictReader`` over ``text`` that splits rows as the CSV rules do (only ``\\n``,
+    ``\\r\\n`` and ``\\r`` outside quotes end a row; not ``str.splitlines``'s other separators)."""
+    return csv.DictReader(io.StringIO(text, newline=""))
+
+
+def csv_dict_reader(path: str | Path) -> csv.DictReader:
+    """A ``csv.DictReader`` over a MiniMalloc CSV with its header names stripped, reading ids
+    byte for byte (module docstring): for readers of extra columns (``memplan check``'s
+    ``offset``) that must see the same rows and ids as :func:`read_minimalloc_csv`. Raises
+    :class:`ProblemError` for a missing or undecodable file or a malformed header."""
+    path = Path(path)
+    reader = _dict_reader(_read_text(path)[1])
+    try:
+        reader.fieldnames = [h.strip() for h in (reader.fieldnames or [])]
+    except csv.Error as e:
+        raise ProblemError(f"{path}:{reader.line_num + 1}: malformed CSV header ({e})") from None
+    return reader
+
+
 def _checked_rows(reader: csv.DictReader, path: Path):
     """The rows of ``reader``; a ``csv.Error`` (a field above the csv module's size limit, a NUL
     byte, ...) becomes a :class:`ProblemError` naming the file and line."""
@@ -393,10 +446,11 @@ def read_minimalloc_csv(
     Raises
     ------
     ProblemError
-        Empty file, missing header columns, a missing or non-integer field (naming file, line and
-        column), negative size, ``upper <= lower``, a value with ``|value| >= 2**62``, duplicate
-        ids, or a worst-case arena above ``2**63 - 1`` bytes (the range rule of
-        :mod:`planners.model`).
+        Empty file, missing header columns, a missing or non-integer field or an empty id (naming
+        file, line and column), negative size, ``upper <= lower``, a value with
+        ``|value| >= 2**62``, duplicate ids (ids are compared byte for byte, never stripped or
+        otherwise normalised: the module docstring), or a worst-case arena above ``2**63 - 1``
+        bytes (the range rule of :mod:`planners.model`).
 
     Notes
     -----
@@ -409,18 +463,10 @@ def read_minimalloc_csv(
     path = Path(path)
     if capacity == "auto":
         capacity = capacity_from_name(path)
-    if not path.exists():
-        raise ProblemError(f"{path}: no such file")
-    raw = path.read_bytes()
-    try:
-        # an ASCII file without carriage returns reads the same in every ASCII-compatible locale
-        # encoding and through universal newlines: decode it directly
-        text = raw.decode("ascii") if raw.isascii() and b"\r" not in raw else path.read_text()
-    except UnicodeDecodeError as e:
-        raise ProblemError(f"{path}: not a text CSV file ({e.reason} at byte {e.start})") from None
+    raw, text = _read_text(path)
     if not text.strip():
         raise ProblemError(f"{path}: empty file (expected a header 'id,lower,upper,size')")
-    reader = csv.DictReader(text.splitlines())
+    reader = _dict_reader(text)
     try:
         header = [h.strip() for h in (reader.fieldnames or [])]
     except csv.Error as e:  # e.g. a field longer than the csv module's limit
@@ -449,7 +495,7 @@ def read_minimalloc_csv(
         where = f"{path}:{reader.line_num}"
         if None in row:  # more fields than the header
             raise ProblemError(f"{where}: more fields than the header's {len(header)}")
-        bid = (row.get("id") or "").strip()
+        bid = row.get("id") or ""  # byte for byte, never stripped (module docstring)
         if not bid:
             raise ProblemError(f"{where}: missing value for column 'id'")
         lower = _int_field(row, "lower", where)

@@ -52,6 +52,24 @@ def test_valid_plan_prints_arena_bound_and_ratio(tmp_path, capsys):
     assert lines["ratio"] == "1.333333" and lines["valid"] == "True"
 
 
+def test_ids_that_differ_only_by_spaces_or_a_newline_keep_their_own_offsets(tmp_path, capsys):
+    # "a", " a" and "a\n" (quoted) are three buffers live together: [0,8), [8,16), [16,24).
+    # Normalised ids would make them one id (a duplicate) or swap offsets; kept, the plan is valid.
+    p = _write(tmp_path / "ids.csv", [("a", 0, 2, 8, 0), (" a", 0, 2, 8, 8),
+                                       ("a\n", 0, 2, 8, 16)])
+    rc, out, err = _run(capsys, p, "--json")
+    rep = json.loads(out)
+    assert rc == 0 and err == "" and rep["buffers"] == 3
+    assert (rep["arena"], rep["lower_bound"], rep["valid"]) == (24, 24, True)
+    # swap the offsets of "a" and "a\n" with a third buffer on top of " a": one overlap, named
+    p = _write(tmp_path / "bad.csv", [("a", 0, 2, 8, 8), (" a", 0, 2, 8, 8),
+                                       ("a\n", 0, 2, 8, 0)])
+    rc, out, _ = _run(capsys, p, "--json")
+    rep = json.loads(out)
+    assert rc == 1 and rep["counts"] == {"overlap": 1}
+    assert sorted(rep["violations"][0]["buffers"]) == [" a", "a"]
+
+
 # -- invalid plans: every violation ------------------------------------------------------------------
 
 

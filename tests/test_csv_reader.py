@@ -103,7 +103,7 @@ BAD_FILES = {
     "end not after start": "id,lower,upper,size\na,0,2,8\nb,3,3,1\n",
     "not an integer": "id,lower,upper,size\na,0,2,8\nb,0,x,1\n",
     "empty field": "id,lower,upper,size\na,0,2,8\nb,0,,1\n",
-    "empty id": "id,lower,upper,size\na,0,2,8\n ,0,2,1\n",
+    "empty id": "id,lower,upper,size\na,0,2,8\n,0,2,1\n",  # " " is an id (never stripped)
     "duplicate id": "id,lower,upper,size\na,0,2,8\na,0,2,1\n",
     "too large": f"id,lower,upper,size\na,0,2,{2**62}\n",
     "too small": f"id,lower,upper,size\na,{-(2**62)},2,1\n",
@@ -247,3 +247,74 @@ def test_numpy_path_edge_cases(tmp_path, case):
     if case in ("sign alone", "plus alone", "double sign", "exponent", "decimal", "alignment 0",
                 "alignment -4", "empty last field", "duplicate ids"):
         assert isinstance(fast, str) and str(path) in fast
+
+
+# -- ids are never normalised (planners.io module docstring) ---------------------------------------
+
+#: Pairs of files whose ids differ only by a newline or surrounding spaces: each id is kept.
+DISTINCT_IDS = {
+    "surrounding spaces": ("id,lower,upper,size\na,0,2,8\n a ,0,2,8\na ,0,2,8\n", ["a", " a ", "a "]),
+    "tab": ("id,lower,upper,size\na,0,2,8\n\ta,0,2,8\n", ["a", "\ta"]),
+    "newline in a quoted id": ('id,lower,upper,size\n"a\n",0,2,8\na,0,2,8\n', ["a\n", "a"]),
+    "CRLF rows, CR LF in a quoted id": ('id,lower,upper,size\r\n"a\r\n",0,2,8\r\na,0,2,8\r\n',
+                                       ["a\r\n", "a"]),
+    "lone CR in a quoted id": ('id,lower,upper,size\n"a\rb",0,2,8\nab,0,2,8\n', ["a\rb", "ab"]),
+    "line separators are not rows": ("id,lower,upper,size\na\x0b,0,2,8\na\u2028,0,2,8\na,0,2,8\n",
+                                     ["a\x0b", "a\u2028", "a"]),
+    "id only spaces": ("id,lower,upper,size\n ,0,2,8\n  ,0,2,8\n", [" ", "  "]),
+    "quoted, with commas and quotes": ('id,lower,upper,size\n"x,y",0,2,8\n"q""q",0,2,8\n',
+                                       ["x,y", 'q"q']),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DISTINCT_IDS))
+def test_ids_that_differ_only_by_spaces_or_newlines_stay_distinct(tmp_path, case):
+    text, ids = DISTINCT_IDS[case]
+    path = tmp_path / "f.csv"
+    path.write_bytes(text.encode())
+    fast, slow = _read_both(path)
+    _same(fast, slow)
+    assert slow.ids == ids
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("id,lower,upper,size\na,0,2,8\n,0,2,8\n", ":3: missing value for column 'id'"),
+    ('id,lower,upper,size\na,0,2,8\n"",0,2,8\n', ":3: missing value for column 'id'"),
+    ("id,lower,upper,size\n a,0,2,8\n a,1,2,8\n", "duplicate buffer id ' a'"),
+])
+def test_empty_and_equal_ids_are_refused_naming_the_rule(tmp_path, text, needle):
+    path = tmp_path / "f.csv"
+    path.write_text(text)
+    fast, slow = _read_both(path)
+    _same(fast, slow)
+    assert isinstance(slow, str) and str(path) in slow and needle in slow
+
+
+_ID_CHARS = st.one_of(
+    st.sampled_from(list(' \t\n\r,"\'\x0b\x0c\x1c\x1f\x85\u2028\u2029\xa0é€;x0')),
+    st.characters(exclude_characters="\x00", exclude_categories=("Cs",)))
+
+
+@settings(max_examples=150, deadline=None)
+@given(ids=st.lists(st.text(_ID_CHARS, min_size=1, max_size=12), min_size=1, max_size=20,
+                    unique=True), data=st.data())
+def test_write_then_read_keeps_every_id_byte_for_byte(tmp_path_factory, ids, data):
+    """Any non-empty ids (commas, quotes, CR, LF, spaces, line separators, non-ASCII) survive
+    write_minimalloc_csv -> read_minimalloc_csv exactly, with their offsets (read_offsets)."""
+    import numpy as np
+
+    from experiments.cli.check import read_offsets
+    from planners import Buffer, Plan, Problem
+    from planners.io import write_minimalloc_csv
+
+    n = len(ids)
+    starts = data.draw(st.lists(st.integers(0, 9), min_size=n, max_size=n))
+    p = Problem([Buffer(i, s, s + 1, 8 * (k + 1)) for k, (i, s) in enumerate(zip(ids, starts))])
+    offsets = np.cumsum([0] + [8 * (k + 1) for k in range(n - 1)]).astype(np.int64)
+    path = tmp_path_factory.mktemp("csv") / "p.csv"
+    write_minimalloc_csv(p, path, Plan(p, offsets, "test", "heuristic"))
+    fast, slow = _read_both(path)
+    _same(fast, slow)
+    assert slow.ids == ids
+    assert [b.id.encode() for b in slow.buffers] == [i.encode() for i in ids]
+    assert read_offsets(path, slow.ids) == offsets.tolist()

@@ -85,11 +85,11 @@ def read_offsets(path: str | Path, ids: list[str]) -> list[int]:
         line and value).
     """
     from planners.errors import ProblemError
+    from planners.io import csv_dict_reader
 
     path = Path(path)
-    rows = csv.DictReader(path.read_text().splitlines())
-    header = [h.strip() for h in (rows.fieldnames or [])]
-    rows.fieldnames = header
+    rows = csv_dict_reader(path)  # the same rows and ids as read_minimalloc_csv, never stripped
+    header = list(rows.fieldnames or [])
     if "offset" not in header:
         raise ProblemError(f"{path}: header {header} has no column 'offset' (a plan to check "
                            "needs one offset per buffer; `memplan plan -o` writes it)")
@@ -97,7 +97,7 @@ def read_offsets(path: str | Path, ids: list[str]) -> list[int]:
     for row in rows:
         raw = str(row.get("offset") or "").strip()
         try:
-            by_id[str(row.get("id") or "").strip()] = int(raw)
+            by_id[str(row.get("id") or "")] = int(raw)
         except ValueError:
             what = "missing value" if not raw else f"not an integer: {raw!r}"
             raise ProblemError(f"{path}:{rows.line_num}: column 'offset': {what}") from None
