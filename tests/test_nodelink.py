@@ -157,3 +157,96 @@ def test_cli_plan_compare_schedule(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("memplan: error:") and "node 0 has no size attribute 'ram'" in err
     assert len(err.splitlines()) == 1
+
+
+# -- MOCCASIN's random layered graphs, in the format of its published data/random_layered_n*.json:
+# node_link_data written with source="0", target="1", nodes without "id" (the id is the position,
+# equal to "name"), sizes in "out_cost", the size attribute named in graph["node_output_cost_tag"],
+# a topological "order" and the sink listed second (node 1), as in those files.
+# Same topology as NODES/EDGES: a=0, f=1 (sink), b=2, c=3, d=4, e=5.
+MOC_SIZES = {0: 4, 1: 4, 2: 50, 3: 50, 4: 4, 5: 4}
+MOC_LINKS = [(0, 2), (0, 3), (2, 4), (3, 5), (4, 1), (5, 1)]
+
+
+def moccasin_json(order=(0, 2, 4, 3, 5, 1), tag=True) -> dict:
+    graph = {"name": "random_layered_n6_w0.5_nlv0.75_ed0.2_scd0.14",
+             "pos": {"0": [0, 0], "2": [-1, -1], "3": [0, -1], "4": [-1, -2], "5": [0, -2],
+                     "1": [0, -3]},
+             "source_node": 0, "target_node": 1, "node_param_cost_tag": "param_cost",
+             "node_duration_tag": "duration", "max_cost": 1, "inset_state": []}
+    if tag:
+        graph["node_output_cost_tag"] = "out_cost"
+    if order is not None:
+        graph["order"] = list(order)
+    return {"directed": True, "multigraph": False, "graph": graph,
+            "nodes": [{"out_cost": MOC_SIZES[i], "param_cost": 0, "duration": 7 * i, "name": i}
+                      for i in range(6)],
+            "links": [{"0": u, "1": v} for u, v in MOC_LINKS]}
+
+
+def test_moccasin_random_layered_file_as_published(tmp_path):
+    g = read_nodelink(write(tmp_path, moccasin_json()))
+    assert list(g.ops) == ["0", "2", "4", "3", "5", "1"]  # the file's declared order
+    assert {int(t): g.tensors[t].nbytes for t in g.ops} == MOC_SIZES
+    assert g.outputs == ["1"] and g.ops["1"].inputs == ("4", "5")
+    assert peak_live_bytes(g) == BEST_PEAK  # a b d c e f
+    for size in ("out_cost", "auto"):
+        assert peak_live_bytes(read_nodelink(write(tmp_path, moccasin_json()), size=size)) == 58
+    # without the declared order: node positions, a b c d e f as in the Checkmate file
+    g = read_nodelink(write(tmp_path, moccasin_json(order=None)))
+    assert list(g.ops) == ["0", "2", "3", "4", "5", "1"] and peak_live_bytes(g) == 104
+    # an "order" that is not topological is ignored, not trusted
+    g = read_nodelink(write(tmp_path, moccasin_json(order=(1, 0, 2, 3, 4, 5))))
+    assert list(g.ops) == ["0", "2", "3", "4", "5", "1"]
+    # no node_output_cost_tag: out_cost is still found when no node has cost_ram
+    g = read_nodelink(write(tmp_path, moccasin_json(tag=False)))
+    assert g.tensors["2"].nbytes == 50
+
+
+def test_moccasin_file_errors(tmp_path):
+    data = moccasin_json(tag=False)
+    for nd in data["nodes"]:
+        nd["bytes"] = nd.pop("out_cost")
+    with pytest.raises(NodeLinkError, match=r"no size attribute found on every node \(tried "
+                                             r"'cost_ram', 'out_cost'\)"):
+        read_nodelink(write(tmp_path, data), size="auto")
+    with pytest.raises(NodeLinkError, match="node 0 has no size attribute 'cost_ram'"):
+        read_nodelink(write(tmp_path, data))
+    assert read_nodelink(write(tmp_path, data), size="bytes").tensors["3"].nbytes == 50
+    bad = moccasin_json()
+    bad["links"].append({"0": 2})
+    with pytest.raises(NodeLinkError, match=r"edge #6 lacks 'source'/'target' \(or MOCCASIN's "
+                                            r"'0'/'1'\)"):
+        read_nodelink(write(tmp_path, bad))
+
+
+def test_cli_schedule_moccasin_file_with_time_limit_and_params(tmp_path, capsys):
+    path = str(write(tmp_path, moccasin_json(order=None)))
+    assert main(["schedule", path, "--scheduler", "exact_dp", "--time-limit", "5",
+                 "--param", "max_states=1000", "--param", "decompose=false", "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["peak_bytes"] == BEST_PEAK == rec["bound"] and rec["status"] == "optimal"
+    assert rec["gap"] == 0.0
+    assert rec["params"]["time_limit"] == 5.0 and rec["params"]["max_states"] == 1000
+    assert rec["params"]["decompose"] is False
+    # a --param time_limit wins over --time-limit
+    assert main(["schedule", path, "--scheduler", "genetic", "--time-limit", "5",
+                 "--param", "time_limit=0.5", "--param", "generations=3", "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["params"]["time_limit"] == 0.5 and rec["params"]["generations"] == 3
+    assert rec["bound"] <= rec["peak_bytes"]
+    assert main(["schedule", path, "--json"]) == 0  # file order a b c d e f: not proved optimal
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["peak_bytes"] == FILE_ORDER_PEAK and rec["status"] == "heuristic"
+    assert rec["bound"] <= BEST_PEAK
+    for argv, msg in (
+        (["--param", "nope=1"], "scheduler 'file_order' has no parameter 'nope'"),
+        (["--scheduler", "exact_dp", "--param", "max_states=0"],
+         "exact_dp: parameter 'max_states' = 0 is not allowed"),
+    ):
+        assert main(["schedule", path, *argv]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("memplan: error:") and msg in err and len(err.splitlines()) == 1
+    with pytest.raises(SystemExit):
+        main(["schedule", path, "--param", "nope"])
+    assert "expected NAME=VALUE, got 'nope'" in capsys.readouterr().err
