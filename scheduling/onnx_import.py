@@ -47,6 +47,7 @@ Element sizes come from ``onnx.helper.tensor_dtype_to_np_dtype``; bytes are
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -68,7 +69,7 @@ from .onnx_control_flow import (
     is_foldable_node,
     prepare_model,
 )
-from .onnx_shapes import resolve_shapes, runtime_placeholders, unknown_shape_error
+from .onnx_shapes import RUNTIME_NOTE, resolve_shapes, runtime_placeholders, unknown_shape_error
 
 __all__ = ["load_onnx", "estimate_macs"]
 
@@ -476,6 +477,9 @@ def load_onnx(
             add(o, kind)
     graph.shape_source = {t: res.source.get(t, "declared") for t in graph.tensors}
     graph.notes = notes
+    for n in notes:  # a size not the specification's: said once, also where no one reads notes
+        if RUNTIME_NOTE in n:
+            logging.getLogger("memplan.onnx").warning("memplan: note: %s", n)
     return graph
 
 

@@ -91,6 +91,7 @@ __all__ = [
     "RUNTIME_RULE_OPS",
     "runtime_output_shape",
     "runtime_placeholders",
+    "RUNTIME_NOTE",
 ]
 
 Overrides = Mapping[str, Sequence[int] | int]
@@ -115,8 +116,10 @@ _EVAL_ONLY_SHAPE = frozenset({"Shape", "Size"})
 _VALUE_SHAPED = frozenset({
     "Reshape", "Expand", "Pad", "Tile", "Slice", "Resize", "Upsample", "Range", "TopK", "OneHot",
     "Squeeze", "Unsqueeze", "ConstantOfShape", "ReduceSum", "ReduceMean", "ReduceMax",
-    "ReduceMin", "ReduceProd", "Split", "NonMaxSuppression",
+    "ReduceMin", "ReduceProd", "Split", "NonMaxSuppression", "Compress", "NonZero", "Unique",
 })
+#: Of :data:`_VALUE_SHAPED`, the operators whose output shape follows the value of input 0.
+_VALUE_SHAPED_BY_INPUT0 = frozenset({"ConstantOfShape", "NonZero", "Unique"})
 
 
 @dataclass
@@ -657,6 +660,11 @@ def _spec_rules(model: onnx.ModelProto, res: ShapeResolution) -> int:
 RUNTIME_RULE_OPS = frozenset({"Resize", "Upsample", "Range", "MaxPool", "AveragePool", "LpPool"})
 
 
+#: The words every note of a size where the specification and ONNX Runtime's kernel disagree
+#: contains (:func:`_runtime_sizes`).
+RUNTIME_NOTE = "ONNX Runtime's kernel writes"
+
+
 def _attr(node: onnx.NodeProto, name: str, default=None):
     for a in node.attribute:
         if a.name == name:
@@ -834,7 +842,7 @@ def _runtime_sizes(model: onnx.ModelProto, res: ShapeResolution, where: str,
         ort_larger = math.prod(rt) > math.prod(spec)
         res.notes.append(
             f"{where}: tensor {out!r} ({node.op_type} node {label!r}): the ONNX specification "
-            f"gives shape {list(spec)}, ONNX Runtime's kernel writes {list(rt)} (its own "
+            f"gives shape {list(spec)}, {RUNTIME_NOTE} {list(rt)} (its own "
             "arithmetic, see scheduling.onnx_shapes.runtime_output_shape); planned at the "
             + ("larger, ONNX Runtime's" if ort_larger else "larger, the specification's"))
         if ort_larger:
@@ -920,7 +928,7 @@ def _default_valued_inputs(model: onnx.ModelProto, res: ShapeResolution, where: 
     for k, node in enumerate(g.node):
         if node.op_type not in _VALUE_SHAPED:
             continue
-        shaping = node.input[:1] if node.op_type == "ConstantOfShape" else node.input[1:]
+        shaping = node.input[:1] if node.op_type in _VALUE_SHAPED_BY_INPUT0 else node.input[1:]
         for i in shaping:
             if i in defaults and i not in told:
                 told.add(i)
@@ -1295,7 +1303,7 @@ def unknown_shape_error(res: ShapeResolution, tensor: str, where: str) -> OnnxIm
     for k, node in enumerate(g.node):
         if tensor not in node.output:
             continue
-        shaping = node.input[:1] if node.op_type == "ConstantOfShape" else node.input[1:]
+        shaping = node.input[:1] if node.op_type in _VALUE_SHAPED_BY_INPUT0 else node.input[1:]
         runtime = [i for i in shaping if i and i not in res.values]
         hint = ""
         if runtime and node.op_type in _VALUE_SHAPED:

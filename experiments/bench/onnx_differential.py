@@ -22,7 +22,7 @@ ONNX Runtime returned is compared in bytes. Outcomes (:data:`OUTCOMES`):
     disagree; the plan takes the larger size and says so);
 ``refused``
     a graph whose sizes depend on runtime data was refused with :class:`OnnxImportError`
-    (expected for those kinds only);
+    naming the operator whose size depends on it (expected for those kinds only);
 ``smaller`` *(failure)*
     a planned size below what ONNX Runtime writes: a corrupting plan;
 ``larger_silent`` *(failure)*
@@ -31,6 +31,8 @@ ONNX Runtime returned is compared in bytes. Outcomes (:data:`OUTCOMES`):
     a static graph the importer refused;
 ``not_refused`` *(failure)*
     a data-dependent graph the importer planned;
+``wrong_refusal`` *(failure)*
+    a data-dependent graph refused with an error that does not name the operator;
 ``ort_error`` *(failure)*
     ONNX Runtime could not run a generated graph (a generator bug).
 
@@ -59,9 +61,10 @@ __all__ = ["KINDS", "OUTCOMES", "FAILURES", "Outcome", "generate", "check_model"
 
 #: Every outcome :func:`check_model` reports (module docstring).
 OUTCOMES = ("equal", "larger_noted", "refused", "smaller", "larger_silent", "import_error",
-            "not_refused", "ort_error")
+            "not_refused", "wrong_refusal", "ort_error")
 #: The outcomes that fail the test.
-FAILURES = frozenset({"smaller", "larger_silent", "import_error", "not_refused", "ort_error"})
+FAILURES = frozenset({"smaller", "larger_silent", "import_error", "not_refused", "wrong_refusal",
+                      "ort_error"})
 
 F = T.FLOAT
 
@@ -564,7 +567,8 @@ KINDS: dict[str, Callable[[np.random.Generator], onnx.ModelProto]] = {
     "chain": k_chain, "resize_loop": k_resize_loop, "dd_nonzero": k_dd_nonzero,
     "dd_scales": k_dd_scales, "dd_range": k_dd_range,
 }
-_REFUSE = frozenset({"dd_nonzero", "dd_scales", "dd_range"})
+#: Data-dependent kinds (the importer must refuse them) and the operator the refusal must name.
+_REFUSE = {"dd_nonzero": "NonZero", "dd_scales": "Resize", "dd_range": "Range"}
 #: Kinds whose sizes assume a default value: the import notes must name that input.
 _NOTED_INPUT = {"default_shape": "s"}
 
@@ -612,7 +616,10 @@ def check_model(kind: str, model: onnx.ModelProto) -> Outcome:
         graph = load_onnx(model)
     except OnnxImportError as e:
         msg = " ".join(str(e).split())
-        return Outcome(kind, name, "refused" if kind in _REFUSE else "import_error", 0, msg[:300])
+        if kind in _REFUSE:
+            right = f"(op {_REFUSE[kind]}," in msg
+            return Outcome(kind, name, "refused" if right else "wrong_refusal", 0, msg[:300])
+        return Outcome(kind, name, "import_error", 0, msg[:300])
     if kind in _REFUSE:
         return Outcome(kind, name, "not_refused", 0, "imported a data-dependent graph")
     if kind in _NOTED_INPUT and not any(repr(_NOTED_INPUT[kind]) in n for n in graph.notes):
