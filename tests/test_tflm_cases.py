@@ -1,0 +1,167 @@
+"""TFLite Micro's arena, exactly: the shared cases (../shared/cases, values bisected with the
+``tflite-micro`` interpreter) and models built here, each compared with the interpreter itself.
+
+``tflm_head`` must equal the head TFLM's recording allocator reports and ``runtime_arena`` with
+source ``"model"`` the smallest ``arena_size`` the interpreter accepts, byte for byte; where the
+model cannot promise that, the source is ``"measured"``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import shared_case
+
+from experiments.bench.tflm import write_tflite
+from experiments.cli import main
+
+tflite = pytest.importorskip("tflite", reason="the optional 'tflite' package is not installed")
+
+from experiments.tflm.oracle import (  # noqa: E402
+    runtime_arena,
+    tflm_arena,
+    tflm_arena_model,
+    tflm_available,
+    tflm_head_problem,
+    tflm_min_arena,
+)
+
+needs_tflm = pytest.mark.skipif(not tflm_available()[0], reason="tflite-micro not installed")
+F32, I8, BOOL = tflite.TensorType.FLOAT32, tflite.TensorType.INT8, tflite.TensorType.BOOL
+
+#: ../shared/cases/README.md, last table: (runtime_arena, head or None), bisected by the issue
+CASES = {
+    "add_chain.tflite": (1664, 512),
+    "const_add_fold.tflite": (1808, None),
+    "two_ifs.tflite": (8736, None),
+    "unread_output.tflite": (1920, None),
+    "dangling.tflite": (2040, None),
+    "tflm_rand00.tflite": (3840, 1552),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_shared_case_runtime_arena_is_the_interpreters(name, capsys):
+    path = shared_case(name)
+    want, head = CASES[name]
+    assert main(["plan", str(path), "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["runtime_arena_source"] == "model" and rec["tflm_head_source"] == "model"
+    assert rec["runtime_arena"] == want
+    if head is not None:
+        assert rec["tflm_head"] == head
+
+
+@needs_tflm
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_shared_case_head_equals_the_recording_allocator(name):
+    path = shared_case(name)
+    assert tflm_arena_model(path).head == tflm_arena(path).head
+
+
+def test_tflm_lifetimes_of_the_cases():
+    """The lifetimes behind the numbers (micro_allocation_info.cc MarkAllocationLifetimes)."""
+    iv = {b.id: (b.start, b.end) for b in tflm_head_problem(shared_case("dangling.tflite")).buffers}
+    assert iv["0:1"] == (-1, 0)  # 'd': touched by nothing, still planned (never marked)
+    iv = {b.id: (b.start, b.end) for b in tflm_head_problem(shared_case("unread_output.tflite")).buffers}
+    assert iv["0:1"] == (1, 2)  # 'd': written by op 0 (scope 1), read by nobody
+    # two IFs calling the same branches: a branch's tensors live from the first call to the last
+    iv = {b.id: (b.start, b.end) for b in tflm_head_problem(shared_case("two_ifs.tflite")).buffers}
+    first_if, second_if = iv["0:2"], iv["0:3"]
+    assert iv["1:0"][0] < first_if[1] and iv["1:0"][1] > second_if[0]
+    # constant-input operator: its output is planned (not folded)
+    ids = {b.id for b in tflm_head_problem(shared_case("const_add_fold.tflite")).buffers}
+    assert "0:3" in ids and "0:1" not in ids  # 't' planned, constant 'c1' not
+
+
+# -- models built here, each checked against the interpreter ---------------------------------------
+
+V = [1, 64]
+
+
+def _unused_input(tmp_path):
+    """A graph input nothing reads (1 KiB) beside an ADD chain of 256-byte tensors: TFLM gives it
+    the lifetime of scope 0 only (MarkAllocationLifetimes marks inputs first and last used at
+    entry)."""
+    main_sg = {"tensors": [("x", V, F32), ("u", [1, 256], F32), ("a", V, F32), ("b", V, F32),
+                           ("y", V, F32)],
+               "inputs": [0, 1], "outputs": [4],
+               "ops": [("ADD", [0, 0], [2], None), ("ADD", [2, 2], [3], None),
+                       ("ADD", [3, 0], [4], None)]}
+    return write_tflite(tmp_path / "unused_input.tflite", [main_sg])
+
+
+def _state_and_consts(tmp_path):
+    """int8 MUL/SUB on a variable tensor and two constants, and a CONCATENATION: a variable is
+    state (allocated in the tail), an operator whose inputs are all constant still runs."""
+    q = {"quant": ([0.05], [0])}
+    c = {**q, "data": bytes(64)}
+    main_sg = {"tensors": [("x", [1, 64], I8, q), ("v", [1, 64], I8, {**q, "variable": True}),
+                           ("c1", [1, 64], I8, c), ("c2", [1, 64], I8, c),
+                           ("k", [1, 64], I8, q), ("m", [1, 64], I8, q), ("s", [1, 64], I8, q),
+                           ("y", [1, 192], I8, q)],
+               "inputs": [0], "outputs": [7],
+               "ops": [("MUL", [2, 3], [4], None), ("SUB", [0, 1], [5], None),
+                       ("ADD", [4, 5], [6], None),
+                       ("CONCATENATION", [6, 4, 5], [7], ("ConcatenationOptions", {"Axis": 1}))]}
+    return write_tflite(tmp_path / "state_consts.tflite", [main_sg])
+
+
+def _shared_callee(tmp_path):
+    """A CALL_ONCE and an IF running the same subgraph, plus a tiny FULLY_CONNECTED: the callee
+    is planned once, live from its first call to its last."""
+    callee = {"tensors": [("a", V, F32), ("b", V, F32), ("o", V, F32)], "inputs": [0],
+              "outputs": [2], "ops": [("ADD", [0, 0], [1], None), ("ADD", [1, 1], [2], None)]}
+    other = {"tensors": [("a", V, F32), ("o", V, F32)], "inputs": [0], "outputs": [1],
+             "ops": [("ABS", [0], [1], None)]}
+    main_sg = {"tensors": [("c", [1], BOOL), ("x", V, F32), ("y", V, F32),
+                           ("w", [4, 64], F32, {"data": bytes(4 * 4 * 64)}), ("z", [1, 4], F32)],
+               "inputs": [0, 1], "outputs": [4],
+               "ops": [("CALL_ONCE", [], [], ("CallOnceOptions", {"InitSubgraphIndex": 2})),
+                       ("IF", [0, 1], [2], ("IfOptions", {"ThenSubgraphIndex": 1,
+                                                           "ElseSubgraphIndex": 2})),
+                       ("FULLY_CONNECTED", [2, 3, -1], [4], None)]}
+    return write_tflite(tmp_path / "shared_callee.tflite", [main_sg, callee, other])
+
+
+BUILT = {"unused_input": _unused_input, "state_consts": _state_and_consts,
+         "shared_callee": _shared_callee}
+
+
+def test_unused_input_lives_at_scope_zero_only(tmp_path):
+    iv = {b.id: (b.start, b.end) for b in tflm_head_problem(_unused_input(tmp_path)).buffers}
+    assert iv["0:1"] == (0, 1)
+    # so it shares the arena with the chain (x, a, b live at op 1: 768 bytes) instead of lying
+    # 1 KiB above it for the whole run: head = max(x + u at scope 0, 768) = 1280, not 1792
+    assert tflm_arena_model(_unused_input(tmp_path)).head == 1280
+
+
+@needs_tflm
+@pytest.mark.parametrize("name", sorted(BUILT))
+def test_built_models_equal_the_interpreter(tmp_path, name):
+    path = BUILT[name](tmp_path)
+    info = runtime_arena(path, measure=False)
+    assert info["runtime_arena_source"] == "model", info["runtime_arena_note"]
+    assert info["runtime_arena"] == tflm_min_arena(path)
+    assert info["tflm_head"] == tflm_arena(path).head
+
+
+@needs_tflm
+def test_unmodelled_kernel_is_measured_and_says_so(tmp_path):
+    """A kernel without a verified entry (TANH), and a checked kernel on a tensor type it was not
+    checked for (FULLY_CONNECTED on int8): the number is the interpreter's, source measured."""
+    q = {"quant": ([0.05], [0])}
+    tanh = {"tensors": [("x", V, F32), ("y", V, F32)], "inputs": [0], "outputs": [1],
+            "ops": [("TANH", [0], [1], None)]}
+    fc8 = {"tensors": [("x", [1, 16], I8, q), ("w", [4, 16], I8, {**q, "data": bytes(64)}),
+                       ("y", [1, 4], I8, q)],
+           "inputs": [0], "outputs": [2], "ops": [("FULLY_CONNECTED", [0, 1, -1], [2], None)]}
+    for name, sg, kernel in (("tanh", tanh, "TANH"), ("fc8", fc8, "FULLY_CONNECTED (INT8)")):
+        path = write_tflite(tmp_path / f"{name}.tflite", [sg])
+        m = tflm_arena_model(path)
+        assert m.runtime_arena is None and kernel in m.reason
+        info = runtime_arena(path)
+        assert info["runtime_arena_source"] == "measured" and info["tflm_head_source"] == "measured"
+        assert info["runtime_arena"] == tflm_min_arena(path)
+        assert info["tflm_head"] == tflm_arena(path).head and info["runtime_arena_model"] is None
