@@ -3,13 +3,20 @@
 Steps of :func:`load_onnx`:
 
 1. read the protobuf (a clear :class:`OnnxImportError` for a missing, empty or malformed file);
+   initializers stored as external data (the ONNX external data format, a file in the model's
+   folder) are read when they have at most :data:`EXTERNAL_READ_MAX_ELEMS` elements (a shape,
+   pads, scales), larger ones (weights) are not: only their dims are needed;
 2. apply the caller's ``overrides`` (a whole shape by tensor name -- graph input, graph output,
    ``value_info`` or node output -- or a value per ``dim_param`` name; ``-1`` dims in the file
    are unknown until overridden);
 3. resolve every tensor's shape with :func:`scheduling.onnx_shapes.resolve_shapes`: strict ONNX
    inference, with data propagation, constant folding of shape-only subgraphs, ONNX Runtime's
-   symbolic inference (or, ``shapes="measured"``, one ONNX Runtime run); the source of each
-   shape is kept on ``graph.shape_source``;
+   symbolic inference (or, ``shapes="measured"``, one ONNX Runtime run), then ONNX Runtime's
+   kernel arithmetic where it gives a larger size than the specification (``onnx_runtime``;
+   :func:`scheduling.onnx_shapes.runtime_output_shape`): a planned size is never smaller than
+   what ONNX Runtime writes, and each disagreement is one line of ``graph.notes`` (also logged
+   once on the ``memplan.onnx`` logger as a warning); the source of each shape is kept on
+   ``graph.shape_source``;
 4. **constant folding of kinds**: initializers, and every output of a node whose inputs are all
    constants (``Constant``, ``ConstantOfShape`` of an initializer shape, ``Unsqueeze`` of a weight
    ...) are weights, and so is the output of a ``Shape`` node whose input has a static shape
@@ -34,7 +41,9 @@ Steps of :func:`load_onnx`:
 9. MACs estimates for ``Conv``, ``ConvTranspose``, ``Gemm`` and ``MatMul`` (:func:`estimate_macs`);
 10. control flow (:mod:`scheduling.onnx_control_flow`): model-local functions are expanded and an
     ``If`` with a truly constant condition (a constant, or decided by static shapes) is
-    inlined before step 3 (then step 3 runs again); a node with a subgraph
+    inlined before step 3 (then step 3 runs again); the scan outputs of a ``Loop`` with an
+    exact constant trip count are sized by it and step 3 runs again for their consumers; a
+    node with a subgraph
     (``If``, ``Loop``, ``Scan``) never folds into a weight, reads its implicit (outer-scope)
     inputs at its own step (they are added to :attr:`Operator.inputs`, names kept in the
     attribute ``implicit_inputs``) and writes an extra ``uint8`` output ``<op>_subgraph_ws``
@@ -260,13 +269,16 @@ def load_onnx(
         ``graph.shape_source`` maps each tensor to the source of its shape (one of
         :data:`scheduling.onnx_shapes.SHAPE_SOURCES`). ``graph.notes`` lists, one line each,
         what was not taken from the file: a declared shape strict inference contradicts
-        (ignored; tensor and both shapes named) and an ``If`` branch that cannot run with these
-        shapes (its workspace not counted; :mod:`scheduling.onnx_control_flow`).
+        (ignored; tensor and both shapes named), an ``If`` branch that cannot run with these
+        shapes (its workspace not counted; :mod:`scheduling.onnx_control_flow`), a tensor the
+        specification and ONNX Runtime's kernel size differently (both shapes, the larger
+        taken) and a size that assumes an overridable initializer's default value.
 
     Raises
     ------
     OnnxImportError
-        Missing, empty or malformed file; strict shape inference failure; an override that matches
+        Missing, empty or malformed file; external data outside the model's folder, missing or
+        short; strict shape inference failure; an override that matches
         nothing; a tensor whose size stays unknown (named, with its symbolic dimensions); an
         element type without a fixed size (strings).
 
