@@ -80,7 +80,8 @@ def test_wakeword_models_are_not_modelled_and_say_why():
 def test_wakeword_structure_and_planning_moment_equal_the_interpreter():
     """The modelled structure (eval tensors, node structs, input/output tensor structs) equals the
     recording allocator's counts, and the model of the two moments (final arena, plan commit)
-    with the measured tail brackets the bisected minimum within 8 bytes on all four models
+    with the measured tail brackets the bisected minimum within 16 bytes (the two paddings, and
+    an arena end that need not be 16-aligned) on all four models
     (20720, 20320, 21728, 27872 bytes, three of them above the total the interpreter reports for a
     large arena). Known difference: the full model gives no number for these models (their
     kernels are not modelled), so the CLI reports the bisected value."""
@@ -101,7 +102,7 @@ def test_wakeword_structure_and_planning_moment_equal_the_interpreter():
             assert m.parts[kind] == parts[kind][0], (name, kind)
         row = bench_row(name, path)
         assert row["head_model"] == row["head"], name
-        assert row["check_holds"] and row["check_high"] - row["check_low"] <= 8, name
+        assert row["check_holds"] and row["check_high"] - row["check_low"] <= 16, name
         above += row["bisected_min"] > row["total"]
         info = runtime_arena(path)
         assert info["runtime_arena_source"] == "measured"
