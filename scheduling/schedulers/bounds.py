@@ -65,7 +65,7 @@ __all__ = [
 ]
 
 #: Largest graph (operators) for the cut bound (an ``n x n`` boolean ancestor matrix).
-CUT_MAX_OPS = 6000
+CUT_MAX_OPS = 4000
 #: Largest graph (operators) for the pair bound (an ``n x #tensors x n`` matrix product).
 PAIR_MAX_OPS = 1500
 
@@ -98,10 +98,11 @@ def _forced(model: MemoryModel, A: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
             row |= A[c]
             row[c] = True
     P = A.T[model.producer] if m else np.zeros((0, n), dtype=bool)
-    F = P & R
     W = model.alloc.copy()
-    if m:
-        W += model.size @ F.astype(np.int64)
+    step = 256  # rows per int64 product: 256 * n * 8 bytes at a time, not m * n * 8
+    for lo in range(0, m, step):
+        F = (P[lo:lo + step] & R[lo:lo + step]).astype(np.int64)
+        W += model.size[lo:lo + step] @ F
     return R, P, W
 
 
