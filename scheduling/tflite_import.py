@@ -17,24 +17,30 @@ callee's own activation problem (its inputs, which the kernel copies in, include
 body's outputs into the cond's inputs, so both are live at once); ``CALL_ONCE`` and ``CALL`` their
 callee. A workspace of 0 bytes is not added, and ``CALL_ONCE`` without one is dropped as before.
 :attr:`TfliteModel.workspaces` lists the workspaces. This models the callee as one block planned
-on its own. TFLite Micro instead plans the tensors of all subgraphs in one arena
-(``MicroAllocator::CommitStaticMemoryPlan``, micro_allocator.cc), inlining each callee's
-operators into the calling operator's step (``AllocationInfoBuilder::MarkSubgraphLifetimesIfNecessary``,
-micro_allocation_info.cc; ``MicroGraph::InvokeSubgraph``, micro_graph.cc) and rounding every
-buffer up to 16 bytes, so the two plans can differ either way (on the IF model built in
-``tests/test_tflite_subgraphs.py`` TFLM's head, 1296, equals ours with sizes rounded to 16).
-Our plan is valid for a runtime that runs each callee inside its block. Subgraph recursion, a
+on its own: the **planning view**, valid for a runtime that runs each callee inside its block.
+TFLite Micro instead plans the tensors of all subgraphs in one arena
+(``MicroAllocator::CommitStaticMemoryPlan``, micro_allocator.cc), a callee's tensors live from its
+first call to its last (``AllocationInfoBuilder::MarkAllocationLifetimes``,
+micro_allocation_info.cc), and every buffer rounded up to 16 bytes. The numbers that name TFLite
+Micro (``tflm_head``, ``runtime_arena``) therefore never come from this graph but from TFLM's own
+lifetimes and planner (:func:`experiments.tflm.oracle.tflm_head_problem`,
+:mod:`planners.tflm_greedy`). Subgraph recursion, a
 subgraph index out of range, and StableHLO operators with body subgraphs (``STABLEHLO_WHILE``,
 ``STABLEHLO_COMPOSITE``, ...) raise :class:`TfliteImportError`.
 
 Tensor kinds (what the activation arena holds and what it does not)
 ------------------------------------------------------------------
 * ``weight`` (persistent, kept **out** of the activation arena): tensors whose flatbuffer buffer
-  holds data (constants), ``is_variable`` tensors (old-style variables), and every output of an
-  operator whose inputs are all persistent -- ``DEQUANTIZE`` of float16/int8 constants and
-  ``DENSIFY`` of sparse constants, which TFLite evaluates once at ``Prepare`` and keeps, and the
-  ``VAR_HANDLE`` resource handles of resource variables. These operators are folded away (not
-  scheduled); their bytes are reported in :attr:`TfliteModel.persistent_bytes`.
+  holds data (constants), ``is_variable`` tensors (old-style variables: state, which TFLite Micro
+  allocates in its persistent tail), and the ``VAR_HANDLE`` resource handles of resource
+  variables. Every operator is scheduled, also one whose inputs are all persistent (TFLite
+  Micro runs it at every ``Invoke`` and plans its output), except operators that read nothing
+  and write no arena bytes (``VAR_HANDLE``, an empty ``CALL_ONCE``), which are dropped. With
+  ``fold_constants=True`` (a planning view asked for explicitly, for a runtime that evaluates
+  them once at ``Prepare``, as TFLite does for ``DEQUANTIZE`` of float16/int8 constants and
+  ``DENSIFY`` of sparse constants) the outputs of operators whose inputs are all persistent are
+  folded into persistent tensors too. Persistent bytes are reported in
+  :attr:`TfliteModel.persistent_bytes`.
 * ``input``: the subgraph inputs. Unlike the ONNX convention, TFLite Micro places the graph input
   in the arena, so :func:`tflite_problem` counts inputs as activations by default.
 * ``output``: the subgraph outputs.
@@ -106,7 +112,8 @@ class TfliteModel:
     Attributes
     ----------
     graph : Graph
-        The main subgraph, constant-folded operators removed, in file (execution) order.
+        The main subgraph in file (execution) order, dropped (and, with ``fold_constants``,
+        folded) operators removed.
     path : str
     subgraphs : int
         Number of subgraphs in the file (subgraph 0 is ``graph``; called ones are workspaces).
@@ -114,7 +121,8 @@ class TfliteModel:
         Bytes of persistent tensors kept out of the activation arena (constants, variables,
         dequantised / densified constants, resource handles).
     folded_ops : dict
-        ``{op type: count}`` of operators folded into persistent tensors.
+        ``{op type: count}`` of operators not scheduled: dropped (they read nothing and write no
+        arena bytes) or, with ``fold_constants``, folded into persistent tensors.
     resource_variable_bytes : int
         Bytes of resource-variable storage (size of the ``READ_VARIABLE`` results per handle).
     workspaces : dict

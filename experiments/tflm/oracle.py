@@ -9,11 +9,10 @@ interpreter as a Python extension. Its ``Interpreter`` is built with the recordi
     [RecordingMicroAllocator] Arena allocation tail 16784 bytes
 
 The **head** is the non-persistent part of the arena: the activation buffers placed by TFLM's
-``GreedyMemoryPlanner`` (greedy by size, 16-byte alignment; the same area is used temporarily for
-node structures during ``AllocateTensors``, so the head is ``max`` of the two). The **tail** holds
-persistent data (tensor structs, quantisation parameters, variables, operator scratch). Our
-planners' arena for :func:`scheduling.tflite_import.tflite_problem` (graph input included,
-alignment 16) is compared with the head.
+``GreedyMemoryPlanner`` (16-byte alignment; the same area is used temporarily for node
+structures during ``AllocateTensors``, so the head is ``max`` of the two). The **tail** holds
+persistent data (tensor structs, quantisation parameters, variables, operator data, scratch
+handles).
 
 The interpreter prints from C to file descriptor 1, so :func:`tflm_arena` runs it in a child
 Python process and parses that process's output (robust against the C library's buffering and the
@@ -22,9 +21,25 @@ interpreter aborting on an unsupported operator).
 The reported total is not always enough: :func:`tflm_min_arena` bisects the smallest
 ``arena_size`` the interpreter accepts (on three of the four pymicro-wakeword models it is above
 the reported total, because committing the plan needs temporary working memory in the head).
-:func:`tflm_arena_model` models the whole need from the flatbuffer (head, persistent tail, and the
-plan-commit moment) with TFLM's 64-bit struct sizes; :func:`runtime_arena` reports it, or the
-bisected value where a kernel is not modelled. ``make bench-tflm`` compares the two.
+
+What is **modelled**, from the flatbuffer and TFLM's source, never from memplan's planning view
+of the model (:mod:`scheduling.tflite_import`):
+
+* :func:`tflm_head`: TFLM's own planner (:mod:`planners.tflm_greedy`, greedy_memory_planner.cc)
+  on TFLM's own lifetimes of every tensor of every subgraph (:func:`tflm_head_problem`, from
+  :func:`experiments.tflm.offline.tflm_lifetimes`, a transcription of
+  ``AllocationInfoBuilder::MarkAllocationLifetimes``): nothing folded, variables in the tail,
+  shared callees live from their first call to their last, unread outputs, untouched tensors and
+  unused inputs with the lifetimes TFLM gives them;
+* :func:`tflm_arena_model`: the persistent tail, simulated allocation by allocation with TFLM's
+  64-bit struct sizes and the verified kernels of :data:`KERNELS`, and the three moments the
+  arena must hold (each kernel's ``Prepare`` with its temporary tensors, the plan commit, the
+  end), replayed on an arena whose end need not be 16-aligned. Where every kernel is modelled
+  its ``runtime_arena`` equals :func:`tflm_min_arena` byte for byte.
+
+What is **measured**: :func:`runtime_arena` reports the model where it covers every kernel
+(source ``"model"``), else the interpreter's bisected minimum and reported head (source
+``"measured"``). ``make bench-tflm`` compares the two.
 """
 
 from __future__ import annotations
