@@ -762,12 +762,14 @@ def infer_subgraphs(
         return m
 
     m = fresh_copy(False)
+    variant: bool | None = False  # which fresh copy gave the inference (None: a branch ruled out)
     inferred, decided, copied, failure = _inference_rounds(m)
     if failure is not None:
         # declared subgraph output shapes (often those of the export trace) are hints, not
         # laws: infer again without them and keep the shapes inference backs
         declared = _declared_outputs(model.graph)
         m = fresh_copy(True)
+        variant = True
         inferred, decided, copied, retry_failure = _inference_rounds(m)
         if retry_failure is None:
             if not _note_hint_conflicts(declared, _declared_outputs(inferred.graph), notes) \
@@ -777,6 +779,7 @@ def infer_subgraphs(
             failure = None
         else:
             rounds = _rule_out_branches(fresh_copy(True), retry_failure, where, notes)
+            variant = None
             if rounds is not None:
                 inferred, decided, copied, failure = rounds
                 _note_hint_conflicts(declared, _declared_outputs(inferred.graph), notes)
@@ -787,6 +790,24 @@ def infer_subgraphs(
     m = inferred
     _take_back_constants(m.graph, copied)
     _check_types(m, where, inferred=True)
+    if variant is not None:
+        # inside subgraphs, ONNX Runtime's kernel arithmetic where its size is the larger: the
+        # node is replaced by a placeholder of that size in a fresh copy, inferred again
+        places = _subgraph_runtime_sizes(m, where, notes)
+        if places:
+            again = fresh_copy(variant)
+            for path, (node, init) in places.items():
+                sub = _graph_at(again.graph, path[:-1])
+                sub.node[path[-1]].CopyFrom(node)
+                sub.initializer.append(init)
+            inferred, decided, copied, failure = _inference_rounds(again)
+            if failure is not None:
+                raise OnnxImportError(
+                    f"{where}: strict ONNX shape inference of the subgraphs failed with ONNX "
+                    f"Runtime's sizes: {failure}")
+            m = inferred
+            _take_back_constants(m.graph, copied)
+            _check_types(m, where, inferred=True)
 
     def visit(g: onnx.GraphProto, consts: dict[str, np.ndarray], top: bool) -> None:
         consts = dict(consts)
@@ -827,6 +848,80 @@ def infer_subgraphs(
 
 
 _COND_MAX_ELEMS = 4096
+
+
+def _graph_at(g: onnx.GraphProto, path: tuple) -> onnx.GraphProto:
+    """The subgraph of ``g`` at ``path`` (``((node index, attribute name), ...)``)."""
+    for k, name in path:
+        g = dict(_subgraphs(g.node[k]))[name]
+    return g
+
+
+def _subgraph_runtime_sizes(
+    inferred: onnx.ModelProto, where: str, notes: list[str] | None
+) -> dict[tuple, tuple[onnx.NodeProto, onnx.TensorProto]]:
+    """Inside the subgraphs of an inferred model, the ``Resize``/``Upsample`` nodes whose output
+    ONNX Runtime's kernel makes larger than the specification
+    (:func:`scheduling.onnx_shapes.runtime_output_shape`; the main graph is
+    :func:`scheduling.onnx_shapes.resolve_shapes`' to judge). Returns, by node path
+    (``((node, attribute), ..., node index)``), a placeholder ``Pad`` of the node's data input to
+    exactly that shape (a runtime value, so never a constant of the workspace) and its pads
+    initializer; each disagreement is one line of ``notes``, which says which size was taken."""
+    from .onnx_shapes import RUNTIME_NOTE, runtime_output_shape
+
+    opset = next((int(o.version) for o in inferred.opset_import
+                  if o.domain in _DEFAULT_DOMAINS), 0)
+    out: dict[tuple, tuple[onnx.NodeProto, onnx.TensorProto]] = {}
+
+    def visit(g, shapes, values, path, top):
+        shapes, values = dict(shapes), dict(values)
+        for vi in list(g.input) + list(g.value_info) + list(g.output):
+            dims = _static_dims(vi)
+            if dims is not None:
+                shapes[vi.name] = tuple(dims)
+        for t in g.initializer:
+            shapes[t.name] = tuple(int(d) for d in t.dims)
+            if math.prod(t.dims) <= _COND_MAX_ELEMS:
+                try:
+                    values[t.name] = numpy_helper.to_array(t)
+                except Exception:  # an element type numpy cannot hold: no value
+                    pass
+        for k, n in enumerate(g.node):
+            if n.op_type == "Constant" and len(n.output) == 1:
+                attrs = {a.name: helper.get_attribute_value(a) for a in n.attribute}
+                res = evaluate_constant_op("Constant", attrs, [])
+                if res is not None and res[0].size <= _COND_MAX_ELEMS:
+                    values[n.output[0]] = res[0]
+            for name, sub in _subgraphs(n):
+                visit(sub, shapes, values, path + ((k, name),), False)
+            if top or n.op_type not in ("Resize", "Upsample") or not n.output:
+                continue
+            o = n.output[0]
+            rt = runtime_output_shape(n, shapes, values, opset)
+            spec, x = shapes.get(o), shapes.get(n.input[0])
+            if rt is None or spec is None or x is None or tuple(rt) == tuple(spec):
+                continue
+            larger = math.prod(rt) > math.prod(spec)
+            if notes is not None:
+                notes.append(
+                    f"{where}: tensor {o!r} ({n.op_type} node {n.name or n.op_type!r} in "
+                    f"subgraph {g.name!r}): the ONNX specification gives shape {list(spec)}, "
+                    f"{RUNTIME_NOTE} {list(rt)} (its own arithmetic, see "
+                    "scheduling.onnx_shapes.runtime_output_shape); planned at the larger, "
+                    + ("ONNX Runtime's" if larger else "the specification's"))
+            if not larger or len(rt) != len(x):
+                continue
+            pads_name = f"{o}__runtime_pads"
+            pads = [0] * len(x) + [int(r) - int(d) for r, d in zip(rt, x)]
+            if opset >= 11:
+                node = helper.make_node("Pad", [n.input[0], pads_name], [o], name=n.name)
+            else:
+                node = helper.make_node("Pad", [n.input[0]], [o], name=n.name, pads=pads)
+            out[path + (k,)] = (node, numpy_helper.from_array(np.asarray(pads, np.int64),
+                                                              pads_name))
+
+    visit(inferred.graph, {}, {}, (), True)
+    return out
 
 
 def shape_constant_conditions(inferred: onnx.ModelProto) -> dict[tuple, bool]:

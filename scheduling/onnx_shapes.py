@@ -733,20 +733,20 @@ def _range_runtime(node, values):
     """ONNX Runtime ``Range`` (``core/providers/cpu/generator/range.cc``, ``ComputeRange``):
     ``n = static_cast<int64_t>(ceil((1.0 * (limit - start)) / delta))``, ``n < 0`` gives 0.
     The source subtracts in the element type ``T``; the CPU build of onnxruntime 1.32 gives the
-    count of a double subtraction (measured: float32 ``0.7, 16.7, 1.0`` gives 17 elements, a
-    float32 difference would give 16). Both are computed and the larger is returned."""
+    count of a double subtraction of the (float32) inputs, measured: float32 ``0.7, 16.7, 1.0``
+    gives 17 elements (a float32 difference would give 16) and ``-1.5, 0.9, 0.1`` gives 24 (a
+    float32 difference would give 25). That count is returned (the differential test checks it
+    against the installed ONNX Runtime)."""
     vals = [values.get(i) if i else None for i in list(node.input)[:3]]
     if len(vals) < 3 or any(v is None or np.size(v) != 1 for v in vals):
         return None
     start, limit, delta = (np.ravel(v)[0] for v in vals)
     if float(delta) == 0:
         return None
-    with np.errstate(all="ignore"):
-        diff_t = np.asarray(limit).astype(np.asarray(start).dtype) - start
-    counts = [float(diff_t) / float(delta), (float(limit) - float(start)) / float(delta)]
-    if not all(math.isfinite(c) for c in counts):
+    count = (float(limit) - float(start)) / float(delta)
+    if not math.isfinite(count):
         return None
-    return (max(max(math.ceil(c) for c in counts), 0),)
+    return (max(math.ceil(count), 0),)
 
 
 def _pool_runtime(node, x):
@@ -790,9 +790,8 @@ def runtime_output_shape(
       exactly and 10 in float32); with sizes, the sizes, except under
       ``keep_aspect_ratio_policy`` (opset 18), where one float32 scale gives
       ``round(scale * in)``; ``axes`` (opset 18) select the dimensions;
-    * ``Range`` (``range.cc``): ``ceil((limit - start) / delta)`` in double, the difference
-      taken both in the element type and in double (the larger count; float32 rounding of the
-      difference changes the count by one);
+    * ``Range`` (``range.cc``): ``ceil((limit - start) / delta)`` in double (the specification's
+      inference rounds the float32 difference first: the counts differ by one either way);
     * ``MaxPool`` / ``AveragePool`` / ``LpPool`` with ``ceil_mode=1`` (``pool_attributes.h``):
       the last window must start inside the input or its head padding (one element fewer than
       the specification's formula when it would not).
@@ -827,7 +826,8 @@ def _runtime_sizes(model: onnx.ModelProto, res: ShapeResolution, where: str,
     (:func:`runtime_output_shape`), keep the larger and say once which was taken (``notes``).
     When the kernel's is larger, the node is cut out of a copy of ``model`` (its outputs become
     graph inputs of the kernel's shape) and the chain resolves the copy, so that the consumers
-    follow the kernel's shape (at any depth: the copy is checked the same way)."""
+    follow the kernel's shape. One node is cut at a time, the first in file (topological) order:
+    the copy is checked the same way, so a later node is judged with its inputs' new shapes."""
     cut: dict[str, tuple[int, ...]] = {}
     cut_nodes = set()
     for k, node in enumerate(model.graph.node):
@@ -845,11 +845,12 @@ def _runtime_sizes(model: onnx.ModelProto, res: ShapeResolution, where: str,
             f"gives shape {list(spec)}, {RUNTIME_NOTE} {list(rt)} (its own "
             "arithmetic, see scheduling.onnx_shapes.runtime_output_shape); planned at the "
             + ("larger, ONNX Runtime's" if ort_larger else "larger, the specification's"))
-        if ort_larger:
-            cut_nodes.add(k)
+        if ort_larger:  # the first only: later nodes may read its consumers, whose shapes
+            cut_nodes.add(k)  # change; the copy is checked again from there
             for o in node.output:
                 if o:
                     cut[o] = tuple(int(d) for d in rt)
+            break
     if not cut:
         return
     m = onnx.ModelProto()

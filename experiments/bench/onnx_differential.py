@@ -327,7 +327,7 @@ def k_pool(rng):
 
 def k_conv(rng):
     c = int(rng.integers(1, 4))
-    x = [1, c] + _shape(rng, 2, 3, 10)
+    x = [1, c] + _shape(rng, 2, 5, 10)  # >= the dilated kernel (3 - 1) * 2 + 1
     k = [int(rng.integers(1, 4)) for _ in range(2)]
     m = int(rng.integers(1, 4))
     w = rng.standard_normal([m, c] + k).astype(np.float32)
@@ -523,8 +523,22 @@ def k_resize_loop(rng):
                    [_vi("x", x)], [_vi("r", None)], [_f32("roi", []), _f32("sc", sc)], opset=13)
     rs = list((_ort_shapes(probe) or {}).get("r", ()))
     spec = [int(math.floor(d * float(np.float32(v)))) for d, v in zip(x, sc)]
-    if rs != spec:  # ONNX Runtime checks the body against the specification's shape: symbolic
+    if rs != spec:  # ONNX Runtime checks a body's declared shapes against the specification's
         rs = rs[:2] + ["sh", "sw"]
+    if "sh" in rs:  # the state then follows x (declared), the scan output r (implicit input)
+        body = h.make_graph(
+            [h.make_node("Identity", ["cin"], ["cout"]),
+             h.make_node("ReduceMax", ["r"], ["rm"], keepdims=0),
+             h.make_node("Add", ["s", "rm"], ["s2"]), h.make_node("Neg", ["r"], ["sc_out"])],
+            "body", [_vi("i", [], T.INT64), _vi("cin", [], T.BOOL), _vi("s", x)],
+            [_vi("cout", [], T.BOOL), _vi("s2", x), _vi("sc_out", None)])
+        nodes = [h.make_node("Resize", ["x", "roi", "sc"], ["r"], mode="nearest"),
+                 h.make_node("Neg", ["x"], ["s0"]),
+                 h.make_node("Loop", ["M", "c", "s0"], ["sf", "scan"], body=body),
+                 h.make_node("Relu", ["scan"], ["y"])]
+        inits = [_f32("roi", []), _f32("sc", sc), _i64("M", int(rng.integers(1, 4))),
+                 nh.from_array(np.array(True), "c")]
+        return _model(nodes, [_vi("x", x)], [_vi("y", None), _vi("sf", None)], inits, opset=13)
     body = h.make_graph(
         [h.make_node("Identity", ["cin"], ["cout"]), h.make_node("Add", ["s", "r"], ["s2"]),
          h.make_node("Neg", ["s2"], ["sc_out"])],
@@ -537,6 +551,23 @@ def k_resize_loop(rng):
     inits = [_f32("roi", []), _f32("sc", sc), _i64("M", int(rng.integers(1, 4))),
              nh.from_array(np.array(True), "c")]
     return _model(nodes, [_vi("x", x)], [_vi("y", None), _vi("sf", None)], inits, opset=13)
+
+
+def k_resize_if(rng):
+    """A float-scale Resize inside an ``If`` branch whose condition is a runtime input (not
+    inlined): only the outer tensors are compared (ONNX Runtime returns no branch tensor), the
+    branch's size goes into the workspace."""
+    x = [1, 1] + _shape(rng, 2, 2, 9)
+    sc = [1.0, 1.0] + [_scale(rng, d) for d in x[2:]]
+    tb = h.make_graph([h.make_node("Resize", ["x", "roi", "sc"], ["r"], mode="nearest"),
+                       h.make_node("ReduceMax", ["r"], ["o1"], keepdims=0)],
+                      "then", [], [_vi("o1", None)])
+    eb = h.make_graph([h.make_node("ReduceMin", ["x"], ["o2"], keepdims=0)], "else", [],
+                      [_vi("o2", None)])
+    nodes = [h.make_node("If", ["c"], ["t"], then_branch=tb, else_branch=eb)]
+    _tail(nodes, "t")
+    return _model(nodes, [_vi("x", x), _vi("c", [], T.BOOL)], [_vi("y", None)],
+                  [_f32("sc", sc), _f32("roi", [])], opset=13)
 
 
 def k_dd_scales(rng):
@@ -564,7 +595,8 @@ KINDS: dict[str, Callable[[np.random.Generator], onnx.ModelProto]] = {
     "shape_arith": k_shape_arith, "where": k_where, "topk": k_topk, "compress": k_compress,
     "pool": k_pool, "conv": k_conv, "misc": k_misc, "loop": k_loop, "scan": k_scan, "if": k_if,
     "unused_input": k_unused_input, "init_input": k_init_input, "default_shape": k_default_shape,
-    "chain": k_chain, "resize_loop": k_resize_loop, "dd_nonzero": k_dd_nonzero,
+    "chain": k_chain, "resize_loop": k_resize_loop, "resize_if": k_resize_if,
+    "dd_nonzero": k_dd_nonzero,
     "dd_scales": k_dd_scales, "dd_range": k_dd_range,
 }
 #: Data-dependent kinds (the importer must refuse them) and the operator the refusal must name.
