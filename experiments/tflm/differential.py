@@ -14,7 +14,11 @@ equals the minimum by construction, so only ``model`` rows test the arena model,
 is tested on every row). Every model that disagrees (or on which memplan raises) is written to
 ``--failures`` as ``NAME.tflite`` with ``NAME.json`` (expected vs got, the model's feature tags).
 
-Run: ``python -m experiments.tflm.differential --models 300 --seed 0 --out
+With ``--offline`` each model is also exported with ``--format tflm-offline``
+(:func:`check_offline`): the planned model's outputs must equal the original's in the
+interpreter on every model the export accepts; accepted and refused models are counted.
+
+Run: ``python -m experiments.tflm.differential --models 300 --seed 0 --offline --out
 results/tflm_differential.csv`` (exit 1 when any model disagrees, 2 when tflite-micro is
 missing).
 """
@@ -32,7 +36,7 @@ from pathlib import Path
 __all__ = ["COLUMNS", "check_model", "run", "main"]
 
 COLUMNS = ["model", "seed", "tags", "source", "runtime_arena", "bisected_min", "tflm_head",
-           "head_model", "arena_ok", "head_ok", "kind", "error"]
+           "head_model", "arena_ok", "head_ok", "kind", "error", "offline"]
 
 DEFAULT_FAILURES = "/tmp/tflm_diff/failures"
 
@@ -74,6 +78,38 @@ def check_model(name: str, path: str | Path, seed: int | None = None,
     return row
 
 
+#: (scheduler, planner) pairs of the offline-plan check (as ``make bench-tflm-offline``).
+OFFLINE_PLANS = (("file_order", "greedy_by_size"), ("best_of", "choose_best"))
+
+
+def check_offline(path: str | Path, workdir: str | Path, invocations: int = 3) -> list[dict]:
+    """The ``--format tflm-offline`` check of one model, per :data:`OFFLINE_PLANS` pair:
+    :func:`experiments.tflm.offline.export_offline`, then the ``tflite-micro`` interpreter runs
+    the original and the planned model on the same seeded inputs
+    (:func:`experiments.tflm.offline.run_model`). Rows ``{"scheduler", "planner", "accepted",
+    "refusal", "outputs_identical", "head", "arena", "head_equals_arena", "note"}``; a refusal
+    (``ValueError`` / ``MemplanError``, one line) is recorded, not raised."""
+    from experiments.tflm.offline import export_offline, run_model
+    from planners.errors import MemplanError
+
+    base = run_model(path, invocations=invocations)
+    rows = []
+    for sched, planner in OFFLINE_PLANS:
+        out = Path(workdir) / f"{Path(path).stem}.{sched}.{planner}.tflite"
+        row = {"scheduler": sched, "planner": planner}
+        try:
+            rep = export_offline(path, out, planner, sched)
+        except (ValueError, MemplanError) as e:
+            rows.append({**row, "accepted": False, "refusal": str(e).splitlines()[0]})
+            continue
+        new = run_model(out, invocations=invocations)
+        rows.append({**row, "accepted": True, "refusal": "",
+                     "outputs_identical": new["outputs"] == base["outputs"],
+                     "head": new["head"], "arena": rep["arena"],
+                     "head_equals_arena": new["head"] == rep["arena"], "note": rep["note"]})
+    return rows
+
+
 def _save_failure(row: dict, path: Path, folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(path, folder / f"{row['model']}.tflite")
@@ -83,15 +119,18 @@ def _save_failure(row: dict, path: Path, folder: Path) -> None:
     (folder / f"{row['model']}.json").write_text(json.dumps(
         {"model": row["model"], "seed": row["seed"], "tags": row["tags"].split(),
          "kind": row["kind"], "expected": expected, "got": got,
+         "offline": row.get("offline", []),
          "reference": "smallest arena_size at which tflite-micro builds and invokes the model "
                       "(inputs zero); head from print_allocations"}, indent=2) + "\n")
 
 
 def run(models: int, seed: int = 0, failures: str | Path | None = DEFAULT_FAILURES,
-        progress: bool = False) -> list[dict]:
+        progress: bool = False, offline: bool = False) -> list[dict]:
     """Check the generated models of seeds ``seed .. seed + models - 1``
-    (:func:`check_model`); each failing one is saved into ``failures`` (when not ``None``).
-    Returns the rows."""
+    (:func:`check_model`; with ``offline`` also :func:`check_offline`, whose rows go in the
+    row's ``offline`` list, and a planned model whose outputs differ, or whose head differs from
+    the plan's arena without a note saying why, makes the row fail with kind ``offline``); each
+    failing one is saved into ``failures`` (when not ``None``). Returns the rows."""
     from experiments.tflm.generate import generate_model, model_tags
 
     rows = []
@@ -100,6 +139,12 @@ def run(models: int, seed: int = 0, failures: str | Path | None = DEFAULT_FAILUR
             name = f"g{s:05d}"
             path = generate_model(s, Path(work) / f"{name}.tflite")
             row = check_model(name, path, s, model_tags(s))
+            if offline:
+                row["offline"] = check_offline(path, work)
+                if any(r["accepted"] and (not r["outputs_identical"] or (
+                        not r["head_equals_arena"] and not r["note"]))
+                       for r in row["offline"]):
+                    row["kind"] = "+".join(k for k in (row["kind"], "offline") if k)
             rows.append(row)
             if row["kind"] and failures is not None:
                 _save_failure(row, path, Path(failures))
@@ -118,6 +163,18 @@ def summary(rows: list[dict]) -> str:
                  str(r.get("source")) for r in rows).items()))]
     lines.append("by kind: " + ", ".join(f"{k} {v}" for k, v in sorted(Counter(
         r["kind"] for r in bad).items())))
+    off = [o for r in rows for o in r.get("offline", [])]
+    if off:
+        for sched, planner in OFFLINE_PLANS:
+            mine = [o for o in off if (o["scheduler"], o["planner"]) == (sched, planner)]
+            acc = [o for o in mine if o["accepted"]]
+            lines.append(
+                f"tflm-offline {sched}/{planner}: {len(acc)} accepted, {len(mine) - len(acc)} "
+                f"refused; outputs identical on {sum(o['outputs_identical'] for o in acc)}, head "
+                f"== arena on {sum(o['head_equals_arena'] for o in acc)} (a note on "
+                f"{sum(bool(o['note']) for o in acc)})"
+                + "".join(f"; refused {n}: {m}" for m, n in Counter(
+                    o["refusal"] for o in mine if not o["accepted"]).most_common(3)))
     tags_all = Counter(t for r in rows for t in r["tags"].split())
     tags_bad = Counter(t for r in bad for t in r["tags"].split())
     lines.append("by tag (failing/all): " + ", ".join(
@@ -140,17 +197,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=None, help="CSV of one row per model")
     ap.add_argument("--failures", default=DEFAULT_FAILURES,
                     help="folder for NAME.tflite + NAME.json of each disagreeing model")
+    ap.add_argument("--offline", action="store_true",
+                    help="also export each model with --format tflm-offline and compare the "
+                         "planned model's outputs and head with the original's")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
     for ok, why in (tflite_available(), tflm_available()):
         if not ok:
             print(f"tflm differential: {why}", file=sys.stderr)
             return 2
-    rows = run(args.models, args.seed, args.failures, args.verbose)
+    rows = run(args.models, args.seed, args.failures, args.verbose, args.offline)
     if args.out:
         out = Path(args.out)
         out.parent.mkdir(parents=True, exist_ok=True)
-        df = pd.DataFrame(rows).reindex(columns=COLUMNS)
+        flat = [{**r, "offline": "; ".join(
+            f"{o['scheduler']}/{o['planner']}: " + (
+                ("identical" if o["outputs_identical"] else "OUTPUTS DIFFER")
+                + f", head {o['head']} arena {o['arena']}" if o["accepted"]
+                else "refused: " + o["refusal"]) for o in r.get("offline", []))}
+                for r in rows]
+        df = pd.DataFrame(flat).reindex(columns=COLUMNS)
         for c in ("seed", "runtime_arena", "bisected_min", "tflm_head", "head_model"):
             df[c] = df[c].astype("Int64")
         write_csv(df, out)

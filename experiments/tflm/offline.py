@@ -5,27 +5,31 @@ buffer holds little-endian int32 words ``[version = 1, subgraph = 0, nbr_tensors
 tensor 0, offset of tensor 1, ...]``: one offset (bytes from the start of the non-persistent
 head of the arena) per tensor, ``-1`` for a tensor TFLM should plan online
 (``AllocationInfoBuilder::GetOfflinePlannedOffsets``, micro_allocation_info.cc;
-micro/docs/memory_management.md). Two rules of that code shape this module:
+micro/docs/memory_management.md). Three rules of that code (tflite-micro since #1195, 2023,
+the version the ``tflite-micro`` package ships) shape this module:
 
 * ``nbr_tensors`` must equal the number of tensors of **all** subgraphs (``info_.tensor_count``),
   else ``AllocateTensors`` fails;
-* the offsets are indexed by a tensor's index **within its subgraph**
-  (``InitializeAllocationInfo`` reads ``offline_offsets[i]`` for tensor ``i`` of every
-  subgraph), so a tensor ``i`` of a called subgraph that TFLM plans takes main-subgraph tensor
-  ``i``'s offset. :func:`check_offline_plan` therefore validates the offsets against the
-  lifetimes TFLM itself computes (:func:`tflm_lifetimes`, a transcription of
-  ``MarkAllocationLifetimes`` with its allocation scopes across subgraphs) for every tensor of
-  every subgraph that TFLM places offline, sharing no code with the planners
-  (:func:`planners.validate.plan_violations` on a problem built from those lifetimes).
+* ``InitializeAllocationInfo`` reads the offsets with one running index over every tensor of
+  every subgraph in order (``offline_offsets[offline_index++]``): subgraph 1's tensor 0 takes
+  the entry after subgraph 0's last tensor;
+* ``MicroAllocator::AllocateVariables`` instead reads a variable tensor's entry by its index
+  **within its subgraph** and skips the variable's persistent allocation when that entry is not
+  ``-1``; so the entry at position ``i`` is left ``-1`` (that tensor planned online by TFLM)
+  for every variable tensor ``i`` of a called subgraph, else the variable gets no memory.
 
-:func:`write_offline_plan` plans the main subgraph (:func:`tflm_problem`: every size rounded up
-to 16 bytes and 16-byte offsets, as TFLM's ``CreatePlan`` rounds each buffer before its
-``GreedyMemoryPlanner`` places it), writes the offsets of the tensors in the problem and ``-1``
-for all others, optionally reorders the main subgraph's operators to a scheduler's order, checks
-the result with :func:`check_offline_plan` and refuses (``ValueError``) rather than write a plan
-TFLM would corrupt. With a plan of the file order by ``greedy_by_size``, TFLM's head equals its
-own plan; with a better planner or a better order it is smaller
-(``make bench-tflm-offline``, ``results/bench_tflm_offline.csv``).
+:func:`tflm_problem` is every buffer TFLM plans, of every subgraph (called subgraphs, shared
+callees, unread outputs, untouched tensors, unused inputs), with the lifetimes TFLM itself
+computes (:func:`tflm_lifetimes`, a transcription of ``MarkAllocationLifetimes`` with its
+allocation scopes across subgraphs; :func:`experiments.tflm.oracle.tflm_head_problem`), every
+size rounded up to 16 bytes as TFLM's ``CreatePlan`` rounds each buffer before its
+``GreedyMemoryPlanner`` places it. :func:`write_offline_plan` writes a plan of it (optionally
+reordering the main subgraph's operators to a scheduler's order), checks the result with
+:func:`check_offline_plan` (the offsets against TFLM's lifetimes, sharing no code with the
+planners: :func:`planners.validate.plan_violations`; and the variable rule above) and refuses
+(``ValueError``) rather than write a plan TFLM would corrupt. With a plan of the file order by
+``greedy_by_size``, TFLM's head equals its own plan; with a better planner or a better order it
+is smaller (``make bench-tflm-offline``, ``results/bench_tflm_offline.csv``).
 
 Reordering is applied only when it is safe: the new order is topological, every operator that
 the importer folded or dropped (``CALL_ONCE``, ``VAR_HANDLE``, constant folding) writes no
@@ -51,7 +55,6 @@ from pathlib import Path
 import numpy as np
 
 from planners.model import Buffer, Plan, Problem
-from scheduling.tflite_import import tensor_names
 
 __all__ = ["METADATA_NAME", "TflmLifetime", "tflm_lifetimes", "tflm_problem", "offline_offsets",
            "read_offline_plan", "check_offline_plan", "write_offline_plan", "run_model",
@@ -167,50 +170,92 @@ def tflm_lifetimes(data: bytes) -> list[list[TflmLifetime]]:
 
 
 def tflm_problem(path: str | Path, schedule: str = "file_order") -> tuple[Problem, list[str]]:
-    """The main subgraph's activation problem as TFLite Micro plans it, and the operator order.
+    """Every buffer TFLite Micro plans for the model, with TFLM's own lifetimes, under the
+    operator order of ``schedule``; and that order.
 
-    :func:`scheduling.tflite_import.tflite_problem` (graph input in the arena, lifetimes in the
-    ``schedule``'s steps) with every size rounded up to :data:`ALIGN` bytes and 16-byte offsets,
-    as ``CreatePlan`` rounds each buffer (micro_allocator.cc), so a plan's ``arena_size`` is the
-    head TFLM reports for it. Buffer ids are tensor names; the order lists operator names
-    ``"<index>:<TYPE>"`` of the imported graph.
+    The order is the ``schedule``'s order of the imported main subgraph
+    (:func:`scheduling.tflite_import.load_tflite`); when it differs from the file order the
+    operators are reordered as :func:`write_offline_plan` will reorder them (refused with
+    ``ValueError`` where unsafe, see the module docstring). The problem is
+    :func:`experiments.tflm.oracle.tflm_head_problem` of that (reordered) model: one buffer per
+    tensor that TFLM plans, in every subgraph (called subgraphs, shared callees, unread outputs,
+    untouched tensors and unused inputs included), id ``"<subgraph>:<index>"``, lifetime in
+    TFLM's allocation scopes (``MarkAllocationLifetimes``, half-open), size rounded up to
+    :data:`ALIGN` bytes as ``CreatePlan`` rounds each buffer (micro_allocator.cc), alignment 16.
+    So a plan's ``arena_size`` is the head TFLM reports when it uses the plan (no kernel
+    scratch buffers: those TFLM always plans online, around the offline buffers). The order lists
+    operator names ``"<index>:<TYPE>"`` of the imported graph.
     """
-    from scheduling.lifetimes import lifetime_problem
+    import tempfile
+
+    from experiments.tflm.oracle import tflm_head_problem
     from scheduling.schedulers import get_scheduler
     from scheduling.tflite_import import load_tflite
 
     m = load_tflite(path)
     order = list(get_scheduler(schedule).schedule(m.graph).order)
-    p = lifetime_problem(m.graph, order, include_inputs=True, alignment=ALIGN, name=m.graph.name)
-    rounded = [Buffer(b.id, b.start, b.end, -(-b.size // ALIGN) * ALIGN, kind=b.kind)
-               for b in p.buffers]
-    return Problem(rounded, alignment=ALIGN, name=p.name), order
+    data = Path(path).read_bytes()
+    new = _new_operator_order(data, order)
+    if new is None:
+        p = tflm_head_problem(path)
+    else:
+        with tempfile.TemporaryDirectory(prefix="memplan_tflm_") as d:
+            q = Path(d) / Path(path).name
+            q.write_bytes(_rewrite(data, None, new))
+            p = tflm_head_problem(q)
+    return Problem(p.buffers, alignment=ALIGN, name=m.graph.name), order
+
+
+def _global_index(data: bytes) -> dict[tuple[int, int], int]:
+    """``(subgraph, tensor index) -> position`` in the offsets array: TFLM reads
+    ``offline_offsets[offline_index++]`` over every tensor of every subgraph in order
+    (micro_allocation_info.cc ``InitializeAllocationInfo``)."""
+    model = _read(data, "model")
+    out, k = {}, 0
+    for s in range(model.SubgraphsLength()):
+        for i in range(model.Subgraphs(s).TensorsLength()):
+            out[(s, i)] = k
+            k += 1
+    return out
+
+
+def _variables(data: bytes) -> list[tuple[int, int]]:
+    """``(subgraph, tensor index)`` of every ``is_variable`` tensor of the model."""
+    model = _read(data, "model")
+    return [(s, i) for s in range(model.SubgraphsLength())
+            for i in range(model.Subgraphs(s).TensorsLength())
+            if model.Subgraphs(s).Tensors(i).IsVariable()]
 
 
 def offline_offsets(data: bytes, plan: Plan) -> list[int]:
     """The ``OfflineMemoryAllocation`` offsets for ``plan`` (of :func:`tflm_problem`): one int32
-    per tensor of every subgraph in subgraph order, the plan's offset for each main-subgraph
-    tensor in the plan, ``-1`` (plan online) for every other tensor. The importer's 0-byte
-    ``"<op>:effect"`` buffers name no tensor and are skipped.
+    per tensor of every subgraph in subgraph order (TFLM's running index), the plan's offset for
+    each tensor in the plan (ids ``"<subgraph>:<index>"``), ``-1`` (plan online) for every other
+    tensor; and ``-1`` at position ``i`` for every variable tensor ``i`` of a called subgraph:
+    ``MicroAllocator::AllocateVariables`` (micro_allocator.cc) reads the entry of a variable
+    by its index *within its subgraph*, and skips the persistent allocation when that entry is
+    not ``-1``, leaving the variable without memory (the interpreter crashes). The tensor whose
+    entry that is then is planned online by TFLM, around the offline plan.
 
     Raises
     ------
     ValueError
-        A buffer id that names no main-subgraph tensor, or an offset outside ``[0, 2**31)``.
+        A buffer id that names no tensor of the model, or an offset outside ``[0, 2**31)``.
     """
-    model = _read(data, "model")
-    names = tensor_names(model.Subgraphs(0))
-    index = {n: j for j, n in enumerate(names)}
-    total = sum(model.Subgraphs(s).TensorsLength() for s in range(model.SubgraphsLength()))
-    out = [-1] * total
+    index = _global_index(data)
+    out = [-1] * len(index)
     for b, off in zip(plan.problem.buffers, plan.offsets.tolist(), strict=True):
-        if b.id not in index and b.size == 0:
-            continue  # a 0-byte marker of the importer ("<op>:effect"): no tensor, no space
-        if b.id not in index:
-            raise ValueError(f"buffer {b.id!r} names no tensor of the model's main subgraph")
+        sub, _, ti = str(b.id).partition(":")
+        key = (int(sub), int(ti)) if sub.isdigit() and ti.isdigit() else None
+        if key not in index:
+            raise ValueError(f"buffer {b.id!r} names no tensor of the model (expected "
+                             "'<subgraph>:<tensor index>', as tflm_problem names them)")
         if not 0 <= off < 2**31:
             raise ValueError(f"buffer {b.id!r}: offset {off} does not fit an int32 offset")
-        out[index[b.id]] = int(off)
+        out[index[key]] = int(off)
+    for sub, i in _variables(data):
+        if sub > 0 and i < len(out):
+            out[i] = -1
     return out
 
 
@@ -236,10 +281,10 @@ def read_offline_plan(data: bytes) -> list[int] | None:
 def check_offline_plan(data: bytes) -> dict:
     """Validate a model's ``OfflineMemoryAllocation`` against TFLite Micro's own lifetimes.
 
-    Every tensor TFLM plans (``needs_allocating``) whose offset entry (its index within its
-    subgraph, as TFLM reads it) is not ``-1`` becomes a buffer ``[first, last + 1)`` of its
-    size rounded up to 16 bytes at that offset; :func:`planners.validate.plan_violations`
-    checks them.
+    Every tensor TFLM plans (``needs_allocating``) whose offset entry (at its running index over
+    all subgraphs, as TFLM reads it) is not ``-1`` becomes a buffer ``[first, last + 1)`` of its
+    size rounded up to 16 bytes at that offset (a tensor nothing touches keeps TFLM's lifetime
+    ``[-1, -1]``); :func:`planners.validate.plan_violations` checks them.
 
     Returns
     -------
@@ -265,25 +310,34 @@ def check_offline_plan(data: bytes) -> dict:
         raise ValueError(f"{METADATA_NAME} lists {len(offs)} tensors, the model has {total} "
                          "(TFLM compares the two and fails AllocateTensors)")
     bufs, where, online = [], [], 0
+    index = _global_index(data)
     for sub in lives:
         for t in sub:
             if not t.needs_allocating:
                 continue
-            off = offs[t.index] if t.index < len(offs) else -1
+            off = offs[index[(t.subgraph, t.index)]]
             if off == -1:
                 online += 1
                 continue
-            if t.first < 0 or t.last < t.first:
+            if t.last < t.first or (t.first < 0) != (t.last < 0):
                 raise ValueError(f"tensor {t.index} of subgraph {t.subgraph} has an offline "
-                                 f"offset but no lifetime in TFLM ({t.first}, {t.last})")
+                                 f"offset but no consistent lifetime in TFLM ({t.first}, "
+                                 f"{t.last})")
             bufs.append(Buffer(f"s{t.subgraph}:t{t.index}", t.first, t.last + 1,
                                -(-t.bytes // ALIGN) * ALIGN))
             where.append(off)
     p = Problem(bufs, alignment=ALIGN, name="tflm offline")
-    bad = plan_violations(p, where)
+    bad = [v.message for v in plan_violations(p, where)]
+    for sub, i in _variables(data):
+        if i < len(offs) and offs[i] != -1 and offs[index[(sub, i)]] == -1:
+            bad.append(f"variable tensor {i} of subgraph {sub} gets no memory: TFLM's "
+                       f"AllocateVariables reads entry {i} ({offs[i]}, not -1) for it")
+        elif offs[index[(sub, i)]] != -1:
+            bad.append(f"variable tensor {i} of subgraph {sub} has an offline offset: TFLM "
+                       "would plan it in the shared head and lose its state")
     arena = max((o + b.size for o, b in zip(where, bufs, strict=True)), default=0)
     return {"offline": len(bufs), "online": online, "arena": int(arena),
-            "violations": [v.message for v in bad]}
+            "violations": bad}
 
 
 def _aligned_buffer_type(schema):
@@ -369,8 +423,9 @@ def write_offline_plan(path: str | Path, plan: Plan, out: str | Path,
     Returns
     -------
     dict
-        :func:`check_offline_plan` of the written model plus ``reordered`` (bool) and
-        ``bytes`` (file size).
+        :func:`check_offline_plan` of the written model plus ``reordered`` (bool),
+        ``bytes`` (file size) and ``note`` (one line when some planned tensors had to be left
+        to TFLM's online planner, so that TFLM's head can exceed the plan's arena; else "").
 
     Raises
     ------
@@ -395,12 +450,18 @@ def write_offline_plan(path: str | Path, plan: Plan, out: str | Path,
     from planners.io import atomic_write  # OutputError: one line naming the path and cause
 
     atomic_write(outp, result)
-    return {**rep, "reordered": new_order is not None, "bytes": len(result)}
+    online = plan.problem.n - rep["offline"]
+    note = "" if not online else (
+        f"{online} tensor(s) left to TFLite Micro's online planner (entries that a called "
+        "subgraph's variable tensor shares, see offline_offsets): TFLM places them around this "
+        "plan, so its head can exceed the plan's arena")
+    return {**rep, "reordered": new_order is not None, "bytes": len(result), "note": note}
 
 
-def _rewrite(data: bytes, offs: list[int], new_order: list[int] | None) -> bytes:
+def _rewrite(data: bytes, offs: list[int] | None, new_order: list[int] | None) -> bytes:
     """The model ``data`` with ``offs`` as its ``OfflineMemoryAllocation`` (replacing an
-    existing entry) and the main subgraph's operators in ``new_order``; no checks."""
+    existing entry; ``None``: metadata unchanged) and the main subgraph's operators in
+    ``new_order``; no checks."""
     schema = _schema()
     import flatbuffers
 
@@ -411,23 +472,25 @@ def _rewrite(data: bytes, offs: list[int], new_order: list[int] | None) -> bytes
         nb = Aligned()
         nb.data, nb.offset, nb.size = b.data, b.offset, b.size
         bufs.append(nb)
-    words = np.array([1, 0, len(offs), *offs], dtype="<i4").view(np.uint8)
-    meta = [md for md in (m.metadata or []) if (md.name or b"") not in
-            (METADATA_NAME, METADATA_NAME.encode())]
-    old = [md for md in (m.metadata or []) if md not in meta]
-    nb = Aligned()
-    nb.data = words
-    if old:  # reuse the replaced entry's buffer slot
-        bufs[old[0].buffer] = nb
-        slot = old[0].buffer
-    else:
-        bufs.append(nb)
-        slot = len(bufs) - 1
-    md = schema.MetadataT()
-    md.name = METADATA_NAME
-    md.buffer = slot
+    words = np.array([1, 0, len(offs), *offs], dtype="<i4").view(np.uint8) if offs is not None \
+        else np.zeros(0, np.uint8)
     m.buffers = bufs
-    m.metadata = [*meta, md]
+    if offs is not None:
+        meta = [md for md in (m.metadata or []) if (md.name or b"") not in
+                (METADATA_NAME, METADATA_NAME.encode())]
+        old = [md for md in (m.metadata or []) if md not in meta]
+        nb = Aligned()
+        nb.data = words
+        if old:  # reuse the replaced entry's buffer slot
+            bufs[old[0].buffer] = nb
+            slot = old[0].buffer
+        else:
+            bufs.append(nb)
+            slot = len(bufs) - 1
+        md = schema.MetadataT()
+        md.name = METADATA_NAME
+        md.buffer = slot
+        m.metadata = [*meta, md]
     if new_order is not None:
         sg = m.subgraphs[0]
         sg.operators = [sg.operators[i] for i in new_order]
@@ -453,11 +516,17 @@ for call in range(n):
             d = it.get_input_details(k)
         except Exception:
             break
-        info = np.iinfo(d["dtype"]) if np.issubdtype(d["dtype"], np.integer) else None
-        lo = max(info.min, info.max - span) if loud else info.min
-        x = (rng.integers(lo, min(info.max, lo + span) + 1, size=tuple(d["shape"]),
-                          dtype=d["dtype"])
-             if info else rng.standard_normal(tuple(d["shape"])).astype(d["dtype"]))
+        shape, dt = tuple(d["shape"]), np.dtype(d["dtype"])
+        if dt == np.bool_:
+            x = rng.integers(0, 2, size=shape).astype(dt)
+        elif np.issubdtype(dt, np.integer) and dt.itemsize > 2:  # counts, indices: small
+            x = rng.integers(0, span + 1, size=shape).astype(dt)
+        elif np.issubdtype(dt, np.integer):
+            info = np.iinfo(dt)
+            lo = max(info.min, info.max - span) if loud else info.min
+            x = rng.integers(lo, min(info.max, lo + span) + 1, size=shape, dtype=dt)
+        else:
+            x = rng.standard_normal(shape).astype(dt)
         it.set_input(x, k)
         k += 1
     it.invoke()
@@ -479,10 +548,11 @@ def run_model(path: str | Path, invocations: int = 60, seed: int = 0, span: int 
               arena_size: int = 1 << 20, timeout: float = 120.0) -> dict:
     """Run the ``tflite-micro`` interpreter on ``path`` in a child process: ``invocations``
     calls with seeded random inputs (the same for the same seed and input shapes), state kept
-    between calls as a streaming model keeps it. Integer inputs alternate every 10 calls between
-    the lowest and the highest ``span + 1`` codes of their type (quiet and loud features: on the
-    wake-word models uniform noise over the whole int8 range leaves the output at 0, while
-    these move it).
+    between calls as a streaming model keeps it. 8- and 16-bit integer inputs alternate every 10
+    calls between the lowest and the highest ``span + 1`` codes of their type (quiet and loud
+    features: on the wake-word models uniform noise over the whole int8 range leaves the output
+    at 0, while these move it); wider integer inputs (counters, indices) are drawn from
+    ``0..span``, booleans uniformly, floats from a standard normal.
 
     Returns ``{"outputs": [[output 0, ...] per invocation], "head", "tail", "total"}`` (bytes,
     from ``print_allocations``). Raises :class:`experiments.tflm.oracle.TflmUnavailable` when
@@ -514,7 +584,8 @@ def export_offline(model: str | Path, out: str | Path, planner: str = "greedy_by
     (:func:`write_offline_plan`); the command ``memplan export MODEL --format tflm-offline``.
 
     Returns ``{"model", "output", "scheduler", "planner", "status", "buffers", "arena",
-    "lower_bound", "offline", "online", "reordered"}`` (bytes). Raises ``ValueError`` or
+    "lower_bound", "offline", "online", "reordered", "note"}`` (bytes; ``arena`` is TFLM's head
+    exactly when ``note`` is empty). Raises ``ValueError`` or
     :class:`planners.MemplanError` on bad input or when the planner finds no plan.
     """
     from experiments.harness import planner_for
@@ -539,4 +610,4 @@ def export_offline(model: str | Path, out: str | Path, planner: str = "greedy_by
     return {"model": spec, "output": str(out), "scheduler": schedule, "planner": planner,
             "status": result.status, "buffers": problem.n, "arena": result.arena_size,
             "lower_bound": int(lower_bound(problem)), "offline": rep["offline"],
-            "online": rep["online"], "reordered": rep["reordered"]}
+            "online": rep["online"], "reordered": rep["reordered"], "note": rep["note"]}
