@@ -763,6 +763,8 @@ def _pool_runtime(node, x):
     strides = _attr(node, "strides") or [1] * n
     pads = _attr(node, "pads") or [0] * (2 * n)
     dil = _attr(node, "dilations") or [1] * n
+    if any(int(v) <= 0 for v in strides) or any(int(v) <= 0 for v in dil):
+        return None
     out = list(x[:2])
     for i in range(n):
         eff = x[i + 2] + pads[i] + pads[i + n] - dil[i] * (k[i] - 1) - 1
@@ -808,16 +810,22 @@ def runtime_output_shape(
     if node.domain not in ("", "ai.onnx") or node.op_type not in RUNTIME_RULE_OPS:
         return None
     try:
-        if node.op_type == "Range":
-            return _range_runtime(node, values)
-        x = shapes.get(node.input[0]) if node.input and node.input[0] else None
-        if x is None:
-            return None
-        if node.op_type in ("Resize", "Upsample"):
-            return _resize_runtime(node, tuple(x), values, opset)
-        return _pool_runtime(node, tuple(x))
-    except (TypeError, ValueError, IndexError, OverflowError):
+        with np.errstate(all="ignore"):
+            if node.op_type == "Range":
+                got = _range_runtime(node, values)
+            else:
+                x = shapes.get(node.input[0]) if node.input and node.input[0] else None
+                if x is None:
+                    return None
+                if node.op_type in ("Resize", "Upsample"):
+                    got = _resize_runtime(node, tuple(x), values, opset)
+                else:
+                    got = _pool_runtime(node, tuple(x))
+    except (TypeError, ValueError, IndexError, OverflowError, KeyError):
         return None
+    if got is None or any(d < 0 for d in got):
+        return None  # not a shape ONNX Runtime would write (it refuses the node)
+    return tuple(int(d) for d in got)
 
 
 def _runtime_sizes(model: onnx.ModelProto, res: ShapeResolution, where: str,
