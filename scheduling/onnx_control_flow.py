@@ -695,6 +695,7 @@ def infer_subgraphs(
     elem_types: dict[str, int],
     where: str,
     notes: list[str] | None = None,
+    values: Mapping[str, np.ndarray] | None = None,
 ) -> tuple[onnx.ModelProto | None, dict[tuple, bool]]:
     """Step 2 of the module docstring: shapes inside the subgraphs.
 
@@ -730,7 +731,9 @@ def infer_subgraphs(
     Notes
     -----
     ``notes`` (a list, appended to): declared subgraph output shapes that inference
-    contradicts, and a ruled-out branch (see the module docstring).
+    contradicts, and a ruled-out branch (see the module docstring). ``values``: constant values
+    of main-graph tensors (constant folding, e.g. a trip count ``Gather(Shape(x), 0)``); a
+    one-element value is a constant for :func:`_exact_trip_count`.
     """
     if not any(has_subgraph(n) for n in model.graph.node):
         return None, {}
@@ -843,7 +846,8 @@ def infer_subgraphs(
                     shapes[o] = tuple(static)
                     elem_types[o] = int(vi.type.tensor_type.elem_type)
 
-    visit(m.graph, {}, True)
+    top = {k: np.asarray(v) for k, v in (values or {}).items() if np.size(v) == 1}
+    visit(m.graph, top, True)
     return m, decided
 
 

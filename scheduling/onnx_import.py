@@ -310,7 +310,7 @@ def load_onnx(
         # ONNX Runtime's larger shapes (onnx_runtime) reach the subgraphs through placeholders
         flow_shapes = dict(res.shapes)
         flow_model, decided = infer_subgraphs(runtime_placeholders(res.model, res), flow_shapes,
-                                              res.elem_types, where, notes)
+                                              res.elem_types, where, notes, res.values)
         produced = {o for n in res.model.graph.node for o in n.output if o}
         new = {k: list(v) for k, v in flow_shapes.items()
                if k not in res.shapes and k in produced and k not in loop_shapes}

@@ -363,6 +363,8 @@ def k_misc(rng):
 
 
 def k_loop(rng):
+    """A Loop with a constant trip count (an initializer, or ``Shape(x)[0]``); the condition
+    passed through ``Identity`` or returned as is; scan outputs read by a consumer."""
     n = int(rng.integers(1, 6))
     d = _shape(rng, int(rng.integers(1, 3)))
     through_identity = bool(rng.random() < 0.6)
@@ -380,7 +382,13 @@ def k_loop(rng):
                             [_f32("one", np.ones(d))])
     nodes = [h.make_node("Loop", ["M", "c", "x"], ["sf", "scan"], body=body),
              h.make_node("Relu", ["scan"], ["y"])]
-    inits = [_i64("M", n), nh.from_array(np.array(True), "c")]
+    inits = [nh.from_array(np.array(True), "c")]
+    if rng.random() < 0.5:
+        inits.append(_i64("M", n))
+    else:  # the trip count from shape arithmetic, as exporters write it: Shape(x)[0]
+        nodes[:0] = [h.make_node("Shape", ["x"], ["xs"]),
+                     h.make_node("Gather", ["xs", "zero"], ["M"], axis=0)]
+        inits.append(_i64("zero", 0))
     return _model(nodes, [_vi("x", d)], [_vi("y", None), _vi("sf", None)], inits, opset=13)
 
 
