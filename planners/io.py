@@ -57,8 +57,8 @@ def output_error(path: str | os.PathLike, exc: OSError) -> OutputError:
     elif code == errno.ENOTDIR or (code in (errno.ENOENT, errno.EEXIST)
                                    and parent.exists() and not parent.is_dir()):
         cause = f"{_first_non_folder(parent)} is not a folder"
-    else:
-        cause = exc.strerror or str(exc)
+    else:  # the system's words for the errno (a library's own text, e.g. Arrow's, only if none)
+        cause = os.strerror(code) if code else (exc.strerror or str(exc))
     err = OutputError(f"cannot write {path}: {cause}")
     err.errno, err.strerror, err.filename = code, exc.strerror, str(path)
     return err

@@ -13,6 +13,7 @@ import contextlib
 import errno
 import json
 import os
+import stat
 import subprocess
 import warnings
 from pathlib import Path
@@ -134,12 +135,28 @@ FOLDER_COMMANDS = {
 # -- /dev/full, missing and non-folder parents: no mount needed ---------------------------------
 
 
-@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this system")
+def device(tmp_path: Path, name: str, major: int, minor: int) -> Path:
+    """A character device node in ``tmp_path`` (as root: ``mknod``, so that a regression that
+    replaces the target by a file cannot replace the system's ``/dev`` node), else ``/dev/NAME``
+    itself (a non-root process cannot replace it); skip when neither exists."""
+    node = tmp_path / name
+    try:
+        os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(major, minor))
+        os.close(os.open(node, os.O_WRONLY))  # fails on a nodev mount
+        return node
+    except (OSError, AttributeError):
+        if os.geteuid() != 0 and Path("/dev", name).is_char_device():
+            return Path("/dev", name)
+    pytest.skip(f"cannot make a {name} device node here and /dev/{name} is not safe to use")
+
+
 @pytest.mark.parametrize("cmd", sorted(FILE_COMMANDS))
-def test_dev_full_gives_one_line(capsys, cmd):
-    rc = memplan_main(FILE_COMMANDS[cmd]("/dev/full"))
-    one_line_error(capsys, rc, "cannot write /dev/full: No space left on device")
-    assert Path("/dev/full").is_char_device()  # written in place, never replaced by a file
+def test_full_device_gives_one_line(tmp_path, capsys, cmd):
+    full = device(tmp_path, "full", 1, 7)  # /dev/full: every write fails with ENOSPC
+    rc = memplan_main(FILE_COMMANDS[cmd](str(full)))
+    one_line_error(capsys, rc, f"cannot write {full}: No space left on device")
+    assert full.is_char_device()  # written in place, never replaced by a file
+    assert sorted(os.listdir(full.parent)) == ["full"] or full.parent == Path("/dev")
 
 
 @pytest.mark.parametrize("cmd", sorted(FILE_COMMANDS))
@@ -195,9 +212,13 @@ def test_atomic_output_removes_its_temporary_file_on_any_error(tmp_path):
     assert target.read_text() == "new" and sorted(os.listdir(tmp_path)) == ["f.txt"]
 
 
-def test_atomic_write_writes_a_device_in_place():
-    atomic_write("/dev/null", "x" * 100)
-    assert Path("/dev/null").is_char_device()
+def test_atomic_write_writes_a_device_in_place(tmp_path):
+    null = device(tmp_path, "null", 1, 3)
+    link = tmp_path / "link"
+    link.symlink_to(null)
+    atomic_write(null, "x" * 100)
+    atomic_write(link, "y" * 100)  # a symbolic link is followed, the device written in place
+    assert null.is_char_device() and link.is_symlink() and null.stat().st_size == 0
 
 
 # -- full file systems and read-only file systems (mounts) ---------------------------------------
