@@ -1,7 +1,9 @@
 """Offline plans in TFLite Micro: ``make bench-tflm-offline``.
 
 For every bundled ``.tflite`` model (the pymicro-wakeword models; the mediapipe ones when
-installed and their kernels run in ``tflite-micro``) and three plans, one row of
+installed and their kernels run in ``tflite-micro``), the two control-flow models built by
+:func:`experiments.bench.tflm.control_flow_models` (``IF`` with two branch subgraphs,
+``CALL_ONCE`` with an initialisation subgraph) and three plans, one row of
 ``results/bench_tflm_offline.csv``. Each plan is written into the model's
 ``OfflineMemoryAllocation`` metadata (:func:`experiments.tflm.offline.write_offline_plan`) and
 the ``tflite-micro`` interpreter runs the original and the planned model on the same seeded
@@ -21,7 +23,9 @@ model), ``head_equals_arena``, ``head_saved`` (``tflm_head - planned_head``), ``
 ``arena_size_saved`` (their difference: what a device saves in the ``arena_size`` it must
 reserve; smaller than ``head_saved`` where the plan-commit moment of ``AllocateTensors``, which
 holds the planner's working memory above the tail, sets the minimum), ``outputs_identical``,
-``offline`` (tensors placed offline), ``reordered``, ``error`` (why a row has no numbers).
+``offline`` (tensors placed offline), ``reordered``, ``note`` (why TFLM's head may exceed
+memplan's arena, when some tensors had to be left to its online planner), ``error`` (why a row
+has no numbers).
 
 On the four wake-word models every planned head equals memplan's arena and every output is
 identical; the heads shrink by 176-1664 bytes, but the smallest accepted ``arena_size`` by 0
@@ -45,7 +49,7 @@ __all__ = ["COLUMNS", "PLANS", "bench_model", "main"]
 COLUMNS = ["model", "scheduler", "planner", "buffers", "offline", "reordered", "lower_bound",
            "memplan_arena", "tflm_head", "planned_head", "head_equals_arena", "head_saved",
            "tail", "min_arena_size", "min_arena_size_original", "arena_size_saved",
-           "outputs_identical", "invocations", "error"]
+           "outputs_identical", "invocations", "note", "error"]
 
 #: (scheduler, planner) of the rows, per model.
 PLANS = (("file_order", "greedy_by_size"), ("file_order", "choose_best"),
@@ -79,7 +83,7 @@ def bench_model(name: str, path: str | Path, workdir: str | Path,
                        lower_bound=lower_bound(p), memplan_arena=pl.arena_size,
                        planned_head=new["head"], head_equals_arena=new["head"] == pl.arena_size,
                        head_saved=base["head"] - new["head"], tail=new["tail"],
-                       outputs_identical=new["outputs"] == base["outputs"])
+                       outputs_identical=new["outputs"] == base["outputs"], note=rep["note"])
             if bisect:
                 row["min_arena_size"] = tflm_min_arena(out)
                 row["arena_size_saved"] = base_min - row["min_arena_size"]
@@ -94,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     ``--invocations N``, ``--no-bisect``."""
     import pandas as pd
 
+    from experiments.bench.tflm import control_flow_models
     from experiments.tflm.oracle import tflm_available
     from experiments.workloads import tflite_model_files
 
@@ -115,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as work:
+        models = {**models, **control_flow_models(Path(work) / "built")}
         for name, path in models.items():
             rows += bench_model(name, path, work, args.invocations, not args.no_bisect)
             df = pd.DataFrame(rows).reindex(columns=COLUMNS)
