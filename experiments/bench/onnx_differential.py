@@ -4,7 +4,8 @@
 the importer supports: broadcasting, ``Reshape`` with ``0`` and ``-1``, ``Expand``, ``Tile``,
 ``Slice`` with negative steps, ``Pad``, ``Resize``/``Upsample`` with float scales and with sizes,
 ``Range`` with floats, shape arithmetic through ``Shape``/``Gather``/``Concat``/``Cast``/``Div``,
-``Where``, ``TopK``, ``Compress`` with a constant condition, pooling and convolution, ``Loop``/
+``Where``, ``TopK``, ``Compress`` with a constant condition, pooling and convolution,
+``ConvTranspose``, ``OneHot`` with a float depth, ``DepthToSpace``, ``Loop``/
 ``Scan``/``If`` with constant trip counts and conditions, unused inputs, initializers that are
 also inputs, and graphs whose sizes depend on runtime data (which the importer must refuse).
 
@@ -363,6 +364,40 @@ def k_misc(rng):
     return _model(nodes, [_vi("x", x)], [_vi("y", None), _vi("rs", None)], inits, opset=13)
 
 
+def k_misc2(rng):
+    """OneHot with a float depth (cast to int64), ConvTranspose with strides and output
+    padding, DepthToSpace/SpaceToDepth, Unsqueeze/Squeeze, ArgMax, GatherElements."""
+    b = int(rng.integers(1, 3))
+    c = 4 * int(rng.integers(1, 3))
+    hw = [2 * int(rng.integers(1, 4)) for _ in range(2)]
+    s = [int(rng.integers(1, 4)) for _ in range(2)]
+    op = [int(rng.integers(0, s[i])) for i in range(2)]
+    k = [int(rng.integers(1, 4)) for _ in range(2)]
+    depth = float(rng.choice([2.2, 3.7, 4.0, 5.5, 6.9]))
+    pads = [int(rng.integers(0, 2)) for _ in range(4)]
+    for i in range(2):  # keep every output dimension positive (ONNX Runtime refuses 0)
+        if s[i] * (hw[i] - 1) + op[i] + k[i] - pads[i] - pads[i + 2] < 1:
+            pads[i] = pads[i + 2] = 0
+    nodes = [
+        h.make_node("ConvTranspose", ["x", "w"], ["ct"], strides=s, output_padding=op,
+                    pads=pads),
+        h.make_node("DepthToSpace", ["x"], ["d2s"], blocksize=2,
+                    mode=str(rng.choice(["DCR", "CRD"]))),
+        h.make_node("SpaceToDepth", ["d2s"], ["s2d"], blocksize=2),
+        h.make_node("Unsqueeze", ["s2d", "ax0"], ["us"]),
+        h.make_node("Squeeze", ["us", "ax0"], ["sq"]),
+        h.make_node("ArgMax", ["sq"], ["am"], axis=1, keepdims=int(rng.integers(0, 2))),
+        h.make_node("OneHot", ["am", "dp", "vals"], ["oh"], axis=-1),
+        h.make_node("GatherElements", ["x", "gi"], ["ge"], axis=1),
+        h.make_node("Relu", ["ct"], ["y"]),
+    ]
+    gi = np.zeros([b, 1] + hw, np.int64)
+    inits = [_f32("w", rng.standard_normal([c, 2] + k)), _i64("ax0", [0]),
+             _f32("dp", [depth]), _f32("vals", [0, 1]), nh.from_array(gi, "gi")]
+    return _model(nodes, [_vi("x", [b, c] + hw)],
+                  [_vi("y", None), _vi("oh", None), _vi("ge", None)], inits, opset=13)
+
+
 def k_loop(rng):
     """A Loop with a constant trip count (an initializer, or ``Shape(x)[0]``); the condition
     passed through ``Identity`` or returned as is; scan outputs read by a consumer."""
@@ -602,7 +637,8 @@ KINDS: dict[str, Callable[[np.random.Generator], onnx.ModelProto]] = {
     "slice": k_slice, "pad": k_pad, "resize_scales": k_resize_scales,
     "resize_sizes": k_resize_sizes, "upsample": k_upsample, "range": k_range,
     "shape_arith": k_shape_arith, "where": k_where, "topk": k_topk, "compress": k_compress,
-    "pool": k_pool, "conv": k_conv, "misc": k_misc, "loop": k_loop, "scan": k_scan, "if": k_if,
+    "pool": k_pool, "conv": k_conv, "misc": k_misc, "misc2": k_misc2, "loop": k_loop,
+    "scan": k_scan, "if": k_if,
     "unused_input": k_unused_input, "init_input": k_init_input, "default_shape": k_default_shape,
     "chain": k_chain, "resize_loop": k_resize_loop, "resize_if": k_resize_if,
     "dd_nonzero": k_dd_nonzero,
