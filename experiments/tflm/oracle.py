@@ -255,7 +255,8 @@ class Kernel(NamedTuple):
     ``TfLiteTensor`` structs (``AllocateTempInputTensor`` / ``AllocateTempOutputTensor``): ``"io"``
     every input (index >= 0) then every output, ``"first"`` the first input only, ``"in2"`` the
     first two inputs, ``"i0o"`` the first input and the first output, ``"i0o+i"`` the first input,
-    the first output, then every input again (CONCATENATION), ``""`` none. ``types``: the tensor
+    the first output, then every input again (CONCATENATION), ``"i0+io"`` the first input, then every
+    input and output (TANH), ``""`` none. ``types``: the tensor
     types (of the operator's first input) for which the entry was checked; ``None``: any.
     """
 
@@ -272,7 +273,7 @@ def _temp_indices(temps: str, inputs: list, outputs: list) -> list:
     omitted optional input (index -1) takes none (``AllocateTempInputTensor`` returns null)."""
     ins = [i for i in inputs if i >= 0]
     first = [i for i in inputs[:1] if i >= 0]
-    return {"io": ins + list(outputs), "first": first,
+    return {"io": ins + list(outputs), "first": first, "i0+io": first + ins + list(outputs),
             "in2": [i for i in inputs[:2] if i >= 0], "i0o": first + list(outputs[:1]),
             "i0o+i": first + list(outputs[:1]) + ins, "": []}[temps]
 
@@ -282,16 +283,29 @@ def _temp_indices(temps: str, inputs: list, outputs: list) -> list:
 #: the bisected minimum); the kernel source named beside each. Any other kernel makes the model
 #: incomplete (it is never guessed) and ``runtime_arena`` is measured.
 _F32_I8 = frozenset({"FLOAT32", "INT8"})
+_F32_I8_I32 = frozenset({"FLOAT32", "INT8", "INT32"})
 KERNELS: dict[str, Kernel] = {
     # kernels/add.cc AddInit: OpDataAdd (60 bytes on LP64); add_common.cc AddPrepare takes
     # input1, input2, output as temps; builtin_op_data.h TfLiteAddParams (8, align 4)
-    "ADD": Kernel((8, 4), (60,), (), 0, "io", _F32_I8),
+    "ADD": Kernel((8, 4), (60,), (), 0, "io", _F32_I8_I32),
     # kernels/if.cc IfInit: OpData {then, else subgraph index}; IfPrepare takes the condition
     # as a temp; TfLiteIfParams (8, align 4)
     "IF": Kernel((8, 4), (8,), (), 0, "first"),
     # kernels/call_once.cc CallOnceInit: OpData {init_subgraph_index, has_run}; no temps;
     # TfLiteCallOnceParams (4, align 4)
     "CALL_ONCE": Kernel((4, 4), (8,), (), 0, ""),
+    # kernels/while.cc WhileInit: OpData {cond, body subgraph index}; WhilePrepare takes no
+    # temps; TfLiteWhileParams (8, align 4)
+    "WHILE": Kernel((8, 4), (8,), (), 0, ""),
+    # kernels/activations.cc ReluInit: ReluOpData {ReluParams} (types.h: ActivationParams
+    # {type, quantized min, max} 12 + 16 = 28 bytes, the 28 the recording allocator reports);
+    # activations_common.cc ReluPrepare: input, output; no builtin options
+    "RELU": Kernel((0, 1), (28,), (), 0, "io", _F32_I8),
+    # activations.cc Relu6Init: Relu6OpData {six, zero} (8 bytes); Relu6Prepare: input only
+    "RELU6": Kernel((0, 1), (8,), (), 0, "first", _F32_I8),
+    # kernels/tanh.cc TanhInit: OpData (16 bytes); TanhPrepare takes the input, then
+    # CalculateArithmeticOpData the input and the output again; no builtin options
+    "TANH": Kernel((0, 1), (16,), (), 0, "i0+io", _F32_I8),
     # kernels/mul_common.cc MulInit: OpDataMul (mul.h, 36 bytes); MulPrepare: input1, input2,
     # output; TfLiteMulParams (4, align 4)
     "MUL": Kernel((4, 4), (36,), (), 0, "io", _F32_I8),
@@ -323,7 +337,7 @@ KERNELS: dict[str, Kernel] = {
     "ABS": Kernel((0, 1), (28,), (), 0, "io", _F32_I8),
     # kernels/comparisons.cc Init: OpData {ComparisonParams} (32 bytes); ComparisonsPrepare:
     # input1, input2; no builtin options
-    "LESS": Kernel((0, 1), (32,), (), 0, "in2", _F32_I8),
+    "LESS": Kernel((0, 1), (32,), (), 0, "in2", _F32_I8_I32),
     # kernels/maximum_minimum.cc: no Init, no Prepare, no builtin options
     "MAXIMUM": Kernel((0, 1), (), (), 0, "", _F32_I8),
     "MINIMUM": Kernel((0, 1), (), (), 0, "", _F32_I8),
