@@ -39,6 +39,8 @@ from .naive import Naive
 from .params import check_names
 from .telamalloc import TelaMalloc
 from .tflm_greedy import TflmGreedy
+from .tvm_usmp import TvmGreedyByConflicts, TvmGreedyBySize, TvmHillClimb
+from .xla_heap import XlaHeap
 
 __all__ = ["PLANNERS", "get_planner", "plan", "available_planners", "check_planner_names"]
 
@@ -67,6 +69,10 @@ PLANNERS: dict[str, type[Planner]] = {
     "telamalloc": TelaMalloc,
     "lns_cpsat": LNSCPSat,
     "tflm_greedy": TflmGreedy,
+    "tvm_greedy_by_size": TvmGreedyBySize,
+    "tvm_greedy_by_conflicts": TvmGreedyByConflicts,
+    "tvm_hill_climb": TvmHillClimb,
+    "xla_heap": XlaHeap,
 }
 
 
