@@ -19,6 +19,7 @@ from experiments.cli import main
 tflite = pytest.importorskip("tflite", reason="the optional 'tflite' package is not installed")
 
 from experiments.tflm.oracle import (  # noqa: E402
+    KERNELS,
     runtime_arena,
     tflm_arena,
     tflm_arena_model,
@@ -149,15 +150,15 @@ def test_built_models_equal_the_interpreter(tmp_path, name):
 
 @needs_tflm
 def test_unmodelled_kernel_is_measured_and_says_so(tmp_path):
-    """A kernel without a verified entry (TANH), and a checked kernel on a tensor type it was not
+    """A kernel without a verified entry (FLOOR), and a checked kernel on a tensor type it was not
     checked for (FULLY_CONNECTED on int8): the number is the interpreter's, source measured."""
     q = {"quant": ([0.05], [0])}
-    tanh = {"tensors": [("x", V, F32), ("y", V, F32)], "inputs": [0], "outputs": [1],
-            "ops": [("TANH", [0], [1], None)]}
+    floor = {"tensors": [("x", V, F32), ("y", V, F32)], "inputs": [0], "outputs": [1],
+             "ops": [("FLOOR", [0], [1], None)]}
     fc8 = {"tensors": [("x", [1, 16], I8, q), ("w", [4, 16], I8, {**q, "data": bytes(64)}),
                        ("y", [1, 4], I8, q)],
            "inputs": [0], "outputs": [2], "ops": [("FULLY_CONNECTED", [0, 1, -1], [2], None)]}
-    for name, sg, kernel in (("tanh", tanh, "TANH"), ("fc8", fc8, "FULLY_CONNECTED (INT8)")):
+    for name, sg, kernel in (("floor", floor, "FLOOR"), ("fc8", fc8, "FULLY_CONNECTED (INT8)")):
         path = write_tflite(tmp_path / f"{name}.tflite", [sg])
         m = tflm_arena_model(path)
         assert m.runtime_arena is None and kernel in m.reason
@@ -165,3 +166,46 @@ def test_unmodelled_kernel_is_measured_and_says_so(tmp_path):
         assert info["runtime_arena_source"] == "measured" and info["tflm_head_source"] == "measured"
         assert info["runtime_arena"] == tflm_min_arena(path)
         assert info["tflm_head"] == tflm_arena(path).head and info["runtime_arena_model"] is None
+
+
+def _single_op(tmp_path, op):
+    """A one-operator float model of ``op`` (16 floats in, constant weights where needed)."""
+    s = [1, 16]
+    if op == "LESS":
+        t, ins, opts = [("a", s, F32), ("y", s, BOOL)], [0, 0], None
+    elif op in ("ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM"):
+        t, ins, opts = [("a", s, F32), ("y", s, F32)], [0, 0], None
+    elif op == "RESHAPE":
+        t, ins, opts = [("a", s, F32), ("y", [16], F32)], [0], ("ReshapeOptions", {"NewShape": [16]})
+    elif op == "CONCATENATION":
+        t, ins, opts = ([("a", s, F32), ("y", [1, 32], F32)], [0, 0],
+                        ("ConcatenationOptions", {"Axis": 1}))
+    elif op == "FULLY_CONNECTED":
+        t = [("a", s, F32), ("y", [1, 8], F32), ("w", [8, 16], F32, {"data": bytes(512)})]
+        ins, opts = [0, 2, -1], None
+    else:  # unary
+        t, ins, opts = [("a", s, F32), ("y", s, F32)], [0], None
+    return write_tflite(tmp_path / f"{op}.tflite", [{"tensors": t, "inputs": [0], "outputs": [1],
+                                                     "ops": [(op, ins, [1], opts)]}])
+
+
+@needs_tflm
+@pytest.mark.parametrize("op", sorted(set(KERNELS) - {"IF", "WHILE", "CALL_ONCE"}))
+def test_every_kernel_entry_equals_the_interpreter(tmp_path, op):
+    """Each KERNELS entry: its operator data equals the bytes the recording allocator reports as
+    requested ('Persistent buffer data' minus the two 8-byte input/output pointer arrays), and a
+    one-operator model's runtime_arena and head equal the interpreter's."""
+    import subprocess
+    import sys
+
+    from experiments.tflm.oracle import _SCRIPT, parse_breakdown
+
+    path = _single_op(tmp_path, op)
+    r = subprocess.run([sys.executable, "-c", _SCRIPT, str(path), str(16 << 20)],
+                       capture_output=True, text=True, timeout=120)
+    requested = parse_breakdown(r.stdout + r.stderr)["Persistent buffer data"][1]
+    assert requested - 16 == sum(KERNELS[op].init) + sum(KERNELS[op].prepare)
+    info = runtime_arena(path, measure=False)
+    assert info["runtime_arena_source"] == "model"
+    assert info["runtime_arena"] == tflm_min_arena(path)
+    assert info["tflm_head"] == tflm_arena(path).head
