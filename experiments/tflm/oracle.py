@@ -401,7 +401,7 @@ class TflmArenaModel:
     """The modelled TFLite Micro arena of one model (bytes; see :func:`tflm_arena_model`).
 
     ``head``: the planned non-persistent head (:func:`tflm_head`: TFLM's GreedyMemoryPlanner on
-    TFLM's lifetimes of every subgraph's tensors). ``tail``: the persistent tail after
+    TFLM's lifetimes of every subgraph's tensors); ``None`` when a tensor's size is unknown. ``tail``: the persistent tail after
     ``AllocateTensors``, or ``None`` when a kernel is not modelled. ``planning_need``: tail at
     plan time + the planner's temporary working memory. ``prepare_need``: the largest moment of
     the kernels' ``Prepare`` (tail of that moment + scratch-request area + temporary tensor
@@ -414,7 +414,7 @@ class TflmArenaModel:
     16-aligned and when it is 8 bytes off (the input/output arrays are 16-byte aligned).
     """
 
-    head: int
+    head: int | None
     tail: int | None
     planning_need: int | None
     runtime_arena: int | None
@@ -480,11 +480,21 @@ def _flatbuffer_facts(path: Path) -> dict:
         for oi, op in enumerate(ops):
             called.update(_called_subgraphs(path, model, sg.Operators(oi), op["type"],
                                             model.SubgraphsLength(), ()) or ())
-        subs.append({
+        sub = {
             "tensors": tensors, "ops": [op["type"] for op in ops], "op_io": ops, "calls": called,
             "inputs": sg.InputsAsNumpy().tolist() if sg.InputsLength() else [],
             "outputs": sg.OutputsAsNumpy().tolist() if sg.OutputsLength() else [],
-        })
+        }
+        n = len(tensors)
+        refs = [(f"subgraph {s} {key}", sub[key], 0) for key in ("inputs", "outputs")]
+        refs += [(f"operator {oi} ({op['type']}) of subgraph {s} {key}", op[key], lo)
+                 for oi, op in enumerate(ops) for key, lo in (("inputs", -1), ("outputs", 0))]
+        for what, idx, lo in refs:
+            bad = [i for i in idx if not lo <= i < n]
+            if bad:
+                raise TfliteImportError(f"{path}: {what} name tensor(s) {bad}, but subgraph {s} "
+                                        f"has {n} tensors")
+        subs.append(sub)
     return {"subgraphs": subs, "resource_variables": sum(
         op == "VAR_HANDLE" for s in subs for op in s["ops"])}
 
@@ -638,7 +648,15 @@ def tflm_arena_model(path: str | Path, head: int | None = None) -> TflmArenaMode
     build: a 32-bit target has smaller structs (pointers of 4 bytes), and a build with optimised
     kernels (CMSIS-NN, ...) has other operator data and scratch buffers.
     """
-    facts = _flatbuffer_facts(Path(path))
+    from scheduling.tflite_import import TfliteImportError
+
+    try:
+        facts = _flatbuffer_facts(Path(path))
+    except TfliteImportError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a malformed flatbuffer fails anywhere inside
+        raise TfliteImportError(f"{path}: malformed TFLite flatbuffer ({type(e).__name__}: "
+                                f"{e})") from None
     subs = facts["subgraphs"]
     unknown = sorted({_kernel_key(s, op) for s in subs for op in s["op_io"]
                       if _kernel_key(s, op) not in KERNELS})
@@ -650,9 +668,12 @@ def tflm_arena_model(path: str | Path, head: int | None = None) -> TflmArenaMode
                        "MicroResourceVariables not modelled)")
     if any(t["bytes"] is None for s in subs for t in s["tensors"]):
         reasons.append("a tensor of unknown size (dynamic shape or unknown type)")
-    if head is None:
-        head = tflm_head(path) if not any(t["bytes"] is None for s in subs
-                                          for t in s["tensors"]) else 0
+    if head is None and not any(t["bytes"] is None for s in subs for t in s["tensors"]):
+        try:
+            head = tflm_head(path)
+        except Exception as e:  # noqa: BLE001 - a malformed flatbuffer fails anywhere inside
+            raise TfliteImportError(f"{path}: malformed TFLite flatbuffer ({type(e).__name__}: "
+                                    f"{e})") from None
     sz = _SIZEOF
     tail = _Tail()
     tail.alloc("allocator objects", _OBJECTS, 8)
@@ -707,13 +728,14 @@ def tflm_arena_model(path: str | Path, head: int | None = None) -> TflmArenaMode
     temp_end = _align_up(temp_end + 8 * len(subs), 8) + sz["AllocationInfo"][0] * (n_tensors
                                                                                    + scratch)
     tail.events.append(("plan", temp_end, planned + scratch))
-    tail.events.append(("head", int(head)))
+    tail.events.append(("head", int(head or 0)))
     before_io = tail.used
     _io_tensors(tail, subs)
     post = tail.used - before_io
     if reasons:  # the tail position is unknown: both possible paddings after the commit
         post = tuple(_io_tensors(_Tail(start), subs) for start in (0, 8))
-        return TflmArenaModel(int(head), None, None, None, tuple(unknown), dict(tail.parts),
+        return TflmArenaModel(None if head is None else int(head), None, None, None,
+                              tuple(unknown), dict(tail.parts),
                               "; ".join(reasons), work, post)
     planning = at_commit + work
     # ``need`` assumes a 16-aligned arena end; the real end is ``start + arena_size``, so the
@@ -744,7 +766,7 @@ def runtime_arena(path: str | Path, measure: bool = True) -> dict:
       when every kernel is modelled (none requests scratch buffers); else, when ``measure`` and
       ``tflite-micro`` is installed, the head the interpreter reports (:func:`tflm_arena`),
       source ``"measured"``; else the modelled value with source ``"model (scratch buffers of
-      unmodelled kernels not included)"``.
+      unmodelled kernels not included)"`` (``None`` when a tensor's size is unknown).
     * ``runtime_arena``: :func:`tflm_arena_model`'s value, source ``"model"``, when it covers
       every kernel; else (``measure`` and ``tflite-micro`` installed) the smallest ``arena_size``
       the interpreter accepts (:func:`tflm_min_arena`), source ``"measured"``, with the model's
@@ -764,7 +786,8 @@ def runtime_arena(path: str | Path, measure: bool = True) -> dict:
             out["runtime_arena"] = tflm_min_arena(path)
             out["runtime_arena_source"] = "measured"
         else:
-            out["tflm_head_source"] = "model (scratch buffers of unmodelled kernels not included)"
+            out["tflm_head_source"] = (None if m.head is None else
+                                       "model (scratch buffers of unmodelled kernels not included)")
             if measure:
                 out["runtime_arena_note"] = f"{m.reason}; not measured: {why}"
     return out
