@@ -5,6 +5,8 @@ as scikit-learn estimators), declares each parameter's rules once in ``_paramete
 (:mod:`planners.params`), and is run by :meth:`Planner.plan`, which
 
 0. checks the parameters against those rules (:class:`planners.errors.ParameterError`),
+   and the problem's compiler features against the planner's ``_capabilities``
+   (:class:`planners.errors.FeatureError`, one line naming the feature),
 1. refuses a problem whose capacity is below the lower bound (:class:`CapacityError`),
 2. times :meth:`Planner._solve` (the algorithm, the only method a new planner writes),
 3. passes the offsets through the independent validator :func:`planners.validate.check_plan`,
@@ -21,14 +23,33 @@ from typing import Any
 
 import numpy as np
 
-from .bounds import lower_bound
-from .errors import CapacityError
-from .model import Plan, Problem
+from .bounds import lower_bound, pool_lower_bounds
+from .errors import CapacityError, FeatureError
+from .model import FEATURES, Plan, Problem
 from .params import Configurable, validate_params
 from .validate import check_plan
 
 # ``Configurable`` lives in :mod:`planners.params`; re-exported here for older imports.
-__all__ = ["Configurable", "Planner", "SolveResult", "FunctionPlanner", "pick_engine"]
+__all__ = ["Configurable", "Planner", "SolveResult", "FunctionPlanner", "pick_engine",
+           "CAPABILITY_MODES", "DEFAULT_CAPABILITIES"]
+
+#: How a planner treats each compiler feature (:data:`planners.model.FEATURES`):
+#: ``native``: its algorithm uses it; ``ignored`` (hints only): the hint is dropped, a hint is
+#: a preference; ``relaxed`` (gaps only): each buffer takes its whole range over its whole
+#: lifetime, so the plan is valid but may waste the gaps (an ``optimal`` answer becomes
+#: ``feasible``); ``merged`` (colocations): each group is planned as one buffer with gaps
+#: (:meth:`planners.model.Problem.collapse`), handled as the planner handles gaps; ``spill``
+#: (pools): :func:`planners.multipool.plan_pools` assigns pools with the greedy spill policy and
+#: the planner plans each pool; ``refused``: :meth:`Planner.plan` raises
+#: :class:`~planners.errors.FeatureError` naming the feature.
+CAPABILITY_MODES = ("native", "ignored", "relaxed", "merged", "spill", "refused")
+
+#: What every planner does unless its class declares otherwise in ``_capabilities``.
+DEFAULT_CAPABILITIES = {"pins": "refused", "hints": "ignored", "gaps": "relaxed",
+                        "pools": "spill", "colocations": "merged"}
+
+_FEATURE_WORDS = {"pins": "fixed offsets (pins)", "hints": "offset hints", "gaps": "gaps",
+                  "pools": "memory pools", "colocations": "colocations"}
 
 
 def pick_engine(engine: str, engines: tuple, compiled: str, loader, module: str) -> str:
@@ -68,12 +89,15 @@ class SolveResult:
     status : one of :data:`planners.model.STATUSES`.
     best_bound : proved lower bound on the optimal arena (bytes), if the method proves one.
     info : free-form statistics recorded with the plan.
+    pools : for a problem with pools, the pool index of each buffer (planners whose
+        ``_capabilities["pools"]`` is ``native``); ``None`` otherwise.
     """
 
     offsets: np.ndarray | None
     status: str = "heuristic"
     best_bound: int | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    pools: np.ndarray | None = None
 
 
 class Planner(Configurable):
@@ -96,6 +120,39 @@ class Planner(Configurable):
     #: False for configurable engines whose default duplicates a named planner (e.g. ``greedy``);
     #: ``memplan compare`` without ``--planners`` runs the others.
     in_default_comparison: bool = True
+    #: How this planner treats each compiler feature (:data:`CAPABILITY_MODES`); declared once
+    #: per class like ``_parameter_constraints``, merged over :data:`DEFAULT_CAPABILITIES`, and
+    #: enforced only by :meth:`plan`.
+    _capabilities: dict[str, str] = {}
+
+    @classmethod
+    def capabilities(cls) -> dict[str, str]:
+        """``{feature: mode}`` for every feature of :data:`planners.model.FEATURES` (the class's
+        ``_capabilities`` over :data:`DEFAULT_CAPABILITIES`)."""
+        out = dict(DEFAULT_CAPABILITIES)
+        for klass in reversed(cls.__mro__):
+            out.update(getattr(klass, "_capabilities", None) or {})
+        return out
+
+    def _check_features(self, problem: Problem) -> dict[str, str]:
+        """The capabilities, after refusing a feature of ``problem`` this planner does not
+        handle (:class:`FeatureError`, one line)."""
+        caps = self.capabilities()
+        for f in FEATURES:
+            if f in problem.features and caps.get(f) == "refused":
+                who = ""
+                if f == "pins":
+                    i = int(np.flatnonzero(problem.pins >= 0)[0])
+                    who = f" (buffer {problem.ids[i]!r} is fixed at offset {int(problem.pins[i])})"
+                from . import registry  # the registry imports every planner module
+
+                able = [k for k, c in registry.PLANNERS.items()
+                        if c.capabilities().get(f) != "refused"]
+                raise FeatureError(
+                    f"planner {self.name!r} does not handle {_FEATURE_WORDS[f]}{who} in problem "
+                    f"{problem.name!r}; planners that do: {', '.join(able)}"
+                )
+        return caps
 
     # -- running --------------------------------------------------------------------------------
     def plan(self, problem: Problem) -> Plan:
@@ -123,19 +180,47 @@ class Planner(Configurable):
             raise TypeError(
                 f"{self.name}: plan() needs a planners.Problem, got {type(problem).__name__}"
             )
+        feats = problem.features
+        caps = self._check_features(problem) if feats else None
         lb = lower_bound(problem)
         if problem.capacity is not None and lb > problem.capacity:
             raise CapacityError(
                 f"problem {problem.name!r}: capacity {problem.capacity} bytes is below the lower "
                 f"bound {lb} bytes (max live bytes), so no plan fits"
             )
-        # Alias groups (Problem(aliases=...)): plan one buffer per group, then expand. Without
-        # aliases ``target`` is ``problem`` itself and nothing else changes.
-        target, group, delta = problem.collapse() if problem.aliases else (problem, None, None)
+        if problem.pools:
+            for q in problem.pools:
+                b = pool_lower_bounds(problem)[q.name]
+                if q.capacity is not None and b > q.capacity:
+                    raise CapacityError(
+                        f"problem {problem.name!r}: pool {q.name!r} has capacity {q.capacity} "
+                        f"bytes, below the {b} bytes its forced buffers need (max live of the "
+                        f"buffers that can go nowhere else, and pinned tops), so no plan fits"
+                    )
+        # Alias and colocation groups: plan one buffer per group, then expand. Without them
+        # ``target`` is ``problem`` itself and nothing else changes.
+        grouped = problem.aliases or problem.colocations
+        target, group, delta = problem.collapse() if grouped else (problem, None, None)
+        relaxed = []
+        if feats:
+            relaxed = [f for f in ("hints", "gaps") if f in target.features and caps[f] != "native"]
+            if relaxed:
+                target = target.without(*relaxed)
         t0 = time.perf_counter()
-        res = self._solve(target)
+        if target.pools and caps["pools"] != "native":
+            from .multipool import plan_pools  # the spill policy, for any planner
+
+            res = plan_pools(self, target)
+        else:
+            res = self._solve(target)
         seconds = time.perf_counter() - t0
         status = res.status
+        pools = None
+        if problem.pools:
+            pools = (np.asarray(res.pools, np.int64) if res.pools is not None
+                     else np.zeros(target.n, np.int64))
+            if group is not None:
+                pools = pools[group]
         if res.offsets is None:
             offsets = np.zeros(problem.n, np.int64)
             if status not in ("infeasible", "timeout", "skipped"):
@@ -144,7 +229,7 @@ class Planner(Configurable):
             try:
                 offsets = np.asarray(res.offsets, dtype=np.int64)
             except OverflowError:  # an offset beyond int64: the validator names it
-                check_plan(target, res.offsets)
+                check_plan(target, res.offsets, pools=None if pools is None else res.pools)
                 raise
             if group is not None:
                 if offsets.shape != (target.n,):
@@ -153,7 +238,7 @@ class Planner(Configurable):
                         f"{target.n} alias groups of problem {problem.name!r}"
                     )
                 offsets = offsets[group] + delta
-            check_plan(problem, offsets)
+            check_plan(problem, offsets, pools=pools)
         plan = Plan(
             problem=problem,
             offsets=offsets,
@@ -166,9 +251,19 @@ class Planner(Configurable):
             best_bound=max(lb, int(res.best_bound)) if res.best_bound is not None else lb,
             params=self.get_params(),
             info=dict(res.info),
+            pools=pools,
         )
+        if relaxed:
+            plan.info["relaxed"] = relaxed
+            if "gaps" in relaxed and plan.status == "optimal":
+                plan.info["solver_claim"] = "optimal (with the gaps taken as live)"
+                plan.status = "feasible"
         if res.offsets is not None:
-            if problem.capacity is not None and plan.arena_size > problem.capacity:
+            over = problem.capacity is not None and plan.arena_size > problem.capacity
+            if problem.pools:
+                over = any(q.capacity is not None and plan.arenas[q.name] > q.capacity
+                           for q in problem.pools)
+            if over:
                 plan.status = "over_capacity"
             elif plan.status == "optimal" and plan.arena_size > plan.best_bound:
                 # "optimal" means the arena is proved minimal (arena == best proved bound). A

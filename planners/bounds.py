@@ -5,8 +5,11 @@
   have a smaller arena, because buffers live at the same step need disjoint address ranges.
 * :func:`naive_arena` -- sum of (aligned) sizes: the arena with no reuse at all.
 
-All lifetimes are half-open ``[start, end)`` in schedule steps; sizes in bytes. A problem with alias
-groups is measured on :meth:`Problem.collapse` (one buffer per group, lifetime the hull of its
+With the compiler features (:attr:`planners.model.Problem.features`) the bound counts the space
+buffers really take (a gap takes nothing or its window), the top of every pinned buffer, and with
+pools the per-pool bounds of :func:`pool_lower_bounds` (max live of the buffers forced into a
+pool). All lifetimes are half-open ``[start, end)`` in schedule steps; sizes in bytes. A problem
+with alias groups is measured on :meth:`Problem.collapse` (one buffer per group, lifetime the hull of its
 members', size its root's), which is what any plan must reserve. Each function runs in
 ``O(n log n)`` time (a sort of the ``2n`` lifetime end points and a prefix sum).
 
@@ -21,7 +24,62 @@ import numpy as np
 
 from .model import Problem
 
-__all__ = ["live_profile", "lower_bound", "naive_arena", "peak_step"]
+__all__ = ["live_profile", "lower_bound", "naive_arena", "peak_step", "pool_lower_bounds"]
+
+
+def _feature_profile(problem: Problem, owners=None) -> tuple[np.ndarray, np.ndarray]:
+    """``(times, live)`` of :func:`live_profile` over the space buffers really take
+    (:meth:`Problem.pieces`: gaps take nothing or their window's bytes), restricted to the buffer
+    indices ``owners`` when given. Colocation groups are merged first by the caller."""
+    own, st, en, lo, hi = problem.pieces()
+    if owners is not None:
+        keep = np.isin(own, owners)
+        own, st, en, lo, hi = own[keep], st[keep], en[keep], lo[keep], hi[keep]
+    if own.size == 0:
+        return np.zeros(1, np.int64), np.zeros(1, np.int64)
+    w = hi - lo
+    times, inv = np.unique(np.concatenate([st, en]), return_inverse=True)
+    delta = np.zeros(len(times), np.int64)
+    np.add.at(delta, inv[: own.size], w)
+    np.add.at(delta, inv[own.size:], -w)
+    return times, np.cumsum(delta)
+
+
+def _pinned_top(problem: Problem, owners=None) -> int:
+    """Highest byte a pinned buffer reaches (fixed offset + top of its pieces), 0 if none."""
+    if "pins" not in problem.features:
+        return 0
+    own, _, _, _, hi = problem.pieces()
+    pins = problem.pins[own]
+    keep = pins >= 0
+    if owners is not None:
+        keep &= np.isin(own, owners)
+    return int((pins[keep] + hi[keep]).max()) if keep.any() else 0
+
+
+def pool_lower_bounds(problem: Problem) -> dict[str, int]:
+    """``{pool name: bytes}``: a lower bound on each pool's arena in any valid plan of a problem
+    with pools: the max live bytes of the buffers that can go to that pool only (their
+    candidates name just it; gaps counted as :meth:`Problem.pieces` does), and the top of every
+    pinned buffer forced there (a pinned buffer goes to its first candidate pool, or the first
+    pool). Colocation groups are merged first (:meth:`Problem.collapse`). ``{}`` without pools.
+    """
+    if not problem.pools:
+        return {}
+    if problem.colocations:
+        problem = problem.collapse()[0]
+    forced: dict[int, list[int]] = {k: [] for k in range(len(problem.pools))}
+    pins = problem.pins
+    for i in range(problem.n):
+        c = problem.candidate_pools(i)
+        if len(c) == 1 or pins[i] >= 0:
+            forced[c[0]].append(i)
+    out = {}
+    for k, q in enumerate(problem.pools):
+        idx = np.asarray(forced[k], np.int64)
+        out[q.name] = 0 if idx.size == 0 else max(
+            int(_feature_profile(problem, idx)[1].max()), _pinned_top(problem, idx))
+    return out
 
 
 def live_profile(problem: Problem, aligned: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -35,10 +93,12 @@ def live_profile(problem: Problem, aligned: bool = False) -> tuple[np.ndarray, n
     >>> live_profile(p)
     (array([0, 1, 2, 3]), array([10, 15,  5,  0]))
     """
-    if problem.aliases:
+    if problem.aliases or problem.colocations:
         problem = problem.collapse()[0]
     if problem.n == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    if problem.gaps and not aligned:
+        return _feature_profile(problem)
     sizes = problem.aligned_sizes if aligned else problem.sizes
     times, inv = np.unique(np.concatenate([problem.starts, problem.ends]), return_inverse=True)
     delta = np.zeros(len(times), np.int64)
@@ -62,10 +122,18 @@ def lower_bound(problem: Problem) -> int:
     >>> lower_bound(Problem.from_closed([("a", 0, 1, 10), ("b", 1, 2, 5)]))
     15
     """
-    if problem.aliases:  # an alias group is one buffer (Problem.collapse)
+    if problem.aliases or problem.colocations:  # a group is one buffer (Problem.collapse)
         problem = problem.collapse()[0]
     if problem.n == 0:
         return 0
+    if problem.features - {"hints"}:
+        # Compiler features: live bytes over the space buffers take (gaps), the top of every
+        # pinned buffer, and with pools the sum of the per-pool bounds (the arena of a plan with
+        # pools is the sum of its pools' arenas, each at least that pool's bound).
+        raw = max(int(_feature_profile(problem)[1].max()), _pinned_top(problem))
+        if problem.pools:
+            raw = max(raw, sum(pool_lower_bounds(problem).values()))
+        return raw
     raw = int(live_profile(problem)[1].max())
     slack = problem.aligned_sizes - problem.sizes
     if not slack.any():

@@ -45,6 +45,7 @@ from .base import Planner, SolveResult
 from .bounds import lower_bound
 from .colouring import interference_edges
 from .errors import ProblemError
+from .feature_cpsat import solve_features
 from .model import Problem
 from .model_size import ModelEstimate, decline_reason, interference_pairs
 from .params import (
@@ -124,6 +125,8 @@ class CPSat(Planner):
 
     name = "cpsat"
     family = "exact"
+    #: pins, hints, gaps and pool assignment in one model (:mod:`planners.feature_cpsat`)
+    _capabilities = {"pins": "native", "hints": "native", "gaps": "native", "pools": "native"}
     _parameter_constraints = {
         "formulation": [StrOptions(FORMULATIONS)],
         "mode": [StrOptions(MODES)],
@@ -162,6 +165,12 @@ class CPSat(Planner):
         mode = self.mode
         if mode == "auto":
             mode = "minimize" if problem.capacity is None else "decide"
+        if problem.features:  # pins, hints, gaps, pools: the feature model
+            if mode == "decide" and problem.capacity is None and not problem.pools:
+                raise ProblemError(
+                    f"cpsat: mode='decide' needs a capacity, problem {problem.name!r} has none")
+            return solve_features(problem, problem.capacity, mode, self.time_limit,
+                                  self.workers, self.seed)
         if mode == "decide" and problem.capacity is None:
             raise ProblemError(
                 f"cpsat: mode='decide' needs a capacity, problem {problem.name!r} has none"

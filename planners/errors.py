@@ -40,6 +40,12 @@ class CapacityError(InfeasibleError):
     """The requested capacity is below what is provably needed; the message states the bound."""
 
 
+class FeatureError(MemplanError, ValueError):
+    """A planner was given a problem with a compiler feature (fixed offsets, pools, ...;
+    :data:`planners.model.FEATURES`) it does not handle. The message names the planner, the
+    feature, one buffer that uses it and the planners that do handle it (one line)."""
+
+
 class ParameterError(MemplanError, ValueError):
     """A planner, scheduler or graph pass was given a parameter value its declared rules
     (``_parameter_constraints``, :mod:`planners.params`) do not allow, or a parameter it does not

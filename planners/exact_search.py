@@ -80,6 +80,7 @@ import numpy as np
 from .base import Planner, SolveResult
 from .bounds import lower_bound
 from .errors import ProblemError
+from .feature_cpsat import solve_features
 from .model import Problem
 from .params import POSITIVE_SECONDS, InstanceOf, Interval, Satisfies, SequenceOf
 from .warmstart import HEURISTIC_SHARE, best_heuristic
@@ -259,6 +260,8 @@ class ExactSearch(Planner):
 
     name = "exact_search"
     family = "exact"
+    #: decided by the CP-SAT feature model (:mod:`planners.feature_cpsat`)
+    _capabilities = {"pins": "native", "hints": "native", "gaps": "native", "pools": "native"}
     requires_capacity = True
     _parameter_constraints = {
         "capacity": [Interval(Integral, 0, None), None],
@@ -311,6 +314,11 @@ class ExactSearch(Planner):
 
     def _solve(self, problem: Problem) -> SolveResult:
         cap = self.capacity if self.capacity is not None else problem.capacity
+        if problem.features and (cap is not None or problem.pools):
+            # the compiled core packs plain rectangles only: pins, gaps and pools are decided by
+            # the complete CP-SAT feature model (planners.feature_cpsat), which proves
+            # infeasibility as the search does
+            return solve_features(problem, cap, "decide", self.time_limit)
         if cap is None:
             raise ProblemError(
                 f"problem {problem.name!r}: exact_search solves the fixed-capacity decision "

@@ -65,6 +65,7 @@ from .errors import ProblemError
 from .interference import interference_degrees, sweep_pairs
 from .model import Problem, arena_top
 from .params import StrOptions
+from .placement import place_features
 
 __all__ = [
     "ORDERS",
@@ -531,6 +532,9 @@ class GreedyPlanner(Planner):
     name = "greedy"
     family = "greedy"
     in_default_comparison = False  # its default is greedy_by_size
+    #: pins pre-placed, hints tried first, gaps as pieces, pools by the spill policy
+    #: (:mod:`planners.placement`)
+    _capabilities = {"pins": "native", "hints": "native", "gaps": "native", "pools": "native"}
     # the named subclasses share these rules (same parameters, other defaults)
     _parameter_constraints = {
         "order": [StrOptions(lambda: ORDERS), callable, "array-like"],
@@ -545,7 +549,18 @@ class GreedyPlanner(Planner):
 
     def _solve(self, problem: Problem, edges=None) -> SolveResult:
         """Place ``problem``; ``edges`` (optional) are its precomputed :func:`placement_edges`
-        (used by the Python engine only)."""
+        (used by the Python engine only). A problem with compiler features (pins, hints, gaps,
+        pools) is placed by :func:`planners.placement.place_features` in the same order and fit
+        (``info["engine"] == "features"``); two colliding pinned buffers are reported
+        ``infeasible`` (a proof: neither can move)."""
+        if problem.features:
+            fp = place_features(problem, _resolve_order(problem, self.order), self.fit)
+            info = {"order": _label(self.order), "fit": self.fit, "engine": "features"}
+            if fp.conflict is not None:
+                info["proof"] = f"pinned buffers {fp.conflict[0]!r} and {fp.conflict[1]!r} collide"
+                return SolveResult(None, "infeasible", info=info)
+            return SolveResult(fp.offsets, "heuristic", info=info,
+                               pools=fp.pools if problem.pools else None)
         eng = resolve_engine(self.engine)
         off = greedy_offsets(problem, self.order, self.fit, edges=edges, engine=eng)
         info = {"order": _label(self.order), "fit": self.fit, "engine": eng}

@@ -5,6 +5,17 @@ Format (MiniMalloc, google/minimalloc): a header ``id,lower,upper,size`` and one
 (bytes). A solved file adds a column ``offset``. MiniMalloc names its benchmark files
 ``NAME.CAPACITY.csv`` (e.g. ``A.1048576.csv``); :func:`capacity_from_name` reads that capacity.
 
+**MiniMalloc's full dialect** (``src/converter.cc``, ``FromCsv``/``ToCsv``): header aliases
+``buffer`` and ``buffer_id`` for ``id``, ``start`` and ``begin`` for ``lower``, and ``end`` for
+``upper`` with an **inclusive** end (``upper = end + 1``, also for the gaps' upper ends); optional
+columns ``hint`` (a preferred offset; negative or empty: none), ``gaps`` (space-separated
+``lower-upper`` or ``lower-upper@lo:hi``: a sub-interval of the lifetime in which the buffer takes
+nothing, or only the window ``[lo, hi)`` of its range; :class:`~planners.model.Gap`) and
+``offset``: on input a **fixed position** (a pin) unless ``offsets="ignore"`` (empty or ``-1``:
+not fixed; MiniMalloc fixes every given offset). memplan's own columns: ``pools`` (space-separated
+candidate pool names; empty: any) on input, and ``pool`` (the pool of each buffer) on output of a
+plan with pools. Two columns that alias one name are refused, as MiniMalloc does.
+
 **Ids are never normalised.** An id is the ``id`` field byte for byte as the CSV rules (RFC 4180,
 Python's ``csv`` module) give it: surrounding spaces and tabs are part of the id, and a quoted id
 keeps its commas, doubled quotes, carriage returns and newlines. So ``a``, `` a `` and ``"a<LF>"``
@@ -163,6 +174,42 @@ def atomic_write(path: str | os.PathLike, data: str | bytes, make_parents: bool 
 
 _REQUIRED = ("id", "lower", "upper", "size")
 
+#: MiniMalloc's header aliases (``src/converter.cc``); ``end`` is inclusive (read as ``upper``
+#: with ``+1``).
+_ALIASES = {"buffer": "id", "buffer_id": "id", "begin": "lower", "start": "lower", "end": "upper"}
+
+#: Columns read row by row (the fast paths know id, lower, upper, size, alignment only).
+_FEATURE_COLUMNS = ("hint", "gaps", "pools")
+
+
+def _normalise_header(header: list[str], path) -> tuple[list[str], int]:
+    """MiniMalloc's header aliases applied (:data:`_ALIASES`) and the addend of the upper ends
+    (1 when an ``end`` column gives inclusive ends, else 0). Raises :class:`ProblemError` when
+    two columns name one field after aliasing."""
+    out = [_ALIASES.get(h, h) for h in header]
+    dup = sorted({h for h in out if out.count(h) > 1 and h in
+                  set(_REQUIRED) | {"alignment", "offset", *_FEATURE_COLUMNS}})
+    if dup and out != header:
+        raise ProblemError(f"{path}: header {header} names column(s) {dup} twice after "
+                           f"MiniMalloc's aliases (buffer/buffer_id=id, start/begin=lower, "
+                           f"end=upper inclusive)")
+    return out, int("end" in header)
+
+
+def _parse_gaps(raw: str, addend: int, where: str) -> list:
+    """MiniMalloc's ``gaps`` field: space-separated ``lower-upper[@lo:hi]`` (``upper`` inclusive
+    when ``addend`` is 1). Raises :class:`ProblemError` naming the gap."""
+    out = []
+    for g in raw.split():
+        m = re.fullmatch(r"(-?\d+)-(-?\d+)(?:@(-?\d+):(-?\d+))?", g)
+        if not m:
+            raise ProblemError(f"{where}: column 'gaps': improperly formed gap {g!r} (expected "
+                               f"lower-upper or lower-upper@lo:hi)")
+        a, b = int(m.group(1)), int(m.group(2)) + addend
+        w = None if m.group(3) is None else (int(m.group(3)), int(m.group(4)))
+        out.append((a, b, w))
+    return out
+
 
 def capacity_from_name(path: str | Path) -> int | None:
     """Capacity encoded in a MiniMalloc file name ``NAME.CAPACITY.csv`` (bytes), else ``None``."""
@@ -251,6 +298,10 @@ def _plain_buffers(text: str, header: list[str], has_align: bool) -> list[Buffer
             put(b, "size", z_)
             put(b, "alignment", None if aligns is None else aligns[i])
             put(b, "kind", "activation")
+            put(b, "offset", None)
+            put(b, "hint", None)
+            put(b, "gaps", ())
+            put(b, "pools", ())
             out.append(b)
         return out
     except (ValueError, OverflowError):
@@ -401,14 +452,16 @@ def _dict_reader(text: str) -> csv.DictReader:
 
 
 def csv_dict_reader(path: str | Path) -> csv.DictReader:
-    """A ``csv.DictReader`` over a MiniMalloc CSV with its header names stripped, reading ids
-    byte for byte (module docstring): for readers of extra columns (``memplan check``'s
-    ``offset``) that must see the same rows and ids as :func:`read_minimalloc_csv`. Raises
-    :class:`ProblemError` for a missing or undecodable file or a malformed header."""
+    """A ``csv.DictReader`` over a MiniMalloc CSV with its header names stripped and MiniMalloc's
+    aliases applied (``buffer`` -> ``id``, ...), reading ids byte for byte (module docstring):
+    for readers of extra columns (``memplan check``'s ``offset`` and ``pool``) that must see the
+    same rows and ids as :func:`read_minimalloc_csv`. Raises :class:`ProblemError` for a missing
+    or undecodable file or a malformed header."""
     path = Path(path)
     reader = _dict_reader(_read_text(path)[1])
     try:
-        reader.fieldnames = [h.strip() for h in (reader.fieldnames or [])]
+        reader.fieldnames = _normalise_header(
+            [h.strip() for h in (reader.fieldnames or [])], path)[0]
     except csv.Error as e:
         raise ProblemError(f"{path}:{reader.line_num + 1}: malformed CSV header ({e})") from None
     return reader
@@ -432,6 +485,8 @@ def read_minimalloc_csv(
     capacity: int | None | str = "auto",
     alignment: int = 1,
     name: str | None = None,
+    offsets: str = "fixed",
+    pools=None,
 ) -> Problem:
     """Read a MiniMalloc CSV into a :class:`Problem` (half-open ``[lower, upper)`` lifetimes).
 
@@ -442,6 +497,13 @@ def read_minimalloc_csv(
         Bytes; ``"auto"`` takes it from the file name (``A.1048576.csv``) when present.
     alignment : default alignment (bytes) for rows without an ``alignment`` column.
     name : problem name (default: the file name without ``.csv``).
+    offsets : {"fixed", "ignore"}
+        What an ``offset`` column means: ``"fixed"`` (MiniMalloc's reading): each given offset is
+        the buffer's fixed position (empty or ``-1``: not fixed); ``"ignore"``: the column is
+        not read (to re-plan a solved file, or to check it: ``memplan check``).
+    pools : sequence of MemoryPool or None
+        The problem's pools (preference order; a ``pools`` column names candidates among them).
+        With pools the capacity is the pools' (``capacity`` is then not taken from the name).
 
     Raises
     ------
@@ -472,12 +534,22 @@ def read_minimalloc_csv(
     except csv.Error as e:  # e.g. a field longer than the csv module's limit
         raise ProblemError(f"{path}:{reader.line_num + 1}: malformed CSV header ({e})") from None
     reader.fieldnames = header
+    if offsets not in ("fixed", "ignore"):
+        raise ValueError(f"offsets must be 'fixed' or 'ignore', got {offsets!r}")
+    given = header
+    header, addend = _normalise_header(header, path)
+    reader.fieldnames = header
     missing = [c for c in _REQUIRED if c not in header]
     if missing:
-        raise ProblemError(f"{path}: header {header} lacks column(s) {missing}")
+        raise ProblemError(f"{path}: header {given} lacks column(s) {missing}")
     has_align = "alignment" in header
     pname = name if name is not None else path.name.removesuffix(".csv")
-    cols = _fast_columns(raw, header, has_align)  # None: the slower paths, naming any error
+    if pools:
+        capacity = None
+    # the fast paths read plain columns; MiniMalloc's aliases and feature columns go row by row
+    special = (header != given or any(c in header for c in _FEATURE_COLUMNS) or bool(pools)
+               or (offsets == "fixed" and "offset" in header))
+    cols = None if special else _fast_columns(raw, header, has_align)
     del raw
     if cols is not None:
         try:
@@ -489,7 +561,7 @@ def read_minimalloc_csv(
         if problem is not None:
             return problem
         # else a row breaks a buffer rule: the row-by-row path names it
-    plain = None if cols is not None else _plain_buffers(text, header, has_align)
+    plain = None if cols is not None or special else _plain_buffers(text, header, has_align)
     buffers = plain if plain is not None else []
     for row in _checked_rows(reader, path) if plain is None else ():
         where = f"{path}:{reader.line_num}"
@@ -499,13 +571,25 @@ def read_minimalloc_csv(
         if not bid:
             raise ProblemError(f"{where}: missing value for column 'id'")
         lower = _int_field(row, "lower", where)
-        upper = _int_field(row, "upper", where)
+        upper = _int_field(row, "upper", where) + addend
         size = _int_field(row, "size", where)
         align = None
         if has_align and str(row.get("alignment") or "").strip():
             align = _int_field(row, "alignment", where)
+        extra = {}
+        if special:
+            if "hint" in header and str(row.get("hint") or "").strip():
+                h = _int_field(row, "hint", where)
+                extra["hint"] = h if h >= 0 else None  # MiniMalloc: a negative hint is none
+            if "gaps" in header:
+                extra["gaps"] = _parse_gaps(str(row.get("gaps") or ""), addend, where)
+            if "pools" in header:
+                extra["pools"] = tuple(str(row.get("pools") or "").split())
+            if offsets == "fixed" and "offset" in header and str(row.get("offset") or "").strip():
+                o = _int_field(row, "offset", where)
+                extra["offset"] = None if o == -1 else o
         try:
-            buffers.append(Buffer(bid, lower, upper, size, align))
+            buffers.append(Buffer(bid, lower, upper, size, align, **extra))
         except ProblemError as e:
             raise ProblemError(f"{where}: {e}") from None
     if not buffers:
@@ -516,6 +600,7 @@ def read_minimalloc_csv(
             capacity=capacity,
             alignment=alignment,
             name=pname,
+            pools=pools or None,
         )
     except ProblemError as e:  # duplicate ids, capacity, the int64 range rule (planners.model)
         raise ProblemError(f"{path}: {e}") from None
@@ -533,26 +618,55 @@ def minimalloc_csv_text(problem: Problem, plan: Plan | None = None) -> str:
     with_align = bool(np.any(problem.alignments != 1))
     if with_align:
         cols.append("alignment")
-    if plan is not None:
+    feats = problem.features
+    if "hints" in feats:
+        cols.append("hint")
+    if "gaps" in feats:
+        cols.append("gaps")
+    if problem.candidates:
+        cols.append("pools")
+    with_offset = plan is not None or "pins" in feats
+    if with_offset:
         cols.append("offset")
+    with_pool = plan is not None and plan.pools is not None and bool(problem.pools)
+    if with_pool:
+        cols.append("pool")
     f = io.StringIO(newline="")
     w = csv.writer(f)
     w.writerow(cols)
+    hints, pins = problem.hints.tolist(), problem.pins.tolist()
     for i, b in enumerate(problem.buffers):
         row = [b.id, b.start, b.end, b.size]
         if with_align:
             row.append(int(problem.alignments[i]))
-        if plan is not None:
-            row.append(int(plan.offsets[i]))
+        if "hints" in feats:
+            row.append(hints[i])  # -1: none, as MiniMalloc writes it
+        if "gaps" in feats:
+            row.append(" ".join(f"{g.start}-{g.end}" + ("" if g.window is None else
+                                                         f"@{g.window[0]}:{g.window[1]}")
+                                for g in b.gaps))
+        if problem.candidates:
+            row.append(" ".join(b.pools))
+        if with_offset:
+            if plan is not None:
+                row.append(int(plan.offsets[i]))
+            else:
+                row.append("" if pins[i] < 0 else pins[i])
+        if with_pool:
+            row.append(problem.pools[int(plan.pools[i])].name)
         w.writerow(row)
     return f.getvalue()
 
 
 def write_minimalloc_csv(problem: Problem, path: str | Path, plan: Plan | None = None) -> None:
-    """Write ``problem`` as a MiniMalloc CSV (``id,lower,upper,size`` [,``alignment``] [,``offset``]).
+    """Write ``problem`` as a MiniMalloc CSV (``id,lower,upper,size`` [,``alignment``] [,``hint``]
+    [,``gaps``] [,``pools``] [,``offset``] [,``pool``]).
 
-    ``alignment`` is written when any buffer's alignment differs from 1; ``offset`` when a plan is
-    given. Values are written as exact decimal integers, so reading the file back gives the same
+    ``alignment`` is written when any buffer's alignment differs from 1; ``hint`` (``-1``: none)
+    and ``gaps`` (``lower-upper[@lo:hi]``, half-open) as MiniMalloc's ``ToCsv`` writes them when
+    a buffer has one; ``pools`` (candidate names) when a buffer names some; ``offset`` when a
+    plan is given (its offsets) or a buffer is pinned (its fixed offset, empty where free);
+    ``pool`` when the plan has pools. Values are written as exact decimal integers, so reading the file back gives the same
     problem (and offsets) for any admissible value, e.g. sizes near ``2**62``; ids are quoted
     where the CSV rules need it (:func:`minimalloc_csv_text`) and read back byte for byte. The
     file is written atomically (:func:`atomic_write`): a crash or a write error leaves no half

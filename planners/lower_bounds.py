@@ -440,6 +440,14 @@ def best_lower_bound(
     t0 = time.perf_counter()
     if problem.aliases:
         problem = problem.collapse()[0]
+    if problem.features - {"hints"}:
+        # The window, subset and CP-SAT bounds model plain intervals in one arena; for pins, gaps,
+        # pools or colocations only the feature-aware max-live bound (planners.bounds) is proved.
+        lb = lower_bound(problem)
+        return LowerBound(int(lb), "max_live", {"max_live": int(lb)}, {
+            "quantum": 1, "note": "compiler features "
+            f"({', '.join(sorted(problem.features))}): only max_live is computed",
+            "seconds": round(time.perf_counter() - t0, 4)})
     g = _quantum(problem)
     values: dict[str, int] = {}
     info: dict[str, Any] = {"quantum": g}

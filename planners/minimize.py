@@ -52,6 +52,7 @@ import numpy as np
 from .base import Planner, SolveResult
 from .bounds import lower_bound
 from .errors import MemplanError, ParameterError
+from .feature_cpsat import solve_features
 from .model import Plan, Problem
 from .params import (
     OPTIONAL_POSITIVE_SECONDS,
@@ -197,6 +198,8 @@ class Minimize(Planner):
     (6, 'optimal')
     """
 
+    #: minimised by the CP-SAT feature model (:mod:`planners.feature_cpsat`)
+    _capabilities = {"pins": "native", "hints": "native", "gaps": "native", "pools": "native"}
     name = "minimize"
     family = "exact"
     _parameter_constraints = {
@@ -296,6 +299,8 @@ class Minimize(Planner):
         return solver.plan(problem.with_capacity(capacity))
 
     def _solve(self, problem: Problem) -> SolveResult:
+        if problem.features:  # pins, hints, gaps, pools: the CP-SAT feature model minimises
+            return solve_features(problem, problem.capacity, "minimize", self.time_limit)
         t0 = time.perf_counter()
         limit = float(self.time_limit)
         variants = self._portfolio()

@@ -54,7 +54,12 @@ import numpy as np
 
 from .errors import InvalidPlanError, ProblemError
 
-__all__ = ["Buffer", "Problem", "Plan", "STATUSES", "KINDS", "INT64_MAX", "arena_top"]
+__all__ = ["Buffer", "Gap", "MemoryPool", "Problem", "Plan", "STATUSES", "KINDS", "FEATURES",
+           "INT64_MAX", "arena_top"]
+
+#: The compilers' features a problem may use beyond plain intervals (section "Compiler features"
+#: of :class:`Problem`); each planner declares which it handles (:mod:`planners.base`).
+FEATURES = ("pins", "hints", "gaps", "pools", "colocations")
 
 #: Buffer kinds: ``activation`` buffers are planned with reuse; ``resident`` buffers (weights, graph
 #: inputs kept for the whole run; seed 000 section 8 "常驻") live for the whole schedule.
@@ -101,6 +106,99 @@ def _as_int(value: Any, what: str, item: str, wide: bool = False) -> int:
         raise ProblemError(f"{item}: {what} {out} is out of range (|value| < 2**62)")
     return out
 
+@dataclass(frozen=True, slots=True)
+class Gap:
+    """A half-open sub-interval ``[start, end)`` (steps) of a buffer's lifetime in which the buffer
+    takes no space (``window=None``) or only the addresses ``[offset + lo, offset + hi)`` of its
+    range (``window=(lo, hi)``, bytes, ``0 <= lo <= hi <= size``). MiniMalloc's ``Gap``
+    (``src/minimalloc.h``: ``lifespan``, optional ``window``), e.g. a buffer whose low half is
+    dead while a later operator still reads its high half.
+    """
+
+    start: int
+    end: int
+    window: tuple[int, int] | None = None
+
+    def __repr__(self) -> str:
+        w = "" if self.window is None else f"@{self.window[0]}:{self.window[1]}"
+        return f"Gap({self.start}-{self.end}{w})"
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryPool:
+    """A named memory of a problem with pools (:class:`Problem`, ``pools=``): ``capacity`` in
+    bytes (``None``: unbounded) and an offset ``alignment`` in bytes that every buffer placed in
+    it also obeys (TVM's ``PoolInfo`` with ``size_hint_bytes``, ExecuTorch's ``mem_id`` arenas, a
+    fast SRAM/TCM beside a slow PSRAM/DRAM). Offsets are relative to the pool's base.
+    ``accesses_cost`` is the cost weight of one byte accessed in this pool (the pool assignment
+    of :mod:`planners.multipool` minimises ``sum(accesses x bytes x cost)``; 0 for the fastest).
+
+    Raises :class:`ProblemError` on an empty name, a negative capacity, an alignment below 1 or
+    a negative cost.
+    """
+
+    name: str
+    capacity: int | None = None
+    alignment: int = 1
+    cost: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name or "=" in self.name \
+                or "," in self.name or " " in self.name:
+            raise ProblemError(f"pool name must be a non-empty string without '=', ',' or spaces, "
+                               f"got {self.name!r}")
+        item = f"pool {self.name!r}"
+        if self.capacity is not None:
+            c = _as_int(self.capacity, "capacity", item, wide=True)
+            if c < 0:
+                raise ProblemError(f"{item}: capacity must be >= 0 bytes, got {c}")
+            object.__setattr__(self, "capacity", c)
+        a = _as_int(self.alignment, "alignment", item)
+        if a < 1:
+            raise ProblemError(f"{item}: alignment must be >= 1 byte, got {a}")
+        object.__setattr__(self, "alignment", a)
+        c = _as_int(self.cost, "cost", item)
+        if c < 0:
+            raise ProblemError(f"{item}: cost must be >= 0, got {c}")
+        object.__setattr__(self, "cost", c)
+
+
+def _as_gaps(raw, item: str, start: int, end: int, size: int) -> tuple[Gap, ...]:
+    """``raw`` (Gap objects or ``(start, end)`` / ``(start, end, (lo, hi))`` tuples) as a tuple of
+    checked :class:`Gap`: inside the lifetime ``[start, end)``, non-empty, sorted and disjoint,
+    windows within ``[0, size]``. Raises :class:`ProblemError` naming the buffer and the rule."""
+    out: list[Gap] = []
+    for g in raw:
+        if isinstance(g, Gap):
+            gs, ge, w = g.start, g.end, g.window
+        else:
+            try:
+                gs, ge, *rest = g
+            except (TypeError, ValueError):
+                raise ProblemError(f"{item}: a gap must be (start, end[, (lo, hi)]), got {g!r}") \
+                    from None
+            w = rest[0] if rest else None
+        gs, ge = _as_int(gs, "gap start", item), _as_int(ge, "gap end", item)
+        if not start <= gs < ge <= end:
+            raise ProblemError(f"{item}: gap [{gs}, {ge}) must be a non-empty sub-interval of its "
+                               f"lifetime [{start}, {end}) (half-open, steps)")
+        if w is not None:
+            try:
+                lo, hi = w
+            except (TypeError, ValueError):
+                raise ProblemError(f"{item}: a gap window must be (lo, hi) bytes, got {w!r}") \
+                    from None
+            lo, hi = _as_int(lo, "gap window", item), _as_int(hi, "gap window", item)
+            if not 0 <= lo <= hi <= size:
+                raise ProblemError(f"{item}: gap window [{lo}, {hi}) must satisfy 0 <= lo <= hi <= "
+                                   f"size {size} (bytes)")
+            w = (lo, hi)
+        if out and gs < out[-1].end:
+            raise ProblemError(f"{item}: gaps must be sorted and disjoint; [{gs}, {ge}) starts "
+                               f"before the previous gap ends at {out[-1].end}")
+        out.append(Gap(gs, ge, w))
+    return tuple(out)
+
 
 @dataclass(frozen=True, slots=True)
 class Buffer:
@@ -118,11 +216,25 @@ class Buffer:
         Offset alignment in bytes (``>= 1``); ``None`` takes the problem's default.
     kind : {"activation", "resident"}
         ``resident`` buffers (weights, inputs kept for the whole run) come first in seed 000's layout.
+    offset : int or None
+        A fixed offset (bytes, a **pin**: pinned I/O or DMA buffers, MiniMalloc ``Buffer.offset``);
+        every plan must place the buffer exactly there (in its pool). ``None``: free.
+    hint : int or None
+        A preferred offset (bytes; MiniMalloc ``hint``, XLA's preferred offsets): planners that
+        handle hints try it first; a plan elsewhere is still valid.
+    gaps : tuple of Gap
+        Sub-intervals of the lifetime in which the buffer takes no space or only a window of
+        its range (:class:`Gap`); sorted, disjoint, inside ``[start, end)``.
+    pools : tuple of str
+        Candidate pools (names of the problem's :class:`MemoryPool`), in no particular order;
+        empty means any pool.
 
     Raises
     ------
     ProblemError
-        Negative size, ``end <= start``, non-integer fields, alignment < 1, empty id, unknown kind.
+        Negative size, ``end <= start``, non-integer fields, alignment < 1, empty id, unknown kind,
+        a negative pin or hint, a pin that is not a multiple of the buffer's own alignment, a gap
+        outside the lifetime, overlapping gaps, a window outside ``[0, size]``, a repeated pool.
 
     Examples
     --------
@@ -136,6 +248,19 @@ class Buffer:
     size: int
     alignment: int | None = None
     kind: str = "activation"
+    offset: int | None = None
+    hint: int | None = None
+    gaps: tuple = ()
+    pools: tuple = ()
+
+    def __repr__(self) -> str:
+        extra = "".join(
+            f", {f}={getattr(self, f)!r}" for f, d in
+            (("offset", None), ("hint", None), ("gaps", ()), ("pools", ()))
+            if getattr(self, f) != d
+        )
+        return (f"Buffer(id={self.id!r}, start={self.start!r}, end={self.end!r}, size={self.size!r}"
+                f", alignment={self.alignment!r}, kind={self.kind!r}{extra})")
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id:
@@ -157,6 +282,37 @@ class Buffer:
             object.__setattr__(self, "alignment", a)
         if self.kind not in KINDS:
             raise ProblemError(f"{item}: kind must be one of {KINDS}, got {self.kind!r}")
+        if self.offset is not None:
+            o = _as_int(self.offset, "fixed offset", item)
+            if o < 0:
+                raise ProblemError(f"{item}: fixed offset must be >= 0 bytes, got {o}")
+            if self.alignment is not None and o % self.alignment:
+                raise ProblemError(f"{item}: fixed offset {o} is not a multiple of its alignment "
+                                   f"{self.alignment}")
+            object.__setattr__(self, "offset", o)
+        if self.hint is not None:
+            h = _as_int(self.hint, "hint", item)
+            if h < 0:
+                raise ProblemError(f"{item}: hint must be >= 0 bytes, got {h}")
+            object.__setattr__(self, "hint", h)
+        if self.gaps:
+            object.__setattr__(self, "gaps",
+                               _as_gaps(self.gaps, item, self.start, self.end, self.size))
+        elif not isinstance(self.gaps, tuple):
+            object.__setattr__(self, "gaps", ())
+        if self.pools:
+            pools = (self.pools,) if isinstance(self.pools, str) else tuple(self.pools)
+            if not all(isinstance(p, str) and p for p in pools) or len(set(pools)) != len(pools):
+                raise ProblemError(f"{item}: candidate pools must be distinct non-empty names, "
+                                   f"got {self.pools!r}")
+            object.__setattr__(self, "pools", pools)
+        elif not isinstance(self.pools, tuple):
+            object.__setattr__(self, "pools", ())
+
+    @property
+    def fixed(self) -> bool:
+        """True iff the buffer has a fixed offset (a pin)."""
+        return self.offset is not None
 
     @classmethod
     def from_closed(
@@ -199,6 +355,60 @@ class Buffer:
 _GET_ID, _GET_START, _GET_END, _GET_SIZE, _GET_ALIGN, _GET_KIND = (
     attrgetter(f) for f in ("id", "start", "end", "size", "alignment", "kind")
 )
+_GET_FEATURES = attrgetter("offset", "hint", "gaps", "pools")
+
+
+def _common_pools(lists) -> tuple[str, ...] | None:
+    """The candidate pools shared by every list of ``lists`` (an empty list means any pool):
+    ``()`` when all are empty (any pool), ``None`` when non-empty lists share no pool."""
+    common: list[str] | None = None
+    for c in lists:
+        if c:
+            common = list(c) if common is None else [p for p in common if p in c]
+    if common is None:
+        return ()
+    return tuple(common) if common else None
+
+
+def _buffer_pieces(i: int, start: int, end: int, size: int, gaps) -> list[tuple]:
+    """Rows ``(i, start, end, lo, hi)`` of the rectangles buffer ``i`` occupies relative to its
+    offset (:meth:`Problem.pieces`): its lifetime minus the gaps, plus the gaps' windows."""
+    if size <= 0:
+        return []
+    out = []
+    t = start
+    for g in gaps:
+        if g.start > t:
+            out.append((i, t, g.start, 0, size))
+        if g.window is not None and g.window[1] > g.window[0]:
+            out.append((i, g.start, g.end, g.window[0], g.window[1]))
+        t = g.end
+    if end > t:
+        out.append((i, t, end, 0, size))
+    return out
+
+
+def _colocated_gaps(members: list[Buffer], alignments: list[int]) -> tuple[int, int, int, tuple]:
+    """Lifetime hull ``(start, end)``, size and gaps of the one buffer that stands for a
+    colocation group (:meth:`Problem.collapse`): at every step the group takes the hull
+    ``[min lo, max hi)`` of what its live members take (each member at the group's offset, with
+    its own lifetime and gaps); no member live: a gap without window."""
+    start = min(b.start for b in members)
+    end = max(b.end for b in members)
+    size = max(b.size for b in members)
+    rows = [r for b in members for r in _buffer_pieces(0, b.start, b.end, b.size, b.gaps)]
+    times = sorted({start, end} | {r[1] for r in rows} | {r[2] for r in rows})
+    gaps: list[list] = []
+    for t0, t1 in zip(times[:-1], times[1:]):
+        occ = [(r[3], r[4]) for r in rows if r[1] <= t0 and t1 <= r[2]]
+        state = None if not occ else (min(o[0] for o in occ), max(o[1] for o in occ))
+        if state == (0, size):
+            continue
+        if gaps and gaps[-1][1] == t0 and gaps[-1][2] == state:
+            gaps[-1][1] = t1
+        else:
+            gaps.append([t0, t1, state])
+    return start, end, size, tuple(Gap(a, b, w) for a, b, w in gaps)
 
 
 class Problem:
@@ -236,6 +446,24 @@ class Problem:
         problem; every planner plans it (:meth:`planners.base.Planner.plan`) and the validator
         checks it.
 
+    pools : sequence of MemoryPool or None
+        Named memories in **preference order** (e.g. ``sram`` 256 KiB, then ``psram`` 8 MiB).
+        A plan gives every buffer a pool and an offset inside it; each pool's arena must fit its
+        capacity; ``capacity`` must then be ``None``.
+    colocations : sequence of sequences of ids or None
+        Colocation groups whose members keep their own lifetimes (XLA ``ShareWith``): the members
+        share one offset (and pool); each takes its own range ``[offset, offset + size)`` over its
+        own lifetime (and gaps), so the shared range is needed only while some member is live
+        (an alias group reserves it over the hull of the lifetimes).
+
+    Compiler features
+    -----------------
+    Beyond plain intervals a buffer may carry a fixed offset (pin), a hint, gaps and candidate
+    pools (:class:`Buffer`); :attr:`features` names those a problem uses (:data:`FEATURES`).
+    Every default is off, so a problem without them behaves exactly as before. Alias groups
+    combine with none of them (:class:`ProblemError`). :meth:`collapse` merges colocation
+    groups into one buffer with gaps, as it merges alias groups.
+
     Attributes (read-only numpy int64 arrays of shape ``(n,)``)
     ------------------------------------------------------------
     starts, ends : half-open lifetimes ``[start, end)`` in steps.
@@ -270,6 +498,8 @@ class Problem:
         alignment: int = 1,
         name: str = "",
         aliases: Mapping[str, tuple[str, int]] | None = None,
+        pools: Sequence[MemoryPool] | None = None,
+        colocations: Sequence[Sequence[str]] | None = None,
     ) -> None:
         bufs = tuple(buffers)
         self._init_scalars(capacity, alignment, name)
@@ -308,6 +538,190 @@ class Problem:
             aliases,
             bufs,
         )
+        if pools or colocations or set(map(_GET_FEATURES, bufs)) - {(None, None, (), ())}:
+            self._init_features(bufs, pools, colocations)
+
+    def _init_features(self, bufs, pools, colocations) -> None:
+        """Store and check the compiler features (class docstring, "Compiler features") of the
+        buffers ``bufs`` (problem order), the pools and the colocation groups. Raises
+        :class:`ProblemError` naming the problem, the item and the rule."""
+        where = f"problem {self.name!r}"
+        n = self.n
+        pins = [b.offset for b in bufs]
+        hints = [b.hint for b in bufs]
+        self._pins = (None if pins.count(None) == n
+                      else np.array([-1 if v is None else v for v in pins], np.int64))
+        self._hints = (None if hints.count(None) == n
+                       else np.array([-1 if v is None else v for v in hints], np.int64))
+        self.gaps = {b.id: b.gaps for b in bufs if b.gaps}
+        self.candidates = {b.id: b.pools for b in bufs if b.pools}
+        pl = tuple(pools or ())
+        for q in pl:
+            if not isinstance(q, MemoryPool):
+                raise ProblemError(f"{where}: pools must be MemoryPool objects, got {q!r}")
+        names = [q.name for q in pl]
+        if len(set(names)) != len(names):
+            raise ProblemError(f"{where}: pool names must be distinct, got {names}")
+        if pl and self.capacity is not None:
+            raise ProblemError(f"{where}: a problem with pools takes its capacities from the pools "
+                               f"(MemoryPool.capacity); capacity must be None, got {self.capacity}")
+        self.pools = pl
+        for bid, cands in self.candidates.items():
+            if not pl:
+                raise ProblemError(f"{where}: buffer {bid!r} names candidate pools {list(cands)} "
+                                   f"but the problem has no pools")
+            bad = [c for c in cands if c not in names]
+            if bad:
+                raise ProblemError(f"{where}: buffer {bid!r}: unknown candidate pool(s) {bad}; "
+                                   f"pools: {names}")
+        if self._pins is not None:
+            pinned = np.flatnonzero(self._pins >= 0)
+            bad = pinned[(self._pins[pinned] % self.alignments[pinned]) != 0]
+            if bad.size:
+                i = int(bad[0])
+                raise ProblemError(f"{where}: buffer {self._id_list()[i]!r}: fixed offset "
+                                   f"{int(self._pins[i])} is not a multiple of its alignment "
+                                   f"{int(self.alignments[i])}")
+            top = int((self._pins[pinned] + self.sizes[pinned]).max()) if pinned.size else 0
+            if top > INT64_MAX - self.worst_case_arena:
+                raise ProblemError(f"{where}: fixed offsets reach byte {top}; with the worst-case "
+                                   f"arena above them an arena would exceed 2**63 - 1 bytes")
+        groups: list[tuple[str, ...]] = []
+        seen: dict[str, int] = {}
+        for k, grp in enumerate(colocations or ()):
+            g = (grp,) if isinstance(grp, str) else tuple(grp)
+            if len(g) < 2:
+                raise ProblemError(f"{where}: colocation group {k} needs at least 2 buffers, got "
+                                   f"{list(g)}")
+            for bid in g:
+                if bid not in self.index:
+                    raise ProblemError(f"{where}: colocation group {k}: {bid!r} is not a buffer of "
+                                       f"the problem")
+                if bid in seen:
+                    raise ProblemError(f"{where}: buffer {bid!r} is in colocation groups "
+                                       f"{seen[bid]} and {k}; a buffer belongs to at most one")
+                seen[bid] = k
+            fixed = {int(self._pins[self.index[b]]) for b in g
+                     if self._pins is not None and self._pins[self.index[b]] >= 0}
+            if len(fixed) > 1:
+                raise ProblemError(f"{where}: colocation group {k} {list(g)} has members pinned at "
+                                   f"different offsets {sorted(fixed)}; colocated buffers share "
+                                   f"one offset")
+            if self.candidates and _common_pools([self.candidates.get(b, ()) for b in g]) is None:
+                raise ProblemError(f"{where}: colocation group {k} {list(g)}: the members' "
+                                   f"candidate pools have no pool in common")
+            groups.append(g)
+        self.colocations = tuple(groups)
+        if self.aliases and self.features:
+            raise ProblemError(f"{where}: alias groups cannot be combined with "
+                               f"{', '.join(sorted(self.features))} (not supported)")
+        if groups:
+            try:
+                self.collapse()
+            except ProblemError as e:
+                raise ProblemError(f"{e} (after merging the colocation groups)") from None
+
+    # -- compiler features ------------------------------------------------------------------------
+    _pins = None
+    _hints = None
+    gaps: dict = {}
+    candidates: dict = {}
+    pools: tuple = ()
+    colocations: tuple = ()
+
+    @property
+    def features(self) -> frozenset[str]:
+        """The compiler features (:data:`FEATURES`) this problem uses: ``pins`` (a buffer with a
+        fixed offset), ``hints``, ``gaps``, ``pools`` (the problem has named pools) and
+        ``colocations``. Empty for a plain interval problem."""
+        out = set()
+        if self._pins is not None:
+            out.add("pins")
+        if self._hints is not None:
+            out.add("hints")
+        if self.gaps:
+            out.add("gaps")
+        if self.pools:
+            out.add("pools")
+        if self.colocations:
+            out.add("colocations")
+        return frozenset(out)
+
+    @property
+    def pins(self) -> np.ndarray:
+        """Fixed offsets (bytes) in problem order, ``-1`` for a free buffer (int64, read-only)."""
+        if self._pins is None:
+            return self._ro(np.full(self.n, -1, np.int64))
+        return self._ro(self._pins)
+
+    @property
+    def hints(self) -> np.ndarray:
+        """Preferred offsets (bytes) in problem order, ``-1`` where none (int64, read-only)."""
+        if self._hints is None:
+            return self._ro(np.full(self.n, -1, np.int64))
+        return self._ro(self._hints)
+
+    def pool_index(self, name: str) -> int:
+        """Position of the pool named ``name`` in :attr:`pools` (ProblemError if unknown)."""
+        for k, q in enumerate(self.pools):
+            if q.name == name:
+                return k
+        raise ProblemError(f"problem {self.name!r}: no pool named {name!r}; pools: "
+                           f"{[q.name for q in self.pools]}")
+
+    def candidate_pools(self, i: int) -> list[int]:
+        """Indices (preference order) of the pools buffer ``i`` may go to: its candidates, or
+        every pool when it names none; ``[0]`` for a problem without pools (one arena)."""
+        if not self.pools:
+            return [0]
+        c = self.candidates.get(self._id_list()[i]) if self.candidates else None
+        if not c:
+            return list(range(len(self.pools)))
+        return [k for k, q in enumerate(self.pools) if q.name in c]
+
+    def pieces(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The space a buffer takes, as rectangles relative to its offset: arrays ``owner``
+        (buffer index), ``start, end`` (half-open steps), ``lo, hi`` (bytes above the offset) of
+        equal length, sorted by owner then start. A buffer without gaps is one piece
+        ``[start, end) x [0, size)``; a gap without window removes its steps, a gap with window
+        ``(lo, hi)`` keeps them with ``[lo, hi)``. Zero-size pieces are dropped. ``O(n + gaps)``.
+        """
+        if not self.gaps:
+            keep = np.flatnonzero(self.sizes > 0)
+            return (keep.astype(np.int64), self.starts[keep], self.ends[keep],
+                    np.zeros(keep.size, np.int64), self.sizes[keep])
+        rows: list[tuple[int, int, int, int, int]] = []
+        ids = self._id_list()
+        st, en, sz = self.starts.tolist(), self.ends.tolist(), self.sizes.tolist()
+        for i in range(self.n):
+            rows.extend(_buffer_pieces(i, st[i], en[i], sz[i], self.gaps.get(ids[i], ())))
+        if not rows:
+            z = np.zeros(0, np.int64)
+            return z, z, z, z, z
+        a = np.array(rows, np.int64)
+        return a[:, 0], a[:, 1], a[:, 2], a[:, 3], a[:, 4]
+
+    def with_pools(self, pools: Sequence[MemoryPool] | None) -> Problem:
+        """A copy of this problem with the named pools (preference order; capacity then
+        ``None``, the pools' own apply), or without pools for ``None``. Raises
+        :class:`ProblemError` as the constructor does (e.g. a candidate pool not among them)."""
+        return Problem(self.buffers, capacity=None if pools else self.capacity,
+                       alignment=self.alignment, name=self.name, aliases=self.aliases or None,
+                       pools=pools or None, colocations=self.colocations or None)
+
+    def without(self, *features: str) -> Problem:
+        """A copy of this problem without the named relaxable features: ``"hints"`` (dropped:
+        a hint is a preference), ``"gaps"`` (each buffer then takes its whole range over its
+        whole lifetime, so every plan of the copy is a plan of this problem). Other names raise
+        ``ValueError``."""
+        bad = set(features) - {"hints", "gaps"}
+        if bad:
+            raise ValueError(f"only hints and gaps can be dropped, not {sorted(bad)}")
+        bufs = [Buffer(b.id, b.start, b.end, b.size, b.alignment, b.kind, b.offset,
+                       None if "hints" in features else b.hint,
+                       () if "gaps" in features else b.gaps, b.pools) for b in self.buffers]
+        return Problem(bufs, capacity=self.capacity, alignment=self.alignment, name=self.name,
+                       pools=self.pools or None, colocations=self.colocations or None)
 
     def _init_scalars(self, capacity, alignment, name) -> None:
         """Name, default alignment and capacity, each checked (ProblemError naming the problem)."""
@@ -473,10 +887,12 @@ class Problem:
         Expanding a collapsed plan: ``offsets = collapsed_offsets[group] + delta``. Runs in
         ``O(n log n)``.
         """
-        if not self.aliases:
-            return self, np.arange(self.n, dtype=np.int64), np.zeros(self.n, dtype=np.int64)
         if self._collapsed is not None:
             return self._collapsed
+        if self.colocations:
+            return self._collapse_colocations()
+        if not self.aliases:
+            return self, np.arange(self.n, dtype=np.int64), np.zeros(self.n, dtype=np.int64)
         roots, group = np.unique(self.alias_root, return_inverse=True)
         group = group.astype(np.int64)
         m = len(roots)
@@ -502,6 +918,53 @@ class Problem:
         collapsed = Problem(bufs, capacity=self.capacity, alignment=self.alignment, name=self.name)
         delta = self.alias_delta.copy()
         self._collapsed = (collapsed, group, delta)
+        return self._collapsed
+
+    def _collapse_colocations(self) -> tuple[Problem, np.ndarray, np.ndarray]:
+        """:meth:`collapse` for colocation groups: one buffer per group, at the position of its
+        first member, with that member's id; lifetime, size and gaps from
+        :func:`_colocated_gaps` (the shared range is taken only while some member is live:
+        XLA ``ShareWith``); the common pin, the first member's hint, the common candidate
+        pools, the lcm of the members' alignments; ``resident`` if a member is. Other buffers
+        are kept as they are. Cached."""
+        bufs = self.buffers
+        index = self.index
+        first: dict[int, tuple[str, ...]] = {}
+        gid = {}
+        for g in self.colocations:
+            first[min(index[b] for b in g)] = g
+            for b in g:
+                gid[b] = g
+        out: list[Buffer] = []
+        group = np.empty(self.n, np.int64)
+        al = self.alignments.tolist()
+        for i, b in enumerate(bufs):
+            g = gid.get(b.id)
+            if g is None:
+                group[i] = len(out)
+                out.append(b)
+                continue
+            if i not in first:
+                continue
+            members = sorted((bufs[index[m]] for m in g), key=lambda m: index[m.id])
+            k = len(out)
+            for m in members:
+                group[index[m.id]] = k
+            st, en, size, gaps = _colocated_gaps(members, al)
+            a = 1
+            for m in members:
+                a = math.lcm(a, al[index[m.id]])
+            pins = [m.offset for m in members if m.offset is not None]
+            hint = next((m.hint for m in members if m.hint is not None), None)
+            out.append(Buffer(
+                members[0].id, st, en, size, a,
+                "resident" if any(m.kind == "resident" for m in members) else "activation",
+                pins[0] if pins else None, hint, gaps,
+                _common_pools([m.pools for m in members]) or (),
+            ))
+        collapsed = Problem(out, capacity=self.capacity, alignment=self.alignment,
+                            name=self.name, pools=self.pools or None)
+        self._collapsed = (collapsed, group, np.zeros(self.n, np.int64))
         return self._collapsed
 
     @staticmethod
@@ -591,6 +1054,8 @@ class Problem:
                 return None
         if n and (sizes.min() < 0 or bool((ends <= starts).any())):
             return None
+        if ids is not None and not all(ids):  # Buffer("") is refused before any problem check
+            return None
         self = cls.__new__(cls)
         self._init_scalars(capacity, alignment, name)  # the constructor checks these first, too
         if ids is not None and (len(ids) != n or not all(ids) or len(set(ids)) != n):
@@ -632,6 +1097,12 @@ class Problem:
             self._ids, self.starts, self.ends, self.sizes, self._own_align,
             self.resident if self.resident.any() else None, self.aliases or None, self._buffers,
         )
+        if self.features:
+            if self.pools and capacity is not None:
+                raise ProblemError(f"problem {self.name!r}: a problem with pools takes its "
+                                   "capacities from the pools; capacity must be None")
+            for a in ("_pins", "_hints", "gaps", "candidates", "pools", "colocations"):
+                setattr(new, a, getattr(self, a))
         return new
 
     # -- summaries ------------------------------------------------------------------------------
@@ -683,6 +1154,10 @@ class Problem:
                 put(b, "size", z)
                 put(b, "alignment", (own[i] or None) if own is not None else None)
                 put(b, "kind", "resident" if res is not None and res[i] else "activation")
+                put(b, "offset", None)
+                put(b, "hint", None)
+                put(b, "gaps", ())
+                put(b, "pools", ())
                 out.append(b)
             self._buffers = tuple(out)
         return self._buffers
@@ -763,6 +1238,9 @@ class Plan:
         The planner's parameters, verbatim (so the run can be reproduced).
     info : dict
         Planner-specific statistics (nodes explored, solver log summary, ...).
+    pools : numpy int64 array of shape ``(problem.n,)`` or None
+        For a problem with pools (:attr:`Problem.pools`): the index of each buffer's pool; its
+        offset is relative to that pool's base. ``None`` for a problem without pools (one arena).
     """
 
     problem: Problem
@@ -774,8 +1252,11 @@ class Plan:
     best_bound: int | None = None
     params: dict[str, Any] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
+    pools: np.ndarray | None = None
 
     def __post_init__(self) -> None:
+        if self.pools is not None:
+            self.pools = np.asarray(self.pools, dtype=np.int64)
         try:
             self.offsets = np.asarray(self.offsets, dtype=np.int64)
         except OverflowError:
@@ -792,8 +1273,26 @@ class Plan:
     @property
     def arena_size(self) -> int:
         """Bytes from address 0 to the highest end ``offset + size`` (0 when nothing takes space),
-        exact (:func:`arena_top`)."""
+        exact (:func:`arena_top`). With pools: the sum of the per-pool arenas (:attr:`arenas`),
+        which is never below the problem's max live bytes."""
+        if self.pools is not None and self.problem.pools:
+            return sum(self.arenas.values())
         return arena_top(self.offsets, self.problem.sizes)
+
+    @property
+    def arenas(self) -> dict[str, int]:
+        """``{pool name: arena bytes}`` (highest ``offset + size`` of the buffers in each pool, 0
+        for an empty pool) in the problem's pool order; ``{"arena": arena_size}`` without pools."""
+        if self.pools is None or not self.problem.pools:
+            return {"arena": arena_top(self.offsets, self.problem.sizes)}
+        return {q.name: arena_top(self.offsets[self.pools == k], self.problem.sizes[self.pools == k])
+                for k, q in enumerate(self.problem.pools)}
+
+    def pool_of(self, buffer_id: str) -> str | None:
+        """Name of the pool of the buffer named ``buffer_id`` (``None`` without pools)."""
+        if self.pools is None or not self.problem.pools:
+            return None
+        return self.problem.pools[int(self.pools[self.problem.index[buffer_id]])].name
 
     @property
     def ratio(self) -> float:
@@ -812,10 +1311,18 @@ class Plan:
         """Problem table plus an ``offset`` column (pandas DataFrame)."""
         df = self.problem.to_frame()
         df["offset"] = self.offsets
+        if self.pools is not None and self.problem.pools:
+            df["pool"] = [self.problem.pools[k].name for k in self.pools.tolist()]
         return df
 
     def summary(self) -> dict[str, Any]:
-        """A flat record: planner, status, arena, lower_bound, best_bound, ratio, seconds."""
+        """A flat record: planner, status, arena, lower_bound, best_bound, ratio, seconds (and
+        ``arenas``, bytes per pool, for a problem with pools)."""
+        if self.pools is not None and self.problem.pools:
+            return {**self._summary(), "arenas": self.arenas}
+        return self._summary()
+
+    def _summary(self) -> dict[str, Any]:
         return {
             "planner": self.planner,
             "status": self.status,

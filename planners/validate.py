@@ -15,6 +15,20 @@ With alias groups (``Problem(aliases=...)``) it also checks
    its members' lifetimes (:meth:`planners.model.Problem.collapse`); members of one group may
    overlap each other.
 
+With the compiler features (:attr:`planners.model.Problem.features`) it also checks
+
+6. a pinned buffer sits exactly at its fixed offset;
+7. with pools: every buffer has a pool among its candidates, its offset is a multiple of the
+   pool's alignment, and it ends at or below the pool's capacity; the overlap rule holds per pool
+   (buffers of different pools never conflict);
+8. colocated buffers share one offset and one pool, and may overlap each other;
+9. the overlap rule on the space buffers really take: outside its gaps a buffer takes
+   ``[offset, offset + size)``; in a gap without window nothing; in a gap with window ``(lo, hi)``
+   ``[offset + lo, offset + hi)`` (MiniMalloc ``Buffer::effective_size``).
+
+Rules 6-9 are checked by :func:`_feature_violations`, with its own expansion of buffers into
+rectangles (it does not call :meth:`planners.model.Problem.pieces` or :meth:`collapse`).
+
 It shares no code with any planner. The overlap check has two stages. First a vectorised pass
 (:func:`_overlap_free`): the buffers of non-zero size sorted by start step; each buffer ``i``
 meets in time exactly the later-sorted buffers whose start lies in ``[start_i, end_i)`` (one
@@ -46,16 +60,18 @@ from .model import INT64_MAX, Problem
 __all__ = ["check_plan", "is_valid", "plan_violations", "Violation"]
 
 
-def check_plan(problem: Problem, offsets, capacity: int | None = None) -> None:
+def check_plan(problem: Problem, offsets, capacity: int | None = None, pools=None) -> None:
     """Raise :class:`InvalidPlanError` unless ``offsets`` is a valid plan of ``problem``.
 
     Parameters
     ----------
     problem : Problem
     offsets : array-like of int, shape ``(problem.n,)``
-        Bytes, in problem order.
+        Bytes, in problem order (relative to the buffer's pool with pools).
     capacity : int or None
-        If given, the arena (highest ``offset + size``) must be ``<= capacity``.
+        If given, the arena (highest ``offset + size``) must be ``<= capacity`` (in every pool).
+    pools : array-like of int, shape ``(problem.n,)``, or None
+        Index into ``problem.pools`` of each buffer's pool; required iff the problem has pools.
 
     Raises
     ------
@@ -67,6 +83,11 @@ def check_plan(problem: Problem, offsets, capacity: int | None = None) -> None:
     """
     n = problem.n
     off = _as_offsets(problem, offsets)
+    if problem.features or pools is not None:
+        v = _feature_violations(problem, off, capacity, pools, first=True)
+        if v:
+            raise InvalidPlanError(v[0].message)
+        return
     if n == 0:
         return
     sizes = problem.sizes
@@ -291,7 +312,8 @@ class Violation:
         return {"rule": self.rule, "buffers": list(self.buffers), "message": self.message}
 
 
-def plan_violations(problem: Problem, offsets, capacity: int | None = None) -> list[Violation]:
+def plan_violations(problem: Problem, offsets, capacity: int | None = None,
+                    pools=None) -> list[Violation]:
     """Every violation of the rules of :func:`check_plan` (module docstring), not only the first.
 
     :func:`check_plan` raises iff this list is non-empty. A buffer whose offset is not a valid
@@ -344,6 +366,12 @@ def plan_violations(problem: Problem, offsets, capacity: int | None = None) -> l
     raw = offsets.tolist() if isinstance(offsets, np.ndarray) else list(offsets)
     if len(raw) != n or (isinstance(offsets, np.ndarray) and offsets.ndim != 1):
         raise InvalidPlanError(f"plan has {len(raw)} offsets for {n} buffers")
+    if problem.features or pools is not None:
+        try:
+            off = _as_offsets(problem, offsets)
+        except InvalidPlanError as e:
+            return [Violation("offset", (), str(e))]
+        return _feature_violations(problem, off, capacity, pools, first=False)
     ids = problem.ids
     sizes = problem.sizes.tolist()
     aligns = problem.alignments.tolist()
@@ -440,4 +468,152 @@ def _all_overlaps(problem: Problem, off: list[int | None]) -> list[Violation]:
         while p:
             tree[p] = max(tree[2 * p], tree[2 * p + 1])
             p //= 2
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Compiler features (rules 6-9 of the module docstring)
+# ---------------------------------------------------------------------------------------------
+def _rects_of(start: int, end: int, size: int, gaps) -> list[tuple[int, int, int, int]]:
+    """``(t0, t1, lo, hi)`` rectangles (steps half-open, bytes above the offset) that a buffer
+    with lifetime ``[start, end)``, ``size`` bytes and ``gaps`` takes (rule 9)."""
+    cuts = sorted({start, end} | {g.start for g in gaps} | {g.end for g in gaps})
+    out = []
+    for t0, t1 in zip(cuts[:-1], cuts[1:]):
+        g = next((g for g in gaps if g.start <= t0 and t1 <= g.end), None)
+        lo, hi = (0, size) if g is None else (g.window if g.window is not None else (0, 0))
+        if hi > lo:
+            out.append((t0, t1, lo, hi))
+    return out
+
+
+def _union_rects(rects: list[tuple[int, int, int, int]]) -> list[tuple[int, int, int, int]]:
+    """The union of rectangles (all at one offset) as rectangles that never overlap: per
+    elementary step range, the merged address intervals of those live in it."""
+    cuts = sorted({r[0] for r in rects} | {r[1] for r in rects})
+    out = []
+    for t0, t1 in zip(cuts[:-1], cuts[1:]):
+        iv = sorted((r[2], r[3]) for r in rects if r[0] <= t0 and t1 <= r[1])
+        merged: list[list[int]] = []
+        for lo, hi in iv:
+            if merged and lo <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], hi)
+            else:
+                merged.append([lo, hi])
+        out.extend((t0, t1, lo, hi) for lo, hi in merged)
+    return out
+
+
+def _feature_violations(problem: Problem, off: np.ndarray, capacity, pools,
+                        first: bool) -> list[Violation]:
+    """Rules 1-9 of the module docstring for a problem with compiler features, on offsets
+    already checked by :func:`_as_offsets` (integers, >= 0, aligned to the buffer). ``first``:
+    stop at the first violation. Time ``O(R log R + E)`` for ``R`` rectangles and ``E`` pairs
+    live at a common step."""
+    n = problem.n
+    ids = problem.ids
+    bufs = problem.buffers
+    offl = [int(v) for v in off.tolist()]
+    sizes = problem.sizes.tolist()
+    out: list[Violation] = []
+
+    def add(rule, who, msg) -> bool:
+        out.append(Violation(rule, tuple(who), msg))
+        return first
+
+    names = [q.name for q in problem.pools]
+    if problem.pools:
+        if pools is None:
+            add("pool", (), f"problem {problem.name!r} has pools {names}; the plan gives no pool "
+                "per buffer")
+            return out
+        pl = np.asarray(pools)
+        if pl.shape != (n,) or (n and pl.dtype.kind not in "iu"):
+            add("pool", (), f"plan has pools of shape {pl.shape} for {n} buffers (pool indices)")
+            return out
+        pool = [int(k) for k in pl.tolist()]
+    else:
+        if pools is not None and any(int(k) != 0 for k in np.asarray(pools).ravel().tolist()):
+            add("pool", (), f"problem {problem.name!r} has no pools; every pool index must be 0")
+            return out
+        pool = [0] * n
+    for i, b in enumerate(bufs):
+        o, z = offl[i], sizes[i]
+        if o > INT64_MAX - z:
+            if add("range", (b.id,), f"buffer {b.id!r}: offset {o} + size {z} = {o + z} bytes "
+                   f"exceeds the representable range (2**63 - 1 = {INT64_MAX} bytes)"):
+                return out
+            continue
+        if b.offset is not None and o != b.offset:
+            if add("pin", (b.id,), f"buffer {b.id!r}: offset {o} differs from its fixed offset "
+                   f"{b.offset}"):
+                return out
+        cap = None if capacity is None else int(capacity)
+        if problem.pools:
+            k = pool[i]
+            if not 0 <= k < len(names):
+                if add("pool", (b.id,), f"buffer {b.id!r}: pool index {k} is not one of the "
+                       f"{len(names)} pools {names}"):
+                    return out
+                continue
+            q = problem.pools[k]
+            if b.pools and q.name not in b.pools:
+                if add("pool", (b.id,), f"buffer {b.id!r}: placed in pool {q.name!r}, not one of "
+                       f"its candidate pools {list(b.pools)}"):
+                    return out
+            if o % q.alignment:
+                if add("alignment", (b.id,), f"buffer {b.id!r}: offset {o} is not a multiple of "
+                       f"pool {q.name!r}'s alignment {q.alignment}"):
+                    return out
+            if q.capacity is not None:
+                cap = q.capacity if cap is None else min(cap, q.capacity)
+        if cap is not None and z > 0 and o + z > cap:
+            where = f" of pool {names[pool[i]]!r}" if problem.pools else ""
+            if add("capacity", (b.id,), f"buffer {b.id!r}: ends at byte {o + z}, above the "
+                   f"capacity {cap}{where}"):
+                return out
+    # colocations: one offset, one pool; the union of the members' rectangles
+    index = problem.index
+    owner_rects: list[tuple[int, list]] = []
+    grouped: set[int] = set()
+    for g in problem.colocations:
+        m = [index[b] for b in g]
+        grouped.update(m)
+        for j in m[1:]:
+            if offl[j] != offl[m[0]] or pool[j] != pool[m[0]]:
+                if add("colocation", (ids[m[0]], ids[j]), f"colocated buffers {ids[m[0]]!r} and "
+                       f"{ids[j]!r} must share one offset and pool: {offl[m[0]]} in pool "
+                       f"{pool[m[0]]} vs {offl[j]} in pool {pool[j]}"):
+                    return out
+        rects = [r for j in m for r in _rects_of(bufs[j].start, bufs[j].end, sizes[j],
+                                                 bufs[j].gaps)]
+        owner_rects.append((m[0], _union_rects(rects)))
+    for i, b in enumerate(bufs):
+        if i not in grouped:
+            owner_rects.append((i, _rects_of(b.start, b.end, sizes[i], b.gaps)))
+    if out and first:
+        return out
+    # rectangles per pool, sorted by start step; every pair live at a common step is tested
+    rows = sorted(
+        (t0, t1, offl[i] + lo, offl[i] + hi, pool[i], i)
+        for i, rects in owner_rects for (t0, t1, lo, hi) in rects
+    )
+    gname = {index[g[0]]: "+".join(g) for g in problem.colocations}
+    seen: set[tuple[int, int]] = set()
+    live: list[tuple] = []  # rows whose end step is above the current start
+    for r in rows:
+        live = [q for q in live if q[1] > r[0]]
+        for q in live:
+            if q[4] == r[4] and q[5] != r[5] and q[2] < r[3] and r[2] < q[3]:
+                key = (min(q[5], r[5]), max(q[5], r[5]))
+                if key in seen:
+                    continue
+                seen.add(key)
+                a, c = gname.get(q[5], ids[q[5]]), gname.get(r[5], ids[r[5]])
+                if add("overlap", (a, c), f"buffers {a!r} and {c!r} are both live in steps "
+                       f"[{max(q[0], r[0])}, {min(q[1], r[1])}) and overlap in address: "
+                       f"[{q[2]}, {q[3]}) vs [{r[2]}, {r[3]})"
+                       + (f" in pool {names[r[4]]!r}" if problem.pools else "")):
+                    return out
+        live.append(r)
     return out

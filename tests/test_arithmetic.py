@@ -416,7 +416,7 @@ def test_minimalloc_csv_round_trip_near_2_62(tmp_path):
     r = plan(p, "greedy_by_size_best_fit")
     f = tmp_path / "near.csv"
     write_minimalloc_csv(p, f, r)
-    q = read_minimalloc_csv(f)
+    q = read_minimalloc_csv(f, offsets="ignore")  # a solved file: its offsets are not pins here
     assert q.sizes.tolist() == p.sizes.tolist() and q.alignments.tolist() == p.alignments.tolist()
     assert [(b.start, b.end) for b in q.buffers] == [(b.start, b.end) for b in p.buffers]
     rows = list(csv.DictReader(f.read_text().splitlines()))

@@ -50,6 +50,9 @@ def add_parsers(subparsers) -> None:
     c.add_argument("--capacity", type=_bytes, default=None,
                    help="arena capacity in bytes (default: from a NAME.CAPACITY.csv file name)")
     c.add_argument("--json", action="store_true", help="print one JSON object")
+    from experiments.cli.common import add_pool_flags
+
+    add_pool_flags(c, ignore_offsets=False)
 
 
 def _header(path: Path) -> list[str]:
@@ -104,8 +107,26 @@ def read_offsets(path: str | Path, ids: list[str]) -> list[int]:
     return [by_id[i] for i in ids]
 
 
-def check_report(path: str | Path, capacity: int | None = None) -> dict:
-    """Validate the plan in ``path`` (module docstring).
+def read_pools(path: str | Path, problem) -> list[int]:
+    """The ``pool`` column of a solved CSV of a problem with pools, as pool indices in problem
+    order. Raises :class:`ProblemError` for a missing column or an unknown pool name."""
+    from planners.errors import ProblemError
+    from planners.io import csv_dict_reader
+
+    rows = csv_dict_reader(path)
+    if "pool" not in (rows.fieldnames or []):
+        raise ProblemError(f"{path}: no column 'pool' (a plan with --pools names each buffer's "
+                           "pool; `memplan plan --pools ... -o` writes it)")
+    by_id = {}
+    for row in rows:
+        name = str(row.get("pool") or "").strip()
+        by_id[str(row.get("id") or "")] = problem.pool_index(name)
+    return [by_id[i] for i in problem.ids]
+
+
+def check_report(path: str | Path, capacity: int | None = None, pools=None) -> dict:
+    """Validate the plan in ``path`` (module docstring); ``pools``: the problem's pools
+    (``--pools``), whose capacities and alignments the plan's ``pool`` column must obey.
 
     Returns
     -------
@@ -124,10 +145,11 @@ def check_report(path: str | Path, capacity: int | None = None) -> dict:
     from planners.io import capacity_from_name
     from planners.validate import plan_violations
 
-    problem = read_minimalloc_csv(path, capacity=None)
+    problem = read_minimalloc_csv(path, capacity=None, offsets="ignore", pools=pools)
     offsets = read_offsets(path, problem.ids)
     cap = capacity if capacity is not None else capacity_from_name(path)
-    violations = plan_violations(problem, offsets, cap)
+    pool_of = read_pools(path, problem) if problem.pools else None
+    violations = plan_violations(problem, offsets, None if problem.pools else cap, pool_of)
     sizes = problem.sizes.tolist()
     arena = max((o + z for o, z in zip(offsets, sizes, strict=True) if o >= 0), default=0)
     lb = lower_bound(problem)
@@ -142,7 +164,9 @@ def check_report(path: str | Path, capacity: int | None = None) -> dict:
 def run(args) -> int:
     """Run ``memplan check`` with parsed ``args``: 0 valid, 1 invalid. A malformed file raises
     :class:`planners.MemplanError` for the caller to report (exit 2)."""
-    rep = check_report(args.plan, args.capacity)
+    from experiments.cli.common import parse_pools
+
+    rep = check_report(args.plan, args.capacity, parse_pools(getattr(args, "pools", None)))
     if args.json:
         print(json.dumps(rep))
     else:

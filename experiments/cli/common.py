@@ -4,7 +4,47 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["split_list", "positive_seconds", "capacity_bytes", "package_version", "os_error_text"]
+__all__ = ["split_list", "positive_seconds", "capacity_bytes", "package_version", "os_error_text",
+           "parse_pools", "add_pool_flags"]
+
+
+def parse_pools(text: str | None):
+    """``--pools NAME=BYTES[:ALIGN],...`` in preference order as a tuple of
+    :class:`planners.model.MemoryPool` (``None`` when not given). ``BYTES`` is an integer or
+    ``inf`` (unbounded) with an optional ``k``/``M``/``G`` suffix (binary: 1k = 1024 bytes);
+    ``ALIGN`` bytes (default 1). Raises :class:`planners.errors.ProblemError` naming the item.
+
+    >>> [(q.name, q.capacity, q.alignment) for q in parse_pools("sram=256k:16,psram=8M")]
+    [('sram', 262144, 16), ('psram', 8388608, 1)]
+    """
+    import re
+
+    from planners.errors import ProblemError
+    from planners.model import MemoryPool
+
+    if text is None:
+        return None
+    out = []
+    for item in (x.strip() for x in text.split(",")):
+        m = re.fullmatch(r"([^=,\s]+)=(inf|\d+)([kKmMgG]?)(?::(\d+))?", item)
+        if not m:
+            raise ProblemError(f"--pools {item!r}: expected NAME=BYTES[:ALIGN] (e.g. sram=256k:16), "
+                               "comma-separated in preference order")
+        cap = None if m.group(2) == "inf" else int(m.group(2)) * 1024 ** (
+            " kmg".index(m.group(3).lower() or " "))
+        out.append(MemoryPool(m.group(1), cap, int(m.group(4) or 1)))
+    return tuple(out)
+
+
+def add_pool_flags(parser, ignore_offsets: bool = True) -> None:
+    """Add ``--pools`` (and ``--ignore-offsets``) to a command that plans or checks."""
+    parser.add_argument("--pools", metavar="NAME=BYTES[:ALIGN],...",
+                        help="named memory pools in preference order, e.g. sram=256k:16,psram=8M "
+                             "(a CSV 'pools' column names each buffer's candidates)")
+    if ignore_offsets:
+        parser.add_argument("--ignore-offsets", action="store_true",
+                            help="a CSV 'offset' column is read as fixed positions (MiniMalloc's "
+                                 "reading); this flag ignores it and plans every buffer")
 
 
 def split_list(values: list[str] | None) -> list[str] | None:

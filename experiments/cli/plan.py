@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 
-from experiments.cli.common import capacity_bytes, positive_seconds
+from experiments.cli.common import add_pool_flags, capacity_bytes, parse_pools, positive_seconds
 
 __all__ = ["COMMANDS", "add_parsers", "run"]
 
@@ -36,6 +36,7 @@ def add_parsers(sub) -> None:
                         "(default cost_ram, as Checkmate and MOCCASIN write it)")
     p.add_argument("-o", "--output", help="write the plan as a MiniMalloc CSV with an offset column")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_pool_flags(p)
 
     r = sub.add_parser("rv64", help="run a planner's allocator core as emulated RV64 machine code")
     r.add_argument("input", help="MiniMalloc .csv, .onnx, or workload name (see `memplan list`)")
@@ -51,7 +52,9 @@ def add_parsers(sub) -> None:
                    help="ONNX/TFLite: a symbolic dimension (N=1) or a tensor's static shape "
                         "(input=1,3,224,224); repeatable")
 
-    sub.add_parser("list", help="list registered planners and workloads")
+    ls = sub.add_parser("list", help="list registered planners and workloads")
+    ls.add_argument("--json", action="store_true",
+                    help="print the planners' capability table as one JSON object")
 
 
 def run(args) -> int:
@@ -67,11 +70,20 @@ def _summary(doc: str | None, width: int = 96) -> str:
 
 def _cmd_list(args) -> int:
     from experiments.workloads import default_workloads
+    from planners.model import FEATURES
     from planners.registry import PLANNERS
 
+    if getattr(args, "json", False):
+        print(json.dumps({"capabilities": {n: c.capabilities() for n, c in PLANNERS.items()}}))
+        return 0
     print("planners:")
     for name, cls in PLANNERS.items():
         print(f"  {name:26s} {_summary(cls.__doc__)}")
+    print("planner capabilities (compiler features; planners.base.CAPABILITY_MODES):")
+    print(f"  {'planner':26s} " + " ".join(f"{f:11s}" for f in FEATURES))
+    for name, cls in PLANNERS.items():
+        caps = cls.capabilities()
+        print(f"  {name:26s} " + " ".join(f"{caps[f]:11s}" for f in FEATURES))
     from scheduling.schedulers import SCHEDULERS
 
     print("schedulers:")
@@ -100,12 +112,24 @@ def _cmd_plan(args) -> int:
     from experiments.workloads import load_problem, parse_overrides
     from planners import write_minimalloc_csv
 
-    note_offsets_ignored(args.input)
-    problem = load_problem(args.input, capacity=args.capacity if args.capacity is not None else "auto",
-                           unified=args.unified, overrides=parse_overrides(args.override),
-                           minimalloc_folder=args.minimalloc_dir, size_attr=args.size_attr)
+    pools = parse_pools(args.pools)
+    if args.ignore_offsets:
+        note_offsets_ignored(args.input)
+    cap = args.capacity if args.capacity is not None else "auto"
+    if str(args.input).endswith(".csv"):  # MiniMalloc's dialect: offsets fixed unless ignored
+        from planners.io import read_minimalloc_csv
+
+        problem = read_minimalloc_csv(args.input, capacity=None if pools else cap, pools=pools,
+                                      offsets="ignore" if args.ignore_offsets else "fixed")
+    else:
+        problem = load_problem(args.input, capacity=cap, unified=args.unified,
+                               overrides=parse_overrides(args.override),
+                               minimalloc_folder=args.minimalloc_dir, size_attr=args.size_attr)
+        if pools:
+            problem = problem.with_pools(pools)
     planner = planner_for(args.planner, args.time_limit)
-    if getattr(planner, "requires_capacity", False) and problem.capacity is None:
+    if getattr(planner, "requires_capacity", False) and problem.capacity is None \
+            and not problem.pools:
         from planners import lower_bound
 
         problem = problem.with_capacity(lower_bound(problem))
@@ -127,6 +151,11 @@ def _cmd_plan(args) -> int:
         "fits": fits,
         "seconds": round(plan.seconds, 6),
     }
+    if problem.pools and valid:  # bytes per pool, and each buffer's pool
+        out["arenas"] = plan.arenas
+        out["pools"] = {q.name: q.capacity for q in problem.pools}
+    if problem.features:
+        out["features"] = sorted(problem.features)
     if plan.status == "skipped":  # the planner declined to build its model: say why
         out["reason"] = plan.info.get("reason")
     tfl = str(args.input) if str(args.input).endswith(".tflite") else None
@@ -143,6 +172,13 @@ def _cmd_plan(args) -> int:
     else:
         for k, v in out.items():
             print(f"{k:12s} {'-' if v is None or v == '' else v}")
+    if problem.pools and (not valid or plan.status == "over_capacity"):
+        over = [f"{q.name} {plan.arenas[q.name]} > {q.capacity}" for q in problem.pools
+                if valid and q.capacity is not None and plan.arenas[q.name] > q.capacity]
+        print(f"memplan: error: planner {plan.planner!r} found no plan within the pools' "
+              f"capacities (status {plan.status}{'; ' + ', '.join(over) if over else ''})",
+              file=sys.stderr)
+        return 1
     if problem.capacity is not None and (not valid or not fits):
         print(f"memplan: error: planner {plan.planner!r} found no plan within the capacity "
               f"{problem.capacity} bytes (status {plan.status})", file=sys.stderr)

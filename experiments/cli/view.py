@@ -97,7 +97,7 @@ def load_view(spec: str, planners: list[str] | None, time_limit: float = 10.0,
     path = Path(spec)
     given = spec.endswith(".csv") and path.is_file() and "offset" in _header(path)
     if given:
-        problem = read_minimalloc_csv(path, capacity=None)
+        problem = read_minimalloc_csv(path, capacity=None, offsets="ignore")
         offsets = read_offsets(path, problem.ids)
         violations["given"] = plan_violations(problem, offsets, capacity_from_name(path))
         plans["given"] = Plan(problem, offsets, planner="given", status="heuristic",

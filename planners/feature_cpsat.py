@@ -1,0 +1,201 @@
+"""One CP-SAT model of the compilers' problem: pins, hints, gaps and pool assignment.
+
+Used by :class:`planners.cpsat.CPSat`, :class:`planners.exact_search.ExactSearch` and
+:class:`planners.minimize.Minimize` for a problem with compiler features (their compiled and
+plain-interval models know none of them), so each of them handles them exactly and proves
+infeasibility where pins (or pool capacities) make a capacity impossible.
+
+Model (OR-Tools CP-SAT, ``NoOverlap2D``):
+
+* an offset ``x_i = a_i k_i`` per buffer (``a_i``: its alignment, with pools the lcm with every
+  candidate pool's alignment, which is conservative when the candidates' alignments differ);
+  a pinned buffer has ``x_i`` fixed; a hint is a solver hint (``AddHint``);
+* each piece ``[t0, t1) x [lo, hi)`` of a buffer (:meth:`planners.model.Problem.pieces`: gaps
+  take nothing or their window) is a rectangle at ``x_i + lo``; per pool one ``NoOverlap2D``
+  over the pieces present in it;
+* pools: a Boolean ``p_ik`` per candidate pool (exactly one true; a pinned buffer is in its first
+  candidate), optional intervals present iff ``p_ik``, ``x_i + top_i <= H_k <= capacity_k``;
+* objective: without pools the arena ``H`` (``mode="minimize"``) or nothing (``"decide"``: any
+  plan with ``H <= capacity``); with pools ``W * sum_i accesses_i size_i cost(pool_i) + sum_k
+  H_k`` with ``W = sum_k UB_k + 1``, i.e. the traffic cost first (bytes placed in slow pools
+  weighted by their accesses, :mod:`planners.tiers`'s traffic model; ``accesses_i`` = the
+  lifetime in steps, one access per step) and then the total arena.
+
+Statuses: ``optimal`` (proved), ``feasible``, ``infeasible`` (proved: no plan within the
+capacities, ``best_bound = capacity + 1`` for one arena) or ``timeout``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import numpy as np
+
+from .bounds import lower_bound
+from .model import Problem
+from .placement import pinned_conflict, place_features
+
+__all__ = ["solve_features", "traffic_cost"]
+
+
+def traffic_cost(problem: Problem, pools: np.ndarray) -> int:
+    """``sum_i accesses_i x size_i x cost(pool_i)`` (module docstring; accesses = lifetime in
+    steps), the cost the pool assignment minimises."""
+    if not problem.pools:
+        return 0
+    cost = np.array([q.cost for q in problem.pools], np.int64)[pools]
+    return int(((problem.ends - problem.starts) * problem.sizes * cost).sum())
+
+
+def solve_features(problem: Problem, capacity: int | None, mode: str, time_limit: float,
+                   workers: int = 2, seed: int = 0):
+    """Solve ``problem`` (with compiler features) with the model of the module docstring.
+
+    ``capacity``: bytes of the single arena (``None``: unbounded) -- ignored with pools, whose
+    own capacities apply; ``mode``: ``"minimize"`` or ``"decide"``. Returns a
+    :class:`planners.base.SolveResult` (``pools`` set for a problem with pools).
+    """
+    from ortools.sat.python import cp_model
+
+    from .base import SolveResult
+
+    t0 = time.perf_counter()
+    n = problem.n
+    info: dict[str, Any] = {"engine": "cpsat-features", "mode": mode}
+    conflict = pinned_conflict(problem)
+    if conflict is not None:
+        info["proof"] = f"pinned buffers {conflict[0]!r} and {conflict[1]!r} collide"
+        bb = None if capacity is None or problem.pools else int(capacity) + 1
+        return SolveResult(None, "infeasible", best_bound=bb, info=info)
+    own, st, en, lo, hi = problem.pieces()
+    tops = np.zeros(n, np.int64)
+    np.maximum.at(tops, own, hi)
+    npools = max(1, len(problem.pools))
+    caps = [q.capacity for q in problem.pools] or [capacity]
+    # a valid plan from the greedy spill gives every unbounded pool an upper bound
+    warm = place_features(problem, np.lexsort((np.arange(n), -problem.sizes)), "first")
+    worst = int(problem.aligned_sizes.sum() + problem.alignments.sum())
+    pins = problem.pins.tolist()
+    ub = []
+    for k in range(npools):
+        pinned_top = max([pins[i] + int(tops[i]) for i in range(n) if pins[i] >= 0
+                          and (not problem.pools or problem.candidate_pools(i)[0] == k)],
+                         default=0)
+        u = caps[k] if caps[k] is not None else worst + pinned_top
+        ub.append(int(u))
+    m = cp_model.CpModel()
+    cands = [problem.candidate_pools(i) if problem.pools else [0] for i in range(n)]
+    for i in range(n):
+        if pins[i] >= 0:
+            cands[i] = cands[i][:1]
+    al = problem.alignments.tolist()
+    palign = [q.alignment for q in problem.pools] or [1]
+    x, pres = [], []
+    for i in range(n):
+        a = al[i]
+        for k in cands[i]:
+            a = math.lcm(a, palign[k])
+        if pins[i] >= 0:
+            x.append(m.NewConstant(pins[i]))
+        else:
+            top_ub = max(ub[k] for k in cands[i]) - int(tops[i])
+            if top_ub < 0:
+                x.append(None)
+            else:
+                kk = m.NewIntVar(0, top_ub // a, f"k{i}")
+                xi = m.NewIntVar(0, top_ub, f"x{i}")
+                m.Add(xi == a * kk)
+                x.append(xi)
+        if len(cands[i]) == 1:
+            pres.append({cands[i][0]: None})
+        else:
+            lits = {k: m.NewBoolVar(f"p{i}_{k}") for k in cands[i]}
+            m.AddExactlyOne(lits.values())
+            pres.append(lits)
+    if any(v is None for v in x):
+        i = next(i for i, v in enumerate(x) if v is None)
+        info["proof"] = f"buffer {problem.ids[i]!r} ({int(tops[i])} bytes) exceeds every capacity"
+        return SolveResult(None, "infeasible",
+                           best_bound=None if problem.pools else int(ub[0]) + 1, info=info)
+    H = [m.NewIntVar(0, ub[k], f"H{k}") for k in range(npools)]
+    boxes: list[tuple[list, list]] = [([], []) for _ in range(npools)]
+    for r, (i, t0_, t1_, lo_, hi_) in enumerate(zip(own.tolist(), st.tolist(), en.tolist(),
+                                                     lo.tolist(), hi.tolist())):
+        for k, lit in pres[i].items():
+            if lit is None:
+                xv = m.NewFixedSizeIntervalVar(x[i] + lo_, hi_ - lo_, f"X{r}_{k}")
+                yv = m.NewFixedSizeIntervalVar(t0_, t1_ - t0_, f"Y{r}_{k}")
+            else:
+                xv = m.NewOptionalFixedSizeIntervalVar(x[i] + lo_, hi_ - lo_, lit, f"X{r}_{k}")
+                yv = m.NewOptionalFixedSizeIntervalVar(t0_, t1_ - t0_, lit, f"Y{r}_{k}")
+            boxes[k][0].append(xv)
+            boxes[k][1].append(yv)
+    for i in range(n):
+        if tops[i] == 0:
+            continue
+        for k, lit in pres[i].items():
+            c = m.Add(x[i] + int(tops[i]) <= H[k])
+            if lit is not None:
+                c.OnlyEnforceIf(lit)
+    for k in range(npools):
+        if boxes[k][0]:
+            m.AddNoOverlap2D(boxes[k][0], boxes[k][1])
+    lb = lower_bound(problem)
+    if problem.pools:
+        costs = [q.cost for q in problem.pools]
+        acc = (problem.ends - problem.starts).tolist()
+        sz = problem.sizes.tolist()
+        terms = []
+        for i in range(n):
+            for k, lit in pres[i].items():
+                w = acc[i] * sz[i] * costs[k]
+                if w and lit is not None:
+                    terms.append(w * lit)
+                elif w:
+                    terms.append(w)
+        weight = sum(ub) + 1
+        total = sum(H)
+        m.Minimize(weight * sum(terms) + total if terms else total)
+        m.Add(total >= lb)
+    elif mode == "minimize":
+        m.Add(H[0] >= lb)
+        m.Minimize(H[0])
+    for i in range(n):
+        if pins[i] < 0:
+            h = int(problem.hints[i])
+            m.AddHint(x[i], h if h >= 0 else int(warm.offsets[i]))
+        for k, lit in pres[i].items():
+            if lit is not None:
+                m.AddHint(lit, int(warm.pools[i]) == k)
+    solver = cp_model.CpSolver()
+    left = float(time_limit) - (time.perf_counter() - t0)
+    solver.parameters.max_time_in_seconds = max(0.01, left)
+    solver.parameters.num_search_workers = int(workers)
+    solver.parameters.random_seed = int(seed)
+    st_ = solver.Solve(m)
+    name = solver.StatusName(st_)
+    info["solver_status"] = name
+    if st_ in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        off = np.array([solver.Value(v) for v in x], np.int64)
+        pools = None
+        if problem.pools:
+            pools = np.array([next(k for k, lit in pres[i].items()
+                                   if lit is None or solver.Value(lit)) for i in range(n)], np.int64)
+            info["traffic_cost"] = traffic_cost(problem, pools)
+        status = "optimal" if st_ == cp_model.OPTIMAL else "feasible"
+        bb = None
+        if not problem.pools and mode == "minimize":
+            bb = int(math.ceil(solver.BestObjectiveBound() - 1e-9))
+        return SolveResult(off, status, best_bound=bb, info=info, pools=pools)
+    if st_ == cp_model.INFEASIBLE:
+        bb = None if capacity is None or problem.pools else int(capacity) + 1
+        return SolveResult(None, "infeasible", best_bound=bb, info=info)
+    if st_ == cp_model.MODEL_INVALID:
+        from .errors import ProblemError
+
+        raise ProblemError(f"problem {problem.name!r}: CP-SAT rejected the feature model "
+                           f"({solver.parameters})")
+    info["stopped_by"] = "time_limit"
+    return SolveResult(None, "timeout", info=info)

@@ -1,0 +1,106 @@
+"""Several memories: pool assignment for problems with pools (:attr:`Problem.pools`).
+
+A problem with pools names its memories in **preference order** (a fast SRAM/TCM of known
+capacity first, then a large slow PSRAM/DRAM); a plan gives every buffer a pool among its
+candidates and an offset inside it. Two assignments:
+
+* :func:`spill_assignment` -- the greedy **spill policy** of ExecuTorch's banked greedy
+  (``exir/memory_planning.py``, one arena per ``mem_id``) and TVM's USMP greedy
+  (``size_hint_bytes`` per pool): buffers in decreasing size (pins first), each to the first
+  candidate pool where it fits below the pool's capacity (:func:`planners.placement.place_features`).
+  :func:`plan_pools` uses it for every planner whose ``_capabilities["pools"]`` is ``spill``: the
+  planner then plans each pool on its own (capacity the pool's), and a pool it cannot fit keeps
+  the spill's own offsets (``info["pools"]`` says which).
+* :func:`cpsat_pool_assignment` (in :mod:`planners.feature_cpsat`) -- assignment and offsets in one
+  CP-SAT model that minimises the **traffic cost** ``sum_i accesses_i x size_i x cost(pool_i)``
+  (bytes moved to slow memories weighted by their accesses, the traffic model of
+  :mod:`planners.tiers`; ``accesses_i`` defaults to the lifetime in steps, one access per step).
+
+An overflow is known at plan time: the plan's status is ``over_capacity`` when a pool's arena
+exceeds its capacity, with ``plan.arenas`` per pool.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .model import Buffer, Problem
+from .placement import place_features
+
+__all__ = ["spill_assignment", "pool_subproblem", "plan_pools"]
+
+
+def spill_assignment(problem: Problem, order=None, fit: str = "first"):
+    """The spill policy (module docstring): a :class:`planners.placement.FeaturePlacement` of
+    ``problem`` in ``order`` (default: decreasing size, ties by index; pins first)."""
+    if order is None:
+        order = np.lexsort((np.arange(problem.n), -problem.sizes))
+    return place_features(problem, order, fit)
+
+
+def pool_subproblem(problem: Problem, pools: np.ndarray, k: int,
+                    capacity: int | None) -> tuple[Problem, np.ndarray]:
+    """The buffers of ``problem`` assigned to pool ``k`` as a one-arena problem (alignment
+    ``lcm(buffer, pool)``, pins, hints and gaps kept, no pools, capacity ``capacity`` bytes),
+    and their indices in ``problem``."""
+    idx = np.flatnonzero(pools == k)
+    pa = problem.pools[k].alignment
+    al = problem.alignments.tolist()
+    bufs = [problem.buffers[i] for i in idx.tolist()]
+    sub = [Buffer(b.id, b.start, b.end, b.size, math.lcm(al[i], pa), b.kind, b.offset, b.hint,
+                  b.gaps) for i, b in zip(idx.tolist(), bufs, strict=True)]
+    return Problem(sub, capacity=capacity, alignment=problem.alignment,
+                   name=f"{problem.name}:{problem.pools[k].name}"), idx
+
+
+def plan_pools(planner, problem: Problem):
+    """Plan a problem with pools with any planner: :func:`spill_assignment`, then
+    ``planner.plan`` per pool. Returns a :class:`planners.base.SolveResult` with ``pools``.
+
+    Status: ``infeasible`` only when two pinned buffers collide (a proof: neither can move);
+    else ``feasible`` when every pool was planned by an exact method (``optimal``/``feasible``;
+    the assignment itself is heuristic), otherwise ``heuristic``. ``info["pools"]`` holds, per
+    pool, the planner's status and arena or why the spill's offsets were kept.
+    """
+    from .base import SolveResult
+    from .errors import MemplanError
+
+    sp = spill_assignment(problem)
+    if sp.conflict is not None:
+        a, b = sp.conflict
+        return SolveResult(None, "infeasible", info={
+            "proof": f"pinned buffers {a!r} and {b!r} collide at a common step"})
+    off = sp.offsets.copy()
+    info: dict[str, Any] = {"assignment": "spill", "pools": {}}
+    exact = True
+    for k, q in enumerate(problem.pools):
+        idx = np.flatnonzero(sp.pools == k)
+        if idx.size == 0:
+            info["pools"][q.name] = {"buffers": 0}
+            continue
+        spill_top = int((sp.offsets[idx] + problem.sizes[idx]).max())
+        cap = q.capacity
+        if cap is None and getattr(planner, "requires_capacity", False):
+            cap = spill_top  # the spill's own arena fits: a decision planner answers "fits"
+        sub, idx = pool_subproblem(problem, sp.pools, k, cap)
+        rec: dict[str, Any] = {"buffers": int(idx.size), "spill_arena": spill_top}
+        try:
+            p = planner.plan(sub)
+        except MemplanError as e:
+            rec["kept_spill"] = f"{type(e).__name__}: {e}"
+            exact = False
+            info["pools"][q.name] = rec
+            continue
+        rec.update(status=p.status, arena=p.arena_size)
+        if p.status in ("infeasible", "timeout", "skipped") or (
+                q.capacity is not None and p.arena_size > q.capacity >= spill_top):
+            rec["kept_spill"] = f"{planner.name} gave {p.status} with arena {p.arena_size}"
+            exact = False
+        else:
+            off[idx] = p.offsets
+            exact &= p.status in ("optimal", "feasible")
+        info["pools"][q.name] = rec
+    return SolveResult(off, "feasible" if exact else "heuristic", info=info, pools=sp.pools)

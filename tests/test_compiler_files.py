@@ -1,0 +1,124 @@
+"""MiniMalloc's full CSV dialect and the --pools / --ignore-offsets command line (issue 24)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from experiments.cli import main
+from experiments.cli.common import parse_pools
+from planners.errors import ProblemError
+from planners.io import minimalloc_csv_text, read_minimalloc_csv, write_minimalloc_csv
+from planners.model import Gap
+from planners.registry import get_planner
+from planners.validate import check_plan
+
+POOLS = "sram=256:16,psram=8M"
+
+
+def _write(path, text: str):
+    path.write_text(text)
+    return path
+
+
+def test_minimalloc_dialect_aliases_inclusive_end_hint_gaps_offset(tmp_path):
+    """Header aliases of MiniMalloc's FromCsv (src/converter.cc): buffer -> id, start -> lower,
+    end -> upper with an inclusive end (+1, also for the gaps' upper ends); hint -1 is none;
+    an offset is a fixed position, -1 or empty is not."""
+    f = _write(tmp_path / "mm.csv",
+               "buffer,start,end,size,alignment,hint,gaps,offset\n"
+               "x,0,3,32,16,-1,1-1@0:16,0\n"
+               "y,1,2,16,1,48,,-1\n"
+               "z,2,4,16,1,-1,,\n")
+    p = read_minimalloc_csv(f)
+    x, y, z = p.buffers
+    assert (x.start, x.end, x.gaps, x.offset, x.hint) == (0, 4, (Gap(1, 2, (0, 16)),), 0, None)
+    assert (y.end, y.offset, y.hint) == (3, None, 48)
+    assert (z.end, z.offset) == (5, None)
+    assert read_minimalloc_csv(f, offsets="ignore").buffers[0].offset is None
+    with pytest.raises(ProblemError, match="names column\\(s\\) \\['id'\\] twice"):
+        read_minimalloc_csv(_write(tmp_path / "d.csv", "buffer,id,lower,upper,size\na,a,0,1,1\n"))
+    with pytest.raises(ProblemError, match="improperly formed gap '1:2'"):
+        read_minimalloc_csv(_write(tmp_path / "g.csv", "id,lower,upper,size,gaps\na,0,3,1,1:2\n"))
+
+
+def test_two_pools_pins_hints_gaps_round_trip_through_csv_and_pools(tmp_path):
+    src = _write(tmp_path / "compiler.csv",
+                 "id,lower,upper,size,hint,gaps,pools,offset\n"
+                 "in,0,2,64,-1,,sram,0\n"
+                 "a,1,4,100,64,2-3@0:10,,\n"
+                 "b,2,3,50,-1,,,\n"
+                 "c,3,6,200,-1,4-5,,\n"
+                 "d,4,6,120,-1,,psram,\n")
+    pools = parse_pools(POOLS)
+    p = read_minimalloc_csv(src, pools=pools)
+    assert p.features == {"pins", "hints", "gaps", "pools"} and p.capacity is None
+    assert p.candidates == {"in": ("sram",), "d": ("psram",)}
+    again = tmp_path / "again.csv"
+    write_minimalloc_csv(p, again)
+    q = read_minimalloc_csv(again, pools=pools)
+    assert q.buffers == p.buffers and q.pools == p.pools
+    plan = get_planner("cpsat", time_limit=10.0).plan(p)
+    solved = tmp_path / "solved.csv"
+    write_minimalloc_csv(p, solved, plan)
+    text = solved.read_text().splitlines()
+    assert text[0] == "id,lower,upper,size,hint,gaps,pools,offset,pool"
+    # the solved file read back: every offset is now fixed, and the plan is still valid
+    r = read_minimalloc_csv(solved, pools=pools)
+    assert r.pins.tolist() == plan.offsets.tolist()
+    check_plan(r, plan.offsets, pools=plan.pools)
+
+
+def test_cli_plan_and_check_with_pools(tmp_path, capsys):
+    src = _write(tmp_path / "c.csv",
+                 "id,lower,upper,size,pools,offset\n"
+                 "in,0,2,64,sram,0\n"
+                 "a,1,3,150,,\n"
+                 "b,2,4,300,,\n")
+    out = tmp_path / "plan.csv"
+    assert main(["plan", str(src), "--planner", "greedy_by_size", "--pools", POOLS, "--json",
+                 "-o", str(out)]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    # b (300 B) fits no sram of 256 B: it spills to psram; a fits above the pinned input
+    assert rec["arenas"] == {"sram": 214, "psram": 300} and rec["arena"] == 514
+    assert rec["features"] == ["pins", "pools"]
+    assert main(["check", str(out), "--pools", POOLS, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["valid"] is True
+    # the same plan checked against a smaller sram: a capacity violation in that pool
+    assert main(["check", str(out), "--pools", "sram=128:16,psram=8M", "--json"]) == 1
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["counts"] == {"capacity": 1}
+    assert main(["plan", str(src), "--pools", "sram=x"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("memplan: error: --pools 'sram=x'") and len(err.splitlines()) == 1
+    # a refusing planner: one line naming the feature
+    assert main(["plan", str(src), "--planner", "naive", "--pools", POOLS]) == 2
+    err = capsys.readouterr().err
+    assert "does not handle fixed offsets (pins)" in err and len(err.splitlines()) == 1
+    # --ignore-offsets re-plans the input buffer too
+    assert main(["plan", str(src), "--planner", "greedy_by_size", "--pools", POOLS, "--json",
+                 "--ignore-offsets"]) == 0
+    cap = capsys.readouterr()
+    assert json.loads(cap.out)["features"] == ["pools"] and "ignoring the given offsets" in cap.err
+
+
+def test_list_shows_the_capability_table(capsys):
+    assert main(["list", "--json"]) == 0
+    caps = json.loads(capsys.readouterr().out)["capabilities"]
+    assert caps["cpsat"]["pins"] == "native" and caps["naive"]["pins"] == "refused"
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.strip().startswith("exact_search ")
+               and "native" in line)
+    assert row.split()[1:] == ["native", "native", "native", "native", "merged"]
+
+
+def test_pool_text_written_as_minimalloc_writes_hints():
+    from planners import Buffer, Problem
+
+    p = Problem([Buffer("a", 0, 2, 8, hint=16), Buffer("b", 1, 3, 8)])
+    assert minimalloc_csv_text(p).splitlines() == ["id,lower,upper,size,hint", "a,0,2,8,16",
+                                                   "b,1,3,8,-1"]
+    assert np.array_equal(p.hints, [16, -1])
