@@ -126,8 +126,25 @@ def _shared_callee(tmp_path):
     return write_tflite(tmp_path / "shared_callee.tflite", [main_sg, callee, other])
 
 
+def _int8_fully_connected(tmp_path, per_channel=False):
+    """Two int8 FULLY_CONNECTED with per-tensor weights (and int32 bias), or the second one's
+    weights quantised per channel."""
+    q = {"quant": ([0.05], [0])}
+    q2 = ({"quant": ([0.01 * (k + 1) for k in range(8)], [0] * 8), "quant_dim": 0}
+          if per_channel else q)
+    main_sg = {"tensors": [("x", [1, 16], I8, q), ("w1", [16, 16], I8, {**q, "data": bytes(256)}),
+                           ("h", [1, 16], I8, q), ("w2", [8, 16], I8, {**q2, "data": bytes(128)}),
+                           ("b2", [8], tflite.TensorType.INT32,
+                            {"quant": ([0.0025], [0]), "data": bytes(32)}),
+                           ("y", [1, 8], I8, q)],
+               "inputs": [0], "outputs": [5],
+               "ops": [("FULLY_CONNECTED", [0, 1, -1], [2], None),
+                       ("FULLY_CONNECTED", [2, 3, 4], [5], None)]}
+    return write_tflite(tmp_path / "fc_int8.tflite", [main_sg])
+
+
 BUILT = {"unused_input": _unused_input, "state_consts": _state_and_consts,
-         "shared_callee": _shared_callee}
+         "shared_callee": _shared_callee, "fc_int8": _int8_fully_connected}
 
 
 def test_unused_input_lives_at_scope_zero_only(tmp_path):
@@ -150,16 +167,21 @@ def test_built_models_equal_the_interpreter(tmp_path, name):
 
 @needs_tflm
 def test_unmodelled_kernel_is_measured_and_says_so(tmp_path):
-    """A kernel without a verified entry (FLOOR), and a checked kernel on a tensor type it was not
-    checked for (FULLY_CONNECTED on int8): the number is the interpreter's, source measured."""
+    """A kernel without a verified entry (FLOOR), a checked kernel on a tensor type it was not
+    checked for (ADD on int16), and int8 FULLY_CONNECTED with per-channel weights (the installed
+    build needs more than the source's per-channel arrays): the number is the interpreter's,
+    source measured."""
     q = {"quant": ([0.05], [0])}
     floor = {"tensors": [("x", V, F32), ("y", V, F32)], "inputs": [0], "outputs": [1],
              "ops": [("FLOOR", [0], [1], None)]}
-    fc8 = {"tensors": [("x", [1, 16], I8, q), ("w", [4, 16], I8, {**q, "data": bytes(64)}),
-                       ("y", [1, 4], I8, q)],
-           "inputs": [0], "outputs": [2], "ops": [("FULLY_CONNECTED", [0, 1, -1], [2], None)]}
-    for name, sg, kernel in (("floor", floor, "FLOOR"), ("fc8", fc8, "FULLY_CONNECTED (INT8)")):
-        path = write_tflite(tmp_path / f"{name}.tflite", [sg])
+    i16 = tflite.TensorType.INT16
+    add16 = {"tensors": [("x", [1, 16], i16, q), ("y", [1, 16], i16, q)], "inputs": [0],
+             "outputs": [1], "ops": [("ADD", [0, 0], [1], None)]}
+    cases = [(write_tflite(tmp_path / "floor.tflite", [floor]), "FLOOR"),
+             (write_tflite(tmp_path / "add16.tflite", [add16]), "ADD (INT16)"),
+             (_int8_fully_connected(tmp_path, per_channel=True),
+              "FULLY_CONNECTED (per-channel weights)")]
+    for path, kernel in cases:
         m = tflm_arena_model(path)
         assert m.runtime_arena is None and kernel in m.reason
         info = runtime_arena(path)
@@ -168,39 +190,52 @@ def test_unmodelled_kernel_is_measured_and_says_so(tmp_path):
         assert info["tflm_head"] == tflm_arena(path).head and info["runtime_arena_model"] is None
 
 
-def _single_op(tmp_path, op):
-    """A one-operator float model of ``op`` (16 floats in, constant weights where needed)."""
+def _single_op(tmp_path, op, ttype="FLOAT32"):
+    """A one-operator model of ``op`` on ``ttype`` tensors (16 elements in, constant weights
+    where needed; int8 with per-tensor quantisation, LOGISTIC's and TANH's outputs as their int8
+    kernels require)."""
+    tt = getattr(tflite.TensorType, ttype)
+    q = {"quant": ([0.05], [3])} if ttype == "INT8" else {}
+    out_q = {"LOGISTIC": {"quant": ([1 / 256], [-128])},
+             "TANH": {"quant": ([1 / 128], [0])}}.get(op, q) if ttype == "INT8" else {}
     s = [1, 16]
     if op == "LESS":
-        t, ins, opts = [("a", s, F32), ("y", s, BOOL)], [0, 0], None
+        t, ins, opts = [("a", s, tt, q), ("y", s, BOOL)], [0, 0], None
     elif op in ("ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM"):
-        t, ins, opts = [("a", s, F32), ("y", s, F32)], [0, 0], None
+        t, ins, opts = [("a", s, tt, q), ("y", s, tt, q)], [0, 0], None
     elif op == "RESHAPE":
-        t, ins, opts = [("a", s, F32), ("y", [16], F32)], [0], ("ReshapeOptions", {"NewShape": [16]})
+        t, ins, opts = ([("a", s, tt, q), ("y", [16], tt, q)], [0],
+                        ("ReshapeOptions", {"NewShape": [16]}))
     elif op == "CONCATENATION":
-        t, ins, opts = ([("a", s, F32), ("y", [1, 32], F32)], [0, 0],
+        t, ins, opts = ([("a", s, tt, q), ("y", [1, 32], tt, q)], [0, 0],
                         ("ConcatenationOptions", {"Axis": 1}))
     elif op == "FULLY_CONNECTED":
-        t = [("a", s, F32), ("y", [1, 8], F32), ("w", [8, 16], F32, {"data": bytes(512)})]
+        item = 4 if ttype == "FLOAT32" else 1
+        t = [("a", s, tt, q), ("y", [1, 8], tt, q),
+             ("w", [8, 16], tt, {**q, "data": bytes(8 * 16 * item)})]
         ins, opts = [0, 2, -1], None
     else:  # unary
-        t, ins, opts = [("a", s, F32), ("y", s, F32)], [0], None
-    return write_tflite(tmp_path / f"{op}.tflite", [{"tensors": t, "inputs": [0], "outputs": [1],
-                                                     "ops": [(op, ins, [1], opts)]}])
+        t, ins, opts = [("a", s, tt, q), ("y", s, tt, out_q)], [0], None
+    return write_tflite(tmp_path / f"{op}_{ttype}.tflite",
+                        [{"tensors": t, "inputs": [0], "outputs": [1],
+                          "ops": [(op, ins, [1], opts)]}])
 
 
 @needs_tflm
-@pytest.mark.parametrize("op", sorted(set(KERNELS) - {"IF", "WHILE", "CALL_ONCE"}))
-def test_every_kernel_entry_equals_the_interpreter(tmp_path, op):
-    """Each KERNELS entry: its operator data equals the bytes the recording allocator reports as
-    requested ('Persistent buffer data' minus the two 8-byte input/output pointer arrays), and a
-    one-operator model's runtime_arena and head equal the interpreter's."""
+@pytest.mark.parametrize("op,ttype", sorted((op, t) for op, k in KERNELS.items()
+                                            if op not in ("IF", "WHILE", "CALL_ONCE")
+                                            for t in k.types))
+def test_every_kernel_entry_equals_the_interpreter(tmp_path, op, ttype):
+    """Each KERNELS entry on each tensor type it names: its operator data equals the bytes the
+    recording allocator reports as requested ('Persistent buffer data' minus the two 8-byte
+    input/output pointer arrays), and a one-operator model's runtime_arena and head equal the
+    interpreter's."""
     import subprocess
     import sys
 
     from experiments.tflm.oracle import _SCRIPT, parse_breakdown
 
-    path = _single_op(tmp_path, op)
+    path = _single_op(tmp_path, op, ttype)
     r = subprocess.run([sys.executable, "-c", _SCRIPT, str(path), str(16 << 20)],
                        capture_output=True, text=True, timeout=120)
     requested = parse_breakdown(r.stdout + r.stderr)["Persistent buffer data"][1]

@@ -256,8 +256,10 @@ class Kernel(NamedTuple):
     every input (index >= 0) then every output, ``"first"`` the first input only, ``"in2"`` the
     first two inputs, ``"i0o"`` the first input and the first output, ``"i0o+i"`` the first input,
     the first output, then every input again (CONCATENATION), ``"i0+io"`` the first input, then every
-    input and output (TANH), ``""`` none. ``types``: the tensor
-    types (of the operator's first input) for which the entry was checked; ``None``: any.
+    input and output (TANH), ``""`` none. ``types``: the tensor types (of the operator's first
+    input; every other non-bias input must have the same) for which the entry was checked;
+    ``None``: any. ``per_channel``: the weights input (or -1): weights of another type than the
+    first input, or quantised per channel (more than one scale), are not modelled.
     """
 
     options: tuple[int, int]
@@ -266,6 +268,7 @@ class Kernel(NamedTuple):
     scratch: int
     temps: str
     types: frozenset | None = None
+    per_channel: int = -1
 
 
 def _temp_indices(temps: str, inputs: list, outputs: list) -> list:
@@ -315,12 +318,14 @@ KERNELS: dict[str, Kernel] = {
     # kernels/fully_connected.cc FullyConnectedInit: OpDataFullyConnected (fully_connected.h: 64
     # bytes on LP64, 72 with the two scratch indices of USE_TFLM_COMPRESSION, which the
     # tflite-micro Python package is built with); FullyConnectedPrepare: input, filter, bias
-    # (when present), output; float only (int8 per-channel arrays and int4 scratch are
-    # allocated in Prepare, not modelled); TfLiteFullyConnectedParams: 16 bytes in the
-    # mirrored builtin_op_data.h, but the installed build's schema adds
-    # FullyConnectedOptions.quantSpec and its tail grows by 16 bytes more per operator
-    # (measured on one and two FULLY_CONNECTED, with and without bias): (32, align 8)
-    "FULLY_CONNECTED": Kernel((32, 8), (72,), (), 0, "io", frozenset({"FLOAT32"})),
+    # (when present), output; float and int8 with per-tensor weights (per-channel weights make
+    # CalculateOpDataFullyConnected allocate multiplier and shift arrays, and the installed
+    # build needs 48 bytes more than that model on a tested model: not modelled; an int4
+    # filter's scratch buffer neither);
+    # TfLiteFullyConnectedParams: 16 bytes in the mirrored builtin_op_data.h, but the installed
+    # build's schema adds FullyConnectedOptions.quantSpec and its tail grows by 16 bytes more
+    # per operator (measured on one and two FULLY_CONNECTED, with and without bias): (32, 8)
+    "FULLY_CONNECTED": Kernel((32, 8), (72,), (), 0, "io", _F32_I8, per_channel=1),
     # kernels/reshape.cc: no Init; reshape_common.cc PrepareReshapeReference: input, output;
     # TfLiteReshapeParams (int32 shape[8] + int, 36, align 4)
     "RESHAPE": Kernel((36, 4), (), (), 0, "i0o", _F32_I8),
@@ -541,7 +546,16 @@ def _kernel_key(sub: dict, op: dict) -> str:
         return op["type"]
     first = next((i for i in op["inputs"] if i >= 0), None)
     t = sub["tensors"][first]["type"] if first is not None else None
-    return op["type"] if t in k.types else f"{op['type']} ({t})"
+    if t not in k.types:
+        return f"{op['type']} ({t})"
+    if k.per_channel >= 0 and len(op["inputs"]) > k.per_channel:
+        w = op["inputs"][k.per_channel]
+        wt = sub["tensors"][w]["type"] if w >= 0 else t
+        if wt != t:  # e.g. an int4 filter: unpacked into a scratch buffer, not modelled
+            return f"{op['type']} ({t}, weights {wt})"
+        if w >= 0 and sub["tensors"][w]["channels"] > 1:
+            return f"{op['type']} (per-channel weights)"
+    return op["type"]
 
 
 def tflm_head_problem(path: str | Path) -> Problem:
@@ -699,14 +713,14 @@ def tflm_arena_model(path: str | Path, head: int | None = None) -> TflmArenaMode
         for s in subs:  # PrepareSubgraphs: operator by operator
             for op in s["op_io"]:
                 k = KERNELS[op["type"]]
-                for size in k.prepare:
-                    tail.alloc("Persistent buffer data", size, _ARENA_ALIGN)
                 temps = _temp_indices(k.temps, op["inputs"], op["outputs"])
                 requests = _align_up(sz["ScratchBufferRequest"][0]
                                      * (scratch + _MAX_SCRATCH_PER_OP), _ARENA_ALIGN)
                 end = _temp_tensors(requests, s["tensors"], temps)
                 prepare_need = max(prepare_need, tail.used + end)
                 tail.events.append(("temp", end))
+                for size in k.prepare:  # after the temporaries (kernels take them first)
+                    tail.alloc("Persistent buffer data", size, _ARENA_ALIGN)
                 scratch += k.scratch
                 tail.events.append(("head", sz["ScratchBufferRequest"][0]
                                     * (scratch + _MAX_SCRATCH_PER_OP)))
