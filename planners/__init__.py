@@ -10,6 +10,8 @@ buffer, the arena size, status, seconds and the lower bound).
 80
 """
 
+from . import catalogue as _catalogue
+from . import registry as _registry
 from .base import FunctionPlanner, Planner, SolveResult
 from .bounds import live_profile, lower_bound, naive_arena, peak_step
 from .errors import (
@@ -21,12 +23,16 @@ from .errors import (
     ProblemError,
 )
 from .io import capacity_from_name, read_minimalloc_csv, write_minimalloc_csv
-from .model import KINDS, STATUSES, Buffer, Plan, Problem
+from .model import KINDS, STATUSES, Buffer, Gap, MemoryPool, Plan, Problem
 from .registry import PLANNERS, available_planners, get_planner, plan
 from .validate import check_plan, is_valid
 
+_catalogue.bind(_registry)  # planner modules look names up here, never in the registry
+
 __all__ = [
     "Buffer",
+    "Gap",
+    "MemoryPool",
     "Problem",
     "Plan",
     "KINDS",

@@ -18,14 +18,15 @@ A new algorithm is one module with a subclass and one line in :mod:`planners.reg
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from .bounds import lower_bound, pool_lower_bounds
+from .catalogue import planner_classes
 from .errors import CapacityError, FeatureError
-from .model import FEATURES, Plan, Problem
+from .model import FEATURES, Plan, Problem, SolveResult
+from .multipool import plan_pools
 from .params import Configurable, validate_params
 from .validate import check_plan
 
@@ -80,26 +81,6 @@ def pick_engine(engine: str, engines: tuple, compiled: str, loader, module: str)
     return compiled
 
 
-@dataclass
-class SolveResult:
-    """What :meth:`Planner._solve` returns.
-
-    offsets : int array of shape ``(problem.n,)`` in bytes, problem order; ``None`` when no plan was
-        found (status ``infeasible``, ``timeout`` or ``skipped``).
-    status : one of :data:`planners.model.STATUSES`.
-    best_bound : proved lower bound on the optimal arena (bytes), if the method proves one.
-    info : free-form statistics recorded with the plan.
-    pools : for a problem with pools, the pool index of each buffer (planners whose
-        ``_capabilities["pools"]`` is ``native``); ``None`` otherwise.
-    """
-
-    offsets: np.ndarray | None
-    status: str = "heuristic"
-    best_bound: int | None = None
-    info: dict[str, Any] = field(default_factory=dict)
-    pools: np.ndarray | None = None
-
-
 class Planner(Configurable):
     """Base class of offset planners (see module docstring).
 
@@ -144,9 +125,7 @@ class Planner(Configurable):
                 if f == "pins":
                     i = int(np.flatnonzero(problem.pins >= 0)[0])
                     who = f" (buffer {problem.ids[i]!r} is fixed at offset {int(problem.pins[i])})"
-                from . import registry  # the registry imports every planner module
-
-                able = [k for k, c in registry.PLANNERS.items()
+                able = [k for k, c in planner_classes().items()
                         if c.capabilities().get(f) != "refused"]
                 raise FeatureError(
                     f"planner {self.name!r} does not handle {_FEATURE_WORDS[f]}{who} in problem "
@@ -208,8 +187,6 @@ class Planner(Configurable):
                 target = target.without(*relaxed)
         t0 = time.perf_counter()
         if target.pools and caps["pools"] != "native":
-            from .multipool import plan_pools  # the spill policy, for any planner
-
             res = plan_pools(self, target)
         else:
             res = self._solve(target)

@@ -20,11 +20,14 @@ problem's worst-case arena, which :class:`~planners.model.Problem` guarantees is
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .model import Problem
 
-__all__ = ["live_profile", "lower_bound", "naive_arena", "peak_step", "pool_lower_bounds"]
+__all__ = ["live_profile", "lower_bound", "naive_arena", "peak_step", "pool_lower_bounds",
+           "arena_quantum"]
 
 
 def _feature_profile(problem: Problem, owners=None) -> tuple[np.ndarray, np.ndarray]:
@@ -163,3 +166,16 @@ def naive_arena(problem: Problem) -> int:
     if problem.aliases:
         problem = problem.collapse()[0]
     return int(problem.aligned_sizes.sum())
+
+
+def arena_quantum(problem: Problem) -> int:
+    """The largest ``g`` (bytes) such that some optimal arena is a multiple of ``g``.
+
+    ``g`` is the gcd of the non-zero sizes and of the alignments above 1: in a pushed-down layout
+    every offset is the top of another buffer rounded up to an alignment, so every offset and top
+    is a multiple of ``g``. Hence capacity ``c`` is feasible iff ``(c // g) * g`` is, and proving
+    ``c`` infeasible proves the arena ``>= (c // g + 1) * g``. ``1`` when nothing has size.
+    """
+    vals = [int(v) for v in problem.sizes[problem.sizes > 0]]
+    vals += [int(a) for a in problem.alignments[(problem.alignments > 1) & (problem.sizes > 0)]]
+    return math.gcd(*vals) if vals else 1

@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from numbers import Integral
 
 from .base import Planner, SolveResult
+from .catalogue import get_planner, planner_names
 from .greedy import GreedyPlanner, arena_of, placement_edges, resolve_engine
 from .model import Problem
 from .params import (
@@ -40,9 +41,7 @@ DEFAULT_CANDIDATES: tuple[str, ...] = (
 def _registered_planners() -> list[str]:
     """Names in :data:`planners.registry.PLANNERS`, read at check time (the registry imports this
     module)."""
-    from .registry import PLANNERS  # noqa: PLC0415
-
-    return list(PLANNERS)
+    return planner_names()
 
 
 class ChooseBest(Planner):
@@ -124,8 +123,6 @@ class ChooseBest(Planner):
         return results
 
     def _solve(self, problem: Problem) -> SolveResult:
-        from .registry import get_planner  # noqa: PLC0415  (the registry imports this module)
-
         members = list(self.planners)
         best = None
         arenas: dict[str, int | None] = {}

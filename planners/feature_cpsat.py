@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from .bounds import lower_bound
-from .model import Problem
+from .model import Problem, SolveResult
 from .placement import pinned_conflict, place_features
 
 __all__ = ["solve_features", "traffic_cost"]
@@ -59,7 +59,6 @@ def solve_features(problem: Problem, capacity: int | None, mode: str, time_limit
     """
     from ortools.sat.python import cp_model
 
-    from .base import SolveResult
 
     t0 = time.perf_counter()
     n = problem.n

@@ -63,6 +63,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from .base import Planner, SolveResult
+from .feature_cpsat import solve_features
 from .local_search import DEFAULT_START_ORDERS, START_ORDERS_RULE, anytime_start
 from .model import Problem
 from .params import (
@@ -139,6 +140,8 @@ class LNSCPSat(Planner):
 
     name = "lns_cpsat"
     family = "search"
+    #: the CP-SAT feature model (:mod:`planners.feature_cpsat`) for pins, hints, gaps, pools
+    _capabilities = {"pins": "native", "hints": "native", "gaps": "native", "pools": "native"}
     _parameter_constraints = {
         "time_limit": [POSITIVE_SECONDS],
         "seed": [CPSAT_SEED],
@@ -180,6 +183,11 @@ class LNSCPSat(Planner):
         self.start_share = start_share
 
     def _solve(self, problem: Problem) -> SolveResult:
+        if problem.features:
+            # pins, hints, gaps, pools: the CP-SAT feature model, stopped by the time limit with
+            # its best plan (CP-SAT's own LNS workers improve it as this planner's rounds do)
+            return solve_features(problem, problem.capacity, "minimize", self.time_limit,
+                                  workers=1, seed=self.seed)
         st = anytime_start(problem, self.time_limit, self.start_orders, self.start_share)
         deadline, traj, lb, arena = st.deadline, st.trajectory, st.lower_bound, st.arena
         off = np.asarray(st.offsets, np.int64).copy()

@@ -68,9 +68,11 @@ import numpy as np
 from .base import Planner, SolveResult
 from .bounds import lower_bound
 from .errors import ProblemError
+from .feature_cpsat import traffic_cost
 from .greedy import FITS, ORDERS, arena_of, greedy_offsets, resolve_engine
 from .model import Problem
 from .params import POSITIVE_SECONDS, SEED, SHARE, Interval, SequenceOf, StrOptions
+from .placement import place_features
 
 __all__ = [
     "LocalSearch",
@@ -356,6 +358,8 @@ class LocalSearch(Planner):
 
     name = "local_search"
     family = "search"
+    #: orders searched with the feature placement (:meth:`_solve_features`)
+    _capabilities = {"pins": "native", "hints": "native", "gaps": "native", "pools": "native"}
     _parameter_constraints = {
         "time_limit": [POSITIVE_SECONDS],
         "seed": [SEED],
@@ -403,6 +407,8 @@ class LocalSearch(Planner):
         self.start_share = start_share
 
     def _solve(self, problem: Problem) -> SolveResult:
+        if problem.features:
+            return self._solve_features(problem)
         st = anytime_start(problem, self.time_limit, self.start_orders, self.start_share)
         deadline, traj, lb = st.deadline, st.trajectory, st.lower_bound
         perm, off, arena = st.perm, st.offsets, st.arena
@@ -519,6 +525,75 @@ class LocalSearch(Planner):
             stopped_by=stopped,
         )
         return SolveResult(best_off, "optimal" if best_arena <= lb else "heuristic", lb, info)
+
+    def _solve_features(self, problem: Problem) -> SolveResult:
+        """The hill climb over orders for a problem with pins, hints, gaps or pools: each order is
+        placed by :func:`planners.placement.place_features` (pins pre-placed, hints first, gaps
+        as pieces, pools by the spill policy) and scored by ``(bytes above the capacities,
+        traffic cost of :mod:`planners.feature_cpsat`, total arena)``, lower is better; the
+        start is the best of ``start_orders`` with both fits; moves ``move``/``swap`` (``ruin``
+        acts as ``move`` here), seeded; it stops at the lower bound, ``max_iters``,
+        ``stall_limit`` or ``time_limit``. Two colliding pins are a proof of infeasibility."""
+        t0 = time.perf_counter()
+        deadline = t0 + float(self.time_limit)
+        lb = lower_bound(problem)
+        n = problem.n
+        caps = [q.capacity for q in problem.pools] or [problem.capacity]
+
+        def score(perm: np.ndarray, fit: str):
+            fp = place_features(problem, perm, fit)
+            tops = problem.sizes + fp.offsets
+            arenas = [int(tops[(fp.pools == k) & (problem.sizes > 0)].max(initial=0))
+                      for k in range(len(caps))]
+            over = sum(max(0, a - c) for a, c in zip(arenas, caps, strict=True) if c is not None)
+            cost = traffic_cost(problem, fp.pools) if problem.pools else 0
+            return (over, cost, sum(arenas)), fp
+
+        best = None
+        for name in self.start_orders:
+            for fit in FITS:
+                perm = np.asarray(ORDERS[name](problem), np.int64)
+                sc, fp = score(perm, fit)
+                if fp.conflict is not None:
+                    a, b = fp.conflict
+                    return SolveResult(None, "infeasible", info={
+                        "proof": f"pinned buffers {a!r} and {b!r} collide", "engine": "features"})
+                if best is None or sc < best[0]:
+                    best = (sc, perm, fit, fp)
+        sc, perm, fit, fp = best
+        rng = np.random.default_rng(self.seed)
+        stall = (25 * max(1, int((problem.sizes > 0).sum()))
+                 if self.stall_limit == "auto" else self.stall_limit)
+        it = since = 0
+        stopped = "lower_bound"
+        while sc[0] == 0 and sc[2] > lb or sc[0] > 0:
+            if time.perf_counter() > deadline:
+                stopped = "time_limit"
+                break
+            if self.max_iters is not None and it >= self.max_iters:
+                stopped = "max_iters"
+                break
+            if stall is not None and since >= stall:
+                stopped = "stall_limit"
+                break
+            it += 1
+            cand = perm.copy()
+            i, j = (int(v) for v in rng.integers(0, n, 2)) if n > 1 else (0, 0)
+            if rng.random() < 0.5:
+                cand[i], cand[j] = cand[j], cand[i]
+            else:
+                cand = np.insert(np.delete(cand, i), j, cand[i])
+            csc, cfp = score(cand, fit)
+            if csc < sc:
+                since = 0
+            else:
+                since += 1
+            if csc <= sc:
+                sc, perm, fp = csc, cand, cfp
+        info = {"engine": "features", "fit": fit, "iterations": it, "stopped_by": stopped,
+                "score": list(sc)}
+        return SolveResult(fp.offsets, "heuristic", info=info,
+                           pools=fp.pools if problem.pools else None)
 
     @staticmethod
     def _evaluate(problem, perm, prev_off, first, fit, engine, cutoff):

@@ -72,7 +72,7 @@ from typing import Any
 
 import numpy as np
 
-from .bounds import lower_bound
+from .bounds import arena_quantum, lower_bound
 from .model import Problem
 
 __all__ = [
@@ -107,8 +107,6 @@ class LowerBound:
 
 
 def _quantum(problem: Problem) -> int:
-    from .minimize import arena_quantum  # late import: minimize imports this module
-
     return arena_quantum(problem)
 
 

@@ -216,8 +216,8 @@ class MILPOffsets(Planner):
         self.model_budget = model_budget
 
     def _solve(self, problem: Problem) -> SolveResult:
+        from .bounds import arena_quantum
         from .colouring import max_live_count
-        from .minimize import arena_quantum
 
         t0 = time.perf_counter()
         limit = float(self.time_limit)

@@ -43,14 +43,14 @@ and of the proved bound is recorded with its time (``info["trajectory"]``,
 
 from __future__ import annotations
 
-import math
 import time
 from typing import Any
 
 import numpy as np
 
 from .base import Planner, SolveResult
-from .bounds import lower_bound
+from .bounds import arena_quantum, lower_bound
+from .catalogue import get_planner, planner_classes, planner_names
 from .errors import MemplanError, ParameterError
 from .feature_cpsat import solve_features
 from .model import Plan, Problem
@@ -78,25 +78,10 @@ ANYTIME_PLANNERS = ("telamalloc", "local_search")
 STRATEGIES = ("descend", "bisect")
 
 
-def arena_quantum(problem: Problem) -> int:
-    """The largest ``g`` (bytes) such that some optimal arena is a multiple of ``g``.
-
-    ``g`` is the gcd of the non-zero sizes and of the alignments above 1: in a pushed-down layout
-    every offset is the top of another buffer rounded up to an alignment, so every offset and top
-    is a multiple of ``g``. Hence capacity ``c`` is feasible iff ``(c // g) * g`` is, and proving
-    ``c`` infeasible proves the arena ``>= (c // g + 1) * g``. ``1`` when nothing has size.
-    """
-    vals = [int(v) for v in problem.sizes[problem.sizes > 0]]
-    vals += [int(a) for a in problem.alignments[(problem.alignments > 1) & (problem.sizes > 0)]]
-    return math.gcd(*vals) if vals else 1
-
-
 def _registered_planners() -> list[str]:
     """Names in :data:`planners.registry.PLANNERS`, read at check time (the registry imports this
     module)."""
-    from .registry import PLANNERS  # noqa: PLC0415
-
-    return list(PLANNERS)
+    return planner_names()
 
 
 class Minimize(Planner):
@@ -276,16 +261,12 @@ class Minimize(Planner):
     def _probe(
         self, problem: Problem, capacity: int, seconds: float, memo=None, variant=None, index=0
     ) -> Plan:
-        from .registry import get_planner
-
         params = dict(self.solver_params or {})
         for k, v in (variant or {}).items():
             params[k] = index if (k == "seed" and v == "probe") else v
         limit = params.get("time_limit")
         params["time_limit"] = max(1e-3, min(seconds, limit) if limit else seconds)
-        from .registry import PLANNERS
-
-        cls = PLANNERS.get(self.solver) if isinstance(self.solver, str) else self.solver
+        cls = planner_classes().get(self.solver) if isinstance(self.solver, str) else self.solver
         names = getattr(cls, "_param_names", lambda: [])()
         if self.heuristic_incumbent and "heuristic_first" not in params:
             if "heuristic_first" in names:
@@ -374,8 +355,7 @@ class Minimize(Planner):
                     floor_proved = True
         # Anytime planners (registered ones only) for a better first incumbent.
         if self.heuristic_incumbent and self.anytime_planners and best_arena > proved:
-            from .registry import PLANNERS
-
+            PLANNERS = planner_classes()
             names = [a for a in self.anytime_planners if a in PLANNERS]
             share = max(0.0, float(self.anytime_share)) * limit
             for name in names:

@@ -55,7 +55,7 @@ import numpy as np
 from .errors import InvalidPlanError, ProblemError
 
 __all__ = ["Buffer", "Gap", "MemoryPool", "Problem", "Plan", "STATUSES", "KINDS", "FEATURES",
-           "INT64_MAX", "arena_top"]
+           "INT64_MAX", "arena_top", "SolveResult"]
 
 #: The compilers' features a problem may use beyond plain intervals (section "Compiler features"
 #: of :class:`Problem`); each planner declares which it handles (:mod:`planners.base`).
@@ -1213,6 +1213,26 @@ def arena_top(offsets, sizes) -> int:
             and int(size.max()) < _LIMIT:
         return int((off.astype(np.int64) + size.astype(np.int64)).max())
     return max(int(o) + int(z) for o, z in zip(off.tolist(), size.tolist(), strict=True))
+
+
+@dataclass
+class SolveResult:
+    """What :meth:`Planner._solve` returns.
+
+    offsets : int array of shape ``(problem.n,)`` in bytes, problem order; ``None`` when no plan was
+        found (status ``infeasible``, ``timeout`` or ``skipped``).
+    status : one of :data:`planners.model.STATUSES`.
+    best_bound : proved lower bound on the optimal arena (bytes), if the method proves one.
+    info : free-form statistics recorded with the plan.
+    pools : for a problem with pools, the pool index of each buffer (planners whose
+        ``_capabilities["pools"]`` is ``native``); ``None`` otherwise.
+    """
+
+    offsets: np.ndarray | None
+    status: str = "heuristic"
+    best_bound: int | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+    pools: np.ndarray | None = None
 
 
 @dataclass

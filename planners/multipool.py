@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .model import Buffer, Problem
+from .model import Buffer, Problem, SolveResult
 from .placement import place_features
 
 __all__ = ["spill_assignment", "pool_subproblem", "plan_pools"]
@@ -65,7 +65,6 @@ def plan_pools(planner, problem: Problem):
     the assignment itself is heuristic), otherwise ``heuristic``. ``info["pools"]`` holds, per
     pool, the planner's status and arena or why the spill's offsets were kept.
     """
-    from .base import SolveResult
     from .errors import MemplanError
 
     sp = spill_assignment(problem)

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import catalogue
 from .errors import ProblemError
 from .model import Buffer, Problem
 from .validate import check_plan
@@ -215,7 +216,7 @@ def assign_tiers(problem: Problem, sram_capacity: int, accesses: Sequence[int] |
     ProblemError
         Negative capacity, accesses of the wrong length or negative, an unknown method.
     """
-    from .registry import plan as run_plan
+    run_plan = catalogue.plan
 
     t0 = time.perf_counter()
     if sram_capacity < 0:
@@ -277,7 +278,7 @@ def multi_model_arenas(problems: Sequence[Problem], planner: str = "greedy_by_si
         Unknown mode or no problems.
     """
     from .bounds import lower_bound
-    from .registry import plan as run_plan
+    run_plan = catalogue.plan
 
     if mode not in ("interleaved", "sequential"):
         raise ProblemError(f"mode must be 'interleaved' or 'sequential', got {mode!r}")
@@ -629,7 +630,7 @@ def assign_tier_slices(problem: Problem, sram_capacity: int,
     allocations per use with prefetches and evictions. Seed 000 section 6, seed 002 section 5.1.4.
     """
     from .errors import InvalidPlanError
-    from .registry import plan as run_plan
+    run_plan = catalogue.plan
 
     t0 = time.perf_counter()
     if sram_capacity < 0:

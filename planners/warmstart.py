@@ -13,6 +13,7 @@ import time
 
 import numpy as np
 
+from .catalogue import planner_classes
 from .errors import MemplanError
 from .model import Problem
 
@@ -80,7 +81,7 @@ def best_heuristic(
     Cost: the sum of the heuristics' costs (each ``O(n log n)`` to ``O(n^2)``). ``naive`` (``O(n)``)
     always succeeds, so a plan is always returned.
     """
-    from .registry import PLANNERS  # late import: the registry imports the exact planners
+    PLANNERS = planner_classes()
 
     free = problem.with_capacity(None)
     names = HEURISTICS if names is None else tuple(names)
