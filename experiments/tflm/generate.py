@@ -13,14 +13,15 @@ invokes with every input zero. The same seed always gives the same bytes. A mode
   tensor), ``CONCATENATION``, ``FULLY_CONNECTED``; on about a third of the seeds (tagged
   ``add_only``) only ``ADD`` with ``IF`` / ``CALL_ONCE``, the kernels whose persistent
   allocations memplan's arena model covers, so that ``runtime_arena`` comes from the model;
-* constants (tensors with buffer data), operators whose inputs are all constant, variables
-  (``is_variable``, with and without initial data), operator outputs nothing reads, tensors no
-  operator touches, graph inputs nothing reads;
+* constants (tensors with buffer data, some broadcast against the other operand), operators
+  whose inputs are all constant, variables (``is_variable``, with and without initial data, read
+  by operators and written by them), operator outputs nothing reads, tensors no operator
+  touches, graph inputs nothing reads;
 * control flow: ``IF`` (condition a zero graph input, a constant, or computed by ``LESS`` from
   constants), ``WHILE`` (an int32 counter from a zero input or a constant, counting to 1-3: the
   loop always terminates), ``CALL_ONCE`` (an initialisation subgraph of constant arithmetic);
   with some probability a second ``IF`` / ``WHILE`` / ``CALL_ONCE`` calls the same subgraphs
-  (shared callees).
+  (shared callees), and an ``IF`` branch has an ``IF`` of its own (nested, up to 3 levels).
 
 :func:`model_tags` names the features a seed's model has (the differential test groups
 failures by them). ``python -m experiments.tflm.generate --models N --seed S --out DIR``
@@ -42,7 +43,8 @@ __all__ = ["TAGS", "model_spec", "model_tags", "generate_model", "write_models",
 #: Every feature tag :func:`model_tags` can report.
 TAGS = ("float32", "int8", "scalar", "rank5", "const", "const_op", "variable", "unread",
         "untouched", "unused_input", "if", "if_shared", "while", "while_shared", "call_once",
-        "call_once_shared", "reshape", "concat", "fully_connected", "add_only")
+        "call_once_shared", "reshape", "concat", "fully_connected", "add_only", "broadcast",
+        "variable_out", "nested")
 
 _MAX_ELEMS = 48
 
@@ -150,13 +152,22 @@ class _Sub:
             b = None
         shape, q = a[1], a[2]
         if kind in ("ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM"):
+            if b is None and shape and rng.random() < 0.2:  # a broadcast constant
+                keep = int(rng.integers(1, len(shape) + 1))
+                bshape = tuple(d if rng.random() < 0.5 else 1 for d in shape[len(shape) - keep:])
+                b = self.const(bshape)
+                self.tags.add("broadcast")
             b = b or self.operand(a)
             out = self.act(shape, q if kind in ("MAXIMUM", "MINIMUM") else "new")
             opts = {"ADD": ("AddOptions", {}), "SUB": ("SubOptions", {}),
                     "MUL": ("MulOptions", {})}.get(kind)
             self.op(kind, [a[0], b[0]], [out[0]], opts)
         elif kind in ("RELU", "RELU6", "TANH", "LOGISTIC", "ABS"):
-            out = self.act(shape, q)
+            if rng.random() < 0.1:  # an operator that writes a variable tensor (state)
+                out = (self.tensor(shape, q=q, variable=True), shape, q)
+                self.tags.add("variable_out")
+            else:
+                out = self.act(shape, q)
             self.op(kind, [a[0]], [out[0]])
         elif kind == "RESHAPE":
             n = math.prod(shape)
@@ -261,8 +272,9 @@ def model_spec(seed: int) -> tuple[list[dict], set[str]]:
 
     callees: dict[str, tuple] = {}
 
-    def branch(ins: list[tuple]) -> int:
-        """A subgraph reading tensors like ``ins`` and writing one of ``ins[0]``'s shape."""
+    def branch(ins: list[tuple], depth: int = 1) -> int:
+        """A subgraph reading tensors like ``ins`` and writing one of ``ins[0]``'s shape;
+        perhaps with an ``IF`` of its own (nested control flow, at most 3 levels)."""
         s = _Sub(rng, dtype, tags)
         for x in ins:
             t = s.act(x[1], x[2])
@@ -270,6 +282,17 @@ def model_spec(seed: int) -> tuple[list[dict], set[str]]:
             s.pool.append(t)
         for _ in range(int(rng.integers(1, 4))):
             s.random_op(allow_shape_change=False)
+        if depth < 3 and rng.random() < 0.25:
+            x = s.pick()
+            c = s.tensor([1], tt.BOOL, data=bytes([int(rng.random() < 0.5)]))
+            then_i, else_i = branch([x], depth + 1), branch([x], depth + 1)
+            then = subs[then_i]
+            out_q = then["tensors"][then["outputs"][0]][3].get("quant")
+            out = s.act(x[1], None if out_q is None else (out_q[0][0], out_q[1][0]))
+            s.op("IF", [c, x[0]], [out[0]], ("IfOptions", {"ThenSubgraphIndex": then_i,
+                                                            "ElseSubgraphIndex": else_i}))
+            s.pool.append(out)
+            tags.add("nested")
         done = [p for p in s.pool if p[0] in s.produced and p[1] == ins[0][1]]
         if done:
             a = done[-1]
