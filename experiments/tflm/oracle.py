@@ -754,7 +754,7 @@ def tflm_arena_model(path: str | Path, head: int | None = None) -> TflmArenaMode
     planning = at_commit + work
     # ``need`` assumes a 16-aligned arena end; the real end is ``start + arena_size``, so the
     # allocator's steps are replayed (_fits) near it: the answer is the smallest size from which
-    # every size up to 64 bytes above fits (what a bisection over a monotone acceptance finds)
+    # every size up to need + 96 fits (what a bisection over a monotone acceptance finds)
     need = max(int(head) + tail.used, planning, prepare_need)
     start = need
     while True:
