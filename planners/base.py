@@ -142,13 +142,25 @@ class Planner(Configurable):
         members', size covering every member's extent), and each member's offset is its group's
         offset plus its accumulated delta (bytes). So every planner honours aliases unchanged.
 
+        Compiler features (:attr:`Problem.features`) are handled here once, by the planner's
+        declared :meth:`capabilities` (:data:`CAPABILITY_MODES`): a ``refused`` feature raises
+        :class:`FeatureError`; colocation groups are merged by :meth:`Problem.collapse`; hints and
+        gaps the planner does not use are dropped (:meth:`Problem.without`; a relaxed-gaps
+        ``optimal`` becomes ``feasible``); pools the planner does not assign go through
+        :func:`planners.multipool.plan_pools`. A pool whose arena exceeds its capacity gives
+        the status ``over_capacity`` (the layout itself is validated without the pools'
+        capacities, as a single arena is).
+
         Raises
         ------
         ParameterError
             A parameter value the class's ``_parameter_constraints`` do not allow
             (:func:`planners.params.validate_params`; checked here, once, before any work).
         CapacityError
-            ``problem.capacity`` is below the lower bound (no plan can fit).
+            ``problem.capacity`` is below the lower bound (no plan can fit), or a pool's capacity
+            is below what its forced buffers need (:func:`planners.bounds.pool_lower_bounds`).
+        FeatureError
+            The problem uses a feature this planner refuses (one line naming it).
         InvalidPlanError
             The algorithm produced an invalid layout (a bug in the planner, never silenced).
         TypeError
@@ -206,7 +218,8 @@ class Planner(Configurable):
             try:
                 offsets = np.asarray(res.offsets, dtype=np.int64)
             except OverflowError:  # an offset beyond int64: the validator names it
-                check_plan(target, res.offsets, pools=None if pools is None else res.pools)
+                check_plan(target, res.offsets, pools=None if pools is None else res.pools,
+                           pool_capacities=False)
                 raise
             if group is not None:
                 if offsets.shape != (target.n,):
@@ -215,7 +228,7 @@ class Planner(Configurable):
                         f"{target.n} alias groups of problem {problem.name!r}"
                     )
                 offsets = offsets[group] + delta
-            check_plan(problem, offsets, pools=pools)
+            check_plan(problem, offsets, pools=pools, pool_capacities=False)
         plan = Plan(
             problem=problem,
             offsets=offsets,

@@ -14,7 +14,7 @@ nothing, or only the window ``[lo, hi)`` of its range; :class:`~planners.model.G
 ``offset``: on input a **fixed position** (a pin) unless ``offsets="ignore"`` (empty or ``-1``:
 not fixed; MiniMalloc fixes every given offset). memplan's own columns: ``pools`` (space-separated
 candidate pool names; empty: any) on input, and ``pool`` (the pool of each buffer) on output of a
-plan with pools. Two columns that alias one name are refused, as MiniMalloc does.
+plan with pools; read back with pools, a fixed offset is fixed in that pool. Two columns that alias one name are refused, as MiniMalloc does.
 
 **Ids are never normalised.** An id is the ``id`` field byte for byte as the CSV rules (RFC 4180,
 Python's ``csv`` module) give it: surrounding spaces and tabs are part of the id, and a quoted id
@@ -585,9 +585,17 @@ def read_minimalloc_csv(
                 extra["gaps"] = _parse_gaps(str(row.get("gaps") or ""), addend, where)
             if "pools" in header:
                 extra["pools"] = tuple(str(row.get("pools") or "").split())
+                if extra["pools"] and not pools:
+                    raise ProblemError(
+                        f"{where}: column 'pools' names candidate pools {list(extra['pools'])} "
+                        "but no pools were given (pools=..., on the command line --pools "
+                        "NAME=BYTES[:ALIGN],... in preference order)")
             if offsets == "fixed" and "offset" in header and str(row.get("offset") or "").strip():
                 o = _int_field(row, "offset", where)
                 extra["offset"] = None if o == -1 else o
+                pool = str(row.get("pool") or "").strip()
+                if extra["offset"] is not None and pool and pools:
+                    extra["pools"] = (pool,)  # a solved file: the offset is inside that pool
         try:
             buffers.append(Buffer(bid, lower, upper, size, align, **extra))
         except ProblemError as e:

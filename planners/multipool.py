@@ -35,9 +35,11 @@ __all__ = ["spill_assignment", "pool_subproblem", "plan_pools"]
 
 def spill_assignment(problem: Problem, order=None, fit: str = "first"):
     """The spill policy (module docstring): a :class:`planners.placement.FeaturePlacement` of
-    ``problem`` in ``order`` (default: decreasing size, ties by index; pins first)."""
+    ``problem`` in ``order`` (default: pins first, then the buffers with fewer candidate pools
+    (those that can go nowhere else), then decreasing size, ties by index)."""
     if order is None:
-        order = np.lexsort((np.arange(problem.n), -problem.sizes))
+        ncand = np.array([len(problem.candidate_pools(i)) for i in range(problem.n)], np.int64)
+        order = np.lexsort((np.arange(problem.n), -problem.sizes, ncand))
     return place_features(problem, order, fit)
 
 

@@ -60,7 +60,8 @@ from .model import INT64_MAX, Problem
 __all__ = ["check_plan", "is_valid", "plan_violations", "Violation"]
 
 
-def check_plan(problem: Problem, offsets, capacity: int | None = None, pools=None) -> None:
+def check_plan(problem: Problem, offsets, capacity: int | None = None, pools=None,
+               pool_capacities: bool = True) -> None:
     """Raise :class:`InvalidPlanError` unless ``offsets`` is a valid plan of ``problem``.
 
     Parameters
@@ -72,6 +73,10 @@ def check_plan(problem: Problem, offsets, capacity: int | None = None, pools=Non
         If given, the arena (highest ``offset + size``) must be ``<= capacity`` (in every pool).
     pools : array-like of int, shape ``(problem.n,)``, or None
         Index into ``problem.pools`` of each buffer's pool; required iff the problem has pools.
+    pool_capacities : bool
+        Check every buffer against its pool's capacity (default). ``False`` accepts a layout
+        above a pool's capacity (:meth:`planners.base.Planner.plan` then reports the status
+        ``over_capacity``, as for a single arena checked without ``capacity``).
 
     Raises
     ------
@@ -84,7 +89,8 @@ def check_plan(problem: Problem, offsets, capacity: int | None = None, pools=Non
     n = problem.n
     off = _as_offsets(problem, offsets)
     if problem.features or pools is not None:
-        v = _feature_violations(problem, off, capacity, pools, first=True)
+        v = _feature_violations(problem, off, capacity, pools, first=True,
+                                pool_capacities=pool_capacities)
         if v:
             raise InvalidPlanError(v[0].message)
         return
@@ -505,7 +511,7 @@ def _union_rects(rects: list[tuple[int, int, int, int]]) -> list[tuple[int, int,
 
 
 def _feature_violations(problem: Problem, off: np.ndarray, capacity, pools,
-                        first: bool) -> list[Violation]:
+                        first: bool, pool_capacities: bool = True) -> list[Violation]:
     """Rules 1-9 of the module docstring for a problem with compiler features, on offsets
     already checked by :func:`_as_offsets` (integers, >= 0, aligned to the buffer). ``first``:
     stop at the first violation. Time ``O(R log R + E)`` for ``R`` rectangles and ``E`` pairs
@@ -565,7 +571,7 @@ def _feature_violations(problem: Problem, off: np.ndarray, capacity, pools,
                 if add("alignment", (b.id,), f"buffer {b.id!r}: offset {o} is not a multiple of "
                        f"pool {q.name!r}'s alignment {q.alignment}"):
                     return out
-            if q.capacity is not None:
+            if q.capacity is not None and pool_capacities:
                 cap = q.capacity if cap is None else min(cap, q.capacity)
         if cap is not None and z > 0 and o + z > cap:
             where = f" of pool {names[pool[i]]!r}" if problem.pools else ""

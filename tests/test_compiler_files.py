@@ -122,3 +122,22 @@ def test_pool_text_written_as_minimalloc_writes_hints():
     assert minimalloc_csv_text(p).splitlines() == ["id,lower,upper,size,hint", "a,0,2,8,16",
                                                    "b,1,3,8,-1"]
     assert np.array_equal(p.hints, [16, -1])
+
+
+def test_view_draws_one_panel_per_pool(tmp_path):
+    from experiments.cli.view import load_view
+
+    src = _write(tmp_path / "c.csv", "id,lower,upper,size,pools,offset\n"
+                 "in,0,2,64,sram,0\na,1,3,150,,\nb,2,4,300,,\n")
+    plans, _, violations = load_view(str(src), ["greedy_by_size"], pools=parse_pools(POOLS))
+    assert list(plans) == ["greedy_by_size: sram (capacity 256 B)",
+                           "greedy_by_size: psram (capacity 8388608 B)"]
+    sram, psram = plans.values()
+    assert sram.problem.ids == ["in", "a"] and sram.offsets.tolist() == [0, 64]
+    assert psram.problem.ids == ["b"] and psram.arena_size == 300
+    # a solved file read back with its pools: the given plan, per pool, valid
+    out = tmp_path / "plan.csv"
+    assert main(["plan", str(src), "--pools", POOLS, "-o", str(out)]) == 0
+    plans, _, violations = load_view(str(out), None, pools=parse_pools(POOLS))
+    assert list(plans) == ["given: sram (capacity 256 B)", "given: psram (capacity 8388608 B)"]
+    assert violations["given"] == []

@@ -142,18 +142,31 @@ def check_report(path: str | Path, capacity: int | None = None, pools=None) -> d
         A malformed file (see :func:`planners.read_minimalloc_csv` and :func:`read_offsets`).
     """
     from planners import lower_bound, read_minimalloc_csv
-    from planners.io import capacity_from_name
+    from planners.errors import ProblemError
+    from planners.io import capacity_from_name, csv_dict_reader
     from planners.validate import plan_violations
 
+    if not pools and "pool" in (csv_dict_reader(path).fieldnames or []):
+        raise ProblemError(f"{path}: the plan places buffers in pools (column 'pool'); give the "
+                           "pools with --pools NAME=BYTES[:ALIGN],... to check it")
     problem = read_minimalloc_csv(path, capacity=None, offsets="ignore", pools=pools)
     offsets = read_offsets(path, problem.ids)
     cap = capacity if capacity is not None else capacity_from_name(path)
     pool_of = read_pools(path, problem) if problem.pools else None
     violations = plan_violations(problem, offsets, None if problem.pools else cap, pool_of)
     sizes = problem.sizes.tolist()
-    arena = max((o + z for o, z in zip(offsets, sizes, strict=True) if o >= 0), default=0)
+    arenas = {}
+    if problem.pools:  # one arena per pool; the plan's arena is their sum (Plan.arena_size)
+        for k, q in enumerate(problem.pools):
+            arenas[q.name] = max((o + z for o, z, p in zip(offsets, sizes, pool_of, strict=True)
+                                  if o >= 0 and p == k and z > 0), default=0)
+        arena = sum(arenas.values())
+    else:
+        arena = max((o + z for o, z in zip(offsets, sizes, strict=True) if o >= 0), default=0)
     lb = lower_bound(problem)
+    extra = {"arenas": arenas} if problem.pools else {}
     return {
+        **extra,
         "input": str(path), "buffers": problem.n, "arena": int(arena), "lower_bound": int(lb),
         "ratio": round(arena / lb, 6) if lb else None, "capacity": cap,
         "valid": not violations, "counts": dict(Counter(v.rule for v in violations)),
@@ -170,7 +183,10 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(rep))
     else:
-        for k in ("input", "buffers", "arena", "lower_bound", "ratio", "capacity", "valid"):
+        for k in ("input", "buffers", "arena", "arenas", "lower_bound", "ratio", "capacity",
+                  "valid"):
+            if k not in rep:
+                continue
             v = rep[k]
             print(f"{k:12s} {'-' if v is None else v}")
         if not rep["valid"]:

@@ -48,6 +48,9 @@ def add_parsers(subparsers) -> None:
     v.add_argument("--size-attr", default="cost_ram",
                    help="node-link .json graphs: the node attribute with the output bytes")
     v.add_argument("--title", help="figure title (default: the input)")
+    from experiments.cli.common import add_pool_flags
+
+    add_pool_flags(v, ignore_offsets=False)
 
 
 def _graph_for(spec: str, overrides, size_attr: str):
@@ -72,12 +75,30 @@ def _graph_for(spec: str, overrides, size_attr: str):
     return None
 
 
+def _pool_panels(label: str, plan, out: dict) -> None:
+    """Put ``plan`` into ``out`` under ``label``, or, for a plan with pools, one panel per pool
+    labelled ``LABEL: POOL (capacity C B)`` holding that pool's buffers at their offsets."""
+    from planners import Plan, lower_bound
+    from planners.multipool import pool_subproblem
+
+    if plan.pools is None or not plan.problem.pools:
+        out[label] = plan
+        return
+    for k, q in enumerate(plan.problem.pools):
+        sub, idx = pool_subproblem(plan.problem, plan.pools, k, None)
+        cap = "unbounded" if q.capacity is None else f"capacity {q.capacity} B"
+        out[f"{label}: {q.name} ({cap})"] = Plan(
+            sub, plan.offsets[idx], planner=plan.planner, status=plan.status,
+            lower_bound=lower_bound(sub), info=dict(plan.info))
+
+
 def load_view(spec: str, planners: list[str] | None, time_limit: float = 10.0,
-              overrides=None, size_attr: str = "cost_ram"):
+              overrides=None, size_attr: str = "cost_ram", pools=None):
     """Compute what ``memplan view`` draws: ``(plans, graph, violations)``.
 
     ``plans`` maps a label (``given`` for the offsets of a solved CSV, else the planner name) to
-    a :class:`planners.Plan`; ``violations`` maps ``given`` to the list of
+    a :class:`planners.Plan`; with ``pools`` (:class:`planners.model.MemoryPool`, preference
+    order) every plan becomes one panel per pool, labelled with the pool and its capacity; ``violations`` maps ``given`` to the list of
     :class:`planners.validate.Violation` of those offsets (empty when valid).
 
     Raises
@@ -85,7 +106,7 @@ def load_view(spec: str, planners: list[str] | None, time_limit: float = 10.0,
     planners.MemplanError or ValueError
         Malformed input, an unknown planner, or a planner that found no plan.
     """
-    from experiments.cli.check import _header, read_offsets
+    from experiments.cli.check import _header, read_offsets, read_pools
     from experiments.harness import planner_for
     from experiments.workloads import load_problem
     from planners import Plan, lower_bound, read_minimalloc_csv
@@ -96,20 +117,35 @@ def load_view(spec: str, planners: list[str] | None, time_limit: float = 10.0,
     violations: dict = {}
     path = Path(spec)
     given = spec.endswith(".csv") and path.is_file() and "offset" in _header(path)
+    if given:  # a solved file gives every offset; empty (or -1) ones are free buffers (pins)
+        from planners.io import csv_dict_reader
+
+        given = all(str(r.get("offset") or "").strip() not in ("", "-1")
+                    for r in csv_dict_reader(path))
     if given:
-        problem = read_minimalloc_csv(path, capacity=None, offsets="ignore")
+        problem = read_minimalloc_csv(path, capacity=None, offsets="ignore", pools=pools)
         offsets = read_offsets(path, problem.ids)
-        violations["given"] = plan_violations(problem, offsets, capacity_from_name(path))
-        plans["given"] = Plan(problem, offsets, planner="given", status="heuristic",
-                              lower_bound=lower_bound(problem),
-                              info={"source": str(path), "valid": not violations["given"]})
+        pool_of = read_pools(path, problem) if pools else None
+        violations["given"] = plan_violations(
+            problem, offsets, None if pools else capacity_from_name(path), pool_of)
+        _pool_panels("given", Plan(problem, offsets, planner="given", status="heuristic",
+                                   lower_bound=lower_bound(problem), pools=pool_of,
+                                   info={"source": str(path), "valid": not violations["given"]}),
+                     plans)
     names = planners if planners is not None else ([] if given else ["greedy_by_size"])
     if names:
-        problem = load_problem(spec, capacity="auto", overrides=overrides, size_attr=size_attr)
+        if spec.endswith(".csv"):  # MiniMalloc's dialect, with a 'pools' column
+            problem = read_minimalloc_csv(path, capacity=None if pools else "auto", pools=pools)
+        else:
+            problem = load_problem(spec, capacity="auto", overrides=overrides,
+                                   size_attr=size_attr)
+            if pools:
+                problem = problem.with_pools(pools)
         for name in names:
             planner = planner_for(name, time_limit)
             p = problem
-            if getattr(planner, "requires_capacity", False) and p.capacity is None:
+            if getattr(planner, "requires_capacity", False) and p.capacity is None \
+                    and not p.pools:
                 p = p.with_capacity(lower_bound(p))
             pl = planner.plan(p)
             if pl.status in ("infeasible", "timeout", "skipped"):
@@ -119,7 +155,7 @@ def load_view(spec: str, planners: list[str] | None, time_limit: float = 10.0,
             while label in plans:
                 k += 1
                 label = f"{name} ({k})"
-            plans[label] = pl
+            _pool_panels(label, pl, plans)
     graph = _graph_for(spec, overrides, size_attr) if not spec.endswith(".csv") else None
     return plans, graph, violations
 
@@ -127,13 +163,14 @@ def load_view(spec: str, planners: list[str] | None, time_limit: float = 10.0,
 def run(args) -> int:
     """Run ``memplan view`` with parsed ``args``: 0, or 1 for a given plan with violations (the
     file is written in both cases). Bad input raises for the caller to report (exit 2)."""
+    from experiments.cli.common import parse_pools
     from experiments.cli.common import split_list as _split
     from experiments.plots.view import plan_explorer, write_html
     from experiments.workloads import parse_overrides
 
     plans, graph, violations = load_view(
         str(args.input), _split(args.planner), args.time_limit,
-        parse_overrides(args.override), args.size_attr)
+        parse_overrides(args.override), args.size_attr, parse_pools(args.pools))
     fig = plan_explorer(plans, graph=graph, violations=violations,
                         title=args.title or str(args.input))
     out = write_html(fig, args.output)
