@@ -27,8 +27,11 @@ offsets (``AddBuffer`` with an offset) are not represented in a :class:`planners
 are not supported.
 
 Pinned by the vectors of TFLM's own greedy_memory_planner_test.cc (tests/test_tflm_greedy.py).
-``O(n^2)`` time in the worst case (bubble sort and list scans, as the original; a stable
-``sorted`` gives the same order in ``O(n log n)``), ``O(n)`` memory.
+TFLM's own loops are ``O(n^2)`` (bubble sort, linked-list scans). The placement rule above is the
+lowest aligned offset free of every time-overlapping placed buffer, which is exactly the first-fit
+rule of :func:`planners.greedy.greedy_offsets`, so the order is computed with a stable numpy sort
+(``O(n log n)``) and the buffers are placed by the shared greedy engine (compiled core when built,
+``O(n log n + E)`` for ``E`` interfering pairs); ``O(n)`` memory.
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ from __future__ import annotations
 import numpy as np
 
 from .base import Planner, SolveResult
-from .model import Problem
+from .greedy import greedy_offsets
+from .model import Buffer, Problem
 
 __all__ = ["TflmGreedy", "tflm_order", "tflm_greedy_offsets"]
 
@@ -51,49 +55,36 @@ def tflm_order(sizes) -> list[int]:
     >>> tflm_order([10, 20, 20, 5])
     [2, 1, 0, 3]
     """
-    n = len(sizes)
-    rev = list(range(n - 1, -1, -1))
-    return sorted(rev, key=lambda i: -int(sizes[i]))  # sorted() is stable
+    return _order(np.asarray(sizes, dtype=np.int64).reshape(-1)).tolist()
+
+
+def _order(sizes: np.ndarray) -> np.ndarray:
+    """:func:`tflm_order` on an int64 array: ``lexsort`` keys (higher index, then larger size)."""
+    idx = np.arange(sizes.size, dtype=np.int64)
+    return np.lexsort((-idx, -sizes)).astype(np.int64)
+
+
+def _tflm_order_of(problem: Problem) -> np.ndarray:
+    return _order(problem.sizes)
 
 
 def tflm_greedy_offsets(sizes, firsts, lasts, alignments=None) -> list[int]:
     """Offsets (bytes) TFLM's GreedyMemoryPlanner gives buffers with ``sizes`` (bytes) and closed
     lifetimes ``[firsts[i], lasts[i]]`` (allocation scopes), in order of addition.
 
-    ``alignments``: optional per-buffer alignment (bytes) each candidate offset is rounded up to
-    (TFLM has none; its sizes are multiples of 16). Zero-size buffers get offset 0 and are not
-    placed. See the module docstring for the rules (greedy_memory_planner.cc).
+    ``alignments``: optional per-buffer alignment (bytes) each offset is rounded up to (TFLM has
+    none; its sizes are multiples of 16). Zero-size buffers get offset 0 and are not placed. See
+    the module docstring for the rules (greedy_memory_planner.cc). Raises
+    :class:`planners.errors.ProblemError` for a negative size or ``first > last``.
 
     >>> tflm_greedy_offsets([10, 20, 30, 40, 50], [0, 1, 2, 3, 0], [1, 2, 3, 4, 1])
     [50, 70, 40, 0, 0]
     """
     n = len(sizes)
-    sizes = [int(s) for s in sizes]
-    firsts = [int(f) for f in firsts]
-    lasts = [int(x) for x in lasts]
     align = [1] * n if alignments is None else [int(a) for a in alignments]
-    offsets = [0] * n
-    placed: list[tuple[int, int]] = []  # (offset, buffer) in offset order, ties in placement order
-    for b in tflm_order(sizes):
-        size = sizes[b]
-        if size == 0:
-            continue
-        cand = 0
-        if placed:
-            for off, o in placed:
-                if firsts[o] > lasts[b] or firsts[b] > lasts[o]:
-                    continue  # not simultaneously active
-                cand = -(-cand // align[b]) * align[b]
-                if off - cand >= size:
-                    break
-                cand = max(cand, off + sizes[o])
-            cand = -(-cand // align[b]) * align[b]
-        offsets[b] = cand
-        k = len(placed)  # insert after every entry whose offset is <= cand
-        while k > 0 and placed[k - 1][0] > cand:
-            k -= 1
-        placed.insert(k, (cand, b))
-    return offsets
+    p = Problem([Buffer(f"b{i}", int(firsts[i]), int(lasts[i]) + 1, int(sizes[i]),
+                        alignment=align[i]) for i in range(n)])
+    return greedy_offsets(p, _tflm_order_of, "first").tolist()
 
 
 class TflmGreedy(Planner):
@@ -110,6 +101,4 @@ class TflmGreedy(Planner):
     _parameter_constraints: dict = {}  # no parameters
 
     def _solve(self, problem: Problem) -> SolveResult:
-        offs = tflm_greedy_offsets(problem.sizes.tolist(), problem.starts.tolist(),
-                                   (problem.ends - 1).tolist(), problem.alignments.tolist())
-        return SolveResult(np.asarray(offs, dtype=np.int64), "heuristic")
+        return SolveResult(greedy_offsets(problem, _tflm_order_of, "first"), "heuristic")
