@@ -50,12 +50,16 @@ def traffic_cost(problem: Problem, pools: np.ndarray) -> int:
 
 
 def solve_features(problem: Problem, capacity: int | None, mode: str, time_limit: float,
-                   workers: int = 2, seed: int = 0):
+                   workers: int = 2, seed: int = 0, accesses=None, hint=None):
     """Solve ``problem`` (with compiler features) with the model of the module docstring.
 
     ``capacity``: bytes of the single arena (``None``: unbounded) -- ignored with pools, whose
-    own capacities apply; ``mode``: ``"minimize"`` or ``"decide"``. Returns a
-    :class:`planners.base.SolveResult` (``pools`` set for a problem with pools).
+    own capacities apply; ``mode``: ``"minimize"`` or ``"decide"``; ``accesses``: accesses per
+    buffer for the traffic cost (default: the lifetime in steps); ``hint``: a
+    :class:`planners.placement.FeaturePlacement` to start from (default: the greedy spill).
+    Returns a :class:`planners.base.SolveResult` (``pools`` set for a problem with pools).
+    When the traffic weights times the arenas could leave int64, the total arena is dropped
+    from the objective (``info["objective"]`` says which terms were minimised).
     """
     from ortools.sat.python import cp_model
 
@@ -74,7 +78,8 @@ def solve_features(problem: Problem, capacity: int | None, mode: str, time_limit
     npools = max(1, len(problem.pools))
     caps = [q.capacity for q in problem.pools] or [capacity]
     # a valid plan from the greedy spill gives every unbounded pool an upper bound
-    warm = place_features(problem, np.lexsort((np.arange(n), -problem.sizes)), "first")
+    warm = hint if hint is not None else place_features(
+        problem, np.lexsort((np.arange(n), -problem.sizes)), "first")
     worst = int(problem.aligned_sizes.sum() + problem.alignments.sum())
     pins = problem.pins.tolist()
     ub = []
@@ -144,7 +149,8 @@ def solve_features(problem: Problem, capacity: int | None, mode: str, time_limit
     lb = lower_bound(problem)
     if problem.pools:
         costs = [q.cost for q in problem.pools]
-        acc = (problem.ends - problem.starts).tolist()
+        acc = ((problem.ends - problem.starts) if accesses is None
+               else np.asarray(accesses, np.int64)).tolist()
         sz = problem.sizes.tolist()
         terms = []
         for i in range(n):
@@ -156,7 +162,16 @@ def solve_features(problem: Problem, capacity: int | None, mode: str, time_limit
                     terms.append(w)
         weight = sum(ub) + 1
         total = sum(H)
-        m.Minimize(weight * sum(terms) + total if terms else total)
+        top_cost = sum(acc[i] * sz[i] * max(costs) for i in range(n))
+        if not terms:
+            m.Minimize(total)
+            info["objective"] = "total arena"
+        elif weight * (top_cost + 1) < 2**62:
+            m.Minimize(weight * sum(terms) + total)
+            info["objective"] = "traffic cost, then total arena"
+        else:
+            m.Minimize(sum(terms))
+            info["objective"] = "traffic cost"
         m.Add(total >= lb)
     elif mode == "minimize":
         m.Add(H[0] >= lb)

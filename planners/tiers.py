@@ -11,9 +11,10 @@ whose offset plan fits the SRAM capacity and minimises the DRAM traffic
   lifetime)`` = ``accesses / lifetime`` (ties: larger traffic first), each placed at the lowest
   SRAM offset free over its lifetime (first fit), skipped when none fits. ``O(n^2)`` worst case
   (``O(n k)`` with ``k`` the buffers placed and overlapping in time).
-* ``method="cpsat"``: the exact 0-1 model -- optional rectangles (time x address) in a
-  ``NoOverlap2D``, offsets in ``[0, capacity - size]``, maximise the SRAM traffic -- with
-  OR-Tools CP-SAT (for up to a few hundred buffers).
+* ``method="cpsat"``: the exact assignment as a case of **pools** (:mod:`planners.multipool`):
+  pools ``sram`` (the capacity, cost 0) and ``dram`` (unbounded, cost 1), solved by the pool model
+  of :mod:`planners.feature_cpsat` with each buffer's accesses, which minimises the DRAM traffic
+  (then the total arena) with OR-Tools CP-SAT (for up to a few hundred buffers).
 
 :func:`assign_tier_slices` works on **time slices** instead of whole buffers (XLA's memory-space
 assignment with prefetches and evictions): each buffer's lifetime is cut at its uses (the steps
@@ -42,7 +43,9 @@ import numpy as np
 
 from . import catalogue
 from .errors import ProblemError
-from .model import Buffer, Problem
+from .feature_cpsat import solve_features
+from .model import Buffer, MemoryPool, Problem
+from .placement import FeaturePlacement
 from .validate import check_plan
 
 __all__ = [
@@ -126,12 +129,25 @@ def _greedy(problem: Problem, cap: int, traffic: np.ndarray):
 
 
 def _cpsat(problem: Problem, cap: int, traffic: np.ndarray, time_limit: float, seed: int):
-
-    n = problem.n
-    m, pres, xs = _placement_model(problem, cap)
-    m.Maximize(sum(int(traffic[i]) * pres[i] for i in range(n)))
+    """The exact whole-buffer assignment as a case of pools: ``sram`` (``cap`` bytes, cost 0)
+    and ``dram`` (unbounded, cost 1) solved by the pool model of
+    :mod:`planners.feature_cpsat` with ``accesses = traffic / size``, so it minimises the DRAM
+    traffic (then the total arena). The greedy answer is the hint and the fallback."""
     g, _ = _greedy(problem, cap, traffic)
-    return _solve_placement(m, pres, xs, g, time_limit, seed)
+    pools = (MemoryPool("sram", cap), MemoryPool("dram", None, cost=1))
+    # the intervals only, as the greedy sees them (no alias groups, pins, hints or gaps)
+    pp = Problem([Buffer(b.id, b.start, b.end, b.size, b.alignment, b.kind)
+                  for b in problem.buffers], alignment=problem.alignment,
+                 name=f"{problem.name}:tiers", pools=pools)
+    acc = np.where(problem.sizes > 0, traffic // np.maximum(problem.sizes, 1), 0)
+    warm = FeaturePlacement(np.where(g >= 0, g, 0), np.where(g >= 0, 0, 1), [])
+    res = solve_features(pp, None, "minimize", time_limit, workers=1, seed=seed,
+                         accesses=acc, hint=warm)
+    if res.offsets is None:
+        return g, "heuristic"
+    off = np.where(res.pools == 0, res.offsets, -1).astype(np.int64)
+    off[problem.sizes == 0] = -1  # a zero-size buffer moves no bytes: left out, as greedy does
+    return off, res.status
 
 
 def _placement_model(problem: Problem, cap: int):

@@ -326,3 +326,29 @@ def test_exact_feature_model_agrees_with_greedy_and_its_own_decisions():
             assert get_planner("exact_search", time_limit=10.0).plan(below).status == "infeasible"
             proved += 1
     assert proved >= 3
+
+
+def test_tiers_cpsat_is_the_pool_model_and_optimal():
+    """assign_tiers(method="cpsat") (two pools: sram, dram with cost 1) reaches the least DRAM
+    traffic over all 2**6 SRAM subsets that exact_search can pack into the capacity."""
+    from itertools import combinations
+
+    from planners.tiers import assign_tiers
+
+    p = Problem.from_closed([("a", 0, 2, 48), ("b", 1, 3, 32), ("c", 2, 4, 64), ("d", 0, 4, 16),
+                             ("e", 3, 5, 40), ("f", 1, 2, 24)], name="tiers")
+    acc = [3, 5, 2, 7, 4, 1]
+    cap = 96
+    traffic = [int(s) * a for s, a in zip(p.sizes.tolist(), acc, strict=True)]
+    best = sum(traffic)
+    for k in range(1, p.n + 1):
+        for sub in combinations(range(p.n), k):
+            q = Problem([p.buffers[i] for i in sub], capacity=cap)
+            if lower_bound(q) > cap:
+                continue
+            if get_planner("exact_search", time_limit=5.0).plan(q).status in ("optimal",
+                                                                               "feasible"):
+                best = min(best, sum(traffic) - sum(traffic[i] for i in sub))
+    t = assign_tiers(p, cap, acc, method="cpsat", time_limit=10.0)
+    assert (t.status, t.dram_traffic) == ("optimal", best)
+    assert t.dram_traffic <= assign_tiers(p, cap, acc, method="greedy").dram_traffic
