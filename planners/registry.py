@@ -40,6 +40,7 @@ from .params import check_names
 from .telamalloc import TelaMalloc
 from .tflm_greedy import TflmGreedy
 from .tvm_usmp import TvmGreedyByConflicts, TvmGreedyBySize, TvmHillClimb
+from .vela_hillclimb import VelaHillClimb
 from .xla_heap import XlaHeap
 
 __all__ = ["PLANNERS", "get_planner", "plan", "available_planners", "check_planner_names"]
@@ -73,6 +74,7 @@ PLANNERS: dict[str, type[Planner]] = {
     "tvm_greedy_by_conflicts": TvmGreedyByConflicts,
     "tvm_hill_climb": TvmHillClimb,
     "xla_heap": XlaHeap,
+    "vela_hillclimb": VelaHillClimb,
 }
 
 

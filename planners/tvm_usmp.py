@@ -49,7 +49,8 @@ at most.
 
 from __future__ import annotations
 
-from numbers import Integral
+import time
+from numbers import Integral, Real
 
 import numpy as np
 
@@ -210,14 +211,19 @@ def usmp_first_fit_offsets(problem: Problem, order: np.ndarray, csr=None,
 
 
 def usmp_hill_climb_offsets(problem: Problem, memory_pressure: int | None = None,
-                            attempts: int = MAX_ATTEMPTS) -> tuple[np.ndarray, dict]:
+                            attempts: int = MAX_ATTEMPTS,
+                            time_limit: float | None = None) -> tuple[np.ndarray, dict]:
     """Offsets (bytes) of TVM's ``HillClimbAllocator::PlanMemory`` for one unbounded pool, and
     ``info`` (``attempts`` run, ``accepted`` plans).
 
     ``memory_pressure``: stop once an accepted arena is at most this many bytes (default: the
     lower bound, max live bytes, what USMP passes). ``attempts``: TVM's ``_max_attempts`` (500).
-    See the module docstring for the rules; the random sequence is glibc ``rand_r`` from seed 0.
+    ``time_limit``: CPU seconds after which the climb stops at the end of the attempt under way
+    (not in TVM; ``info["stopped"]`` says which limit ended it). See the module docstring for the
+    rules; the random sequence is glibc ``rand_r`` from seed 0.
     """
+    deadline = None if time_limit is None else time.process_time() + float(time_limit)
+    timed_out = False
     n = problem.n
     if n == 0:
         return np.zeros(0, np.int64), {"attempts": 0, "accepted": 0}
@@ -246,6 +252,10 @@ def usmp_hill_climb_offsets(problem: Problem, memory_pressure: int | None = None
     accepted = 0
     attempt = 0
     for attempt in range(attempts):
+        if attempt and deadline is not None and time.process_time() > deadline:
+            timed_out = True
+            attempt -= 1
+            break
         rollback = pool
         pool = usmp_first_fit_offsets(problem, order, csr, use_core)
         total = int((pool + sizes).max())
@@ -265,30 +275,28 @@ def usmp_hill_climb_offsets(problem: Problem, memory_pressure: int | None = None
         tops = pool + sizes
         top = int(tops.max())
         at_top = np.flatnonzero(tops == top)
-        at_top = at_top[np.argsort(pos[at_top], kind="stable")]
-        node = int(at_top[rnd() % at_top.size])
+        node = int(order[np.sort(pos[at_top])[rnd() % at_top.size]])
         nb = nbrs[indptr[node] : indptr[node + 1]]
-        first = nb[pos[nb] < pos[node]]
-        # second level: for every conflict c1 of node, c1's conflicts placed before c1
+        first = np.sort(pos[nb[pos[nb] < pos[node]]])  # positions, ascending
+        # second level (a multiset): for every conflict c1 of node, c1's conflicts placed before
+        # c1; only its size and, when drawn, its k-th smallest position are needed (np.partition)
         if nb.size:
-            lens = indptr[nb + 1] - indptr[nb]
-            owner = np.repeat(nb, lens)
-            idx = np.repeat(indptr[nb] - np.cumsum(lens) + lens, lens) + np.arange(int(lens.sum()))
-            c2 = nbrs[idx]
-            second = c2[pos[owner] > pos[c2]]
+            c2 = np.concatenate([nbrs[indptr[c] : indptr[c + 1]] for c in nb.tolist()])
+            owner_pos = np.repeat(pos[nb], indptr[nb + 1] - indptr[nb])
+            c2_pos = pos[c2]
+            second = c2_pos[c2_pos < owner_pos]
         else:
-            second = nb
-        first = first[np.argsort(pos[first], kind="stable")]
-        second = second[np.argsort(pos[second], kind="stable")]
+            second = first[:0]
         if first.size == 0:
             continue
-        buf1 = int(first[rnd() % first.size])
+        buf1 = int(order[first[rnd() % first.size]])
         buf2 = buf1
         while buf2 == buf1:
             if second.size and rnd() % 100 > 25:
-                buf2 = int(second[rnd() % second.size])
+                k = rnd() % second.size
+                buf2 = int(order[np.partition(second, k)[k]])
             else:
-                buf2 = int(first[rnd() % first.size])
+                buf2 = int(order[first[rnd() % first.size]])
             if second.size < 2 and first.size < 2:
                 break
         if buf1 == buf2:
@@ -296,7 +304,10 @@ def usmp_hill_climb_offsets(problem: Problem, memory_pressure: int | None = None
         swap_i1, swap_i2 = int(pos[buf1]), int(pos[buf2])
         swap(swap_i1, swap_i2)
     assert result is not None  # attempt 0 is always accepted
-    return result, {"attempts": attempt + 1, "accepted": accepted}
+    info = {"attempts": attempt + 1, "accepted": accepted}
+    if time_limit is not None:
+        info["stopped"] = "time_limit" if timed_out else "attempts_or_pressure"
+    return result, info
 
 
 class _UsmpGreedy(Planner):
@@ -337,16 +348,25 @@ class TvmHillClimb(Planner):
     memory_pressure : int or None, default None
         Stop once an accepted arena is at most this many bytes; ``None``: the problem's lower bound
         (max live bytes), the memory pressure USMP passes.
+    time_limit : float or None, default None
+        CPU seconds after which the climb stops at the end of the attempt under way (not in TVM;
+        a cap for benchmarks on large problems, where one attempt can take a second).
     """
 
     name = "tvm_hill_climb"
     family = "local_search"
     in_default_comparison = False  # a peer baseline: run by ``make bench-peers``
-    _parameter_constraints = {"memory_pressure": [Interval(Integral, 0, None, closed="left", unit="bytes"), None]}
+    _parameter_constraints = {
+        "memory_pressure": [Interval(Integral, 0, None, closed="left", unit="bytes"), None],
+        "time_limit": [Interval(Real, 0, None, closed="neither", unit="seconds"), None],
+    }
 
-    def __init__(self, memory_pressure: int | None = None) -> None:
+    def __init__(self, memory_pressure: int | None = None,
+                 time_limit: float | None = None) -> None:
         self.memory_pressure = memory_pressure
+        self.time_limit = time_limit
 
     def _solve(self, problem: Problem) -> SolveResult:
-        off, info = usmp_hill_climb_offsets(problem, self.memory_pressure)
+        off, info = usmp_hill_climb_offsets(problem, self.memory_pressure,
+                                            time_limit=self.time_limit)
         return SolveResult(off, "heuristic", info=info)
