@@ -355,7 +355,8 @@ class Buffer:
 _GET_ID, _GET_START, _GET_END, _GET_SIZE, _GET_ALIGN, _GET_KIND = (
     attrgetter(f) for f in ("id", "start", "end", "size", "alignment", "kind")
 )
-_GET_FEATURES = attrgetter("offset", "hint", "gaps", "pools")
+_GET_OFFSET, _GET_HINT, _GET_GAPS, _GET_POOLS = (
+    attrgetter(f) for f in ("offset", "hint", "gaps", "pools"))
 
 
 def _common_pools(lists) -> tuple[str, ...] | None:
@@ -538,7 +539,9 @@ class Problem:
             aliases,
             bufs,
         )
-        if pools or colocations or set(map(_GET_FEATURES, bufs)) - {(None, None, (), ())}:
+        if pools or colocations or (n and (
+                set(map(_GET_OFFSET, bufs)) != {None} or set(map(_GET_HINT, bufs)) != {None}
+                or any(map(_GET_GAPS, bufs)) or any(map(_GET_POOLS, bufs)))):
             self._init_features(bufs, pools, colocations)
 
     def _init_features(self, bufs, pools, colocations) -> None:

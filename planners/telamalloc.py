@@ -92,6 +92,7 @@ import numpy as np
 
 from .base import Planner, SolveResult, pick_engine
 from .bounds import live_profile
+from .feature_cpsat import solve_features
 from .local_search import DEFAULT_START_ORDERS, START_ORDERS_RULE, anytime_start
 from .model import Problem
 from .params import POSITIVE_SECONDS, SHARE, Interval, SequenceOf, StrOptions
@@ -673,6 +674,8 @@ class TelaMalloc(Planner):
 
     name = "telamalloc"
     family = "search"
+    #: feature problems go to the CP-SAT feature model (:mod:`planners.feature_cpsat`)
+    _capabilities = {"pins": "native", "hints": "native", "gaps": "native", "pools": "native"}
     _parameter_constraints = {
         "time_limit": [POSITIVE_SECONDS],
         "priority": [StrOptions(PRIORITIES), SequenceOf(StrOptions(PRIORITIES))],
@@ -717,6 +720,12 @@ class TelaMalloc(Planner):
         self.engine = engine
 
     def _solve(self, problem: Problem) -> SolveResult:
+        if problem.features:
+            # pins, hints, gaps, pools: the skyline search packs plain rectangles; as TelaMalloc
+            # pairs its heuristic with a CP solver, the feature problem goes to the CP-SAT
+            # feature model (planners.feature_cpsat), stopped by the time limit with its best plan
+            return solve_features(problem, problem.capacity, "minimize", self.time_limit,
+                                  workers=1)
         prios = (self.priority,) if isinstance(self.priority, str) else tuple(self.priority)
         engine = _resolve_engine(self.engine)
         st = anytime_start(problem, self.time_limit, self.start_orders, self.start_share)

@@ -182,7 +182,7 @@ def test_every_registered_planner_plans_validly_or_refuses_in_one_line():
         assert set(plan.arenas) == {"sram", "psram"}
         planned.append(name)
     assert {"greedy_by_size", "cpsat", "exact_search", "minimize", "local_search",
-            "lns_cpsat"} <= set(planned)
+            "lns_cpsat", "telamalloc"} <= set(planned)
     assert "naive" in refused
 
 
