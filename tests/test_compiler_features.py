@@ -191,6 +191,16 @@ def test_capability_table():
     assert caps == {"pins": "refused", "hints": "ignored", "gaps": "relaxed", "pools": "spill",
                     "colocations": "merged"}
     assert PLANNERS["greedy_by_size"].capabilities()["pins"] == "native"
+    from planners.base import CAPABILITY_MODES
+    from planners.model import FEATURES
+
+    allowed = {"pins": {"native", "refused"}, "hints": {"native", "ignored"},
+               "gaps": {"native", "relaxed"}, "pools": {"native", "spill"},
+               "colocations": {"merged"}}
+    for name, cls in PLANNERS.items():
+        caps = cls.capabilities()
+        assert set(caps) == set(FEATURES) and set(caps.values()) <= set(CAPABILITY_MODES), name
+        assert all(caps[f] in allowed[f] for f in FEATURES), (name, caps)
 
 
 def test_exact_planners_prove_a_pinned_capacity_infeasible():
