@@ -131,9 +131,11 @@ def test_missing_file_exits_2(tmp_path, capsys):
 def test_plan_on_a_solved_csv_says_it_ignores_the_offsets(tmp_path, capsys):
     p = _write(tmp_path / "solved.csv", [("a", 0, 2, 8, 0), ("b", 1, 3, 8, 0)])  # overlapping
     # MiniMalloc's reading: the offsets are fixed positions, here two colliding pins
-    assert main(["plan", p, "--json"]) == 0
+    assert main(["plan", p, "--json"]) == 1
     out, err = capsys.readouterr()
-    assert json.loads(out)["status"] == "infeasible" and err == ""
+    assert json.loads(out)["status"] == "infeasible"
+    assert err == ("memplan: error: planner 'greedy_by_size' proved problem 'solved' infeasible: "
+                   "pinned buffers 'a' and 'b' collide\n")
     assert main(["plan", p, "--json", "--ignore-offsets"]) == 0
     out, err = capsys.readouterr()
     assert json.loads(out)["arena"] == 16

@@ -172,6 +172,10 @@ def _cmd_plan(args) -> int:
     else:
         for k, v in out.items():
             print(f"{k:12s} {'-' if v is None or v == '' else v}")
+    if plan.status == "infeasible" and plan.info.get("proof"):  # e.g. two colliding pins
+        print(f"memplan: error: planner {plan.planner!r} proved problem {problem.name!r} "
+              f"infeasible: {plan.info['proof']}", file=sys.stderr)
+        return 1
     if problem.pools and (not valid or plan.status == "over_capacity"):
         over = [f"{q.name} {plan.arenas[q.name]} > {q.capacity}" for q in problem.pools
                 if valid and q.capacity is not None and plan.arenas[q.name] > q.capacity]
