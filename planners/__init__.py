@@ -16,6 +16,7 @@ from .base import FunctionPlanner, Planner, SolveResult
 from .bounds import live_profile, lower_bound, naive_arena, peak_step
 from .errors import (
     CapacityError,
+    FeatureError,
     InfeasibleError,
     InvalidPlanError,
     MemplanError,
@@ -59,4 +60,5 @@ __all__ = [
     "InvalidPlanError",
     "InfeasibleError",
     "CapacityError",
+    "FeatureError",
 ]
