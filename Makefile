@@ -7,7 +7,7 @@ MINIMALLOC_DIR ?= ../shared/benchmarks/minimalloc
 MINIMALLOC_ARG := $(if $(wildcard $(MINIMALLOC_DIR)/*.csv),--minimalloc-dir $(MINIMALLOC_DIR),)
 PYTEST_WORKERS ?= 2
 
-.PHONY: venv run run-full figures test lint bench bench-rv64 bench-rv64-quiet bench-exact bench-anytime bench-sched bench-transforms bench-budget bench-tflm bench-tflm-offline bench-import soak sweep clean
+.PHONY: venv run run-full figures test lint bench bench-rv64 bench-rv64-quiet bench-exact bench-anytime bench-sched bench-transforms bench-budget bench-tflm bench-tflm-offline bench-import bench-peers soak sweep clean
 
 $(STAMP): pyproject.toml $(wildcard setup.py) $(wildcard planners/_ext/*.c) $(wildcard planners/_ext/*.h)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -91,6 +91,14 @@ bench-transforms: $(STAMP)
 ## multi-model curves on the nine ONNX models -> results/bench_budget.csv + figures/budget_vs_overhead
 bench-budget: $(STAMP)
 	$(PY) -m experiments.bench.budget --out results/bench_budget.csv
+
+## The peers' planners side by side: Arm Vela's HillClimb (ethos-u-vela, the optional extra
+## "peers", installed here on first use; 5,000 iterations / 20 CPU s per run), XLA's heap, TVM USMP's
+## greedy and hill climb, TFLM's greedy, telamalloc (5 s) and choose_best on MiniMalloc A-F, pangu and
+## the ONNX/TFLite corpus, median of 3 runs (about 15 min) -> results/bench_peers.csv + figures/bench_peers
+bench-peers: $(STAMP)
+	$(PY) -c 'import ethosu.vela' 2>/dev/null || $(PY) -m pip install -q -e '.[peers]'
+	MPLBACKEND=Agg $(PY) -m experiments.bench.peers --minimalloc-dir $(MINIMALLOC_DIR) --out results/bench_peers.csv
 
 ## Soak: 10^5 seeded random problems through every planner and 10^4 mutated CSV/ONNX/TFLite files
 ## through the importers (2 workers, under 30 min); counts of invalid plans, wrong bounds, tracebacks

@@ -56,6 +56,7 @@ import numpy as np
 
 from .base import Planner, SolveResult
 from .bounds import lower_bound
+from .errors import SolverError
 from .greedy import greedy_offsets
 from .interference import interference_csr
 from .model import Problem
@@ -141,10 +142,23 @@ def _round_up(x: np.ndarray, a: np.ndarray) -> np.ndarray:
     return -(-x // a) * a
 
 
-def usmp_greedy_offsets(problem: Problem, order: np.ndarray, csr=None) -> np.ndarray:
-    """Offsets (bytes) of ``GreedyBase::PostSortAllocation`` for one unbounded pool: buffers in
-    ``order``, each at the highest ``round_up(offset + size, alignment)`` of its placed conflicts
-    (0 if none), rounded up to its own alignment. ``csr``: the interference CSR if already built.
+def usmp_greedy_offsets(problem: Problem, order: np.ndarray, csr=None,
+                        name: str = "tvm_greedy") -> tuple[np.ndarray, np.ndarray]:
+    """Offsets (bytes) and pool indices of ``GreedyBase::PostSortAllocation``: buffers in
+    ``order``; in each candidate pool the buffer would go at the highest
+    ``round_up(offset + size, alignment)`` of its placed conflicts in that pool (0 if none); a pool
+    where that (or 0) plus the size exceeds the pool's capacity (``size_hint_bytes``) drops out;
+    the buffer takes the first remaining candidate in its own candidate order
+    (``SelectPlacementPool``). Offsets are relative to the pool and rounded up to the buffer's and
+    the pool's alignment. A problem without pools is one unbounded pool (index 0).
+    ``csr``: the interference CSR if already built.
+
+    One deviation: in TVM, a conflict whose top still fits re-inserts a pool that an earlier
+    conflict had dropped (``std::unordered_map::operator[]``), which can overlap the two; here a
+    dropped pool stays dropped, so every plan is valid.
+
+    Raises :class:`planners.errors.SolverError` when no candidate pool has room (USMP's
+    "the space available in the provided pools exceeded" error).
 
     ``O(n + E)`` numpy work in one pass over the buffers.
     """
@@ -154,21 +168,42 @@ def usmp_greedy_offsets(problem: Problem, order: np.ndarray, csr=None) -> np.nda
     align = problem.alignments
     placed = np.zeros(n, bool)
     off = np.zeros(n, np.int64)
+    pool = np.zeros(n, np.int64)
     atop = np.zeros(n, np.int64)  # aligned top of each placed buffer
     ptr = indptr.tolist()
+    pools = problem.pools
+    ids = problem.ids
+    if pools:
+        own = [[problem.pool_index(c) for c in problem.candidates.get(b, ())]
+               or list(range(len(pools))) for b in ids]
     for i in order.tolist():
         nb = nbrs[ptr[i] : ptr[i + 1]]
-        x = 0
-        if nb.size:
-            tops = atop[nb[placed[nb]]]
-            if tops.size:
-                x = int(tops.max())
+        nb = nb[placed[nb]] if nb.size else nb
         a = int(align[i])
-        x = -(-x // a) * a
+        z = int(sizes[i])
+        if not pools:
+            x = int(atop[nb].max()) if nb.size else 0
+            x = -(-x // a) * a
+            k = 0
+        else:
+            for k in own[i]:
+                q = pools[k]
+                inp = nb[pool[nb] == k]
+                x = int(atop[inp].max()) if inp.size else 0
+                step = int(np.lcm(a, q.alignment))
+                x = -(-x // step) * step
+                if q.capacity is None or x + z <= q.capacity:
+                    break
+            else:
+                raise SolverError(
+                    f"{name}: buffer {ids[i]!r} ({z} bytes) fits in none of its pools "
+                    f"{[pools[k].name for k in own[i]]} (TVM USMP: the space available in the "
+                    "provided pools exceeded)")
         off[i] = x
-        atop[i] = _round_up(np.int64(x + int(sizes[i])), align[i])
+        pool[i] = k
+        atop[i] = -(-(x + z) // a) * a
         placed[i] = True
-    return off
+    return off, pool
 
 
 def usmp_first_fit_offsets(problem: Problem, order: np.ndarray, csr=None,
@@ -176,8 +211,9 @@ def usmp_first_fit_offsets(problem: Problem, order: np.ndarray, csr=None,
     """Offsets (bytes) of ``HillClimbAllocator::greedy`` for one unbounded pool: buffers in
     ``order``; each one's placed conflicts sorted by offset; the candidate (from 0) moves to a
     conflict's ``round_up(offset + size, alignment)`` whenever that is above it and the conflict
-    starts below ``candidate + size`` (zero-size conflicts included); then rounded up to the
-    buffer's own alignment.
+    starts below ``candidate + size`` (zero-size conflicts included), rounded up to the buffer's
+    own alignment at each move (TVM has one alignment in practice; this keeps the scan valid when
+    alignments differ).
 
     ``use_core``: run the compiled greedy core's first fit (same offsets when the alignment is
     uniform and no size is 0; ``None`` decides by that rule), else a Python scan.
@@ -200,11 +236,11 @@ def usmp_first_fit_offsets(problem: Problem, order: np.ndarray, csr=None,
         conf.sort(key=off.__getitem__)
         cand = 0
         s = sz[i]
+        a = al[i]
         for j in conf:
             nxt = -(-(off[j] + sz[j]) // al[j]) * al[j]
             if nxt > cand and cand + s > off[j]:
-                cand = nxt
-        cand = -(-cand // al[i]) * al[i]
+                cand = -(-nxt // a) * a  # own alignment inside the scan: the scan stays valid
         off[i] = cand
         placed[i] = True
     return np.asarray(off, np.int64)
@@ -311,15 +347,17 @@ def usmp_hill_climb_offsets(problem: Problem, memory_pressure: int | None = None
 
 
 class _UsmpGreedy(Planner):
-    family = "greedy"
+    family = "peer"
     in_default_comparison = False  # a peer baseline: run by ``make bench-peers``
     _parameter_constraints: dict = {}  # no parameters
+    _capabilities = {"pools": "native"}  # USMP's own pool choice (pool candidates, size hints)
     _key = "size"
 
     def _solve(self, problem: Problem) -> SolveResult:
         csr = interference_csr(problem)
         order = usmp_order(problem, self._key, np.diff(csr[0]))
-        return SolveResult(usmp_greedy_offsets(problem, order, csr), "heuristic")
+        off, pool = usmp_greedy_offsets(problem, order, csr, self.name)
+        return SolveResult(off, "heuristic", pools=pool if problem.pools else None)
 
 
 class TvmGreedyBySize(_UsmpGreedy):
@@ -354,7 +392,7 @@ class TvmHillClimb(Planner):
     """
 
     name = "tvm_hill_climb"
-    family = "local_search"
+    family = "peer"
     in_default_comparison = False  # a peer baseline: run by ``make bench-peers``
     _parameter_constraints = {
         "memory_pressure": [Interval(Integral, 0, None, closed="left", unit="bytes"), None],

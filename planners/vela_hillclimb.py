@@ -28,9 +28,9 @@ with two additions around it:
 
 Problem mapping: a buffer ``[start, end)`` is Vela's live range ``start_time = start``,
 ``end_time = end - 1`` (inclusive), ``size`` and its alignment as ``get_alignment()``.
-``memory_limit`` (bytes) defaults to the problem's capacity, else its lower bound (max live bytes;
-Vela then searches until ``max_iterations`` or the bound, as it does when the arena exceeds its
-SRAM). Python's global ``random`` state is saved and restored around the run.
+``memory_limit`` (bytes) defaults to the problem's capacity, else Vela's own minimum (max live
+bytes, sizes unaligned; Vela then searches until ``max_iterations`` or that bound, as it does
+when the arena exceeds its SRAM). Python's global ``random`` state is saved and restored around the run.
 
 Without ``ethos-u-vela`` installed the planner refuses in one line
 (:class:`planners.errors.SolverError`); install it with ``pip install -e '.[peers]'``.
@@ -45,7 +45,7 @@ from numbers import Integral, Real
 import numpy as np
 
 from .base import Planner, SolveResult
-from .bounds import live_profile, lower_bound
+from .bounds import live_profile
 from .errors import SolverError
 from .interference import interference_csr
 from .model import Problem
@@ -115,7 +115,6 @@ def vela_allocator(problem: Problem, max_iterations: int | None = None,
             "vela_hillclimb: the ethos-u-vela package is not installed "
             "(pip install -e '.[peers]' or pip install ethos-u-vela)"
         )
-    limit = lower_bound(problem) if memory_limit is None else int(memory_limit)
     lrs = _live_ranges(problem)
     base = mod.HillClimbAllocator
 
@@ -134,7 +133,11 @@ def vela_allocator(problem: Problem, max_iterations: int | None = None,
             _fast_init(self, mod, problem, live_ranges, max_iterations, memory_limit)
 
     cls = _FastInit if fast_init else _Timed
-    alloc = cls(lrs, max_iterations, limit)
+    # memory_limit None: Vela's own minimum (max live bytes, sizes unaligned), set after __init__
+    # so that Vela's constructor does not print its "limit below the minimum" warning
+    alloc = cls(lrs, max_iterations, 1 << 62 if memory_limit is None else int(memory_limit))
+    if memory_limit is None:
+        alloc.memory_limit = alloc.min_required_size
     alloc.calls = 0
     alloc.timed_out = False
     alloc.deadline = None if time_limit is None else time.process_time() + float(time_limit)
@@ -183,13 +186,13 @@ class VelaHillClimb(Planner):
     time_limit : float or None, default None
         CPU seconds after which the search stops (not in Vela; a cap for benchmarks).
     memory_limit : int or None, default None
-        Vela's memory limit in bytes; ``None``: the problem's capacity, else its lower bound.
+        Vela's memory limit in bytes; ``None``: the problem's capacity, else max live bytes.
 
     Refuses in one line (:class:`planners.errors.SolverError`) when ethos-u-vela is absent.
     """
 
     name = "vela_hillclimb"
-    family = "local_search"
+    family = "peer"
     in_default_comparison = False  # a peer baseline: run by ``make bench-peers``
     _parameter_constraints = {
         "max_iterations": [Interval(Integral, 0, None, closed="left")],
@@ -208,8 +211,9 @@ class VelaHillClimb(Planner):
             return SolveResult(np.zeros(0, np.int64), "heuristic")
         limit = self.memory_limit
         if limit is None:
-            limit = problem.capacity if problem.capacity is not None else lower_bound(problem)
+            limit = problem.capacity
         alloc = vela_allocator(problem, self.max_iterations, limit, time_limit=self.time_limit)
+        limit = alloc.memory_limit
         state = random.getstate()
         try:
             addresses = alloc.allocate()

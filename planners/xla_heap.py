@@ -19,10 +19,15 @@ A reproduction of openxla/xla ``xla/service/heap_simulator/heap_simulator.cc``
   smallest such chunk (ties: the lowest), and above everything when none holds it (the last free
   chunk is unbounded). Zero-size buffers get offset 0 and no chunk.
 
-XLA's heap has a single ``alignment`` for all buffers: a problem whose buffers have different
-alignments is refused in one line, as is a problem with alias groups (XLA's ``ShareWith``
-colocations keep each member's own lifetime; the interval model's alias groups reserve the hull,
-so the plans would differ). When every size is a multiple of the alignment the placement runs in
+XLA's heap has a single ``alignment`` for all buffers (a problem's common alignment here); when
+a problem's buffers have different alignments, each buffer's own alignment plays the heap's while
+it is placed (an extension; XLA has no such case). Colocation groups (XLA's ``ShareWith``) are planned as every
+planner plans them (:meth:`planners.base.Planner.plan`, capability ``merged``): one buffer per
+group over the members' lifetimes, its gaps not reused. XLA instead frees the group's chunk
+between its members' lifetimes, so the two agree on XLA's ``ColocatedII``, ``ColocatedIII`` and
+``ColocatedDifferentSize1/2`` tests but not on ``Colocated`` (60 bytes here, 40 in XLA, whose
+middle buffer reuses the chunk between the two colocated ones). Alias groups likewise. When every
+size is a multiple of the alignment the placement runs in
 the compiled greedy core (:mod:`planners.greedy`, ``fit="best"``: the same gaps, measured the same
 way, ``O(n log n + E)``); otherwise in this module's scan of the placed neighbours, which measures a
 free chunk from the aligned end as XLA does (``O(n log n + E log k)``).
@@ -42,7 +47,7 @@ from .base import Planner, SolveResult
 from .errors import ProblemError
 from .greedy import greedy_offsets
 from .interference import interference_csr
-from .model import Plan, Problem
+from .model import Buffer, Problem
 from .params import StrOptions
 
 __all__ = ["XlaHeap", "xla_order", "xla_best_fit_offsets", "heap_calls_problem"]
@@ -104,27 +109,32 @@ def _free_chunk_pick(used: list[tuple[int, int]], size: int, a: int) -> int:
     return best
 
 
-def xla_best_fit_offsets(problem: Problem, order: str = "spatial") -> np.ndarray:
+def xla_best_fit_offsets(problem: Problem, order: str = "spatial",
+                         use_core: bool | None = None) -> np.ndarray:
     """Offsets (bytes) of ``GlobalDecreasingSizeBestFitHeap::Finish`` on ``problem`` (one heap
     alignment: the buffers' common alignment). See the module docstring for the rules.
 
-    Raises :class:`planners.errors.ProblemError` when the buffers' alignments differ.
+    ``use_core``: place with the compiled greedy core (same offsets when every size is a multiple
+    of the alignment; ``None`` decides by that rule) or with this module's scan (``False``).
+
+    Buffers of different alignments (XLA's heap has one): each buffer's own alignment plays the
+    heap's when it is placed (free chunks start at used ends rounded up to it), so every offset
+    is aligned and the plan valid.
     """
     n = problem.n
     if n == 0:
         return np.zeros(0, np.int64)
     al = problem.alignments
     a = int(al[0])
-    if not np.all(al == a):
-        raise ProblemError(
-            f"xla_heap: problem {problem.name!r} has buffers of different alignments "
-            f"({', '.join(map(str, np.unique(al)[:4].tolist()))}...); XLA's heap has one alignment"
-        )
+    uniform = bool(np.all(al == a))
     perm = xla_order(problem, order)
-    if np.all(problem.sizes % a == 0):
+    if use_core is None:
+        use_core = uniform and bool(np.all(problem.sizes % a == 0))
+    if use_core:
         return greedy_offsets(problem, perm, "best")
     indptr, nbrs = interference_csr(problem, ignore_zero_size=True)
     sizes = problem.sizes.tolist()
+    aligns = al.tolist()
     ptr = indptr.tolist()
     placed = [False] * n
     off = [0] * n
@@ -134,19 +144,21 @@ def xla_best_fit_offsets(problem: Problem, order: str = "spatial") -> np.ndarray
             continue
         used = sorted((off[j], off[j] + sizes[j]) for j in nbrs[ptr[i] : ptr[i + 1]].tolist()
                       if placed[j])
-        off[i] = _free_chunk_pick(used, s, a)
+        off[i] = _free_chunk_pick(used, s, aligns[i])
         placed[i] = True
     return np.asarray(off, np.int64)
 
 
-def heap_calls_problem(calls: Iterable[tuple], name: str = "") -> Problem:
+def heap_calls_problem(calls: Iterable[tuple], name: str = "", alignment: int = 1) -> Problem:
     """The problem an XLA heap algorithm sees from a sequence of ``Alloc`` / ``Free`` calls.
 
-    ``calls``: ``("alloc", buffer, size)`` and ``("free", buffer)`` tuples in call order (sizes in
-    bytes). Each call on a non-zero-size buffer is one tick of XLA's ``current_time_``; a buffer
+    ``calls``: ``("alloc", buffer, size)``, ``("share", buffer, shared_with, size)`` (XLA's
+    ``ShareWith``: a colocation, planned as a colocation group of the problem) and
+    ``("free", buffer)`` tuples in call order (sizes in bytes). Each call on a non-zero-size buffer is one tick of XLA's ``current_time_``; a buffer
     lives over ``[alloc tick, free tick]`` (closed), here ``[alloc, free + 1)``. Zero-size buffers
     take no tick (XLA maps them to offset 0 at once) and get the one-step lifetime at the current
     tick. Buffers are numbered in order of their ``Alloc`` (XLA's ``HloValue`` ids in its tests).
+    ``alignment``: the heap's alignment in bytes, given to every buffer.
 
     Raises :class:`planners.errors.ProblemError` for a second ``Alloc`` of a buffer, a ``Free`` of a
     buffer never allocated or freed twice, or a buffer never freed.
@@ -157,16 +169,22 @@ def heap_calls_problem(calls: Iterable[tuple], name: str = "") -> Problem:
     """
     t = 0
     names: list[str] = []
+    share: dict[str, str] = {}
     size: dict[str, int] = {}
     start: dict[str, int] = {}
     end: dict[str, int] = {}
     for call in calls:
         kind, buf = call[0], str(call[1])
-        if kind == "alloc":
+        if kind in ("alloc", "share"):
             if buf in size:
                 raise ProblemError(f"heap calls: buffer {buf!r} is allocated twice")
+            if kind == "share":
+                if str(call[2]) not in size:
+                    raise ProblemError(f"heap calls: {buf!r} shares with {call[2]!r}, which is "
+                                       "not allocated")
+                share[buf] = str(call[2])
             names.append(buf)
-            size[buf] = int(call[2])
+            size[buf] = int(call[-1])
             start[buf] = t
             if size[buf]:
                 t += 1
@@ -177,12 +195,20 @@ def heap_calls_problem(calls: Iterable[tuple], name: str = "") -> Problem:
             if size[buf]:
                 t += 1
         else:
-            raise ProblemError(f"heap calls: unknown call {kind!r} (use 'alloc' or 'free')")
+            raise ProblemError(f"heap calls: unknown call {kind!r} (use 'alloc', 'share' or "
+                               "'free')")
     missing = [b for b in names if b not in end]
     if missing:
         raise ProblemError(f"heap calls: buffer {missing[0]!r} is never freed")
-    return Problem.from_arrays([start[b] for b in names], [end[b] for b in names],
-                               [size[b] for b in names], ids=names, name=name)
+    root: dict[str, str] = {}
+    for b in names:  # transitive colocations, as GetTransitiveColocations
+        root[b] = root[share[b]] if b in share else b
+    groups: dict[str, list[str]] = {}
+    for b in names:
+        groups.setdefault(root[b], []).append(b)
+    return Problem([Buffer(b, start[b], end[b], size[b]) for b in names], name=name,
+                   alignment=alignment,
+                   colocations=[g for g in groups.values() if len(g) > 1] or None)
 
 
 class XlaHeap(Planner):
@@ -194,27 +220,17 @@ class XlaHeap(Planner):
     order : {"spatial", "temporal"}, default "spatial"
         XLA's ``kSpatial`` (its default) or ``kTemporal`` sort.
 
-    Refuses (:class:`planners.errors.ProblemError`, one line) problems with alias groups and
-    problems whose buffers have different alignments.
+    Colocation and alias groups are merged, mixed alignments handled per buffer (see the module
+    docstring).
     """
 
     name = "xla_heap"
-    family = "greedy"
+    family = "peer"
     in_default_comparison = False  # a peer baseline: run by ``make bench-peers``
     _parameter_constraints = {"order": [StrOptions(ORDERS)]}
 
     def __init__(self, order: str = "spatial") -> None:
         self.order = order
-
-    def plan(self, problem: Problem) -> Plan:
-        """:meth:`planners.base.Planner.plan`, after refusing alias groups (XLA's colocations keep
-        each member's lifetime, which alias groups do not state)."""
-        if isinstance(problem, Problem) and problem.aliases:
-            raise ProblemError(
-                f"xla_heap: problem {problem.name!r} has alias groups; XLA's colocations "
-                "(ShareWith) keep each member's own lifetime, which alias groups do not state"
-            )
-        return super().plan(problem)
 
     def _solve(self, problem: Problem) -> SolveResult:
         return SolveResult(xla_best_fit_offsets(problem, self.order), "heuristic",
