@@ -173,8 +173,9 @@ def tflm_problem(path: str | Path, schedule: str = "file_order") -> tuple[Proble
     """Every buffer TFLite Micro plans for the model, with TFLM's own lifetimes, under the
     operator order of ``schedule``; and that order.
 
-    The order is the ``schedule``'s order of the imported main subgraph
-    (:func:`scheduling.tflite_import.load_tflite`); when it differs from the file order the
+    The order is the file order for ``file_order`` (no import needed), else the ``schedule``'s
+    order of the imported main subgraph (:func:`scheduling.tflite_import.load_tflite`; a model the
+    importer refuses is refused with its reason); when it differs from the file order the
     operators are reordered as :func:`write_offline_plan` will reorder them (refused with
     ``ValueError`` where unsafe, see the module docstring). The problem is
     :func:`experiments.tflm.oracle.tflm_head_problem` of that (reordered) model: one buffer per
@@ -188,13 +189,30 @@ def tflm_problem(path: str | Path, schedule: str = "file_order") -> tuple[Proble
     """
     import tempfile
 
+    import tflite
+
     from experiments.tflm.oracle import tflm_head_problem
     from scheduling.schedulers import get_scheduler
-    from scheduling.tflite_import import load_tflite
+    from scheduling.tflite_import import TfliteImportError, _enum_names, load_tflite
 
-    m = load_tflite(path)
-    order = list(get_scheduler(schedule).schedule(m.graph).order)
     data = Path(path).read_bytes()
+    if schedule == "file_order":  # TFLM's own order: no graph import needed
+        model = _read(data, str(path))
+        names = _enum_names(tflite.BuiltinOperator)
+        sg = model.Subgraphs(0)
+        order = []
+        for i in range(sg.OperatorsLength()):
+            oc = model.OperatorCodes(sg.Operators(i).OpcodeIndex())
+            code = max(oc.BuiltinCode(), oc.DeprecatedBuiltinCode())
+            order.append(f"{i}:{names.get(code, f'BUILTIN_{code}')}")
+        p = tflm_head_problem(path)
+        return Problem(p.buffers, alignment=ALIGN, name=Path(path).stem), order
+    try:
+        m = load_tflite(path)
+    except TfliteImportError as e:
+        raise ValueError(f"--scheduler {schedule} reorders memplan's graph of the model, and "
+                         f"the importer refuses it: {e}") from None
+    order = list(get_scheduler(schedule).schedule(m.graph).order)
     new = _new_operator_order(data, order)
     if new is None:
         p = tflm_head_problem(path)
