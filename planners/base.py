@@ -17,13 +17,13 @@ A new algorithm is one module with a subclass and one line in :mod:`planners.reg
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import Any
 
 import numpy as np
 
 from .bounds import lower_bound, pool_lower_bounds
-from .catalogue import planner_classes
 from .errors import CapacityError, FeatureError
 from .model import FEATURES, Plan, Problem, SolveResult
 from .multipool import plan_pools
@@ -125,7 +125,10 @@ class Planner(Configurable):
                 if f == "pins":
                     i = int(np.flatnonzero(problem.pins >= 0)[0])
                     who = f" (buffer {problem.ids[i]!r} is fixed at offset {int(problem.pins[i])})"
-                able = [k for k, c in planner_classes().items()
+                # the registry, if loaded (it imports every planner; importing it here would
+                # make every planner depend on all the others); only for this message
+                reg = sys.modules.get(f"{__package__}.registry")
+                able = [k for k, c in getattr(reg, "PLANNERS", {}).items()
                         if c.capabilities().get(f) != "refused"]
                 raise FeatureError(
                     f"planner {self.name!r} does not handle {_FEATURE_WORDS[f]}{who} in problem "

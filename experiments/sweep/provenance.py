@@ -274,6 +274,8 @@ class _ModuleGraph:
                     found.add(mod)
                 else:
                     found.update(self._resolve(mod, a) for a, _ in imp[3])
+            if "planners.catalogue" in found:  # bound to the registry at run time (no import)
+                found.add("planners.registry")
             self._deps[name] = tuple(sorted(
                 m for m in found if m.split(".")[0] in PROJECT_PACKAGES and self.text(m) is not None))
         return self._deps[name]
