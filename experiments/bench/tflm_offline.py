@@ -31,8 +31,11 @@ On the four wake-word models every planned head equals memplan's arena and every
 identical; the heads shrink by 176-1664 bytes, but the smallest accepted ``arena_size`` by 0
 bytes on three models and 320 on ``hey_mycroft``: there the plan commit, not the head, sets it.
 
+On the built ``IF`` and ``CALL_ONCE`` models every tensor of every subgraph is placed offline
+(10 and 5), the planned head equals memplan's arena and the outputs are identical.
+
 Run: ``python -m experiments.bench.tflm_offline --out results/bench_tflm_offline.csv`` (about
-6 min on 2 cores: each bisection is 15-20 child processes).
+15 s: the bisections go to one persistent probe process, :mod:`experiments.tflm.probe`).
 """
 
 from __future__ import annotations
