@@ -177,7 +177,6 @@ def plot(csv_path: Path, figure: Path) -> list[Path]:
         ax2.scatter(xs, [max(float(r["cpu_seconds"]), 1e-4) for r in mine], color=colour,
                     marker=marker, s=18)
     ax1.axhline(1.0, color="0.6", linewidth=0.6)
-    ax1.set_yscale("log")
     ax1.set_ylabel("arena / lower bound")
     ax2.set_yscale("log")
     ax2.set_ylabel("CPU seconds (median of runs)")
