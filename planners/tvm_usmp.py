@@ -3,9 +3,15 @@ sequence exactly: ``tvm_greedy_by_size``, ``tvm_greedy_by_conflicts`` and ``tvm_
 
 Reproductions of apache/tvm ``src/tir/usmp/algo/greedy.cc`` (``GreedyBase::PostSortAllocation``,
 ``GreedySize``, ``GreedyConflicts``) and ``src/tir/usmp/algo/hill_climb.cc``
-(``HillClimbAllocator``) for one unbounded pool (``size_hint_bytes`` absent), the case of a
-:class:`planners.model.Problem` without pools. USMP was removed from TVM's main branch with the
-Relax rewrite; the sources read are the last versions that carry it.
+(``HillClimbAllocator``). USMP was removed from TVM's main branch with the Relax rewrite; the
+sources read are the last versions that carry it (before apache/tvm commit a531d170b9).
+
+* **Pools.** The two greedy planners choose pools as USMP does (capability ``pools: native``): a
+  problem's :class:`planners.model.MemoryPool` is a ``PoolInfo`` (``capacity`` its
+  ``size_hint_bytes``), a buffer's candidate pools are its ``pool_candidates`` in their order (all
+  pools, in the problem's order, when it names none); see :func:`usmp_greedy_offsets`. A problem
+  without pools is one unbounded pool. The hill climb plans one pool at a time after the
+  toolkit's spill assignment (capability ``spill``), not with USMP's own pool choice.
 
 * **Conflicts.** A buffer's ``conflicts`` are the buffers whose lifetimes overlap its own (the
   interference graph of :mod:`planners.interference`, zero-size buffers included: USMP keeps every
