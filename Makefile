@@ -95,7 +95,7 @@ bench-budget: $(STAMP)
 ## The peers' planners side by side: Arm Vela's HillClimb (ethos-u-vela, the optional extra
 ## "peers", installed here on first use; 5,000 iterations / 20 CPU s per run), XLA's heap, TVM USMP's
 ## greedy and hill climb, TFLM's greedy, telamalloc (5 s) and choose_best on MiniMalloc A-F, pangu and
-## the ONNX/TFLite corpus, median of 3 runs (about 15 min) -> results/bench_peers.csv + figures/bench_peers
+## the ONNX/TFLite corpus, median of 3 runs (about 8 min) -> results/bench_peers.csv + figures/bench_peers
 bench-peers: $(STAMP)
 	$(PY) -c 'import ethosu.vela' 2>/dev/null || $(PY) -m pip install -q -e '.[peers]'
 	MPLBACKEND=Agg $(PY) -m experiments.bench.peers --minimalloc-dir $(MINIMALLOC_DIR) --out results/bench_peers.csv
