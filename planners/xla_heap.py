@@ -18,6 +18,10 @@ A reproduction of openxla/xla ``xla/service/heap_simulator/heap_simulator.cc``
   below it and is kept when it holds the buffer; the buffer goes to the aligned start of the
   smallest such chunk (ties: the lowest), and above everything when none holds it (the last free
   chunk is unbounded). Zero-size buffers get offset 0 and no chunk.
+* **Preferred offsets** (a buffer's hint, capability ``hints: native``): XLA's rule for a
+  ``preferred_offset`` (``FindUnslicedChunkCandidates``, as memory-space assignment passes it;
+  ``Finish`` itself passes none): taken when it is aligned and the free chunk with the largest
+  start at or below it holds ``[preferred, preferred + size)``; else best fit as above.
 
 XLA's heap has a single ``alignment`` for all buffers (a problem's common alignment here); when
 a problem's buffers have different alignments, each buffer's own alignment plays the heap's while
@@ -52,14 +56,15 @@ from .params import StrOptions
 
 __all__ = ["XlaHeap", "xla_order", "xla_best_fit_offsets", "heap_calls_problem"]
 
-ORDERS = ("spatial", "temporal")
+ORDERS = ("spatial", "temporal", "problem")
 
 
 def xla_order(problem: Problem, order: str = "spatial") -> np.ndarray:
     """The order in which ``GlobalDecreasingSizeBestFitHeap`` places ``problem``'s buffers.
 
     ``spatial``: size descending, live range descending, index ascending; ``temporal``: live range
-    descending, size descending, index ascending. Returns a permutation (int64, first placed first).
+    descending, size descending, index ascending; ``problem``: the problem's order (XLA's
+    ``kCustom`` with a comparator that keeps the given order). Returns a permutation (int64, first placed first).
     Raises ``ValueError`` for another ``order``.
 
     >>> p = Problem.from_closed([("a", 0, 4, 10), ("b", 1, 5, 30), ("c", 2, 6, 20), ("d", 3, 7, 40)])
@@ -69,17 +74,20 @@ def xla_order(problem: Problem, order: str = "spatial") -> np.ndarray:
     if order not in ORDERS:
         raise ValueError(f"unknown XLA order {order!r}; choose from {ORDERS}")
     idx = np.arange(problem.n)
+    if order == "problem":
+        return idx.astype(np.int64)
     neg_len = problem.starts - problem.ends
     if order == "spatial":
         return np.lexsort((idx, neg_len, -problem.sizes)).astype(np.int64)
     return np.lexsort((idx, -problem.sizes, neg_len)).astype(np.int64)
 
 
-def _free_chunk_pick(used: list[tuple[int, int]], size: int, a: int) -> int:
+def _free_chunk_pick(used: list[tuple[int, int]], size: int, a: int, preferred: int = -1) -> int:
     """Offset XLA picks for ``size`` bytes given the ``(offset, end)`` chunks in use (sorted by
-    offset) and heap alignment ``a`` (``MakeFreeChunksList`` + ``FindUnslicedChunkCandidates``)."""
+    offset), heap alignment ``a`` and a ``preferred`` offset (-1: none) (``MakeFreeChunksList`` +
+    ``FindUnslicedChunkCandidates``)."""
     if not used:
-        return 0
+        return preferred if preferred >= 0 and preferred % a == 0 else 0
     free: list[tuple[int, int | None]] = []
     start = 0
     cur_off, cur_end = used[0]
@@ -95,6 +103,13 @@ def _free_chunk_pick(used: list[tuple[int, int]], size: int, a: int) -> int:
         free.append((start, cur_off))
     start = max(start, -(-cur_end // a) * a)
     free.append((start, None))  # XLA: up to INT64_MAX
+    if preferred >= 0 and preferred % a == 0:
+        # the free chunk with the largest start <= preferred holds [preferred, preferred + size)
+        below = [(fs, fe) for fs, fe in free if fs <= preferred]
+        if below:
+            fs, fe = below[-1]
+            if fe is None or (preferred < fe and fe - size >= preferred):
+                return preferred
     best, best_size = -1, None
     for fs, fe in free:
         x = -(-fs // a) * a
@@ -128,8 +143,9 @@ def xla_best_fit_offsets(problem: Problem, order: str = "spatial",
     a = int(al[0])
     uniform = bool(np.all(al == a))
     perm = xla_order(problem, order)
+    hints = problem.hints.tolist() if "hints" in problem.features else None
     if use_core is None:
-        use_core = uniform and bool(np.all(problem.sizes % a == 0))
+        use_core = uniform and hints is None and bool(np.all(problem.sizes % a == 0))
     if use_core:
         return greedy_offsets(problem, perm, "best")
     indptr, nbrs = interference_csr(problem, ignore_zero_size=True)
@@ -144,7 +160,7 @@ def xla_best_fit_offsets(problem: Problem, order: str = "spatial",
             continue
         used = sorted((off[j], off[j] + sizes[j]) for j in nbrs[ptr[i] : ptr[i + 1]].tolist()
                       if placed[j])
-        off[i] = _free_chunk_pick(used, s, aligns[i])
+        off[i] = _free_chunk_pick(used, s, aligns[i], -1 if hints is None else hints[i])
         placed[i] = True
     return np.asarray(off, np.int64)
 
@@ -217,8 +233,8 @@ class XlaHeap(Planner):
 
     Parameters
     ----------
-    order : {"spatial", "temporal"}, default "spatial"
-        XLA's ``kSpatial`` (its default) or ``kTemporal`` sort.
+    order : {"spatial", "temporal", "problem"}, default "spatial"
+        XLA's ``kSpatial`` (its default) or ``kTemporal`` sort, or the problem's order (``kCustom``).
 
     Colocation and alias groups are merged, mixed alignments handled per buffer (see the module
     docstring).
@@ -226,6 +242,7 @@ class XlaHeap(Planner):
 
     name = "xla_heap"
     family = "peer"
+    _capabilities = {"hints": "native"}  # XLA's preferred-offset rule
     in_default_comparison = False  # a peer baseline: run by ``make bench-peers``
     _parameter_constraints = {"order": [StrOptions(ORDERS)]}
 

@@ -67,6 +67,24 @@ def test_xla_heap_simulator_vectors(case):
     assert dict(zip(pl.problem.ids, pl.offsets.tolist())) == offsets
 
 
+#: FindGlobalDecreasingSizeBestFitTest.ChunkCandidate: MakeFindAndCommit(buffer, size, start,
+#: end, preferred offset) in this order (closed [start, end]); expected (offset, heap size).
+XLA_CHUNK_CANDIDATE = [("a", 5, 6, 10, 5, 5, 10), ("b", 10, 3, 5, None, 0, 10),
+                       ("c", 5, 2, 8, None, 10, 15), ("d", 5, 0, 2, 10, 0, 15),
+                       ("e", 10, 11, 13, 10, 10, 20), ("f", 5, 3, 5, 20, 20, 25),
+                       ("g", 10, 4, 8, 15, 25, 35)]
+
+
+def test_xla_heap_preferred_offsets_chunk_candidate():
+    # hints are XLA's preferred offsets; order="problem" commits in the test's call order (kCustom)
+    bufs = [Buffer(b, s, e + 1, z, hint=h) for b, z, s, e, h, _, _ in XLA_CHUNK_CANDIDATE]
+    for k in range(1, len(bufs) + 1):
+        pl = get_planner("xla_heap", order="problem").plan(Problem(bufs[:k]))
+        b, *_, offset, heap = XLA_CHUNK_CANDIDATE[k - 1]
+        assert (pl.offset_of(b), pl.arena_size) == (offset, heap)
+    assert get_planner("xla_heap").capabilities()["hints"] == "native"
+
+
 def test_xla_heap_empty_and_times():
     assert get_planner("xla_heap").plan(Problem([])).arena_size == 0  # GlobalDecreasing...Empty
     # each Alloc/Free of a non-zero size is one tick; zero-size buffers take none
