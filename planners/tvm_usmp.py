@@ -41,10 +41,13 @@ rounded up to the buffer's own alignment (which changes nothing when all alignme
 TVM's case) so plans of mixed-alignment problems stay valid in the interval model. Sizes and
 offsets are bytes; lifetimes half-open ``[start, end)`` in steps.
 
-Pinned by the vectors of TVM's ``tests/python/unittest/test_tir_usmp_algo.py`` (``test_fanout``:
-7,920,256 and 7,200,256 bytes on its ResNet subgraph; ``test_linear``) and
-``test_tir_usmp_algo_hill_climb.py`` (``test_intervals``: the hill climb reaches the maximum live
-bytes on its four interval sets) in ``tests/test_peer_planners.py``.
+Pinned by the vectors of TVM's ``tests/python/tir-usmp/test_tir_usmp_algo.py`` (``test_fanout``:
+7,920,256 and 7,200,256 bytes on its ResNet subgraph; ``test_linear``: a 200,704-byte fast pool and
+a 1,418,528-byte slow pool) and ``test_tir_usmp_algo_hill_climb.py`` (``test_intervals``: within
+5 % of the maximum live bytes, the tolerance of TVM's last version of the test; three of the four
+interval sets reach it exactly, ``deep_speech`` ends at 102,416 bytes for 100,352) in
+``tests/test_peer_planners.py``. TVM itself is not installed here, so the hill climb's exact
+offsets beyond those published numbers are not checked against TVM.
 
 Complexity: the greedy rules run on the interference graph in CSR form, ``O(n log n + E)``; the
 hill climb's first-fit placement runs in the compiled greedy core (:mod:`planners.greedy`) when the
