@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import sys
 import tempfile
@@ -174,7 +175,8 @@ def summary(rows: list[dict]) -> str:
                 f"== arena on {sum(o['head_equals_arena'] for o in acc)} (a note on "
                 f"{sum(bool(o['note']) for o in acc)})"
                 + "".join(f"; refused {n}: {m}" for m, n in Counter(
-                    o["refusal"] for o in mine if not o["accepted"]).most_common(3)))
+                    re.sub(r"\S+\.tflite|'[^']*'", "...", o["refusal"])
+                    for o in mine if not o["accepted"]).most_common(3)))
     tags_all = Counter(t for r in rows for t in r["tags"].split())
     tags_bad = Counter(t for r in bad for t in r["tags"].split())
     lines.append("by tag (failing/all): " + ", ".join(
