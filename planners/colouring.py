@@ -32,9 +32,12 @@ from __future__ import annotations
 import heapq
 import math
 from numbers import Integral
+from typing import TYPE_CHECKING
 
-import networkx as nx
 import numpy as np
+
+if TYPE_CHECKING:  # imported where used: `import planners` stays light
+    import networkx as nx
 
 from .base import Planner, SolveResult
 from .errors import ProblemError
@@ -86,6 +89,8 @@ def interference_graph(problem: Problem) -> nx.Graph:
 
     Node attribute ``size`` (bytes). ``O(n log n + E)``.
     """
+    import networkx as nx  # imported here: `import planners` stays light
+
     g = nx.Graph()
     for i in np.flatnonzero(problem.sizes > 0).tolist():
         g.add_node(i, size=int(problem.sizes[i]))

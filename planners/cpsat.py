@@ -39,7 +39,6 @@ import math
 import time
 
 import numpy as np
-from ortools.sat.python import cp_model
 
 from .base import Planner, SolveResult
 from .bounds import lower_bound
@@ -213,6 +212,8 @@ class CPSat(Planner):
         aligns = problem.alignments.tolist()
         if any(sizes[i] > ub for i in live):  # cannot happen past plan()'s capacity check
             return SolveResult(None, "infeasible", lb, info)
+
+        from ortools.sat.python import cp_model  # imported here: `import planners` stays light
 
         m = cp_model.CpModel()
         off = {}

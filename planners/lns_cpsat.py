@@ -60,7 +60,6 @@ import time
 from numbers import Integral
 
 import numpy as np
-from ortools.sat.python import cp_model
 
 from .base import Planner, SolveResult
 from .feature_cpsat import solve_features
@@ -263,6 +262,8 @@ class LNSCPSat(Planner):
         Returns ``(result, build_seconds)``: ``result`` is ``None`` if CP-SAT found nothing, else
         ``(offsets, new highest free top, old highest free top, proved)``; ``build_seconds`` is
         the time spent building the model."""
+        from ortools.sat.python import cp_model  # imported here: `import planners` stays light
+
         t0 = time.perf_counter()
         starts, ends, sizes, aligns = (
             problem.starts,
@@ -349,6 +350,8 @@ def _offset_domain(fix_off, fix_top, size: int, align: int, lo: int, hi: int):
     k_hi = gap_hi // align
     ok = k_lo <= k_hi
     flat = np.column_stack((k_lo[ok], k_hi[ok])).ravel().tolist()
+    from ortools.sat.python import cp_model
+
     return cp_model.Domain.FromFlatIntervals(flat)
 
 

@@ -12,8 +12,10 @@ import math
 import os
 import re
 import tempfile
+from typing import TYPE_CHECKING
 
-import pulp
+if TYPE_CHECKING:  # imported where used: `import planners` stays light
+    import pulp
 
 __all__ = ["solve_pulp", "pulp_backend_name"]
 
@@ -29,6 +31,8 @@ def pulp_backend_name() -> str:
 
 def _status(prob: pulp.LpProblem) -> str:
     """Map PuLP's status pair to a toolkit status (``optimal|feasible|infeasible|timeout``)."""
+    import pulp
+
     if prob.sol_status == pulp.LpSolutionOptimal and prob.status == pulp.LpStatusOptimal:
         return "optimal"
     if prob.sol_status in (pulp.LpSolutionIntegerFeasible, pulp.LpSolutionOptimal):
@@ -94,6 +98,8 @@ def solve_pulp(
     info : dict
         ``{"lp_solver": name, "pulp_status": str, "pulp_sol_status": int}``.
     """
+    import pulp  # imported here: `import planners` stays light
+
     name = pulp_backend_name()
     info: dict = {"lp_solver": name}
     log_text = ""

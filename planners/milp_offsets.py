@@ -54,7 +54,6 @@ import time
 from collections import deque
 
 import numpy as np
-import pulp
 
 from .base import Planner, SolveResult
 from .bounds import lower_bound
@@ -267,6 +266,8 @@ class MILPOffsets(Planner):
             ub_m = max(ub_m, lb_m)
         big_m = ub_m
         info["big_m"] = big_m * q
+
+        import pulp  # imported here: `import planners` stays light
 
         prob = pulp.LpProblem("milp_offsets", pulp.LpMinimize)
         H = pulp.LpVariable("H", lowBound=min(lb_m, ub_m), upBound=ub_m)
