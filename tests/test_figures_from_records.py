@@ -169,3 +169,50 @@ def test_one_command_redraws_the_benchmark_figures_from_their_csvs(tmp_path, mon
                                  "rv64_cycles_vs_buffers", "rv64_cycles_caches", "sched_peaks",
                                  "sched_curves")} <= names, sorted(names)
     assert skipped == [f"skipped compare figures: no {tmp_path / 'compare.csv'}"]
+
+
+def test_best_plan_is_chosen_by_arena_then_a_fixed_planner_order_never_by_seconds():
+    from experiments.report.figures import best_planner
+    from planners import available_planners
+
+    order = available_planners()
+    a, b = order.index("greedy_by_size"), order.index("first_fit")
+    first, second = ("greedy_by_size", "first_fit") if a < b else ("first_fit", "greedy_by_size")
+    for secs in ([0.001, 5.0], [5.0, 0.001]):  # whichever was faster, the same planner wins
+        sub = pd.DataFrame({"planner": [second, first, "naive"], "arena": [100, 100, 300],
+                            "seconds": [secs[0], secs[1], 0.0]})
+        assert best_planner(sub) == first
+    sub = pd.DataFrame({"planner": [first, second], "arena": [101, 100], "seconds": [0.0, 9.0]})
+    assert best_planner(sub) == second  # the arena decides first
+
+
+def test_compare_figures_remove_the_files_they_no_longer_write(tmp_path, monkeypatch):
+    """Redrawing a compare folder gives the same file names whatever the recorded seconds, and
+    removes owned figures an earlier run wrote (another best planner, a workload no longer
+    compared) while leaving every other file in the folder alone."""
+    out = tmp_path / "cmp"
+    assert main(["compare", "--workloads", "seed000", "--planners", "greedy_by_size",
+                 "best_fit", "first_fit", "--quiet", "--no-plots", "--out", str(out)]) == 0
+    df = pd.read_csv(out / "compare.csv")
+    assert df["arena"].nunique() == 1  # all three tie on seed 000: only the order decides
+    _forbid(monkeypatch)
+    figs = out / "figures"
+    figs.mkdir()
+    stale = [figs / "layout_seed000_some_old_planner.png", figs / "layout_seed000_x.pdf",
+             figs / "memory_over_time_gone.png", figs / "ratio_heatmap.svg"]
+    foreign = [figs / "bench_scale.png", figs / "sched_peaks.pdf", figs / "notes.txt"]
+    for f in stale + foreign:
+        f.write_bytes(b"old")
+    names = []
+    for seed in (0, 1):
+        shuffled = df.copy()
+        shuffled["seconds"] = shuffled["seconds"].sample(frac=1.0, random_state=seed).to_numpy()
+        shuffled.to_csv(out / "compare.csv", index=False)
+        written = figures_from_folder(out)
+        names.append(sorted(p.name for p in written))
+    assert names[0] == names[1]
+    layouts = [n for n in names[0] if n.startswith("layout_seed000_")]
+    assert len(layouts) == 2  # one best plan, PNG + PDF
+    assert not any(f.exists() for f in stale)
+    assert all(f.exists() for f in foreign)
+    assert sorted(p.name for p in figs.iterdir()) == sorted(names[0] + [f.name for f in foreign])

@@ -49,6 +49,10 @@ __all__ = [
     "figsize",
     "styled",
     "save",
+    "recording",
+    "figure_facts",
+    "MIN_TEXT_PT",
+    "MIN_DPI",
     "format_bytes",
     "BinaryByteLocator",
     "BinaryByteFormatter",
@@ -121,6 +125,15 @@ STYLES: dict[str, dict] = {
 }
 
 _CURRENT = contextvars.ContextVar("memplan_plot_style", default="default")
+_RECORDING: contextvars.ContextVar[list | None] = contextvars.ContextVar(
+    "memplan_plot_recording", default=None)
+
+#: The print rules every saved figure follows (checked by ``tests/test_figure_style.py``):
+#: no text below this many points once the figure is scaled to the column it is printed in
+#: (3.5 in single, 7.16 in double column; a figure is never enlarged), ...
+MIN_TEXT_PT = 7.0
+#: ... and PNG files written at no less than this resolution (dots per inch).
+MIN_DPI = 200
 
 
 @contextlib.contextmanager
@@ -274,6 +287,20 @@ def save(fig, path: str | Path, formats: Sequence[str] | None = None) -> list[Pa
         # one tight-box layout pass for all formats
         fig.draw_without_rendering()
         bbox = fig.get_tightbbox(get_renderer()).padded(plt.rcParams["savefig.pad_inches"])
+    # never below MIN_DPI, whatever style (or none) the caller drew in
+    dpi = max(float(STYLES[current_style()]["rc"]["savefig.dpi"]), float(MIN_DPI))
+    log = _RECORDING.get()
+    if log is not None:
+        if bbox == "tight":
+            fig.draw_without_rendering()
+            ext = fig.get_tightbbox(fig.canvas.get_renderer()).padded(
+                plt.rcParams["savefig.pad_inches"])
+        else:
+            ext = bbox
+        size = ((ext.width, ext.height) if ext is not None
+                else tuple(fig.get_size_inches()))
+        log.append({"path": path, **figure_facts(fig), "width_in": float(size[0]),
+                    "height_in": float(size[1]), "dpi": dpi})
     for fmt in formats:
         out = path.with_suffix("." + fmt)
         meta = {"png": {"Software": None}, "pdf": {"CreationDate": None, "ModDate": None},
@@ -281,10 +308,54 @@ def save(fig, path: str | Path, formats: Sequence[str] | None = None) -> list[Pa
         with _rc({"svg.hashsalt": "memplan",
                   "pdf.fonttype": STYLES[current_style()]["rc"]["pdf.fonttype"]}):
             with atomic_output(out) as tmp:
-                fig.savefig(tmp, format=fmt, bbox_inches=bbox, metadata=meta)
+                fig.savefig(tmp, format=fmt, bbox_inches=bbox, metadata=meta, dpi=dpi)
         written.append(out)
     plt.close(fig)
     return written
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[list[dict]]:
+    """Context manager: every :func:`save` inside the block appends one dict to the yielded list,
+    before the figure is closed: ``path`` (the stem), the :func:`figure_facts` of the figure,
+    ``width_in``/``height_in`` (inches of the written file: the cropped extent, or the figure
+    size in the paper style) and ``dpi`` (of the PNG). For tests of the print rules
+    (:data:`MIN_TEXT_PT`, :data:`MIN_DPI`); outside the block :func:`save` records nothing."""
+    log: list[dict] = []
+    token = _RECORDING.set(log)
+    try:
+        yield log
+    finally:
+        _RECORDING.reset(token)
+
+
+def figure_facts(fig) -> dict:
+    """What the print rules look at in a drawn figure: ``texts``, a list of ``(text, points)``
+    of every visible, non-empty text (titles, labels, tick labels, legend entries, annotations;
+    clipped-out annotations excluded), and ``log_axes``, a list of ``(axis label, "x"|"y")`` of
+    every visible log-scaled axis (its label should say "log"). O(artists)."""
+    from matplotlib.text import Text
+
+    fig.draw_without_rendering()  # tick labels exist only once drawn
+    texts = []
+    for t in fig.findobj(Text):
+        if not t.get_visible() or not t.get_text().strip():
+            continue
+        ax = t.axes
+        if ax is not None and t.get_clip_on() and t.get_transform() == ax.transData:
+            x, y = (ax.transData + ax.transAxes.inverted()).transform(t.get_position())
+            if not (-1e-9 <= x <= 1 + 1e-9 and -1e-9 <= y <= 1 + 1e-9):
+                continue  # a data label outside the view is not drawn
+        texts.append((t.get_text(), float(t.get_fontsize())))
+    logs = []
+    for ax in fig.axes:
+        if not ax.get_visible():
+            continue
+        for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+            if axis.get_scale() == "log" and axis.get_visible() and \
+                    any(t.get_visible() and t.get_text() for t in axis.get_ticklabels()):
+                logs.append((axis.get_label_text(), name))
+    return {"texts": texts, "log_axes": logs}
 
 
 # -- bytes ----------------------------------------------------------------------------------------
@@ -584,7 +655,7 @@ def plot_ratio_heatmap(records: pd.DataFrame, title: str = "Arena / lower bound"
     ax.set_xticks(range(len(planners)), planners, rotation=45, ha="right")
     ax.set_yticks(range(len(workloads)), [short_label(w, 24) for w in workloads])
     ax.grid(False)
-    small = 6.5 if current_style() == "default" else 5.0
+    small = MIN_TEXT_PT
     pv = proved.to_numpy(dtype=bool)
     for (r, c), v in np.ndenumerate(data):
         if np.isfinite(v):
@@ -761,7 +832,7 @@ def plot_memory_over_time(
 
 
 def plot_arena_layout(plan: Plan, title: str | None = None, max_labels: int = 40,
-                      label_fontsize: float = 6.0, ax=None):
+                      label_fontsize: float = MIN_TEXT_PT, ax=None):
     """The arena layout of one plan: one rectangle per buffer ``[start, end) x [offset,
     offset + size)`` (schedule steps x bytes), the lower bound and arena as lines.
 

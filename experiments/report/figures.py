@@ -22,10 +22,47 @@ import pandas as pd
 from experiments import plots
 
 __all__ = ["compare_figures", "sched_figures", "most_different_workload", "LAYOUT_WORKLOADS",
-           "figures_from_folder"]
+           "figures_from_folder", "best_planner", "OWNED_COMPARE", "OWNED_SCHED",
+           "remove_stale"]
 
 #: Workloads whose memory-over-time curve and arena layout ``memplan compare`` draws when present.
 LAYOUT_WORKLOADS = ("seed000", "resnet50", "inception_v1", "minimalloc:C")
+
+#: File-name patterns (stems) of the figures :func:`compare_figures` owns in its folder: a file
+#: matching one of them that a run no longer writes is removed, so no figure of an earlier run
+#: (another best planner, a workload no longer compared) stays beside the new ones.
+OWNED_COMPARE = ("ratio_heatmap", "ratio_by_planner", "memory_over_time_*", "layout_*")
+#: The same for :func:`sched_figures`.
+OWNED_SCHED = ("compare_sched_peaks", "compare_sched_curves_*")
+#: Suffixes of figure files (:func:`experiments.plots.save` formats).
+_FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
+
+
+def remove_stale(fig_dir: Path, owned: Sequence[str], written: Sequence[Path]) -> list[Path]:
+    """Delete the figure files in ``fig_dir`` whose stem matches a pattern of ``owned``
+    (:meth:`pathlib.PurePath.match` glob, e.g. ``"layout_*"``) and that are not in ``written``;
+    other files (benchmark figures, a user's) are never touched. Returns the removed paths."""
+    keep = {Path(p).resolve() for p in written}
+    removed = []
+    for f in sorted(Path(fig_dir).glob("*")):
+        if (f.is_file() and f.suffix in _FIGURE_SUFFIXES and f.resolve() not in keep
+                and any(Path(f.stem).match(pat) for pat in owned)):
+            f.unlink()
+            removed.append(f)
+    return removed
+
+
+def best_planner(sub: pd.DataFrame) -> str:
+    """The "best plan" of one workload's valid records: the smallest ``arena`` (bytes), ties
+    broken by a fixed planner order (registration order of :func:`planners.available_planners`,
+    then the name) -- never by wall-clock seconds, so the same records give the same figure
+    names on every run."""
+    from planners import available_planners
+
+    order = {n: k for k, n in enumerate(available_planners())}
+    rows = sorted(zip(sub["arena"].astype("int64"), sub["planner"].astype(str), strict=True),
+                  key=lambda r: (int(r[0]), order.get(r[1], len(order)), r[1]))
+    return rows[0][1]
 
 
 def compare_figures(df: pd.DataFrame, problems: Mapping, plans: Mapping, fig_dir: Path
@@ -50,7 +87,7 @@ def compare_figures(df: pd.DataFrame, problems: Mapping, plans: Mapping, fig_dir
         sub = ok[ok["workload"] == w]
         if sub.empty:
             continue
-        best = sub.sort_values(["arena", "seconds", "planner"]).iloc[0]["planner"]
+        best = best_planner(sub)
         chosen = [best] + [
             p for p in ("greedy_by_size", "greedy_in_order") if p in set(sub["planner"]) and p != best
         ][:1]
@@ -68,6 +105,7 @@ def compare_figures(df: pd.DataFrame, problems: Mapping, plans: Mapping, fig_dir
                 plots.plot_arena_layout(chosen_plans[0], title=f"Arena layout: {w}, best plan "
                                                               f"({chosen_plans[0].planner})"),
                 fig_dir / f"layout_{safe}_{chosen_plans[0].planner}")
+    remove_stale(fig_dir, OWNED_COMPARE, written)
     return written
 
 
@@ -103,16 +141,14 @@ def sched_figures(df: pd.DataFrame, profiles: Mapping[str, Mapping[str, tuple]],
     written = plots.save(plot_sched_peaks(df), fig_dir / "compare_sched_peaks")
     pair = [s for s in ("file_order", "best_of") if s in schedulers]
     pair = pair if len(pair) == 2 else list(schedulers)[:2]
-    if len(pair) < 2:
-        return written
-    chosen = most_different_workload(df, pair)
-    if chosen is None or chosen not in profiles:
+    chosen = most_different_workload(df, pair) if len(pair) == 2 else None
+    if len(pair) == 2 and (chosen is None or chosen not in profiles):
         chosen = next(iter(profiles), None)
-    if chosen is None or not all(s in profiles[chosen] for s in pair):
-        return written
-    written += plots.save(plot_schedule_curves({s: profiles[chosen][s] for s in pair},
-                                               graph_name=chosen),
-                          fig_dir / f"compare_sched_curves_{chosen.replace(':', '_')}")
+    if chosen is not None and all(s in profiles[chosen] for s in pair):
+        written += plots.save(plot_schedule_curves({s: profiles[chosen][s] for s in pair},
+                                                   graph_name=chosen),
+                              fig_dir / f"compare_sched_curves_{chosen.replace(':', '_')}")
+    remove_stale(fig_dir, OWNED_SCHED, written)
     return written
 
 
