@@ -51,6 +51,7 @@ RECORD_COLUMNS = [
     "best_bound",
     "seconds",
     "status",
+    "proved",
     "valid",
     "fits",
     "error",
@@ -142,6 +143,7 @@ def run_one(
         "best_bound": None,
         "seconds": math.nan,
         "status": "error",
+        "proved": False,
         "valid": False,
         "fits": None,
         "error": "",
@@ -166,6 +168,8 @@ def run_one(
             rec["arena"] = plan.arena_size
             rec["ratio"] = metrics.ratio(plan.arena_size, lb)
             rec["fits"] = metrics.fits(plan.arena_size, rec["capacity"])
+            # the one rule (planners.model.is_proved_optimal), already applied to the status
+            rec["proved"] = plan.status == "optimal"
     except InvalidPlanError as e:  # a planner bug: record it loudly
         rec["error"] = f"invalid plan: {e}"
         rec["status"] = "error"

@@ -25,7 +25,7 @@ import numpy as np
 
 from .bounds import lower_bound, pool_lower_bounds
 from .errors import CapacityError, FeatureError
-from .model import FEATURES, Plan, Problem, SolveResult
+from .model import FEATURES, Plan, Problem, SolveResult, is_proved_optimal
 from .multipool import plan_pools
 from .params import Configurable, validate_params
 from .validate import check_plan
@@ -258,7 +258,18 @@ class Planner(Configurable):
                            for q in problem.pools)
             if over:
                 plan.status = "over_capacity"
-            elif plan.status == "optimal" and plan.arena_size > plan.best_bound:
+            elif plan.status in ("heuristic", "feasible") and not problem.pools and (
+                    is_proved_optimal(plan.arena_size, lb if "gaps" in relaxed
+                                      else plan.best_bound)):
+                # one rule for "optimal" (planners.model.is_proved_optimal): an arena equal to a
+                # proved lower bound is optimal whoever found it; what the method claimed is kept.
+                # With gaps taken as live, a solver's bound is the relaxed problem's: only max
+                # live bytes of the real problem (lb) proves anything. Pools: arenas per pool,
+                # no single bound, so their statuses stay as the method gave them.
+                plan.info["solver_claim"] = plan.status
+                plan.status = "optimal"
+            elif plan.status == "optimal" and not is_proved_optimal(plan.arena_size,
+                                                                    plan.best_bound):
                 # "optimal" means the arena is proved minimal (arena == best proved bound). A
                 # decision answer "fits the capacity" (exact_search, cpsat mode="decide"), or an
                 # optimum of a restricted model (ilp_blocks' shared blocks), is a feasible plan.

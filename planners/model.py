@@ -55,7 +55,7 @@ import numpy as np
 from .errors import InvalidPlanError, ProblemError
 
 __all__ = ["Buffer", "Gap", "MemoryPool", "Problem", "Plan", "STATUSES", "KINDS", "FEATURES",
-           "INT64_MAX", "arena_top", "SolveResult"]
+           "INT64_MAX", "arena_top", "SolveResult", "is_proved_optimal"]
 
 #: The compilers' features a problem may use beyond plain intervals (section "Compiler features"
 #: of :class:`Problem`); each planner declares which it handles (:mod:`planners.base`).
@@ -65,7 +65,8 @@ FEATURES = ("pins", "hints", "gaps", "pools", "colocations")
 #: inputs kept for the whole run; seed 000 section 8 "常驻") live for the whole schedule.
 KINDS = ("activation", "resident")
 
-#: Plan statuses. ``optimal``: the arena is proved minimal (it equals the best proved lower bound);
+#: Plan statuses. ``optimal``: the arena is proved minimal: it equals a proved lower bound
+#: (:func:`is_proved_optimal`, the one rule; a heuristic whose arena meets the bound is optimal too);
 #: ``feasible``: a valid plan from an exact method without that proof (e.g. a decision solver that
 #: found a plan within the capacity, a solve stopped by its time limit, or the optimum of a
 #: restricted model such as shared blocks); ``heuristic``: a valid plan from a heuristic;
@@ -76,6 +77,25 @@ KINDS = ("activation", "resident")
 #: proved; the estimate and the reason are in ``plan.info``).
 STATUSES = ("optimal", "feasible", "heuristic", "infeasible", "timeout", "over_capacity",
             "skipped")
+
+
+def is_proved_optimal(arena, bound) -> bool:
+    """The one rule for "optimal": a plan's ``arena`` (bytes) equals a proved lower bound
+    ``bound`` (bytes; max live bytes, or a solver's stronger proved bound), so no plan can be
+    smaller. Every place that says "optimal" uses it: :meth:`planners.base.Planner.plan` sets the
+    status ``optimal`` by it (heuristics at the bound included) and refuses a solver's "optimal"
+    above the bound; records carry it as the ``proved`` column; legends, the heatmap's ``*``, the
+    plan explorer and the reports read that status. ``False`` when either is missing (``None``,
+    NaN or ``pd.NA``, e.g. a failed run's record). Compared as exact integers (no float rounding
+    above 2**53).
+
+    >>> is_proved_optimal(780, 780), is_proved_optimal(781, 780), is_proved_optimal(None, 780)
+    (True, False, False)
+    """
+    try:
+        return int(arena) == int(bound)
+    except (TypeError, ValueError, OverflowError):  # None, NaN, pd.NA: nothing to compare
+        return False
 
 
 #: Bound on every integer of the model (steps, bytes): ``|value| < 2**62``, so the sum or difference

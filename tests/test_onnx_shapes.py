@@ -220,7 +220,7 @@ def test_sweep_workload_overrides(tmp_path):
                             "planners": {"greedy_by_size": {}}}, base=tmp_path)
         (spec,) = expand_runs(cfg)
         recs.append(execute_run(spec)[0])
-    assert recs[0]["status"] == "heuristic" and recs[0]["lower_bound"] == 32
+    assert recs[0]["status"] == "optimal" and recs[0]["lower_bound"] == 32 == recs[0]["arena"]
     assert recs[1]["status"] == "error" and "tensor 'x'" in recs[1]["error"]
 
 

@@ -132,7 +132,7 @@ def execute_run(spec: RunSpec) -> tuple[dict[str, Any], str | None, str]:
 
 def _failure_fields(spec: RunSpec, status: str, error: str) -> dict[str, Any]:
     return {"workload": spec.workload.name, "planner": spec.planner, "params": spec.planner_params,
-            "status": status, "valid": False, "error": error}
+            "status": status, "proved": False, "valid": False, "error": error}
 
 
 def _run_fields(spec: RunSpec, start: str, wall: float, cpu: float | None, rss: int | None,
