@@ -32,8 +32,10 @@ Tensor kinds (what the activation arena holds and what it does not)
 ------------------------------------------------------------------
 * ``weight`` (persistent, kept **out** of the activation arena): tensors whose flatbuffer buffer
   holds data (constants), ``is_variable`` tensors (old-style variables: state, which TFLite Micro
-  allocates in its persistent tail), and the ``VAR_HANDLE`` resource handles of resource
-  variables. Every operator is scheduled, also one whose inputs are all persistent (TFLite
+  allocates in its persistent tail; an operator that writes one writes no arena bytes, and every
+  operator touching a variable reads the previous toucher's 0-byte ``"<op>:state:<variable>"``
+  token and writes its own, so a reordering scheduler keeps them in file order), and the
+  ``VAR_HANDLE`` resource handles of resource variables. Every operator is scheduled, also one whose inputs are all persistent (TFLite
   Micro runs it at every ``Invoke`` and plans its output), except operators that read nothing
   and write no arena bytes (``VAR_HANDLE``, an empty ``CALL_ONCE``), which are dropped. With
   ``fold_constants=True`` (a planning view asked for explicitly, for a runtime that evaluates
@@ -264,7 +266,9 @@ def _build(path, model, index, n_sub, op_names, type_names, overrides, name,
     workspaces: dict[str, tuple[int, tuple[int, ...]]] = {}
     inputs = [int(i) for i in (sg.InputsAsNumpy().tolist() if sg.InputsLength() else [])]
     outputs = [int(i) for i in (sg.OutputsAsNumpy().tolist() if sg.OutputsLength() else [])]
-    persistent = {j for j in range(nt) if has_data(j) or sg.Tensors(j).IsVariable()}
+    variables = {j for j in range(nt) if sg.Tensors(j).IsVariable()}
+    constant = {j for j in range(nt) if has_data(j)} - variables
+    persistent = constant | variables
     ops = []
     for oi in range(sg.OperatorsLength()):
         op = sg.Operators(oi)
@@ -294,8 +298,9 @@ def _build(path, model, index, n_sub, op_names, type_names, overrides, name,
             folded[otype] = folded.get(otype, 0) + 1
             continue
         silent = not ins and all(info[o][2] == 0 for o in outs)
-        if (outs and otype not in _STATEFUL and all(i in persistent for i in ins)
-                and not any(o in outputs for o in outs) and (fold or silent)):
+        if (outs and otype not in _STATEFUL and all(i in constant for i in ins)
+                and not any(o in outputs or o in variables for o in outs) and (fold or silent)):
+            constant.update(outs)  # a variable's value changes between invocations: never folded
             persistent.update(outs)
             folded[otype] = folded.get(otype, 0) + 1
             continue
@@ -320,9 +325,19 @@ def _build(path, model, index, n_sub, op_names, type_names, overrides, name,
             persistent_bytes += nbytes
             g.add_tensor(tnames[j], shape, dtype, kind="weight", nbytes=nbytes)
     var_bytes: dict[int, int] = {}
+    token: dict[int, str] = {}  # variable tensor -> the state token of its last toucher
     for oi, otype, ins, outs in kept:
         op_name = f"{oi}:{otype}"
-        out_names = [tnames[o] for o in outs]
+        # A variable tensor is state in the persistent tail: an operator writing it writes no
+        # arena bytes. Every operator touching a variable reads the state token of the previous
+        # one and writes a new 0-byte token, so any schedule keeps their file order.
+        touched = list(dict.fromkeys(v for v in (*ins, *outs) if v in variables))
+        in_names = [tnames[i] for i in ins] + [token[v] for v in touched if v in token]
+        out_names = [tnames[o] for o in outs if o not in variables]
+        for v in touched:
+            token[v] = f"{op_name}:state:{tnames[v]}"
+            g.add_tensor(token[v], (0,), "uint8", kind="activation", nbytes=0)
+            out_names.append(token[v])
         if op_name in workspaces:  # the called subgraphs' activations, live at this step only
             ws = f"{op_name}:subgraphs"
             g.add_tensor(ws, (workspaces[op_name][0],), "uint8", kind="activation",
@@ -334,10 +349,11 @@ def _build(path, model, index, n_sub, op_names, type_names, overrides, name,
             out_names = [eff]
         if otype == "READ_VARIABLE" and ins and outs:
             var_bytes[ins[0]] = max(var_bytes.get(ins[0], 0), info[outs[0]][2])
-        macs = sum(info[o][2] for o in outs) + sum(info[i][2] for i in ins if i not in persistent)
-        g.add_op(op_name, otype, [tnames[i] for i in ins], out_names, macs=int(macs))
+        macs = (sum(info[o][2] for o in outs if o not in variables)
+                + sum(info[i][2] for i in ins if i not in persistent))
+        g.add_op(op_name, otype, in_names, out_names, macs=int(macs))
     for o in outputs:
-        if o in produced:
+        if o in produced and o not in variables:  # a variable output stays state in the tail
             g.mark_output(tnames[o])
     g.validate()
     return TfliteModel(

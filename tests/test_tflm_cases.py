@@ -244,3 +244,55 @@ def test_every_kernel_entry_equals_the_interpreter(tmp_path, op, ttype):
     assert info["runtime_arena_source"] == "model"
     assert info["runtime_arena"] == tflm_min_arena(path)
     assert info["tflm_head"] == tflm_arena(path).head
+
+
+# -- variable tensors written by an operator (the generator's "variable_out" models) --------------
+
+def _variable_out_seeds(count: int) -> list[int]:
+    from experiments.tflm.generate import model_tags
+
+    seeds = [s for s in range(200) if "variable_out" in model_tags(s)]
+    return seeds[:count]
+
+
+def test_a_written_variable_is_state_and_keeps_its_operators_in_file_order(tmp_path):
+    """An operator that writes an ``is_variable`` tensor writes TFLite Micro's persistent tail, not
+    the arena: the import keeps the variable out of the problem and chains every operator touching
+    it through 0-byte state tokens, so a reordering scheduler keeps their file order."""
+    from experiments.tflm.generate import generate_model
+    from scheduling.schedulers import get_scheduler
+    from scheduling.tflite_import import load_tflite, tflite_problem
+
+    checked = 0
+    for seed in _variable_out_seeds(12):
+        path = generate_model(seed, tmp_path / f"g{seed}.tflite")
+        g = load_tflite(path).graph  # refused before the state tokens
+        tokens = [t for t in g.tensors if ":state:" in t]
+        if not tokens:  # the variable is written inside a called subgraph only
+            continue
+        checked += 1
+        assert all(g.tensors[t].nbytes == 0 for t in tokens), seed
+        p = tflite_problem(path, schedule="best_of")
+        variables = {t.name for t in g.tensors.values() if t.kind == "weight"}
+        assert not variables & {b.id for b in p.buffers}, seed
+        order = get_scheduler("best_of").schedule(g).order
+        for var in {t.split(":state:")[1] for t in tokens}:
+            touching = [op for op in g.ops if any(n.endswith(":state:" + var)
+                                                 for n in g.ops[op].outputs)]
+            steps = [order.index(op) for op in touching]
+            assert steps == sorted(steps), (seed, var)
+    assert checked >= 3
+
+
+@needs_tflm
+def test_written_variables_export_offline_with_identical_outputs(tmp_path):
+    """The reordered offline plan of a model that writes a variable runs with the original's
+    outputs (these models were refused before the state tokens)."""
+    from experiments.tflm.differential import check_offline
+    from experiments.tflm.generate import generate_model
+
+    seed = _variable_out_seeds(1)[0]
+    path = generate_model(seed, tmp_path / f"g{seed}.tflite")
+    rows = check_offline(path, tmp_path)
+    assert [r["accepted"] for r in rows] == [True, True]
+    assert all(r["outputs_identical"] for r in rows)
