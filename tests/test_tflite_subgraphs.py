@@ -7,8 +7,8 @@ import json
 import pytest
 from conftest import shared_case
 
-from experiments.bench.tflm import write_tflite
 from experiments.cli import main
+from experiments.tflm.writer import write_tflite
 from experiments.workloads import tflite_model_files
 from planners import plan
 

@@ -13,8 +13,8 @@ import json
 import pytest
 from conftest import shared_case
 
-from experiments.bench.tflm import write_tflite
 from experiments.cli import main
+from experiments.tflm.writer import write_tflite
 
 tflite = pytest.importorskip("tflite", reason="the optional 'tflite' package is not installed")
 

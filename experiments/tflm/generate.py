@@ -447,7 +447,7 @@ def model_tags(seed: int) -> list[str]:
 def generate_model(seed: int, path: str | Path | None = None) -> bytes | Path:
     """The ``.tflite`` model of ``seed``: its bytes, or, with ``path``, written there (the path
     is returned). Deterministic: the same seed gives the same bytes."""
-    from experiments.bench.tflm import write_tflite
+    from experiments.tflm.writer import write_tflite
 
     subs, _ = model_spec(int(seed))
     if path is not None:
