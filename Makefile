@@ -102,9 +102,15 @@ bench-peers: $(STAMP)
 
 ## Soak: 10^5 seeded random problems through every planner and 10^4 mutated CSV/ONNX/TFLite files
 ## through the importers (2 workers, under 30 min); counts of invalid plans, wrong bounds, tracebacks
-## and hangs -> results/soak.csv, results/soak.md, first failing inputs in results/soak_failures/
+## and hangs -> results/soak.csv, results/soak.md, first failing inputs in results/soak_failures/;
+## then the two differential tests in full: 300 generated .tflite models against the tflite-micro
+## interpreter (runtime_arena = bisected minimum, tflm_head = its head, tflm-offline outputs) ->
+## results/tflm_differential.csv, and 300 generated ONNX graphs, every tensor's bytes against
+## ONNX Runtime -> results/onnx_differential.csv (each exits 1 on any disagreement)
 soak: $(STAMP)
 	$(PY) -m experiments.bench.soak --problems 100000 --files 10000 --seed 1 --jobs 2 --out results/soak.csv
+	$(PY) -m experiments.tflm.differential --models 300 --seed 0 --offline --out results/tflm_differential.csv
+	$(PY) -m experiments.bench.onnx_differential --graphs 300 --seed 0 --out results/onnx_differential.csv
 
 ## TFLite Micro arena model (head + persistent tail) vs the smallest arena_size the tflite-micro
 ## interpreter accepts (bisection) on every bundled .tflite -> results/bench_tflm_arena.csv
@@ -114,7 +120,7 @@ bench-tflm: $(STAMP)
 ## Offline plans in TFLite Micro: memplan plans written into each bundled .tflite model's
 ## OfflineMemoryAllocation metadata (TFLM's greedy, choose_best, best_of order + choose_best), run by
 ## the tflite-micro interpreter: outputs vs the original, head vs memplan's arena, bytes saved
-## -> results/bench_tflm_offline.csv (about 6 min)
+## -> results/bench_tflm_offline.csv (about 15 s)
 bench-tflm-offline: $(STAMP)
 	$(PY) -m experiments.bench.tflm_offline --out results/bench_tflm_offline.csv
 
