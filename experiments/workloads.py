@@ -24,6 +24,7 @@ from planners import Problem, ProblemError, read_minimalloc_csv
 from planners.examples import exercise_5_1_problem, pisarchyk_lee_problem, seed000_problem
 
 __all__ = [
+    "unknown_workload_message",
     "Workload",
     "WORKLOADS",
     "register_workload",
@@ -344,11 +345,7 @@ def load_problem(spec: str | Path, capacity: int | None | str = "auto", unified:
             try:
                 graph = load_graph(spec_s)
             except ProblemError:
-                raise ProblemError(
-                    f"{spec_s!r} is neither a .csv/.onnx/.tflite file nor a workload name; known: "
-                    f"{', '.join(reg)}, {', '.join(n for n in graph_workloads() if n not in reg)}, "
-                    f"mobilenet_v1[:alpha:resolution:dtype], mobilenet_v2[...]"
-                ) from None
+                raise ProblemError(unknown_workload_message(spec_s, reg)) from None
             from scheduling.schedulers import get_scheduler
 
             order = get_scheduler(schedule).schedule(graph).order
@@ -409,6 +406,33 @@ def tflite_workloads() -> dict[str, Workload]:
 
 for _w in _seed_workloads().values():
     register_workload(_w)
+
+
+def unknown_workload_message(spec: str, known=None) -> str:
+    """The one message for a name no command or sweep config resolves: every family of names
+    (registered workloads, ``minimalloc:NAME``, ``wakeword:NAME`` / ``mediapipe:NAME`` TFLite
+    models when installed, graph workloads and ``gen:*``, ``mobilenet_v1/v2[:alpha:res:dtype]``,
+    file paths) and the closest known name (:func:`planners.params.did_you_mean`).
+    ``known``: the names already listed by the caller (default: all of them)."""
+    from planners.params import did_you_mean
+
+    names = dict.fromkeys(known if known is not None else
+                          [*WORKLOADS, *default_workloads()])
+    try:
+        names.update(dict.fromkeys(tflite_model_files()))
+    except Exception:  # noqa: BLE001 - TFLite models not installed: their family is still named
+        pass
+    names.update(dict.fromkeys(graph_workloads()))
+    try:
+        names.update(dict.fromkeys(f"minimalloc:{n.split(':', 1)[-1]}"
+                                   for n in minimalloc_workloads(minimalloc_dir())))
+    except Exception:  # noqa: BLE001 - no MiniMalloc folder: the family is still named
+        pass
+    return (f"unknown workload {str(spec)!r}{did_you_mean(spec, names)}; known: "
+            f"{', '.join(names)}; families: minimalloc:NAME (MiniMalloc NAME.CAPACITY.csv), "
+            "wakeword:NAME and mediapipe:NAME (TFLite models of installed packages), gen:NAME, "
+            "mobilenet_v1[:alpha:resolution:dtype], mobilenet_v2[...], or a .csv/.onnx/.tflite/"
+            ".json path")
 
 
 def graph_workloads(synthetic: bool = True) -> dict[str, Callable]:

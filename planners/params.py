@@ -485,6 +485,20 @@ def check_names(names: Iterable[str], registered: Iterable[str], kind: str) -> l
     unknown = [n for n in names if n not in registered]
     if unknown:
         what = f"{kind}s " if len(unknown) > 1 else f"{kind} "
-        raise ValueError(f"unknown {what}{', '.join(map(repr, unknown))}; "
+        raise ValueError(f"unknown {what}{', '.join(map(repr, unknown))}"
+                         f"{did_you_mean(unknown[0], registered)}; "
                          f"registered {kind}s: {', '.join(registered)}")
     return names
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """``" (did you mean 'x'?)"`` naming the closest of ``known`` to ``name``
+    (:func:`difflib.get_close_matches`, cutoff 0.6), or ``""`` when none is close.
+
+    >>> did_you_mean("greedy_by_sise", ["naive", "greedy_by_size"])
+    " (did you mean 'greedy_by_size'?)"
+    """
+    import difflib
+
+    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""

@@ -113,9 +113,8 @@ def get_planner(planner: str | Planner | type[Planner] | Any, **params: Any) -> 
         try:
             cls = PLANNERS[planner]
         except KeyError:
-            raise ValueError(
-                f"unknown planner {planner!r}; registered planners: {', '.join(PLANNERS)}"
-            ) from None
+            check_planner_names([planner])  # unknown: one line with "did you mean"
+            raise  # pragma: no cover - check_planner_names raised
         try:
             return cls(**params)
         except TypeError as e:

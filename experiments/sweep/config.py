@@ -201,6 +201,22 @@ def _site_dirs() -> tuple[str, ...]:
     return tuple(sorted({os.path.realpath(d) for d in dirs}, key=len, reverse=True))
 
 
+def _minimalloc_ref(name: str, where: str) -> WorkloadRef:
+    """``minimalloc:NAME`` resolved as every command resolves it
+    (:func:`experiments.workloads.load_problem`: ``NAME.CAPACITY.csv`` of
+    :func:`~experiments.workloads.minimalloc_dir`), stored by path like a listed CSV."""
+    from experiments.workloads import minimalloc_dir
+
+    stem = name.split(":", 1)[1]
+    folder = minimalloc_dir()
+    files = [f for f in sorted(folder.glob(f"{stem}.*csv")) if f.name.split(".")[0] == stem] \
+        if folder.is_dir() else []
+    if not files:
+        raise ConfigError(f"{where}: {name!r}: no {stem}.CAPACITY.csv in {folder} (set "
+                          "MEMPLAN_MINIMALLOC_DIR)")
+    return _ref_from_path(files[0], None, name, where)
+
+
 def _resolve_workloads(items: Any, base: Path) -> list[WorkloadRef]:
     if not isinstance(items, list) or not items:
         raise ConfigError("workloads: must be a non-empty array of names, paths, globs or tables")
@@ -217,12 +233,16 @@ def _resolve_workloads(items: Any, base: Path) -> list[WorkloadRef]:
                     raise ConfigError(f"{where}: {item!r} {what} (looked in {pattern})")
                 refs.extend(_ref_from_path(Path(f), None, None, where) for f in files)
                 continue
+            if item.startswith("minimalloc:") and not glob.has_magic(item):
+                refs.append(_minimalloc_ref(item, where))  # as `memplan plan minimalloc:A`
+                continue
             registry = registry if registry is not None else _registry_workloads()
             names = [n for n in registry if fnmatch.fnmatchcase(n, item)] if glob.has_magic(item) \
                 else ([item] if item in registry else [])
             if not names:
-                raise ConfigError(f"{where}: unknown workload {item!r}; known workloads: "
-                                  f"{', '.join(registry)} (TFLite ones only when installed)")
+                from experiments.workloads import unknown_workload_message
+
+                raise ConfigError(f"{where}: {unknown_workload_message(item, registry)}")
             refs.extend(_ref_from_registry(n, registry[n]) for n in names)
         elif isinstance(item, Mapping):
             keys = set(item)
