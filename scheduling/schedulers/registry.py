@@ -24,6 +24,7 @@ from .earliest_free import EarliestFree
 from .exact_dp import ExactDP
 from .file_order import FileOrder
 from .genetic import Genetic
+from .joint import Joint
 from .list_xla import ListXLA
 from .lpmf import LPMF
 from .min_live import MinLive
@@ -46,6 +47,7 @@ SCHEDULERS: dict[str, type[Scheduler]] = {
     "exact_dp": ExactDP,
     "cpsat_schedule": CPSatSchedule,
     "best_of": BestOf,
+    "joint": Joint,
 }
 
 
