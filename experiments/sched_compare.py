@@ -46,7 +46,7 @@ SCHED_COLUMNS = [
 ]
 
 #: Schedulers whose ``time_limit`` parameter receives the comparison's time limit.
-TIME_LIMITED = ("exact_dp", "cpsat_schedule", "anneal", "genetic")
+TIME_LIMITED = ("exact_dp", "cpsat_schedule", "anneal", "genetic", "joint")
 
 
 def scheduler_for(name: str, time_limit: float | None = None, **params: Any):
@@ -99,6 +99,9 @@ def compare_schedules(
     Notes
     -----
     Cost: the schedulers' and planners' costs plus ``O(n + #tensor uses)`` per record.
+    The ``joint`` scheduler (:mod:`scheduling.joint`) adds one row with ``planner="joint"``: the
+    offsets it found together with its order (``plan_seconds`` 0: its time is in
+    ``sched_seconds``), next to the rows of the given planners re-planning that order.
     """
     from experiments.harness import planner_for
 
@@ -173,4 +176,7 @@ def compare_schedules(
                 except (MemplanError, ValueError) as e:
                     row["error"] = str(e)
                 rows.append(row)
+            if "joint_status" in res.info:  # the joint optimiser's own (checked) offsets
+                rows.append({**base, "planner": "joint", "arena_bytes": res.info["arena_bytes"],
+                             "plan_status": res.info["joint_status"], "plan_seconds": 0.0})
     return pd.DataFrame(rows, columns=SCHED_COLUMNS)
