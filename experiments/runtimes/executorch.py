@@ -1,0 +1,496 @@
+"""ExecuTorch: memplan as PyTorch's on-device memory planner, checked by running the program.
+
+The runtime-integration shape (:mod:`experiments.runtimes`):
+
+* :func:`read_plan` -- ExecuTorch's own plan of a ``.pte`` (each planned tensor's ``mem_id``,
+  offset, size and lifetime from the instruction order) as a :class:`planners.Problem` plus
+  offsets, so ``planners.check_plan`` and ``memplan view`` / ``compare`` work on it
+  (:func:`experiments.workloads.load_problem` resolves ``*.pte``);
+* :func:`plan_for` / :class:`MemplanAlgorithm` -- a memory-planning algorithm for
+  ``MemoryPlanningPass(memory_planning_algo=...)`` and
+  ``MemoryPlanningAlgorithmSuite(algo_list=[...])`` that plans ExecuTorch's tensor specs with any
+  registered memplan planner;
+* :func:`write` -- ``torch.export`` -> ``to_edge`` -> ``to_executorch`` with that planner, giving
+  the ``.pte`` bytes ExecuTorch consumes;
+* :func:`run` -- the ``.pte`` executed by ExecuTorch's own runtime (``executorch.runtime``).
+
+The contract, read from ExecuTorch 1.5.1's ``exir/memory_planning.py`` (``apply_algo``,
+``greedy``, ``MemoryPlanningAlgorithmSuite``, ``Verifier``) and
+``exir/passes/memory_planning_pass.py``:
+
+* the algorithm is called as ``algo(alignment, specs, graph_module, graph_signature,
+  extra_padding)``; ``specs`` are ``TensorSpec`` objects whose ``lifetime`` is the **inclusive**
+  ``[first, last]`` node index of the graph (``update_all_tensors_lifetime``); a spec's bytes are
+  ``spec.realign(alignment)`` (``allocated_memory``, rounded up to ``alignment``);
+* a spec's arena is its ``mem_id`` (``None`` means 1); every arena is planned on its own; slot 0
+  of ``bufsizes`` is reserved for constants and stays 0;
+* a spec with ``storage_base`` (an in-place result, ``_share_alloc_with_arg_idx``) sits at its
+  base's offset plus ``storage_base_offset`` (memplan's alias groups: ``Problem(aliases=...)``);
+* control-flow submodules (``cond``, ``while``, ``map``, ``scan``) are planned first by
+  ``apply_algo`` and their arenas are set on ``graph_module.input_mem_buffer_sizes``: the parent's
+  tensors of arena ``k`` start at that many bytes (rounded up to ``alignment`` here);
+* ``bufsizes[k]`` = base + arena + ``extra_padding`` (64 bytes with an XNNPACK delegate) for each
+  arena with tensors; the result is a ``MemoryAlgoResult`` of per-spec ``SpecAllocResult(mem_id,
+  mem_obj_id, mem_offset)``. ``Verifier.verify_storage_reuse`` requires tensors whose address
+  ranges overlap (whatever their lifetimes) to share ``mem_obj_id``: the ids are the connected
+  runs of overlapping address ranges in each arena.
+
+Why one problem per arena rather than one :class:`planners.MemoryPool` problem: ExecuTorch
+fixes each spec's ``mem_id`` before planning (nothing is left to assign), and memplan's
+problems refuse alias groups together with pools (:class:`planners.ProblemError`).
+
+``torch`` and ``executorch`` come from the extra ``pip install -e '.[executorch]'``; this module
+imports them inside its functions only, and raises :class:`experiments.runtimes.RuntimeMissing`
+naming the extra when they are absent.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from planners import Buffer, Problem, ProblemError, check_plan
+from planners.registry import get_planner
+
+from . import require
+
+__all__ = ["NAME", "EXTRA", "MemplanAlgorithm", "specs_problems", "plan_for", "write", "run",
+           "read_plan", "verify_storage_reuse", "planned_bytes", "PteTensor", "pte_tensors",
+           "example_models", "inplace_relu_pass"]
+
+NAME = "executorch"
+EXTRA = "executorch"
+
+
+def _require() -> None:
+    require("torch", "executorch.exir", extra=EXTRA)
+
+
+def _closed_lifetime(spec, item: str) -> tuple[int, int]:
+    """``(start, end)`` half-open steps of a spec's inclusive ``lifetime = [first, last]``."""
+    first, last = spec.lifetime
+    if first is None or last is None:
+        raise ProblemError(f"{item}: ExecuTorch gave no lifetime (lifetime={spec.lifetime}); "
+                           "update_all_tensors_lifetime sets one for every planned spec")
+    first, last = int(first), int(last)
+    return first, max(first, last) + 1  # an empty [first, last] (first > last) kept live one step
+
+
+def specs_problems(specs: Iterable, alignment: int, name: str = "executorch"
+                   ) -> dict[int, tuple[Problem, list]]:
+    """ExecuTorch's tensor specs as one :class:`planners.Problem` per arena.
+
+    Parameters
+    ----------
+    specs : iterable of ``executorch.exir.tensor.TensorSpec``
+        With lifetimes set (inclusive ``[first, last]`` node indices).
+    alignment : int
+        Bytes; every spec is realigned to it (``spec.realign``, as ExecuTorch's ``greedy``) and
+        every buffer's offset is a multiple of it.
+
+    Returns
+    -------
+    dict
+        ``{mem_id: (problem, specs in problem order)}``; buffer ``t{i}`` is the ``i``-th spec of
+        that arena, half-open lifetime ``[first, last + 1)`` steps, size ``allocated_memory``
+        bytes; ``storage_base`` specs are alias children ``(base id, storage_base_offset)``.
+
+    Raises
+    ------
+    ProblemError
+        A spec without lifetime, a ``storage_base`` outside ``specs`` or in another arena, an
+        alias breaking :class:`planners.Problem`'s rules (e.g. ``storage_base_offset`` not a
+        multiple of ``alignment``, or a child larger than its base).
+    """
+    by_mem: dict[int, list] = {}
+    for spec in specs:
+        mem_id = 1 if spec.mem_id is None else int(spec.mem_id)
+        if mem_id < 1:
+            raise ProblemError(f"spec {spec}: mem_id {mem_id} (0 is reserved for constants)")
+        spec.realign(alignment)
+        by_mem.setdefault(mem_id, []).append(spec)
+    out: dict[int, tuple[Problem, list]] = {}
+    for mem_id, group in sorted(by_mem.items()):
+        ids = {id(s): f"t{i}" for i, s in enumerate(group)}
+        bufs, aliases = [], {}
+        for i, s in enumerate(group):
+            item = f"{name} mem_id {mem_id} spec t{i}"
+            start, end = _closed_lifetime(s, item)
+            bufs.append(Buffer(f"t{i}", start, end, int(s.allocated_memory), alignment))
+            base = s.storage_base
+            if base is not None:
+                if id(base) not in ids:
+                    raise ProblemError(f"{item}: its storage_base is not a planned spec of arena "
+                                       f"{mem_id} (ExecuTorch places a storage-backed spec at its "
+                                       "base's offset, in the base's arena)")
+                aliases[f"t{i}"] = (ids[id(base)], int(s.storage_base_offset or 0))
+        out[mem_id] = (Problem(bufs, alignment=alignment, name=f"{name}:mem{mem_id}",
+                               aliases=aliases or None), group)
+    return out
+
+
+def _obj_ids(offsets: Sequence[int], sizes: Sequence[int]) -> list[int]:
+    """``mem_obj_id`` of each buffer: the index of its connected run of overlapping address
+    ranges ``[offset, offset + size)`` (``Verifier.verify_storage_reuse`` requires buffers that
+    overlap in address to share it; zero-size buffers overlap nothing)."""
+    order = sorted(range(len(offsets)), key=lambda i: (offsets[i], -sizes[i]))
+    out = [0] * len(offsets)
+    obj, top = -1, None
+    for i in order:
+        lo, hi = offsets[i], offsets[i] + sizes[i]
+        if sizes[i] == 0:
+            obj += 1
+            out[i] = obj
+            continue
+        if top is None or lo >= top:
+            obj += 1
+            top = hi
+        else:
+            top = max(top, hi)
+        out[i] = obj
+    return out
+
+
+@dataclass
+class MemplanAlgorithm:
+    """A memory-planning algorithm for ExecuTorch backed by a registered memplan planner.
+
+    Use it as ``MemoryPlanningPass(memory_planning_algo=MemoryPlanningAlgorithmSuite(
+    algo_list=[MemplanAlgorithm("greedy_by_size")]))`` (or next to ExecuTorch's ``greedy`` in the
+    same ``algo_list``: the suite keeps the smallest ``sum(bufsizes)``). Calling it follows
+    ExecuTorch's contract (module docstring) and returns a ``MemoryAlgoResult``.
+
+    Every plan passes :func:`planners.check_plan` (inside ``Planner.plan``) per arena; the
+    offsets written back are ``base + plan offset`` in bytes, ``base`` the submodules' reserved
+    bytes of that arena (``input_mem_buffer_sizes``) rounded up to ``alignment``.
+
+    Attributes
+    ----------
+    planner : str
+        Registry name (:func:`planners.registry.available_planners`).
+    params : dict
+        The planner's parameters.
+    plans : list of dict
+        One ``{mem_id: planners.Plan}`` per call (a graph and each control-flow submodule).
+    seconds : float
+        Wall-clock seconds spent in the planners over all calls.
+    """
+
+    planner: str = "greedy_by_size"
+    params: dict = field(default_factory=dict)
+    plans: list = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def __name__(self) -> str:  # the suite names its algorithms by __name__
+        return f"memplan_{self.planner}"
+
+    def __call__(self, alignment: int, specs, graph_module, graph_signature,
+                 extra_padding: int = 0):
+        from executorch.exir.memory_planning import MemoryAlgoResult, SpecAllocResult
+
+        specs = list(specs)
+        problems = specs_problems(specs, alignment, name=self.__name__)
+        base_sizes = list(getattr(graph_module, "input_mem_buffer_sizes", None) or [])
+        top_id = max([1, *problems])
+        bufsizes = [0] * (top_id + 1)
+        result = MemoryAlgoResult({}, bufsizes)
+        plans = {}
+        for mem_id, (problem, group) in problems.items():
+            base = base_sizes[mem_id] if mem_id < len(base_sizes) else 0
+            base = -(-int(base) // alignment) * alignment
+            t0 = time.perf_counter()
+            plan = get_planner(self.planner, **self.params).plan(problem)
+            self.seconds += time.perf_counter() - t0
+            if plan.status in ("infeasible", "timeout", "skipped"):
+                raise ProblemError(f"{problem.name}: planner {self.planner!r} gave no plan "
+                                   f"(status {plan.status})")
+            check_plan(problem, plan.offsets)
+            plans[mem_id] = plan
+            offs = [int(o) for o in plan.offsets.tolist()]
+            sizes = [int(z) for z in problem.sizes.tolist()]
+            for spec, off, obj in zip(group, offs, _obj_ids(offs, sizes), strict=True):
+                result.spec_dict[spec] = SpecAllocResult(mem_id, obj, base + off)
+            bufsizes[mem_id] = base + plan.arena_size + extra_padding
+        self.plans.append(plans)
+        return result
+
+
+def plan_for(planner: str = "greedy_by_size", with_greedy: bool = False, **params):
+    """A ``MemoryPlanningPass`` whose algorithm suite runs memplan's ``planner`` (and
+    ExecuTorch's own ``greedy`` beside it when ``with_greedy``; the suite keeps the smaller).
+    Returns ``(pass, algorithm)``; the :class:`MemplanAlgorithm` records its plans and seconds.
+    Raises :class:`experiments.runtimes.RuntimeMissing` without the extra, ``ValueError`` for
+    an unknown planner."""
+    _require()
+    from executorch.exir.memory_planning import MemoryPlanningAlgorithmSuite, greedy
+    from executorch.exir.passes import MemoryPlanningPass
+
+    get_planner(planner, **params)  # unknown names and parameters fail here, not mid-export
+    algo = MemplanAlgorithm(planner, dict(params))
+    algos: list[Callable] = [algo] + ([greedy] if with_greedy else [])
+    return MemoryPlanningPass(memory_planning_algo=MemoryPlanningAlgorithmSuite(algo_list=algos)), algo
+
+
+def write(model, inputs: tuple, memory_planning_pass=None):
+    """``torch.export`` -> ``to_edge`` -> ``to_executorch`` of ``model`` on example ``inputs``
+    with ``memory_planning_pass`` (``None``: ExecuTorch's default, its ``greedy`` suite).
+    Returns the ``ExecutorchProgramManager`` (``.buffer`` holds the ``.pte`` bytes)."""
+    _require()
+    import torch
+    from executorch.exir import ExecutorchBackendConfig, to_edge
+
+    cfg = (ExecutorchBackendConfig() if memory_planning_pass is None
+           else ExecutorchBackendConfig(memory_planning_pass=memory_planning_pass))
+    with torch.no_grad():  # an in-place buffer update (add_) on a leaf that requires grad fails
+        ep = torch.export.export(model, tuple(inputs), strict=False)
+        return to_edge(ep).to_executorch(cfg)
+
+
+def run(pte: bytes | str | Path, inputs: Sequence, method: str = "forward") -> list:
+    """Outputs of ``method`` of the ``.pte`` (bytes or a path) on ``inputs``, executed by
+    ExecuTorch's own runtime (``executorch.runtime.Runtime``), as a list of tensors."""
+    _require()
+    from executorch.runtime import Runtime
+
+    data = Path(pte).read_bytes() if isinstance(pte, (str, Path)) else bytes(pte)
+    prog = Runtime.get().load_program(data)
+    return list(prog.load_method(method).execute(list(inputs)))
+
+
+def verify_storage_reuse(manager) -> int:
+    """Run ExecuTorch's ``Verifier.verify_storage_reuse`` on the planned graph of an
+    ``ExecutorchProgramManager`` (graph inputs, outputs and mutable buffers planned, as the
+    default ``MemoryPlanningPass``); returns its count of storage-sharing pairs and raises
+    ExecuTorch's ``InternalError`` on an overlap of two live tensors."""
+    from executorch.exir.memory_planning import Verifier
+
+    ep = manager.exported_program()
+    return Verifier(ep.graph_module, True, True, True, ep.graph_signature).verify_storage_reuse()
+
+
+def planned_bytes(manager_or_pte) -> list[int]:
+    """``non_const_buffer_sizes`` (bytes per arena, slot 0 constants) of the ``forward`` plan of
+    an ``ExecutorchProgramManager`` or ``.pte`` bytes/path."""
+    return list(_program(manager_or_pte).execution_plan[0].non_const_buffer_sizes)
+
+
+def _program(src):
+    _require()
+    if hasattr(src, "executorch_program"):
+        return src.executorch_program
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    data = Path(src).read_bytes() if isinstance(src, (str, Path)) else bytes(src)
+    return deserialize_pte_binary(data).program
+
+
+@dataclass(frozen=True)
+class PteTensor:
+    """A planned tensor of a ``.pte``: value index, arena ``mem_id``, ``offset`` and ``size``
+    (bytes: ``nbytes`` of its sizes and dtype, not rounded), and the closed range ``[first,
+    last]`` of instruction indices that name it (inputs from 0, outputs to the last)."""
+
+    index: int
+    mem_id: int
+    offset: int
+    size: int
+    first: int
+    last: int
+
+
+_DTYPE_BYTES = {0: 1, 1: 1, 2: 2, 3: 4, 4: 8, 5: 2, 6: 4, 7: 8, 11: 1, 15: 2}  # ScalarType enum
+
+
+def pte_tensors(src, plan_index: int = 0) -> list[PteTensor]:
+    """The planned tensors (those with ``allocation_info``) of execution plan ``plan_index`` of
+    a ``.pte`` (bytes, path or ``ExecutorchProgramManager``), lifetimes from the instruction
+    order of the plan's chains (instruction ``k`` of the concatenated chains is step ``k``).
+
+    Raises :class:`planners.ProblemError` for a dtype whose size is unknown here (naming it)."""
+    prog = _program(src)
+    ep = prog.execution_plan[plan_index]
+    steps: dict[int, list[int]] = {}
+
+    def touch(v: int, k: int) -> None:
+        val = ep.values[v].val
+        items = getattr(val, "items", None)
+        if isinstance(items, list) and type(val).__name__ == "TensorList":
+            for it in items:
+                touch(int(it), k)
+            return
+        steps.setdefault(v, []).append(k)
+
+    k = 0
+    for chain in ep.chains:
+        for ins in chain.instructions:
+            a = ins.instr_args
+            for fld in ("args",):
+                for v in getattr(a, fld, []) or []:
+                    touch(int(v), k)
+            for fld in ("move_from", "move_to", "cond_value_index", "value_index"):
+                if hasattr(a, fld):
+                    touch(int(getattr(a, fld)), k)
+            k += 1
+    horizon = max(k - 1, 0)
+    for v in ep.inputs:
+        touch(int(v), 0)
+    for v in ep.outputs:
+        touch(int(v), horizon)
+    out = []
+    for i, ev in enumerate(ep.values):
+        t = ev.val
+        info = getattr(t, "allocation_info", None)
+        if info is None or type(t).__name__ != "Tensor":
+            continue
+        st = int(getattr(t.scalar_type, "value", t.scalar_type))
+        if st not in _DTYPE_BYTES:
+            raise ProblemError(f"value {i}: scalar_type {t.scalar_type} has no byte size here")
+        nbytes = int(np.prod(list(t.sizes) or [1])) * _DTYPE_BYTES[st]
+        used = steps.get(i)
+        first, last = (min(used), max(used)) if used else (0, horizon)
+        out.append(PteTensor(i, int(info.memory_id), int(info.memory_offset), nbytes, first, last))
+    return out
+
+
+def read_plan(src, plan_index: int = 0, name: str | None = None) -> tuple[Problem, np.ndarray]:
+    """ExecuTorch's own plan of a ``.pte`` as ``(problem, offsets)``.
+
+    Buffers ``v{index}`` (the value index), half-open lifetime ``[first, last + 1)`` in
+    instruction steps, size ``nbytes``; offsets in bytes as the ``.pte`` stores them. A tensor
+    live together with another whose address range contains its own is recorded as its alias
+    (``Problem(aliases=...)``, delta = the offset difference): ExecuTorch places in-place
+    results and views inside their base's storage. One arena only: a ``.pte`` whose tensors use
+    several ``mem_id`` raises :class:`planners.ProblemError` (plan them one ``mem_id`` at a time
+    with :func:`pte_tensors`).
+    """
+    ts = pte_tensors(src, plan_index)
+    label = name or (Path(src).stem if isinstance(src, (str, Path)) else "pte")
+    mems = sorted({t.mem_id for t in ts})
+    if len(mems) > 1:
+        raise ProblemError(f"{label}: planned tensors in arenas mem_id {mems}; read_plan gives "
+                           "one arena (use pte_tensors for each mem_id)")
+    aliases: dict[str, tuple[str, int]] = {}
+    by_size = sorted(ts, key=lambda t: (-t.size, t.index))
+    for t in ts:
+        for b in by_size:
+            if b is t or b.size < t.size:
+                continue
+            if (b.offset <= t.offset and t.offset + t.size <= b.offset + b.size
+                    and t.first <= b.last and b.first <= t.last
+                    and (b.size > t.size or b.index < t.index)):
+                aliases[f"v{t.index}"] = (f"v{b.index}", t.offset - b.offset)
+                break
+    bufs = [Buffer(f"v{t.index}", t.first, t.last + 1, t.size) for t in ts]
+    problem = Problem(bufs, name=label, aliases=aliases or None)
+    return problem, np.array([t.offset for t in ts], dtype=np.int64)
+
+
+def example_models(seed: int = 0) -> dict[str, tuple[Any, tuple]]:
+    """Small PyTorch models for the tests and ``make bench-executorch``, ``{name: (model in eval
+    mode, example inputs)}``, weights and inputs from ``torch.manual_seed(seed)``:
+
+    ``cnn_residual`` (three conv blocks with two residual adds), ``transformer_block`` (one
+    pre-norm attention + MLP block, 16 tokens of width 32), ``mutable_buffer`` (an in-place
+    running-sum buffer updated each call, ``register_buffer`` + ``add_``), ``cond`` (a
+    ``torch.cond`` whose branches ExecuTorch plans as submodules)."""
+    _require()
+    import torch
+    from torch import nn
+
+    class CnnResidual(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = nn.Conv2d(3, 16, 3, padding=1)
+            self.a = nn.Conv2d(16, 16, 3, padding=1)
+            self.b = nn.Conv2d(16, 16, 3, padding=1)
+            self.head = nn.Conv2d(16, 8, 1)
+
+        def forward(self, x):
+            y = torch.relu(self.stem(x))
+            y = torch.relu(self.a(y)) + y
+            y = torch.relu(self.b(y)) + y
+            return self.head(torch.nn.functional.max_pool2d(y, 2))
+
+    class TransformerBlock(nn.Module):
+        def __init__(self, d=32, heads=4):
+            super().__init__()
+            self.n1, self.n2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+            self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+            self.h = heads
+
+        def forward(self, x):
+            b, t, d = x.shape
+            q, k, v = self.qkv(self.n1(x)).split(d, dim=-1)
+            q, k, v = (z.reshape(b, t, self.h, d // self.h).transpose(1, 2) for z in (q, k, v))
+            att = torch.softmax(q @ k.transpose(-2, -1) / (d // self.h) ** 0.5, dim=-1)
+            x = x + self.proj((att @ v).transpose(1, 2).reshape(b, t, d))
+            return x + self.mlp(self.n2(x))
+
+    class MutableBuffer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(64, 64)
+            self.register_buffer("acc", torch.zeros(4, 64))
+
+        def forward(self, x):
+            y = torch.relu(self.lin(x))
+            self.acc.add_(y)
+            return self.lin(self.acc) + y
+
+    class Cond(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Linear(32, 32), nn.Linear(32, 32)
+
+        def forward(self, x):
+            def yes(z):
+                return torch.relu(self.a(z)) * 2.0
+
+            def no(z):
+                return torch.sigmoid(self.b(z)) - 1.0
+
+            y = self.a(x) + 1.0
+            return torch.cond(y.sum() > 0, yes, no, (y,)) + y
+
+    torch.manual_seed(seed)
+    out = {}
+    for name, cls, shape in (("cnn_residual", CnnResidual, (1, 3, 16, 16)),
+                             ("transformer_block", TransformerBlock, (1, 16, 32)),
+                             ("mutable_buffer", MutableBuffer, (4, 64)),
+                             ("cond", Cond, (8, 32))):
+        out[name] = (cls().eval(), (torch.randn(*shape),))
+    return out
+
+
+def inplace_relu_pass(memory_planning_algo=None):
+    """A ``MemoryPlanningPass`` that first asks ExecuTorch to write every ``relu`` whose input
+    has no other user into that input's storage (node meta ``_share_alloc_with_arg_idx = 0``,
+    which ExecuTorch's ``_move_memory_meta_to_spec`` turns into ``spec.storage_base``), so the
+    planner sees storage-backed specs (alias groups). ``memory_planning_algo``: as
+    ``MemoryPlanningPass`` (``None``: ExecuTorch's default suite). The relu ops count is kept in
+    the pass's ``marked`` attribute."""
+    _require()
+    import torch
+    from executorch.exir.memory_planning import _is_out_var_node
+    from executorch.exir.passes import MemoryPlanningPass
+
+    class _InplaceRelu(MemoryPlanningPass):
+        marked = 0
+
+        def run(self, graph_module, graph_signature=None):
+            for node in graph_module.graph.nodes:
+                a = node.args[0] if node.args else None
+                if (_is_out_var_node(node) and "relu" in str(node.target)
+                        and isinstance(a, torch.fx.Node) and len(a.users) == 1):
+                    node.meta["_share_alloc_with_arg_idx"] = 0
+                    self.marked += 1
+            return super().run(graph_module, graph_signature)
+
+    return _InplaceRelu(memory_planning_algo=memory_planning_algo)
