@@ -467,7 +467,7 @@ def joint_optimize(
     pos = [0] * inst.n
     for k, name in enumerate(order0):
         pos[inst.idx[name]] = k
-    off = [int(start["offsets"].get(i, 0)) for i in inst.ids]
+    off = [int(start["offsets"].get(i, 0)) if s else 0 for i, s in zip(inst.ids, inst.size)]
     prob0 = inst.problem(order0)
     check_plan(prob0, inst.offsets_in(prob0, off))
     arena = inst.arena(off)

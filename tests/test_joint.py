@@ -1,0 +1,108 @@
+"""The joint order-and-layout optimiser (scheduling/joint.py, scheduler ``joint``): its result is
+a valid (order, plan) pair, never worse than the sequential pairs it starts from, and its bound
+is never above the brute-force optimum (every topological order x an exact planner)."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from test_schedulers import diamond, random_graphs, xla_trap
+
+from planners.registry import get_planner
+from planners.validate import check_plan
+from scheduling.generators import generate
+from scheduling.joint import joint_optimize, sequential_pairs
+from scheduling.lifetimes import lifetime_problem
+from scheduling.schedule import check_schedule
+from scheduling.schedulers import schedule
+
+START = ["file_order", "min_live", "dfs"]
+
+
+def brute_arena(g, **policy) -> int:
+    """The least arena over every topological order, each planned by ``cpsat`` (proved optimal)."""
+    best = None
+    for order in nx.all_topological_sorts(g.op_graph()):
+        plan = get_planner("cpsat", time_limit=10).plan(lifetime_problem(g, order, **policy))
+        assert plan.status == "optimal"
+        best = plan.arena_size if best is None else min(best, plan.arena_size)
+    return best
+
+
+def checked(g, r, **policy):
+    """Re-check a JointResult with the independent validators; its arena (bytes)."""
+    check_schedule(g, r.order)
+    prob = lifetime_problem(g, r.order, **policy)
+    assert [b.id for b in prob.buffers] == [b.id for b in r.problem.buffers]
+    check_plan(prob, r.offsets)
+    return int(max((o + s for o, s in zip(r.offsets, prob.sizes)), default=0))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_graphs(max_ops=6))
+def test_exact_joint_equals_brute_force_and_bound_never_above_it(g):
+    best = brute_arena(g)
+    pairs = sequential_pairs(g, START, "greedy_by_size", time_limit=2)
+    r = joint_optimize(g, time_limit=20, deterministic_time=10, schedulers=START,
+                       planner="greedy_by_size")
+    assert checked(g, r) == r.arena
+    assert r.bound <= best <= r.arena
+    assert r.arena <= min(p["arena"] for p in pairs)  # never worse than any pair it starts from
+    assert r.info["mode"] == "exact"
+    assert (r.status, r.arena) == ("optimal", best)  # proved on <= 6 operators
+
+
+def test_xla_trap_joint_finds_the_order_the_greedy_misses():
+    g = xla_trap()  # file order a, c, v, z peaks at 249; a, v, c, z at 199 = the order bound
+    r = joint_optimize(g, time_limit=10, schedulers=["file_order"], planner="greedy_by_size")
+    assert r.start["arena"] == 249 and r.start["scheduler"] == "file_order"
+    assert (r.arena, r.bound, r.status) == (199, 199, "optimal")
+    assert r.order == ("a", "v", "c", "z")
+    assert checked(g, r) == 199
+
+
+def test_residents_and_alignment_are_honoured():
+    g = diamond()
+    policy = {"unified": True, "alignment": 16}
+    r = joint_optimize(g, time_limit=10, schedulers=START, planner="greedy_by_size", **policy)
+    assert all(int(o) % 16 == 0 for o in r.offsets)
+    assert checked(g, r, **policy) == r.arena
+    assert r.info["resident_bytes"] == 1  # the graph input x
+    assert r.bound <= brute_arena(g, **policy) == r.arena
+    assert any(b.kind == "resident" for b in r.problem.buffers)
+
+
+def test_lns_is_valid_never_worse_and_deterministic():
+    g = generate("randwire", seed=3, n_nodes=24)
+    kw = {"time_limit": 60, "deterministic_time": 1.5, "schedulers": START,
+          "planner": "greedy_by_size", "exact_max_ops": 8, "seed": 5}
+    a = joint_optimize(g, **kw)
+    b = joint_optimize(g, **kw)
+    assert a.info["mode"] == "lns" and a.info["iterations"] > 0
+    assert checked(g, a) == a.arena <= a.start["arena"] <= a.start["file_order_arena"]
+    assert a.bound <= a.arena
+    assert a.order == b.order and np.array_equal(a.offsets, b.offsets)
+
+
+def test_joint_scheduler_carries_checked_offsets_and_compare_row():
+    from experiments.sched_compare import compare_schedules
+
+    g = xla_trap()
+    s = schedule(g, "joint", time_limit=10)
+    assert s.info["arena_bytes"] == 199 and s.info["joint_status"] == "optimal"
+    prob = lifetime_problem(g, s.order)
+    check_plan(prob, [s.info["offsets"][b.id] for b in prob.buffers])
+    df = compare_schedules({"trap": g}, ["file_order", "joint"], ["greedy_by_size"],
+                           time_limit=10)
+    row = df[(df.scheduler == "joint") & (df.planner == "joint")]
+    assert row.arena_bytes.tolist() == [199] and row.plan_status.tolist() == ["optimal"]
+    assert df[df.scheduler == "file_order"].arena_bytes.tolist() == [249]
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(ValueError, match="time_limit must be > 0"):
+        joint_optimize(diamond(), time_limit=0)
+    with pytest.raises(ValueError, match="window >= 2"):
+        joint_optimize(diamond(), window=1)
