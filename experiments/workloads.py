@@ -99,7 +99,8 @@ def workload_key(spec: str) -> str:
     >>> workload_key("models/net.onnx"), workload_key("seed000")
     ('net', 'seed000')
     """
-    return Path(spec).stem if spec.endswith((".csv", ".onnx", ".tflite", ".json")) else spec
+    return Path(spec).stem if spec.endswith((".csv", ".onnx", ".tflite", ".json", ".pte")) \
+        else spec
 
 
 def resolve_problems(names: list[str] | None = None, minimalloc_dir: str | Path | None = None,
@@ -321,6 +322,16 @@ def load_problem(spec: str | Path, capacity: int | None | str = "auto", unified:
                          overrides=_onnx_overrides(overrides))
     elif spec_s.endswith(".tflite"):
         p = _tflite_problem(path, schedule=schedule, overrides=overrides)
+    elif spec_s.endswith(".pte"):  # ExecuTorch's own plan's problem (extra [executorch])
+        from experiments.runtimes.executorch import read_plan
+
+        _no_overrides(spec_s, overrides)
+        if not path.exists():
+            raise ProblemError(f"{path}: no such file")
+        try:
+            p = read_plan(path)[0]
+        except ImportError as e:  # RuntimeMissing: the extra is not installed
+            raise ProblemError(f"{path}: {e}") from None
     elif spec_s.endswith(".json"):
         from scheduling.schedulers import get_scheduler
 

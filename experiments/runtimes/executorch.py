@@ -61,7 +61,7 @@ from . import require
 
 __all__ = ["NAME", "EXTRA", "MemplanAlgorithm", "specs_problems", "plan_for", "write", "run",
            "read_plan", "verify_storage_reuse", "planned_bytes", "PteTensor", "pte_tensors",
-           "example_models", "inplace_relu_pass"]
+           "example_models", "inplace_relu_pass", "write_plan_csv"]
 
 NAME = "executorch"
 EXTRA = "executorch"
@@ -140,19 +140,19 @@ def _obj_ids(offsets: Sequence[int], sizes: Sequence[int]) -> list[int]:
     overlap in address to share it; zero-size buffers overlap nothing)."""
     order = sorted(range(len(offsets)), key=lambda i: (offsets[i], -sizes[i]))
     out = [0] * len(offsets)
-    obj, top = -1, None
+    obj, run, top = -1, -1, None  # obj: last id given; run: id of the current run
     for i in order:
         lo, hi = offsets[i], offsets[i] + sizes[i]
-        if sizes[i] == 0:
+        if sizes[i] == 0:  # its own id; the current run goes on
             obj += 1
             out[i] = obj
             continue
         if top is None or lo >= top:
             obj += 1
-            top = hi
+            run, top = obj, hi
         else:
             top = max(top, hi)
-        out[i] = obj
+        out[i] = run
     return out
 
 
@@ -286,8 +286,13 @@ def _program(src):
         return src.executorch_program
     from executorch.exir._serialize._program import deserialize_pte_binary
 
-    data = Path(src).read_bytes() if isinstance(src, (str, Path)) else bytes(src)
-    return deserialize_pte_binary(data).program
+    label = str(src) if isinstance(src, (str, Path)) else "the .pte bytes"
+    try:
+        data = Path(src).read_bytes() if isinstance(src, (str, Path)) else bytes(src)
+        return deserialize_pte_binary(data).program
+    except Exception as e:  # ExecuTorch's flatbuffer reader raises several kinds
+        raise ProblemError(f"{label}: not a readable ExecuTorch program ({type(e).__name__}: "
+                           f"{e})") from None
 
 
 @dataclass(frozen=True)
@@ -396,8 +401,9 @@ def example_models(seed: int = 0) -> dict[str, tuple[Any, tuple]]:
     mode, example inputs)}``, weights and inputs from ``torch.manual_seed(seed)``:
 
     ``cnn_residual`` (three conv blocks with two residual adds), ``transformer_block`` (one
-    pre-norm attention + MLP block, 16 tokens of width 32), ``mutable_buffer`` (an in-place
-    running-sum buffer updated each call, ``register_buffer`` + ``add_``), ``cond`` (a
+    pre-norm attention + MLP block, 16 tokens of width 32), ``mutable_buffer`` (a registered
+    buffer written in place each call, ``copy_`` then ``add_``: ExecuTorch serialises no
+    initial state of a mutated buffer), ``cond`` (a
     ``torch.cond`` whose branches ExecuTorch plans as submodules)."""
     _require()
     import torch
@@ -441,7 +447,8 @@ def example_models(seed: int = 0) -> dict[str, tuple[Any, tuple]]:
 
         def forward(self, x):
             y = torch.relu(self.lin(x))
-            self.acc.add_(y)
+            self.acc.copy_(y)  # written before read: ExecuTorch keeps no initial buffer state
+            self.acc.add_(x)
             return self.lin(self.acc) + y
 
     class Cond(nn.Module):
@@ -494,3 +501,49 @@ def inplace_relu_pass(memory_planning_algo=None):
             return super().run(graph_module, graph_signature)
 
     return _InplaceRelu(memory_planning_algo=memory_planning_algo)
+
+
+def write_plan_csv(src, path: str | Path, plan_index: int = 0) -> Problem:
+    """Write ExecuTorch's own plan of a ``.pte`` (:func:`read_plan`) as a solved MiniMalloc CSV
+    (``id,lower,upper,size,offset``; half-open lifetimes in instruction steps, bytes) for
+    ``memplan check`` and ``memplan view``. Alias groups (in-place results inside their base)
+    are written as one row per group (the root's id and offset, the hull of the members'
+    lifetimes, :meth:`planners.Problem.collapse`), since the CSV has no alias column. Returns the
+    collapsed problem written."""
+    from planners import Plan
+    from planners.io import write_minimalloc_csv
+
+    problem, offsets = read_plan(src, plan_index)
+    collapsed, group, _ = problem.collapse()
+    root_off = np.zeros(collapsed.n, dtype=np.int64)
+    for i, g in enumerate(group.tolist()):
+        if problem.ids[i] == collapsed.ids[g]:
+            root_off[g] = offsets[i]
+    write_minimalloc_csv(collapsed, path, Plan(collapsed, root_off, "executorch", "heuristic"))
+    return collapsed
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m experiments.runtimes.executorch MODEL.pte -o PLAN.csv``: write the ``.pte``'s
+    own memory plan as a solved CSV (:func:`write_plan_csv`) and print its arenas. Exit 2 with
+    one ``error:`` line for an unreadable file."""
+    import argparse
+    import sys
+
+    ap = argparse.ArgumentParser(prog="python -m experiments.runtimes.executorch",
+                                 description=main.__doc__)
+    ap.add_argument("pte")
+    ap.add_argument("-o", "--output", required=True)
+    a = ap.parse_args(argv)
+    try:
+        collapsed = write_plan_csv(a.pte, a.output)
+        sizes = planned_bytes(a.pte)
+    except Exception as e:  # a malformed .pte raises from ExecuTorch's flatbuffer reader
+        print(f"error: {a.pte}: {e}", file=sys.stderr)
+        return 2
+    print(f"{a.output}: {collapsed.n} buffers; non_const_buffer_sizes {sizes} bytes")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
