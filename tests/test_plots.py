@@ -160,7 +160,7 @@ def test_paper_style_gives_column_widths_and_embedded_fonts(tmp_path):
             assert b"/FontFile2" in pdf  # TrueType embedded (pdf.fonttype 42), not Type 3
     with plots.style("default"):
         ax = plots.plot_memory_over_time(seed000_problem(), [plan])
-        assert tuple(ax.figure.get_size_inches()) == (6.5, 3.0)  # make run keeps its look
+        assert tuple(ax.figure.get_size_inches()) == (7.16, 3.0)  # one double column
         plots.save(ax, tmp_path / "d")
 
 
@@ -201,15 +201,32 @@ def test_arena_layout_labels_only_rectangles_that_fit():
     assert texts == ["big"]
 
 
-def test_sched_peaks_is_a_dot_plot_with_reference_line_and_short_labels():
-    df = pd.DataFrame({"workload": ["mobilenet_v1_first_layer_and_more"] * 2 + ["g"] * 2,
-                       "scheduler": ["file_order", "dfs"] * 2,
-                       "peak_bytes": [100, 80, 50, 55]})
-    ax = plot_sched_peaks(df)
-    assert not ax.patches  # no bars
-    assert any(np.allclose(ln.get_ydata(), 1.0) for ln in ax.get_lines())
-    labels = [t.get_text() for t in ax.get_xticklabels()]
-    assert all(max(len(s) for s in lab.split("\n")) <= 24 for lab in labels)
+def _cell_texts(ax) -> dict[tuple[int, int], str]:
+    """``{(row, column): text}`` of the annotated cells of a table figure."""
+    return {(round(t.get_position()[1]), round(t.get_position()[0])): t.get_text()
+            for t in ax.texts}
+
+
+def test_sched_peaks_gives_each_scheduler_its_own_row_and_the_proved_optimum():
+    """13 schedulers on one peak do not pile up: each has its own row; the proved optimum is a
+    row of its own, and the cells equal to it are starred."""
+    scheds = [f"s{k}" for k in range(11)] + ["exact_dp"]
+    rows = [{"workload": "mobilenet_v1_first_layer_and_more", "scheduler": s, "peak_bytes": 100,
+             "status": "optimal" if s == "exact_dp" else "heuristic"} for s in scheds]
+    rows += [{"workload": "g", "scheduler": s, "peak_bytes": 50 - (k == 3) * 10,
+              "status": "optimal" if s == "exact_dp" else "heuristic"}
+             for k, s in enumerate(scheds)]
+    rows[-1]["peak_bytes"] = 40
+    ax = plot_sched_peaks(pd.DataFrame(rows), relative_to="s0")
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels == ["proved optimum"] + scheds
+    cells = _cell_texts(ax)
+    assert cells[(0, 0)] == "1.000" and cells[(0, 1)] == "0.800"  # 40 / 50
+    assert cells[(1, 1)] == "1.000" and cells[(4, 1)] == "0.800*"  # s3 reaches the optimum
+    assert cells[(12, 1)] == "0.800*"
+    assert all(cells[(r, 0)] == "1.000*" for r in range(1, 13))
+    ticks = [t.get_text() for t in ax.get_xticklabels()]
+    assert all(max(len(s) for s in lab.split("\n")) <= 24 for lab in ticks)
     assert plots.short_label("mobilenet_v1_first_layer") == "mobilenet_v1_\nfirst_layer"
 
 
@@ -220,12 +237,13 @@ def test_sched_peaks_never_draws_a_timed_out_exact_scheduler_as_exact():
                        "status": ["heuristic", "heuristic", "optimal",
                                   "heuristic", "heuristic", "timeout"]})
     ax = plot_sched_peaks(df)
-    legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert "exact_dp (proved optimal)" in legend
-    assert "exact_dp (not proved: timeout)" in legend
-    hollow = [c for c in ax.collections if len(c.get_offsets()) and
-              c.get_facecolor()[0][:3].tolist() == [1.0, 1.0, 1.0]]
-    assert len(hollow) == 1 and hollow[0].get_offsets()[0][1] == pytest.approx(0.9)
+    cells = _cell_texts(ax)
+    # rows: proved optimum, file_order, best_of, exact_dp; columns g, h
+    assert cells[(0, 0)] == "0.800" and (0, 1) not in cells  # nothing proved on h
+    assert cells[(3, 0)] == "0.800*" and cells[(3, 1)] == "0.900?"
+    assert cells[(2, 1)] == "0.900"  # a heuristic needs no proof mark
+    label = ax.figure.axes[-1].get_ylabel()
+    assert "* = the proved optimum" in label and "not proved" in label
 
 
 def test_most_different_workload_skips_a_chain_where_orders_agree():

@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+from experiments.plots.style import styled
 from planners import Problem, get_planner, lower_bound, read_minimalloc_csv
 
 __all__ = [
@@ -191,8 +192,10 @@ def summary(rows: list[dict], groups: dict[str, str]) -> list[str]:
     return lines
 
 
+@styled()
 def plot(csv_path: Path, figure: Path) -> list[Path]:
-    """Draw arena / lower bound against seconds per problem from the records in ``csv_path``."""
+    """Draw arena / lower bound against seconds per problem from the records in ``csv_path``
+    (one double column, 7.16 in, wide)."""
     import matplotlib.pyplot as plt
 
     from experiments.plots import distinct_styles, save
@@ -204,7 +207,8 @@ def plot(csv_path: Path, figure: Path) -> list[Path]:
     styles = dict(zip(planners, distinct_styles(len(planners))))
     cols = min(4, len(problems))
     nrows = -(-len(problems) // cols)
-    fig, axes = plt.subplots(nrows, cols, figsize=(3.2 * cols, 2.6 * nrows), squeeze=False)
+    fig, axes = plt.subplots(nrows, cols, figsize=(7.16, 1.9 * nrows + 0.5), squeeze=False,
+                             layout="constrained")
     for ax, prob in zip(axes.flat, problems):
         for r in (r for r in rows if r["problem"] == prob):
             lb = int(r["lower_bound"])
@@ -217,7 +221,7 @@ def plot(csv_path: Path, figure: Path) -> list[Path]:
                     label=r["planner"])
         ax.set_xscale("log")
         ax.set_title(prob)
-        ax.set_xlabel("seconds")
+        ax.set_xlabel("seconds (log scale)")
         ax.set_ylabel("arena / lower bound")
         ax.axhline(1.0, color="0.6", linewidth=0.6)
     for ax in list(axes.flat)[len(problems) :]:
@@ -227,8 +231,8 @@ def plot(csv_path: Path, figure: Path) -> list[Path]:
         for h, lab in zip(*ax.get_legend_handles_labels()):
             seen.setdefault(lab, h)
     labels, handles = list(seen), list(seen.values())
-    fig.legend(handles, labels, loc="lower center", ncol=len(labels), frameon=False)
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 5),
+               frameon=False)
     return save(fig, figure)
 
 

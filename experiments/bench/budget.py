@@ -221,32 +221,41 @@ def plot_budget(df: pd.DataFrame, path: str | Path) -> list[Path]:
     ``sqrt(n)`` checkpointing reference (extra forward share vs memory share)."""
     import matplotlib.pyplot as plt
 
-    from experiments.plots import MARKERS, PALETTE, save
+    from experiments.plots import LINESTYLES, PALETTE, distinct_styles, save
 
-    fig, axes = plt.subplots(1, 3, figsize=(11, 3.4))
+    fig, axes = plt.subplots(1, 3, figsize=(7.16, 3.9), layout="constrained")
+    models = list(dict.fromkeys(df.loc[df.technique.isin(
+        ["patch_pareto", "tiers_greedy", "tier_slices_greedy"]), "model"]))
+    # one (colour, marker) pair per model, the same in every panel (10 models, 8 colours)
+    style_of = dict(zip(models, distinct_styles(len(models)), strict=True))
     pp = df[df.technique == "patch_pareto"]
-    for k, (m, d) in enumerate(pp.groupby("model", sort=False)):
+    for m, d in pp.groupby("model", sort=False):
         if d.accounting.iloc[0] != "lifetime":
             continue
-        axes[0].plot(d.peak / d.baseline_peak, 100 * d.overhead, marker=MARKERS[k % len(MARKERS)],
-                     color=PALETTE[k % len(PALETTE)], ms=3, lw=1, label=m)
+        colour, marker = style_of[m]
+        axes[0].plot(d.peak / d.baseline_peak, 100 * d.overhead, marker=marker, color=colour,
+                     ms=3.5, lw=1)
     axes[0].set_xscale("log")
-    axes[0].set_xlabel("peak / layer-by-layer peak")
+    axes[0].set_xlabel("peak / layer-by-layer peak\n(log scale)")
     axes[0].set_ylabel("recomputed MACs (% of model)")
-    axes[0].set_title("Patch-based inference (Pareto)")
-    axes[0].legend(fontsize=6, ncol=2)
-    for tech, ls in (("tiers_greedy", "-"), ("tier_slices_greedy", "--")):
+    axes[0].set_title("Patch-based inference\n(Pareto)")
+    for tech, ls in (("tiers_greedy", LINESTYLES[0]), ("tier_slices_greedy", LINESTYLES[1])):
         tt = df[df.technique == tech]
-        for k, (m, d) in enumerate(tt.groupby("model", sort=False)):
-            axes[1].plot(d.budget / d.baseline_peak, 100 * d.overhead, ls=ls,
-                         marker=MARKERS[k % len(MARKERS)], color=PALETTE[k % len(PALETTE)], ms=3,
-                         lw=1, label=m if ls == "-" else None)
-    axes[1].plot([], [], "k-", lw=1, label="whole buffers")
-    axes[1].plot([], [], "k--", lw=1, label="time slices")
-    axes[1].set_xlabel("SRAM capacity / layer-by-layer peak")
+        for m, d in tt.groupby("model", sort=False):
+            colour, marker = style_of[m]
+            axes[1].plot(d.budget / d.baseline_peak, 100 * d.overhead, ls=ls, marker=marker,
+                         color=colour, ms=3.5, lw=1)
+    axes[1].set_xlabel("SRAM capacity /\nlayer-by-layer peak")
     axes[1].set_ylabel("DRAM traffic (% of all traffic)")
-    axes[1].set_title("Two-level SRAM/DRAM (greedy)")
-    axes[1].legend(fontsize=6, ncol=2)
+    axes[1].set_title("Two-level SRAM/DRAM\n(greedy)")
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color=style_of[m][0], marker=style_of[m][1], ms=3.5, lw=1,
+                      label=m) for m in models]
+    handles += [Line2D([], [], color="black", ls=LINESTYLES[0], lw=1,
+                       label="two-level: whole buffers"),
+                Line2D([], [], color="black", ls=LINESTYLES[1], lw=1,
+                       label="two-level: time slices")]
     c = checkpoint_curve(100, ks=range(1, 11))  # k beyond sqrt(n) only costs more memory
     axes[2].plot([1.0, *(c["memory"] / 100)], [0.0, *(100 * c["extra_ratio"])],
                  color=PALETTE[0], lw=1, marker="o", ms=2, label="store all, k = 1..10, n = 100")
@@ -256,10 +265,15 @@ def plot_budget(df: pd.DataFrame, path: str | Path) -> list[Path]:
     if len(rc):
         axes[2].plot(rc.peak / rc.baseline_peak, 100 * rc.overhead, "s", color=PALETTE[2], ms=4,
                      label=f"exact CP-SAT, {len(rc)} ONNX models (smallest peak)")
-    axes[2].set_xlabel("memory / (n x layer bytes), or peak / baseline peak")
+    axes[2].set_xlabel("memory / (n x layer bytes),\nor peak / baseline peak")
     axes[2].set_ylabel("recomputed forward / MACs (%)")
-    axes[2].set_title("Recomputation vs sqrt(n) checkpointing")
-    axes[2].legend(fontsize=6, loc="lower left")
+    axes[2].set_title("Recomputation vs\nsqrt(n) checkpointing")
+    h2, l2 = axes[2].get_legend_handles_labels()
+    handles += [h.__class__([], [], color=h.get_color(), marker=h.get_marker(), ls=h.get_linestyle(),
+                            ms=h.get_markersize(), lw=h.get_linewidth(), label=f"right: {lab}")
+                for h, lab in zip(h2, l2, strict=True)]
+    fig.legend(handles=handles, loc="outside lower center", ncol=3, frameon=False,
+               title="left and middle panels: one style per model")
     return save(fig, path)
 
 

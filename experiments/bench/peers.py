@@ -48,6 +48,7 @@ import sys
 import time
 from pathlib import Path
 
+from experiments.plots.style import styled
 from planners import MemplanError, check_plan, get_planner, lower_bound
 
 __all__ = ["COLUMNS", "PEERS", "VELA_CAP", "TVM_HILL_CLIMB_CAP", "TELAMALLOC_LIMIT",
@@ -153,8 +154,10 @@ def run(out: Path, problems, repeats: int = 3, planners=None) -> list[dict]:
     return rows
 
 
+@styled()
 def plot(csv_path: Path, figure: Path) -> list[Path]:
-    """Ratio and CPU seconds per problem, one marker per planner, from the rows of ``csv_path``."""
+    """Ratio and CPU seconds per problem, one marker per planner, from the rows of ``csv_path``
+    (one double column, 7.16 in, wide)."""
     import matplotlib.pyplot as plt
 
     from experiments.plots import distinct_styles, save
@@ -164,8 +167,8 @@ def plot(csv_path: Path, figure: Path) -> list[Path]:
     problems = list(dict.fromkeys(r["problem"] for r in rows))
     planners = list(dict.fromkeys(r["planner"] for r in rows))
     styles = dict(zip(planners, distinct_styles(len(planners))))
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(max(7.0, 0.55 * len(problems) + 2), 6.4),
-                                   sharex=True)
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(7.16, 6.4), sharex=True,
+                                   layout="constrained")
     x = {p: k for k, p in enumerate(problems)}
     width = 0.8 / max(len(planners), 1)
     for j, name in enumerate(planners):
@@ -179,14 +182,13 @@ def plot(csv_path: Path, figure: Path) -> list[Path]:
     ax1.axhline(1.0, color="0.6", linewidth=0.6)
     ax1.set_ylabel("arena / lower bound")
     ax2.set_yscale("log")
-    ax2.set_ylabel("CPU seconds (median of runs)")
+    ax2.set_ylabel("CPU seconds (median of runs,\nlog scale)")
     ax2.set_xticks(range(len(problems)))
     ax2.set_xticklabels(problems, rotation=60, ha="right", fontsize=7)
     for ax in (ax1, ax2):
         ax.grid(True, axis="y", linewidth=0.3)
-    fig.legend(*ax1.get_legend_handles_labels(), loc="upper center", ncol=4, frameon=False,
-               fontsize=7)
-    fig.tight_layout(rect=(0, 0, 1, 0.92))
+    fig.legend(*ax1.get_legend_handles_labels(), loc="outside upper center", ncol=4,
+               frameon=False)
     return save(fig, figure)
 
 

@@ -428,7 +428,7 @@ def plot_scale(df: pd.DataFrame, out_stem: str | Path) -> list[Path]:
 
     from experiments.plots import PALETTE, save
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(7.16, 3.9), sharey=True, layout="constrained")
     runs = df[df["seconds"].notna() & (df["case"] != "csv_read")]
     colours = {"c": PALETTE[0], "python": PALETTE[1]}
     labels = {"c": "C engine", "python": "Python engine"}
@@ -456,9 +456,9 @@ def plot_scale(df: pd.DataFrame, out_stem: str | Path) -> list[Path]:
         ax.set_xlabel(xlabel)
         ax.grid(True, which="major", alpha=0.3)
     axes[0].set_ylabel("greedy_by_size solve time (s, log scale)")
-    axes[1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False,
-                   title="dashed: 5 s")
-    fig.suptitle("Greedy placement engines: solve time (wall clock, shared 2-core machine)", y=1.03)
+    fig.legend(*axes[1].get_legend_handles_labels(), loc="outside lower center", ncol=2,
+               frameon=False, title="dashed line: 5 s")
+    fig.suptitle("Greedy placement engines: solve time (wall clock, shared 2-core machine)")
     return save(fig, out_stem)
 
 

@@ -217,7 +217,7 @@ def plot_caches(df, out_stem: Path) -> list[Path]:
 
     from experiments.plots import distinct_styles, save
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    fig, axes = plt.subplots(1, 2, figsize=(7.16, 3.8), layout="constrained")
     r = df[df["kind"] == "random"].sort_values("n")
     groups = list(r.groupby("planner", sort=False))
     styles = distinct_styles(len(groups))
@@ -235,9 +235,10 @@ def plot_caches(df, out_stem: Path) -> list[Path]:
     axes[0].set_yscale("log")
     axes[0].set_ylabel("estimated U74 cycles (log scale)\nsolid: L1 caches, dashed: ideal memory")
     axes[1].set_ylabel("L1 data-cache misses (% of accesses)")
-    axes[1].legend(loc="upper left", frameon=False, fontsize=8)
-    fig.suptitle("U74 model with and without L1 caches (32 KiB, 64-byte lines; miss penalty 20 "
-                 "cycles: an assumption)", y=1.02)  # fmt: skip
+    fig.legend(*axes[1].get_legend_handles_labels(), loc="outside lower center", ncol=4,
+               frameon=False)
+    fig.suptitle("U74 model with and without L1 caches (32 KiB, 64-byte lines;\nmiss penalty "
+                 "20 cycles: an assumption)")  # fmt: skip
     return save(fig, out_stem)
 
 
@@ -255,7 +256,7 @@ def plot(df, out_stem: Path) -> list[Path]:
 
     from experiments.plots import distinct_styles, save
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(7.16, 4.4), sharey=True, layout="constrained")
     groups = list(df.groupby("planner", sort=False))
     styles = distinct_styles(len(groups))
     for ax, (col, title) in zip(
@@ -269,19 +270,20 @@ def plot(df, out_stem: Path) -> list[Path]:
             ax.plot(r["n"], r[col], "-", marker=marker, color=colour, ms=4, lw=1.2,
                     label=f"{name} (random)")
             o = g[g["kind"] == "onnx"]
-            if len(o):
-                ax.scatter(o["n"], o[col], marker=marker, facecolor="none", edgecolor=colour,
-                           s=22, linewidth=0.9, label=f"{name} (ONNX models)")
+            if len(o):  # filled, without a line (hollow markers mean "not proved" elsewhere)
+                ax.scatter(o["n"], o[col], marker=marker, facecolor=colour, edgecolor="black",
+                           s=26, linewidth=0.6, label=f"{name} (ONNX models)")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.xaxis.set_major_formatter(mticker.StrMethodFormatter("{x:,.0f}"))
         ax.set_xlabel("buffers n (count, log scale)")
-        ax.set_title(title)
+        ax.set_title(title.replace(" (", "\n("))
         ax.grid(True, which="major", alpha=0.3)
     axes[0].set_ylabel("estimated cycles of the allocator core\n(log scale)")
-    axes[1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False,
-                   title="lines: random problems\nhollow: ONNX models")
-    fig.suptitle("Allocator cores on RV64 (emulated machine code, in-order core models)", y=1.03)
+    fig.legend(*axes[1].get_legend_handles_labels(), loc="outside lower center", ncol=3,
+               frameon=False, title="lines: random problems; black-edged points without a line: "
+                                    "ONNX models")
+    fig.suptitle("Allocator cores on RV64 (emulated machine code, in-order core models)")
     return save(fig, out_stem)
 
 

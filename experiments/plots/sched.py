@@ -1,7 +1,8 @@
 """Figures of the scheduler comparison (style, palette and :func:`save` of :mod:`experiments.plots`).
 
-* :func:`plot_sched_peaks` -- peak of live activation bytes per scheduler per graph (dot plot with
-  a reference line at 1.0), relative to the file order or in bytes.
+* :func:`plot_sched_peaks` -- peak of live activation bytes per scheduler per graph (a table:
+  one row per scheduler and a row with the proved optimum), relative to the file order or in
+  bytes.
 * :func:`plot_schedule_curves` -- live bytes over schedule steps of two (or more) schedules of one
   graph, each with its line style and its peak.
 
@@ -21,7 +22,6 @@ from experiments.plots.style import (
     PALETTE,
     _new_axes,
     byte_axis,
-    distinct_styles,
     figsize,
     format_bytes,
     short_label,
@@ -48,102 +48,145 @@ def plot_sched_peaks(
     title: str = "Peak live activation memory per scheduler",
     ax=None,
 ):
-    """Dot plot: one column per workload, one marker per scheduler (dodged side by side).
+    """Table of peaks: one row per scheduler, one column per workload, each cell the scheduler's
+    peak on that workload, coloured and written out, with a first row ``proved optimum``.
+
+    Every scheduler has its own row, so schedulers that reach the same peak never hide each
+    other (a dot plot piled 13 of them on one value).
 
     Parameters
     ----------
     records : DataFrame
         Output of :func:`experiments.sched_compare.compare_schedules` (or any frame with columns
-        ``workload``, ``scheduler``, ``peak_bytes``); duplicate (workload, scheduler) rows, one per
-        planner, are collapsed (the peak does not depend on the planner).
+        ``workload``, ``scheduler``, ``peak_bytes``, optionally ``status``); duplicate
+        (workload, scheduler) rows, one per planner, are collapsed (the peak does not depend on
+        the planner).
     relative_to : str or None
-        Scheduler whose peak is 1.0 in each column: y is ``peak / reference peak`` (bytes/bytes)
-        with a black reference line at 1.0; the axis need not start at 0 because the marks are
-        dots, not bars. ``None`` plots the peaks in bytes on an axis from 0 (binary-unit ticks).
+        Scheduler whose peak is 1 in each column: cells are ``peak / reference peak``
+        (bytes/bytes, 3 decimals; lower is better), coloured on a diverging scale centred at 1.
+        ``None``: cells are peaks in binary units (KiB, MiB), coloured relative to the column's
+        smallest peak.
     schedulers : sequence of str, optional
-        Dodge and legend order (default: order of appearance).
+        Row order (default: order of appearance).
     title : str
     ax : matplotlib Axes, optional
 
     Returns
     -------
-    matplotlib Axes; each scheduler has its own (colour, marker) pair and long workload names
-    are wrapped (:func:`experiments.plots.short_label`). When the records have a ``status``
-    column, a scheduler's proved optima (``"optimal"``) are filled markers and every other
-    result of a scheduler that proves optima somewhere (stopped by its time limit: ``timeout``
-    or ``feasible``) is an open marker labelled ``"<scheduler> (not proved: timeout)"`` in the
-    legend, so a timed-out exact scheduler never looks exact; ``skipped`` and ``error`` runs have
-    no peak and are listed in the legend as ``"<scheduler>: skipped on N"``.
+    matplotlib Axes. The ``proved optimum`` row holds, per workload, the smallest peak of a
+    result with ``status`` ``"optimal"`` (:data:`PROVED_SCHEDULE`; ``exact_dp``,
+    ``cpsat_schedule``), blank where none is proved. A cell marked ``*`` equals that proved
+    optimum (the same mark as the planner heatmap's proved optima); a result of a scheduler that
+    proves optima elsewhere but not here (``timeout``, ``feasible``) is marked ``?`` (not
+    proved); a run without a peak (``skipped``, ``error``) is a blank cell naming its status.
+    The colour bar says what the marks mean.
 
     Raises
     ------
     ValueError
         A missing column or reference scheduler (named in the message).
     """
+    import matplotlib.colors as mcolors
+
+    from experiments.plots.style import MIN_TEXT_PT, _text_colour
+
     for c in ("workload", "scheduler", "peak_bytes"):
         if c not in records.columns:
             raise ValueError(f"plot_sched_peaks: records need column {c!r}")
     allrows = records.drop_duplicates(["workload", "scheduler"])
     df = records.dropna(subset=["peak_bytes"]).drop_duplicates(["workload", "scheduler"])
-    status = (df.pivot(index="workload", columns="scheduler", values="status")
-              if "status" in df else None)
+    st_all = (allrows.pivot(index="workload", columns="scheduler", values="status")
+              if "status" in allrows else None)
     tab = df.pivot(index="workload", columns="scheduler", values="peak_bytes").astype(float)
-    tab = tab.reindex(list(dict.fromkeys(df["workload"])))
-    cols = list(schedulers) if schedulers else list(dict.fromkeys(df["scheduler"]))
-    tab = tab[[c for c in cols if c in tab.columns]]
+    workloads = list(dict.fromkeys(allrows["workload"]))
+    tab = tab.reindex(workloads)
+    cols = list(schedulers) if schedulers else list(dict.fromkeys(allrows["scheduler"]))
+    cols = [c for c in cols if c in set(allrows["scheduler"])]
+    tab = tab.reindex(columns=cols)
+    if relative_to is not None and relative_to not in tab.columns:
+        raise ValueError(f"plot_sched_peaks: reference scheduler {relative_to!r} not in records")
+    status = (st_all.reindex(index=workloads, columns=cols).astype(object)
+              if st_all is not None else pd.DataFrame("heuristic", index=workloads, columns=cols))
+    proved = status.isin(PROVED_SCHEDULE).to_numpy() & tab.notna().to_numpy()
+    peaks = tab.to_numpy(float)
+    opt = np.where(proved, peaks, np.inf).min(axis=1)
+    opt = np.where(np.isfinite(opt), opt, np.nan)
+    proves = [bool(proved[:, j].any()) or s in ("exact_dp", "cpsat_schedule")
+              for j, s in enumerate(cols)]
+    rows = (["proved optimum"] if np.isfinite(opt).any() else []) + cols
+    body = peaks.T  # schedulers x workloads
+    grid = np.vstack([opt[None, :], body]) if rows and rows[0] == "proved optimum" else body
+    off = 1 if rows and rows[0] == "proved optimum" else 0
     if relative_to is not None:
-        if relative_to not in tab.columns:
-            raise ValueError(
-                f"plot_sched_peaks: reference scheduler {relative_to!r} not in records"
-            )
-        tab = tab.div(tab[relative_to], axis=0)
-    nw, ns = tab.shape
-    w0 = min(14.0, max(6.5, 0.55 * nw + 2.5))
-    fig, ax = _new_axes(ax, figsize("double", 3.6, w0))
-    width = 0.8 / max(ns, 1)
-    x = np.arange(nw)
-    for k, (s, (colour, marker)) in enumerate(zip(tab.columns, distinct_styles(ns))):
-        xs, ys = x + (k - (ns - 1) / 2) * width, tab[s].to_numpy()
-        st = (status.reindex(index=tab.index)[s].astype(str).to_numpy() if status is not None
-              and s in status.columns else np.array(["heuristic"] * nw))
-        proves = bool(np.isin(st, PROVED_SCHEDULE).any()) or s in ("exact_dp", "cpsat_schedule")
-        proved = np.isin(st, PROVED_SCHEDULE)
-        if not proves:  # a heuristic: one kind of marker, nothing to prove
-            ax.scatter(xs, ys, s=18, marker=marker, facecolor=colour, edgecolor="0.25",
-                       linewidth=0.3, label=s, zorder=3)
-        else:
-            if proved.any():
-                ax.scatter(xs[proved], ys[proved], s=18, marker=marker, facecolor=colour,
-                           edgecolor="0.25", linewidth=0.3, label=f"{s} (proved optimal)",
-                           zorder=3)
-            rest = ~proved & np.isfinite(ys)
-            if rest.any():
-                kinds = ", ".join(sorted(set(st[rest].tolist())))
-                ax.scatter(xs[rest], ys[rest], s=22, marker=marker, facecolor="white",
-                           edgecolor=colour, linewidth=1.0, label=f"{s} (not proved: {kinds})",
-                           zorder=3)
-        nopeak = allrows[(allrows["scheduler"] == s) & allrows["peak_bytes"].isna()]
-        if len(nopeak):
-            kinds = ", ".join(sorted(set(nopeak.get("status", pd.Series(["error"])).astype(str))))
-            ax.scatter([], [], marker="x", color=colour,
-                       label=f"{s}: no peak on {len(nopeak)} ({kinds})")
-    ax.set_xticks(x, [short_label(w, width=24) for w in tab.index], rotation=40, ha="right",
-                  rotation_mode="anchor")
-    ax.set_xlim(-0.6, nw - 0.4)
-    ax.grid(axis="x", visible=False)
-    for i in range(1, nw):
-        ax.axvline(i - 0.5, color="0.85", lw=0.5, zorder=1)
-    ax.set_xlabel("workload")
-    if relative_to is not None:
-        ax.axhline(1.0, color="black", lw=0.9, ls=(0, (4, 2)), zorder=2,
-                   label=f"{relative_to} (= 1)")
-        ax.set_ylabel(f"peak / {relative_to} peak\n(bytes/bytes; lower is better)")
+        ref = tab[relative_to].to_numpy(float)
+        shown = grid / ref[None, :]
+        finite = shown[np.isfinite(shown)]
+        span = float(np.max(np.abs(np.log(finite)))) if finite.size else 0.1
+        span = max(span, 0.02)
+        norm = mcolors.LogNorm(vmin=float(np.exp(-span)), vmax=float(np.exp(span)))
+        cmap = "PuOr_r"  # diverging, colour-blind safe: orange above 1, purple below
     else:
-        ax.set_ylim(bottom=0)
-        byte_axis(ax.yaxis)
-        ax.set_ylabel("peak live activation bytes")
+        shown = grid
+        low = np.nanmin(grid, axis=0)
+        norm = mcolors.Normalize(vmin=1.0, vmax=max(1.05, float(np.nanmax(grid / low))))
+        cmap = "viridis_r"
+    nw, nr = len(workloads), len(rows)
+    fig, ax = _new_axes(ax, figsize("double", 1.3 + 0.24 * nr, 1.8 + 0.62 * nw))
+    colour_values = shown if relative_to is not None else grid / np.nanmin(grid, axis=0)
+    im = ax.imshow(np.ma.masked_invalid(colour_values), cmap=cmap, norm=norm, aspect="auto")
+    ax.grid(False)
+    ax.set_xticks(range(nw), [short_label(w, width=16) for w in workloads], rotation=40,
+                  ha="right", rotation_mode="anchor")
+    ax.set_yticks(range(nr), rows)
+    if off:
+        ax.get_yticklabels()[0].set_fontweight("bold")
+        ax.axhline(0.5, color="black", lw=1.0)
+    cm = im.cmap
+    marks = set()
+    for r in range(nr):
+        for c in range(nw):
+            v = shown[r, c]
+            if not np.isfinite(v):
+                if r >= off:
+                    st = str(status.iloc[c, r - off])
+                    if st not in ("nan", "None", ""):
+                        ax.text(c, r, st, ha="center", va="center", fontsize=MIN_TEXT_PT,
+                                color="0.35")
+                continue
+            text = f"{v:.3f}" if relative_to is not None else format_bytes(grid[r, c])
+            if r >= off:
+                j = r - off
+                if np.isfinite(opt[c]) and grid[r, c] == opt[c]:
+                    text += "*"
+                    marks.add("*")
+                elif proves[j] and not proved[c, j]:
+                    text += "?"
+                    marks.add("?")
+            face = mcolors.to_hex(cm(norm(colour_values[r, c])))
+            ax.text(c, r, text, ha="center", va="center", fontsize=MIN_TEXT_PT,
+                    color=_text_colour(face),
+                    fontweight="bold" if r < off else "normal")
+    cb = fig.colorbar(im, ax=ax, fraction=0.04, pad=0.02)
+    if relative_to is not None:  # plain ratio ticks, not 9 x 10^-1
+        import matplotlib.ticker as mticker
+
+        ticks = [t for t in (0.25, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.5, 2.0, 4.0)
+                 if norm.vmin <= t <= norm.vmax]
+        cb.ax.yaxis.set_major_locator(mticker.FixedLocator(ticks))
+        cb.ax.yaxis.set_major_formatter(mticker.FixedFormatter([f"{t:g}" for t in ticks]))
+        cb.ax.yaxis.set_minor_locator(mticker.NullLocator())
+    if relative_to is not None:
+        label = f"peak / {relative_to} peak (log scale; lower is better)"
+    else:
+        label = "peak / smallest peak of the workload"
+    if "*" in marks:
+        label += "\n* = the proved optimum"
+    if "?" in marks:
+        label += "\n? = exact scheduler stopped\nby its limit: not proved"
+    cb.set_label(label)
+    ax.set_xlabel("workload")
+    ax.set_ylabel("scheduler")
     ax.set_title(title)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, title="scheduler")
     return ax
 
 

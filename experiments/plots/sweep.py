@@ -64,9 +64,9 @@ def plot_quality_vs_time(qa: pd.DataFrame, floor: float, too_fast: Sequence[str]
                 ax.errorbar(shown[i], row["ratio"], xerr=[[shown[i] - lo], [hi - shown[i]]],
                             fmt=marker[row["config"]], color=c, ms=4.5, lw=0.8,
                             label=row["config"], zorder=3)
-            else:  # too fast to time: drawn at the floor, hollow, off any front
+            else:  # too fast to time: drawn at the floor, in the grey band, off any front
                 ax.scatter(floor, row["ratio"], marker=marker[row["config"]], s=22,
-                           facecolor="none", edgecolor=c, label=row["config"], zorder=3)
+                           color=c, label=row["config"], zorder=3)
         if int(meas.sum()) >= 2:
             idx = np.flatnonzero(meas)
             front = idx[pareto_front(med[idx], sub["ratio"].to_numpy(float)[idx])]
@@ -75,10 +75,11 @@ def plot_quality_vs_time(qa: pd.DataFrame, floor: float, too_fast: Sequence[str]
             n_fronts += 1
         ax.axhline(1.0, color="black", ls="--", lw=0.8)
         ax.axvline(floor, color="0.6", lw=0.6, ls=":")
+        ax.axvspan(floor / 3, floor, color="0.9", lw=0, zorder=0)
         ax.set_xscale("log")
         ax.xaxis.set_minor_formatter(mticker.NullFormatter())
         ax.set_title(case, fontsize=8)
-        ax.set_xlabel("planning time (s, median)")
+        ax.set_xlabel("planning time (s, median, log scale)")
         ax.set_ylabel("arena / lower bound")
     for ax in list(axes.flat)[len(cases):]:
         ax.set_visible(False)
@@ -93,7 +94,7 @@ def plot_quality_vs_time(qa: pd.DataFrame, floor: float, too_fast: Sequence[str]
     fig.suptitle(
         "Quality vs planning time: median of " + (f"up to {runs_n} runs" if runs_n > 1
                                                   else "1 run (no spread measured)")
-        + "; bars: min-max.\nHollow at the dotted line: below "
+        + "; bars: min-max.\nIn the grey band at the dotted line: below "
         + f"{floor * 1e3:g} ms, too fast to time (call overhead), no ranking; "
         + ("grey: Pareto front of the timed runs" if n_fronts else "no Pareto front drawn")
         + (f"; {len(too_fast)} cases where every planner is < "
