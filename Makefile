@@ -7,7 +7,7 @@ MINIMALLOC_DIR ?= ../shared/benchmarks/minimalloc
 MINIMALLOC_ARG := $(if $(wildcard $(MINIMALLOC_DIR)/*.csv),--minimalloc-dir $(MINIMALLOC_DIR),)
 PYTEST_WORKERS ?= 2
 
-.PHONY: venv run run-full figures test lint bench bench-rv64 bench-rv64-quiet bench-exact bench-anytime bench-sched bench-transforms bench-budget bench-tflm bench-tflm-offline bench-import bench-peers soak sweep clean
+.PHONY: venv run run-full figures test lint bench bench-rv64 bench-rv64-quiet bench-exact bench-anytime bench-sched bench-transforms bench-budget bench-tflm bench-tflm-offline bench-import bench-peers bench-joint soak sweep clean
 
 $(STAMP): pyproject.toml $(wildcard setup.py) $(wildcard planners/_ext/*.c) $(wildcard planners/_ext/*.h)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -91,6 +91,11 @@ bench-transforms: $(STAMP)
 ## multi-model curves on the nine ONNX models -> results/bench_budget.csv + figures/budget_vs_overhead
 bench-budget: $(STAMP)
 	$(PY) -m experiments.bench.budget --out results/bench_budget.csv
+
+## Joint order and layout (issue #25): file order / best scheduler / joint optimiser, arena vs bound
+## (about 15 min on the shared 2-core machine)
+bench-joint: $(STAMP)
+	MPLBACKEND=Agg $(PY) -m experiments.bench.joint --out results
 
 ## The peers' planners side by side: Arm Vela's HillClimb (ethos-u-vela, the optional extra
 ## "peers", installed here on first use; 5,000 iterations / 20 CPU s per run), XLA's heap, TVM USMP's

@@ -22,7 +22,8 @@ of OLLA / MODeL (ICML 2023), which solve order and addresses in one ILP:
   it by large-neighbourhood search: a window of consecutive steps whose operators may be permuted
   (precedence kept) and a band of addresses whose buffers may move, the rest fixed, each
   sub-model minimising the highest ``offset + size`` of the buffers it frees, so the arena never
-  increases. The result is never worse than the starting pair.
+  increases (40 % of the neighbourhoods move addresses only, keeping the order). The result is
+  never worse than the starting pair.
 
 The **bound** (bytes) is the larger of the order bound (``resident bytes +``
 :func:`scheduling.schedulers.bounds.order_lower_bound`, a lower bound on every order's peak of
@@ -319,19 +320,23 @@ def _solve(inst: _Instance, pos: list[int], off: list[int], window: tuple[int, i
 
 
 def sequential_pairs(graph: Graph, schedulers: Sequence[str] | None = None,
-                     planner: str = "telamalloc", *, time_limit: float = 10.0, top: int = 3,
-                     unified: bool = False, include_inputs: bool = False, alignment: int = 1,
-                     planner_params: dict | None = None) -> list[dict]:
+                     planner: str | Sequence[str] = "telamalloc", *, time_limit: float = 10.0,
+                     top: int = 3, unified: bool = False, include_inputs: bool = False,
+                     alignment: int = 1, planner_params: dict | None = None,
+                     scheduler_params: dict | None = None) -> list[dict]:
     """The sequential (scheduler, planner) pairs the joint search starts from.
 
     Every scheduler in ``schedulers`` (registry names; ``None``: every registered one but
     ``best_of`` and ``joint``; schedulers taking a ``time_limit`` get ``time_limit / 4`` seconds
-    each) orders the graph; the file order and the ``top`` distinct orders of lowest peak are
-    planned by ``planner`` (registry name, ``time_limit`` seconds shared among them when it takes
-    one). Returns one dict per planned order, best arena first: ``scheduler``, ``order``,
-    ``peak`` (bytes), ``arena`` (bytes), ``offsets`` ({tensor name: offset}), ``bound`` (the
-    scheduler's order bound, bytes). A scheduler that raises a ``MemplanError``/``ValueError`` is
-    skipped (its message in ``error``); ``ValueError`` when no order at all was found.
+    each, unless ``scheduler_params[name]`` says otherwise) orders the graph; the file order and
+    the ``top`` distinct orders of lowest peak are planned by ``planner`` (a registry name, or
+    several: the best arena of them per order; ``time_limit`` seconds shared among the orders
+    when it takes one). Returns one dict per planned order, best arena first: ``scheduler``,
+    ``order``, ``peak`` (bytes), ``arena`` (bytes), ``offsets`` ({tensor name: offset}), ``bound``
+    (the scheduler's order bound, bytes), ``order_bound`` (bytes: the largest bound on every
+    order's peak that any scheduler proved, :attr:`Schedule.bound`). A scheduler that raises a
+    ``MemplanError``/``ValueError`` is skipped; ``ValueError`` when no order at all was found or
+    no planner planned one.
     """
     from planners import MemplanError
     from planners.registry import PLANNERS, get_planner
@@ -344,16 +349,19 @@ def sequential_pairs(graph: Graph, schedulers: Sequence[str] | None = None,
     if "file_order" not in names:
         names.insert(0, "file_order")
     orders: dict[tuple, dict] = {}
+    proved = 0  # the largest order bound any scheduler proved (e.g. exact_dp's optimum)
     for s in names:
         cls = SCHEDULERS.get(s)
         params = {}
         if cls is not None and "time_limit" in cls._param_names():
             params["time_limit"] = max(0.05, time_limit / 4)
+        params.update((scheduler_params or {}).get(s, {}))
         try:
             sch = get_scheduler(s, **params).schedule(graph)
         except (MemplanError, ValueError):
             continue
         key = tuple(sch.order)
+        proved = max(proved, sch.bound or 0)
         if key not in orders:
             orders[key] = {"scheduler": s, "order": list(key),
                            "peak": peak_live_bytes(graph, key, include_inputs=include_inputs,
@@ -366,19 +374,32 @@ def sequential_pairs(graph: Graph, schedulers: Sequence[str] | None = None,
     fo = next((r for r in ranked if r["scheduler"] == "file_order"), None)
     if fo is not None and fo not in chosen:
         chosen.append(fo)
-    pp = dict(planner_params or {})
-    cls = PLANNERS.get(planner)
-    if cls is not None and "time_limit" in cls._param_names():
-        pp.setdefault("time_limit", max(0.05, time_limit / max(1, len(chosen))))
+    names_p = [planner] if isinstance(planner, str) else list(planner)
     out = []
     for r in chosen:
         prob = lifetime_problem(graph, r["order"], unified=unified,
                                 include_inputs=include_inputs, alignment=alignment)
-        plan = get_planner(planner, **pp).plan(prob)
-        check_plan(prob, plan.offsets)
-        out.append({**r, "planner": planner, "arena": int(plan.arena_size),
-                    "offsets": {b.id: int(o) for b, o in zip(prob.buffers, plan.offsets)}})
+        best = None
+        for pname in names_p:
+            pp = dict(planner_params or {})
+            cls = PLANNERS.get(pname)
+            if cls is not None and "time_limit" in cls._param_names():
+                pp.setdefault("time_limit", max(0.05, time_limit / max(1, len(chosen))))
+            plan = get_planner(pname, **pp).plan(prob)
+            if plan.status in ("infeasible", "timeout", "skipped", "error"):
+                continue
+            check_plan(prob, plan.offsets)
+            if best is None or plan.arena_size < best[1].arena_size:
+                best = (pname, plan)
+        if best is None:
+            continue
+        out.append({**r, "planner": best[0], "arena": int(best[1].arena_size),
+                    "offsets": {b.id: int(o) for b, o in zip(prob.buffers, best[1].offsets)}})
+    if not out:
+        raise ValueError(f"graph {graph.name!r}: no planner of {names_p} planned an order")
     out.sort(key=lambda r: (r["arena"], r["peak"]))
+    for r in out:
+        r["order_bound"] = proved
     return out
 
 
@@ -394,7 +415,7 @@ def joint_optimize(
     workers: int = 1,
     deterministic_time: float | None = None,
     schedulers: Sequence[str] | None = None,
-    planner: str = "telamalloc",
+    planner: str | Sequence[str] = "telamalloc",
     start: dict | None = None,
     exact_max_ops: int = 12,
     window: int = 10,
@@ -422,7 +443,8 @@ def joint_optimize(
         The starting pairs (:func:`sequential_pairs`).
     start : dict or None
         A pair already computed (an element of :func:`sequential_pairs`' list: ``scheduler``,
-        ``order``, ``offsets``, ``arena``); skips the starting search.
+        ``order``, ``offsets``, ``arena``, optionally ``order_bound``, a proved bound on every
+        order's peak, bytes); skips the starting search.
     exact_max_ops : int
         Up to this many operators the whole model is solved (proved optimum when it finishes).
     window, band_buffers : int
@@ -452,7 +474,6 @@ def joint_optimize(
     order_bound = int(cached_order_bound(graph)) if len(graph.ops) else 0  # CycleError first
     inst = _Instance(graph, unified, include_inputs, alignment)
     res_bytes = resident_bytes(graph, include_inputs) if unified else 0
-    bound = order_bound + res_bytes
     if start is None:
         pairs = sequential_pairs(graph, schedulers, planner, time_limit=time_limit / 3,
                                  unified=unified, include_inputs=include_inputs,
@@ -462,6 +483,9 @@ def joint_optimize(
         fo_arena = fo["arena"] if fo else None
     else:
         fo_arena = start.get("file_order_arena")
+    # a scheduler's proved bound (exact_dp's optimum) holds for every order's peak too
+    order_bound = max(order_bound, int(start.get("order_bound") or 0))
+    bound = order_bound + res_bytes
     order0 = list(start["order"])
     check_schedule(graph, order0)
     pos = [0] * inst.n
@@ -491,12 +515,16 @@ def joint_optimize(
                 bound = max(bound, b)
         else:
             w = min(window, inst.n)
+            nb = band_buffers
             while arena > bound:
                 now = time.perf_counter()
                 if now >= deadline or (deterministic_time is not None
                                        and dt_used >= deterministic_time):
                     break
-                lo_k, hi_k, fb = _neighbourhood(inst, pos, off, arena, w, band_buffers, rng)
+                layout_only = rng.random() < 0.4  # an address band alone (the order kept)
+                lo_k, hi_k, fb = _neighbourhood(inst, pos, off, arena, w, nb, rng)
+                if layout_only:
+                    hi_k = lo_k
                 sub_dt = 1.0 if deterministic_time is None else min(
                     1.0, deterministic_time - dt_used)
                 npos, noff, _, dt, improved = _solve(
@@ -511,11 +539,17 @@ def joint_optimize(
                         arena = na
                         improvements += 1
                         trace.append((round(time.perf_counter() - t0, 3), arena))
-                # adapt the window: grow when sub-solves are cheap, shrink when they stall
-                if dt < 0.2 * sub_dt and w < min(inst.n, 60):
-                    w += 2
-                elif dt >= sub_dt and w > 4:
-                    w -= 2
+                # adapt the neighbourhood: grow when sub-solves are cheap, shrink when they stall
+                if dt < 0.2 * sub_dt:
+                    if layout_only:
+                        nb = min(nb + 4, 80)
+                    elif w < min(inst.n, 60):
+                        w += 2
+                elif dt >= sub_dt:
+                    if layout_only:
+                        nb = max(nb - 4, 8)
+                    elif w > 4:
+                        w -= 2
     arena = inst.arena(off)
     if trace[-1][1] != arena:
         trace.append((round(time.perf_counter() - t0, 3), arena))
