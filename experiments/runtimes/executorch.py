@@ -61,7 +61,8 @@ from . import require
 
 __all__ = ["NAME", "EXTRA", "MemplanAlgorithm", "specs_problems", "plan_for", "write", "run",
            "read_plan", "verify_storage_reuse", "planned_bytes", "PteTensor", "pte_tensors",
-           "example_models", "inplace_relu_pass", "write_plan_csv"]
+           "example_models", "inplace_relu_pass", "write_plan_csv",
+           "reorder_graph", "reordering_pass"]
 
 NAME = "executorch"
 EXTRA = "executorch"
@@ -547,3 +548,132 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def _writes_beyond_out(node) -> bool:
+    """True when ``node`` may have a side effect other than writing its ``out=`` tensors: a
+    schema argument written in place that is not an out argument, or a callable without a
+    schema (delegate calls, higher-order ops, ``memory.view``): kept in place by
+    :func:`reorder_graph`."""
+    import operator
+
+    from executorch.exir.memory_planning import _is_out_var_node
+    from executorch.exir.operator.convert import get_out_args_from_opoverload
+
+    if node.target is operator.getitem:
+        return False
+    schema = getattr(node.target, "_schema", None)
+    if schema is None:
+        return True
+    outs = set(get_out_args_from_opoverload(node.target)) if _is_out_var_node(node) else set()
+    return any(a.alias_info is not None and a.alias_info.is_write and a.name not in outs
+               for a in schema.arguments)
+
+
+def reorder_graph(graph_module, scheduler: str = "min_live", **params) -> dict:
+    """Reorder the operators of an out-variant ExecuTorch graph (as ``MemoryPlanningPass.run``
+    receives it) with a memplan scheduler, where that is legal.
+
+    The graph becomes a :class:`scheduling.graph.Graph`: one operator per ``call_function``
+    node other than ``memory.alloc``; its output tensor's bytes are the ``nbytes`` of its
+    ``TensorSpec`` (0 for nodes that allocate nothing); its inputs are the nodes it reads (an
+    ``alloc`` it writes counts as its own output). Legality: every data edge is kept; a node
+    with a side effect beyond its ``out=`` tensors (:func:`_writes_beyond_out`) stays in order
+    with every other such node, after every node placed before it that reads one of its
+    arguments and before every node placed after it that does. Each ``alloc`` is moved right
+    before the node that writes it (ExecuTorch's lifetimes start at the ``alloc``).
+
+    Returns ``{"scheduler", "ops", "moved"}`` (operators, and how many changed position).
+    Raises ``ValueError`` for an unknown scheduler.
+    """
+    _require()
+    from executorch.exir import memory
+
+    from scheduling.graph import Graph
+    from scheduling.schedulers import get_scheduler
+
+    fx_graph = graph_module.graph
+    nodes = list(fx_graph.nodes)
+    ops = [n for n in nodes if n.op == "call_function" and n.target is not memory.alloc]
+    if len(ops) < 2:
+        return {"scheduler": scheduler, "ops": len(ops), "moved": 0}
+    is_op = set(ops)
+    def _is_alloc(a) -> bool:
+        return getattr(a, "op", None) == "call_function" and a.target is memory.alloc
+
+    allocs_of = {n: [a for a in n.kwargs.values() if _is_alloc(a)] for n in ops}
+    owner = {a: n for n in ops for a in allocs_of[n]}
+    g = Graph(name=str(getattr(graph_module, "_get_name", lambda: "executorch")()))
+    for n in nodes:
+        if n.op in ("placeholder", "get_attr"):
+            g.add_tensor(n.name, (), "uint8", kind="input", nbytes=0)
+    deps: dict = {n: set() for n in ops}
+    for n in ops:
+        deps[n].update(a for a in n.all_input_nodes if a in is_op)
+        deps[n].update(owner[a] for a in n.all_input_nodes if a in owner and owner[a] is not n)
+    pos = {n: i for i, n in enumerate(nodes)}
+    effect = [n for n in ops if _writes_beyond_out(n)]
+    for prev, nxt in zip(effect, effect[1:]):
+        deps[nxt].add(prev)
+    for e in effect:
+        touched = set(e.all_input_nodes)
+        for n in ops:
+            if n is e or not touched & set(n.all_input_nodes):
+                continue
+            (deps[e] if pos[n] < pos[e] else deps[n]).add(n if pos[n] < pos[e] else e)
+    for n in ops:
+        specs = n.meta.get("spec")
+        specs = specs if isinstance(specs, (list, tuple)) else [specs]
+        nbytes = sum(int(s.nbytes()) for s in specs if hasattr(s, "nbytes")) \
+            if allocs_of[n] else 0
+        g.add_tensor(n.name, (), "uint8", nbytes=nbytes)
+    for n in ops:
+        ins = [a.name for a in n.all_input_nodes if a.op in ("placeholder", "get_attr")]
+        ins += [d.name for d in sorted(deps[n], key=pos.get)]
+        g.add_op(f"op:{n.name}", str(n.target), ins, [n.name])
+    order = get_scheduler(scheduler, **params).schedule(g).order
+    by_name = {f"op:{n.name}": n for n in ops}
+    new = [by_name[o] for o in order]
+    anchor = max((n for n in nodes if n.op in ("placeholder", "get_attr")), key=pos.get,
+                 default=None)
+    first = anchor is None
+    for n in new:
+        for a in allocs_of[n]:
+            if first:
+                nodes[0].prepend(a)
+                first = False
+            else:
+                anchor.append(a)
+            anchor = a
+        if first:
+            nodes[0].prepend(n)
+            first = False
+        else:
+            anchor.append(n)
+        anchor = n
+    fx_graph.lint()
+    graph_module.recompile()
+    moved = sum(1 for a, b in zip(ops, new, strict=True) if a is not b)
+    return {"scheduler": scheduler, "ops": len(ops), "moved": moved}
+
+
+def reordering_pass(scheduler: str = "min_live", memory_planning_algo=None, **params):
+    """A ``MemoryPlanningPass`` that first reorders the graph's operators with the memplan
+    ``scheduler`` (:func:`reorder_graph`, legal orders only; control-flow submodules keep their
+    order), then plans memory with ``memory_planning_algo`` (``None``: ExecuTorch's default
+    suite). The last reorder's summary is kept in the pass's ``reorders`` list."""
+    _require()
+    from executorch.exir.passes import MemoryPlanningPass
+
+    from scheduling.schedulers import get_scheduler
+
+    get_scheduler(scheduler, **params)  # unknown names fail here, not mid-export
+
+    class _Reordering(MemoryPlanningPass):
+        def run(self, graph_module, graph_signature=None):
+            self.reorders.append(reorder_graph(graph_module, scheduler, **params))
+            return super().run(graph_module, graph_signature)
+
+    p = _Reordering(memory_planning_algo=memory_planning_algo)
+    p.reorders = []
+    return p
