@@ -40,12 +40,23 @@ def test_one_rectangle_per_buffer_and_geometry():
         assert list(tr.width) == p.sizes.tolist()
     # the exercise's numbers in the panel titles: first fit 880 bytes, lower bound 780
     titles = [a.text for a in fig.layout.annotations]
-    assert "first_fit: arena 880 B, lower bound 780 B" in titles
-    # live bytes and lower bound under each plan, on the same x axis as its rectangles
+    # arena, ratio to the lower bound and status (880 / 780 = 1.128; best fit meets the bound)
+    assert "<b>first_fit</b>: arena 880 B, 1.128 x lower bound, heuristic, not proved optimal" \
+        in titles, titles
+    # a heuristic plan at the lower bound is optimal (the one rule), whatever its status says
+    from planners import Plan
+
+    exact = plan(p, "cpsat")
+    at_bound = Plan(p, exact.offsets, planner="mine", status="heuristic", lower_bound=780)
+    t2 = [a.text for a in plan_explorer({"mine": at_bound}).layout.annotations]
+    assert "<b>mine</b>: arena 780 B, 1.000 x lower bound, optimal (= lower bound)" in t2, t2
+    # live bytes and lower bound under each plan, on the same x axis as its rectangles; the
+    # lower bound also in the layout panel above
     live = [t for t in fig.data if t.name == "live bytes"]
     assert len(live) == 2 and max(live[0].y) == lower_bound(p) == 780
     lb = [t for t in fig.data if t.name == "lower bound"]
-    assert [list(t.y) for t in lb] == [[780, 780]] * 2
+    assert [list(t.y) for t in lb] == [[780, 780]] * 4
+    assert {t.yaxis for t in lb} == {"y", "y2", "y3", "y4"}
     # all four time axes are linked to one (zoom and pan move every panel)
     axes = {k: fig.layout[k] for k in ("xaxis", "xaxis2", "xaxis3", "xaxis4")}
     assert len({ax.matches or k.replace("axis", "") for k, ax in axes.items()}) == 1
@@ -87,7 +98,59 @@ def test_cli_view_planners_side_by_side(tmp_path, capsys):
     assert main(["view", "seed002_ex5.1", "--planner", "first_fit,cpsat", "-o", str(out)]) == 0
     assert "2 plan(s), 10 rectangles" in capsys.readouterr().out
     html = out.read_text()
-    assert "first_fit: arena 880 B" in html and "cpsat: arena 780 B" in html
+    # the titles as the page's JSON holds them (HTML-escaped "<b>" around the name)
+    assert re.search(r"first_fit\S{0,24}: arena 880 B", html)
+    assert re.search(r"cpsat\S{0,24}: arena 780 B", html)
+
+
+def test_capacity_line_and_verdict_in_the_title():
+    """A plan whose arena exceeds the problem's capacity says so in its panel title and draws
+    the capacity as a line (greedy_by_size's 1,352,704 B on a 1 MiB problem never said it)."""
+    from planners import Plan
+
+    p = _ex51()
+    ff = plan(p, "first_fit")
+    tight = Plan(p.with_capacity(800), ff.offsets, planner="first_fit", status="heuristic",
+                 lower_bound=780)
+    roomy = Plan(p.with_capacity(2**20), ff.offsets, planner="first_fit", status="heuristic",
+                 lower_bound=780)
+    fig = plan_explorer({"tight": tight, "roomy": roomy})
+    titles = [a.text for a in fig.layout.annotations if a.text]
+    assert any("DOES NOT FIT capacity 800 B (880 B > 800 B)" in t for t in titles if
+               t.startswith("<b>tight</b>")), titles
+    assert any("fits capacity 1.00 MiB (1,048,576 B)" in t for t in titles
+               if t.startswith("<b>roomy</b>")), titles
+    caps = [t for t in fig.data if t.name == "capacity"]
+    assert [list(t.y) for t in caps] == [[800, 800], [2**20, 2**20]]
+    assert sum(bool(t.showlegend) for t in caps) == 1  # one legend entry
+
+
+def test_byte_axes_use_binary_units_and_step_axes_integers():
+    import re as _re
+
+    rng = np.random.default_rng(3)
+    n = 60
+    starts = rng.integers(0, 5000, n)
+    p = Problem.from_arrays(starts, starts + rng.integers(1, 900, n),
+                            rng.integers(2**14, 2**18, n), name="big")
+    fig = plan_explorer(plan(p, "greedy_by_size"))
+    for ax in (fig.layout.yaxis, fig.layout.yaxis2):
+        labels = list(ax.ticktext)
+        assert labels and labels[0] == "0"
+        assert all(_re.fullmatch(r"\d+(\.\d+)? (B|KiB|MiB|GiB)", t) for t in labels[1:]), labels
+    assert fig.layout.xaxis.tickformat == ",d"  # 1,000 steps, never SI "1k"
+
+
+def test_violations_are_listed_on_the_page(tmp_path):
+    from experiments.cli.view import load_view
+
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id,lower,upper,size,offset\nA,0,2,100,0\nB,1,3,50,60\nC,2,4,100,200\n")
+    plans, _, violations = load_view(str(bad), None)
+    fig = plan_explorer(plans, violations=violations)
+    notes = [a.text for a in fig.layout.annotations if a.text.startswith("violation:")]
+    assert len(notes) == 1
+    assert "given: buffers 'A' and 'B' are both live" in notes[0]
 
 
 def test_cli_view_given_plan_valid_and_invalid(tmp_path, capsys):
@@ -174,3 +237,37 @@ def test_chromium_renders_every_rectangle(tmp_path):
     img = mpimg.imread(png)
     colours = np.unique((img[..., :3] * 255).round().astype(np.uint8).reshape(-1, 3), axis=0)
     assert len(colours) > 50  # the palette, anti-aliased edges, text: not a blank page
+
+
+def test_chromium_page_shows_capacity_units_violations_and_fills_the_window(tmp_path):
+    """What a person sees in the browser: the capacity verdict and binary-unit ticks are on the
+    page, the violations are listed as text, and the plot fills the window's height (it left
+    40% blank at a fixed 720 px)."""
+    exe = _chromium()
+    if exe is None:
+        pytest.skip("no Chromium on this machine (apt-get install chromium)")
+    from experiments.cli.view import load_view
+
+    bad = tmp_path / "bad.csv"
+    rows = ["id,lower,upper,size,offset"] + [f"b{k},{k},{k + 3},{4096 * (k % 5 + 1)},"
+                                             f"{(k % 4) * 8192}" for k in range(40)]
+    bad.write_text("\n".join(rows) + "\n")
+    plans, _, violations = load_view(str(bad), None)
+    assert violations["given"]
+    out = write_html(plan_explorer(plans, violations=violations), tmp_path / "v.html")
+    probe = tmp_path / "probe.html"
+    probe.write_text(out.read_text().replace(
+        "</body>",
+        "<script>setTimeout(function(){var g=document.getElementById('memplan-view');"
+        "document.body.setAttribute('data-probe', g._fullLayout.height + ' ' + "
+        "window.innerHeight);}, 1500);</script></body>"))
+    r = _run_chromium(exe, tmp_path / "profile3", probe.resolve().as_uri(), "--dump-dom",
+                      "--window-size=1400,1100")
+    assert r.returncode == 0, r.stderr[-2000:]
+    dom = r.stdout
+    m = re.search(r'data-probe="([\d.]+) (\d+)"', dom)
+    assert m, "probe did not run"
+    plot_h, window_h = float(m.group(1)), int(m.group(2))
+    assert plot_h >= 0.9 * window_h, (plot_h, window_h)
+    assert "KiB" in dom and "violation: given:" in dom and "INVALID" in dom
+    assert not re.search(r">\d+(\.\d+)?[kM]<", dom)  # no SI tick labels such as 0.2M

@@ -48,6 +48,8 @@ RECTANGLES_META = "memplan-rectangles"
 _PALETTE = ("#4C72B0", "#DD8452", "#55A868", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C",
             "#CCB974", "#64B5CD", "#1B9E77")
 _INVALID = "#D62728"
+_LB = "#D62728"
+_CAPACITY = "#E69F00"
 #: :data:`_PALETTE` as a stepped colour scale for the values 0 .. len - 1.
 _SCALE = [[min(1.0, (i + j) / len(_PALETTE)), c] for i, c in enumerate(_PALETTE) for j in (0, 1)]
 
@@ -119,8 +121,47 @@ def _hover(plan: Plan, uses, flagged: Mapping[str, list[str]]) -> list[str]:
     return texts
 
 
+def _byte_ticks(top: float) -> tuple[list[float], list[str]]:
+    """Tick values and binary-unit labels (``"0"``, ``"256 KiB"``, ``"1.25 MiB"``) for a byte axis
+    from 0 to ``top`` bytes, as in every matplotlib figure
+    (:class:`experiments.plots.style.BinaryByteLocator` / ``BinaryByteFormatter``)."""
+    from experiments.plots.style import BinaryByteFormatter, BinaryByteLocator
+
+    vals = [float(v) for v in BinaryByteLocator(6).tick_values(0.0, max(float(top), 1.0))]
+    return vals, BinaryByteFormatter().format_ticks(vals)
+
+
+def _status_text(pl: Plan, lb: int) -> str:
+    """The plan's status by the one rule: an arena equal to the lower bound is optimal (no plan
+    is smaller), whatever the planner reported."""
+    if int(pl.arena_size) == int(lb):
+        return "optimal (= lower bound)"
+    return {"optimal": "optimal (proved)", "heuristic": "heuristic, not proved optimal",
+            "feasible": "feasible, not proved optimal"}.get(pl.status, pl.status)
+
+
+def _panel_title(label: str, pl: Plan, lb: int, bad: int) -> str:
+    """Two lines: arena (binary units and bytes), ratio to the lower bound and status; then the
+    capacity verdict and the violation count."""
+    from experiments.plots.style import format_bytes
+
+    arena = int(pl.arena_size)
+    ratio = f"{arena / lb:.3f} x lower bound" if lb else "lower bound 0"
+    exact = f" ({arena:,} B)" if arena >= 1024 else ""
+    line1 = f"<b>{label}</b>: arena {format_bytes(arena)}{exact}, {ratio}, {_status_text(pl, lb)}"
+    parts = []
+    cap = pl.problem.capacity
+    if cap is not None:
+        parts.append(f"fits capacity {format_bytes(cap)} ({int(cap):,} B)" if arena <= cap else
+                     f"<span style='color:{_INVALID}'>DOES NOT FIT capacity {format_bytes(cap)} "
+                     f"({arena:,} B > {int(cap):,} B)</span>")
+    if bad:
+        parts.append(f"<span style='color:{_INVALID}'>INVALID, {bad} violation(s)</span>")
+    return line1 + ("<br>" + "; ".join(parts) if parts else "")
+
+
 def plan_explorer(plans, graph=None, violations: Mapping[str, Sequence] | None = None,
-                  title: str | None = None, height: int = 720):
+                  title: str | None = None, height: int | None = 720):
     """An interactive figure of one or more plans (module docstring): rectangles on time x
     address above the live bytes and the lower bound, plans side by side on linked axes.
 
@@ -134,16 +175,21 @@ def plan_explorer(plans, graph=None, violations: Mapping[str, Sequence] | None =
         to each hover text (:func:`operator_uses`).
     violations : mapping label -> sequence of planners.validate.Violation, optional
         Violations of a plan (:func:`planners.validate.plan_violations`): each buffer named in
-        one is outlined in red and its hover text lists the messages.
+        one is outlined in red, its hover text lists the messages, and the first 12 are listed
+        on the page under the panels.
     title : str, optional
-    height : int
-        Figure height in pixels.
+    height : int or None
+        Figure height in pixels (``None``: the page's, see :func:`write_html`).
 
     Returns
     -------
     plotly.graph_objects.Figure
         Per plan one bar trace of ``problem.n`` rectangles (``meta`` :data:`RECTANGLES_META`), an
-        arena line, a live-bytes step line and a lower-bound line.
+        arena line, the lower bound and (when the problem has one) the capacity in the layout
+        panel, and a live-bytes step line with the lower bound below. Each panel title gives the
+        arena in binary units and bytes, its ratio to the lower bound, its status (an arena at
+        the lower bound is optimal), whether it fits the capacity and the violation count. Byte
+        axes are labelled in KiB/MiB as every other figure (never SI "M"), step axes as integers.
 
     Notes
     -----
@@ -165,16 +211,19 @@ def plan_explorer(plans, graph=None, violations: Mapping[str, Sequence] | None =
     titles = []
     for label, pl in plans.items():
         bad = len(violations.get(label) or ())
-        t = f"{label}: arena {pl.arena_size} B, lower bound {lower_bound(pl.problem)} B"
-        titles.append(t + (f" - INVALID, {bad} violation(s)" if bad else ""))
+        titles.append(_panel_title(label, pl, int(lower_bound(pl.problem)), bad))
     fig = make_subplots(rows=2, cols=k, shared_xaxes="all", shared_yaxes="rows",
-                        row_heights=[0.72, 0.28], vertical_spacing=0.06,
+                        row_heights=[0.74, 0.26], vertical_spacing=0.07,
                         horizontal_spacing=0.04 if k > 1 else 0.02,
                         subplot_titles=titles + [""] * k)
+    top = 1
+    capacity_shown = False
+    listed: list[str] = []
     for c, (label, pl) in enumerate(plans.items(), start=1):
         p = pl.problem
         flagged: dict[str, list[str]] = {}
         for v in violations.get(label) or ():
+            listed.append(f"{label}: {v.message}")
             for bid in v.buffers:
                 flagged.setdefault(bid, []).append(v.message)
         starts, ends, sizes = p.starts, p.ends, p.sizes
@@ -190,29 +239,61 @@ def plan_explorer(plans, graph=None, violations: Mapping[str, Sequence] | None =
                                   cmin=-0.5, cmax=len(_PALETTE) - 0.5, line=line),
             hovertext=_hover(pl, uses, flagged), hoverinfo="text", name=label, meta=RECTANGLES_META,
             showlegend=False), row=1, col=c)
-        arena = pl.arena_size
+        arena = int(pl.arena_size)
+        lb = int(lower_bound(p))
+        cap = p.capacity
         horizon = [int(starts.min()), int(ends.max())] if p.n else [0, 1]
         fig.add_trace(go.Scatter(x=horizon, y=[arena, arena], mode="lines", name="arena",
-                                 line=dict(color="black", dash="dot", width=1),
-                                 hovertemplate=f"arena: {arena} bytes<extra></extra>",
+                                 line=dict(color="black", dash="dot", width=1.5),
+                                 hovertemplate=f"arena: {arena:,} bytes<extra></extra>",
                                  showlegend=c == 1, legendgroup="arena"), row=1, col=c)
+        fig.add_trace(go.Scatter(x=horizon, y=[lb, lb], mode="lines", name="lower bound",
+                                 line=dict(color=_LB, dash="dash", width=1.5),
+                                 hovertemplate=f"lower bound: {lb:,} bytes<extra></extra>",
+                                 showlegend=c == 1, legendgroup="lb"), row=1, col=c)
+        if cap is not None:
+            fig.add_trace(go.Scatter(x=horizon, y=[cap, cap], mode="lines", name="capacity",
+                                     line=dict(color=_CAPACITY, dash="dashdot", width=2),
+                                     hovertemplate=f"capacity: {int(cap):,} bytes<extra></extra>",
+                                     showlegend=not capacity_shown, legendgroup="cap"),
+                          row=1, col=c)
+            capacity_shown = True
         times, live = live_profile(p)
-        lb = lower_bound(p)
         fig.add_trace(go.Scatter(x=times, y=live, mode="lines", line_shape="hv", name="live bytes",
                                  line=dict(color="#4C72B0", width=1.5), fill="tozeroy",
-                                 hovertemplate="step %{x}: %{y} bytes live<extra></extra>",
+                                 hovertemplate="step %{x}: %{y:,} bytes live<extra></extra>",
                                  showlegend=c == 1, legendgroup="live"), row=2, col=c)
         fig.add_trace(go.Scatter(x=horizon, y=[lb, lb], mode="lines", name="lower bound",
-                                 line=dict(color="#D62728", dash="dash", width=1.5),
-                                 hovertemplate=f"lower bound: {lb} bytes<extra></extra>",
-                                 showlegend=c == 1, legendgroup="lb"), row=2, col=c)
-        fig.update_xaxes(title_text="step", row=2, col=c)
-    fig.update_yaxes(title_text="address (bytes)", row=1, col=1)
+                                 line=dict(color=_LB, dash="dash", width=1.5),
+                                 hovertemplate=f"lower bound: {lb:,} bytes<extra></extra>",
+                                 showlegend=False, legendgroup="lb"), row=2, col=c)
+        fig.update_xaxes(title_text="schedule step", row=2, col=c)
+        top = max(top, arena, lb, int(cap) if cap is not None and cap <= 4 * max(arena, 1)
+                  else 0)
+    vals, text = _byte_ticks(top * 1.04)
+    fig.update_yaxes(tickvals=vals, ticktext=text, range=[0, top * 1.04], row=1)
+    live_top = max([int(lower_bound(pl.problem)) for pl in plans.values()] + [1]) * 1.08
+    lvals, ltext = _byte_ticks(live_top)
+    fig.update_yaxes(tickvals=lvals, ticktext=ltext, range=[0, live_top], row=2)
+    span = max((int(pl.problem.horizon or 1) for pl in plans.values()), default=1)
+    # integer steps with thousands separators (never SI "1k"); one tick per step on short runs
+    fig.update_xaxes(tickformat=",d", **({"dtick": 1} if span <= 20 else {}))
+    fig.update_yaxes(title_text="address (offset in the arena)", row=1, col=1)
     fig.update_yaxes(title_text="live bytes", row=2, col=1)
+    bottom = 60
+    if listed:
+        shown = listed[:12]
+        more = len(listed) - len(shown)
+        note = "<br>".join(f"violation: {m}" for m in shown) + (
+            f"<br>... and {more} more (memplan check lists them all)" if more else "")
+        fig.add_annotation(text=note, xref="paper", yref="paper", x=0, y=0, xanchor="left",
+                           yanchor="top", yshift=-45, showarrow=False, align="left",
+                           font=dict(color=_INVALID, size=12))
+        bottom += 18 * (len(shown) + (1 if more else 0))
     fig.update_layout(barmode="overlay", bargap=0, height=height, hovermode="closest",
                       dragmode="zoom", title=title, template="plotly_white",
-                      legend=dict(orientation="h", yanchor="bottom", y=1.04, x=1, xanchor="right"),
-                      margin=dict(l=70, r=20, t=90, b=50))
+                      legend=dict(orientation="h", yanchor="bottom", y=1.06, x=1, xanchor="right"),
+                      margin=dict(l=80, r=20, t=110, b=bottom))
     return fig
 
 
@@ -224,13 +305,20 @@ def rectangle_count(fig) -> int:
 
 def write_html(fig, path: str | Path) -> Path:
     """Write ``fig`` as one self-contained HTML file (plotly.js inlined, no network access when
-    opened; scroll zoom on) and return its path. Written atomically
-    (:func:`planners.io.atomic_write`; :class:`~planners.errors.OutputError` naming the path and
-    the cause on a full disk, a read-only file system or a missing parent folder)."""
+    opened; scroll zoom on) and return its path. The figure fills the browser window (its fixed
+    height is dropped; the plot is the window's height, at least 600 px, and follows resizes).
+    Written atomically (:func:`planners.io.atomic_write`; :class:`~planners.errors.OutputError`
+    naming the path and the cause on a full disk, a read-only file system or a missing parent
+    folder)."""
+    import plotly.graph_objects as go
+
     path = Path(path)
+    fig = go.Figure(fig)  # a copy: the caller's figure keeps its height
+    fig.update_layout(height=None, autosize=True)
     html = fig.to_html(include_plotlyjs=True, full_html=True, include_mathjax=False,
                        config={"scrollZoom": True, "displaylogo": False, "responsive": True},
-                       div_id="memplan-view")
+                       div_id="memplan-view", default_height="max(600px, 97vh)",
+                       default_width="100%")
     from planners.io import atomic_write
 
     atomic_write(path, html)
