@@ -7,7 +7,7 @@ MINIMALLOC_DIR ?= ../shared/benchmarks/minimalloc
 MINIMALLOC_ARG := $(if $(wildcard $(MINIMALLOC_DIR)/*.csv),--minimalloc-dir $(MINIMALLOC_DIR),)
 PYTEST_WORKERS ?= 2
 
-.PHONY: venv run run-full figures test lint bench bench-rv64 bench-rv64-quiet bench-exact bench-anytime bench-sched bench-transforms bench-budget bench-tflm bench-tflm-offline bench-import bench-peers bench-joint soak sweep clean
+.PHONY: venv run run-full figures notebooks test lint bench bench-rv64 bench-rv64-quiet bench-exact bench-anytime bench-sched bench-transforms bench-budget bench-tflm bench-tflm-offline bench-import bench-peers bench-joint soak sweep clean
 
 $(STAMP): pyproject.toml $(wildcard setup.py) $(wildcard planners/_ext/*.c) $(wildcard planners/_ext/*.h)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -33,6 +33,11 @@ run-full: $(STAMP)
 ## benchmark CSVs); nothing is planned or scheduled
 figures: $(STAMP)
 	MPLBACKEND=Agg $(PY) -m experiments.bench.figures --results results
+
+## The four notebooks executed in place, outputs kept (tables, PNG figures, a static image beside
+## each interactive plotly explorer), so the committed notebooks show their results
+notebooks: $(STAMP)
+	$(PY) notebooks/execute.py
 
 ## The test suite (unit, property, notebook tests); tests that need ../shared skip without it.
 test: $(STAMP)

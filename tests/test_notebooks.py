@@ -21,10 +21,11 @@ def _rv64_figures() -> int:
     return 1 if rv64.available()[0] else 0
 
 
-#: notebook -> the figures it draws (heatmap, memory over time, layout; the quality/time scatter
+#: notebook -> the figures it draws (heatmap, memory over time, layout, the static layouts beside
+#: the plotly explorer; the quality/time scatter
 #: and a report figure; live bytes per schedule; RV64 cycles when the emulator is available).
 EXPECTED = {
-    "01_planner_comparison.ipynb": lambda: 3,
+    "01_planner_comparison.ipynb": lambda: 4,
     "02_sweeps_and_figures.ipynb": lambda: 2,
     "03_scheduling.ipynb": lambda: 1,
     "04_rv64_cost.ipynb": _rv64_figures,
@@ -44,3 +45,22 @@ def test_notebook_shows_its_figures_inline(name, monkeypatch):
                                      resources={"metadata": {"path": str(NOTEBOOKS)}})
     client.execute()
     assert _png_outputs(nb) >= EXPECTED[name](), f"{name}: {_png_outputs(nb)} inline figures"
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_committed_notebook_holds_its_outputs(name):
+    """``make notebooks`` executed the committed notebook: every code cell ran (in order) and
+    its figures are stored as PNG; an interactive plotly explorer is followed by a static
+    image, so it survives rendering to HTML or on GitHub (no JavaScript)."""
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    counts = [c.get("execution_count") for c in code]
+    assert all(isinstance(n, int) for n in counts), f"{name}: not executed ({counts})"
+    assert counts == sorted(counts), f"{name}: cells not run top to bottom ({counts})"
+    assert _png_outputs(nb) >= EXPECTED[name](), f"{name}: {_png_outputs(nb)} stored figures"
+    for k, cell in enumerate(code):
+        if any("application/vnd.plotly.v1+json" in o.get("data", {}) for o in cell.outputs):
+            later = code[k + 1] if k + 1 < len(code) else None
+            assert later is not None and any("image/png" in o.get("data", {})
+                                             for o in later.outputs), \
+                f"{name}: no static image after the interactive figure of code cell {k}"
