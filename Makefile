@@ -7,7 +7,7 @@ MINIMALLOC_DIR ?= ../shared/benchmarks/minimalloc
 MINIMALLOC_ARG := $(if $(wildcard $(MINIMALLOC_DIR)/*.csv),--minimalloc-dir $(MINIMALLOC_DIR),)
 PYTEST_WORKERS ?= 2
 
-.PHONY: venv run run-full figures notebooks test lint bench bench-rv64 bench-rv64-quiet bench-exact bench-anytime bench-sched bench-transforms bench-budget bench-tflm bench-tflm-offline bench-import bench-peers bench-joint soak sweep clean
+.PHONY: venv run run-full figures notebooks test lint bench bench-rv64 bench-rv64-quiet bench-exact bench-anytime bench-sched bench-transforms bench-budget bench-tflm bench-tflm-offline bench-import bench-peers bench-executorch bench-joint soak sweep clean
 
 $(STAMP): pyproject.toml $(wildcard setup.py) $(wildcard planners/_ext/*.c) $(wildcard planners/_ext/*.h)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -109,6 +109,14 @@ bench-joint: $(STAMP)
 bench-peers: $(STAMP)
 	$(PY) -c 'import ethosu.vela' 2>/dev/null || $(PY) -m pip install -q -e '.[peers]'
 	MPLBACKEND=Agg $(PY) -m experiments.bench.peers --minimalloc-dir $(MINIMALLOC_DIR) --out results/bench_peers.csv
+
+## ExecuTorch: its greedy and its algorithm suite against memplan's planners, in the exported order
+## and memplan's min_live order, on five small PyTorch models; every .pte runs in executorch.runtime
+## (outputs compared, verify_storage_reuse). Installs the extra [executorch] if missing (about
+## 6 GB). About 1.5 min -> results/bench_executorch.csv + results/figures/bench_executorch
+bench-executorch: $(STAMP)
+	$(PY) -c 'import torch, executorch.exir' 2>/dev/null || $(PY) -m pip install -q -e '.[executorch]'
+	MPLBACKEND=Agg $(PY) -m experiments.runtimes.bench_executorch --out results/bench_executorch.csv
 
 ## Soak: 10^5 seeded random problems through every planner and 10^4 mutated CSV/ONNX/TFLite files
 ## through the importers (2 workers, under 30 min); counts of invalid plans, wrong bounds, tracebacks

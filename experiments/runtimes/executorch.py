@@ -62,7 +62,7 @@ from . import require
 __all__ = ["NAME", "EXTRA", "MemplanAlgorithm", "specs_problems", "plan_for", "write", "run",
            "read_plan", "verify_storage_reuse", "planned_bytes", "PteTensor", "pte_tensors",
            "example_models", "inplace_relu_pass", "write_plan_csv",
-           "reorder_graph", "reordering_pass"]
+           "reorder_graph", "reordering_pass", "planning_pass"]
 
 NAME = "executorch"
 EXTRA = "executorch"
@@ -482,26 +482,55 @@ def inplace_relu_pass(memory_planning_algo=None):
     has no other user into that input's storage (node meta ``_share_alloc_with_arg_idx = 0``,
     which ExecuTorch's ``_move_memory_meta_to_spec`` turns into ``spec.storage_base``), so the
     planner sees storage-backed specs (alias groups). ``memory_planning_algo``: as
-    ``MemoryPlanningPass`` (``None``: ExecuTorch's default suite). The relu ops count is kept in
-    the pass's ``marked`` attribute."""
-    _require()
+    ``MemoryPlanningPass`` (``None``: ExecuTorch's default suite). The pass's ``marked``
+    attribute counts the relus marked. Same as ``planning_pass(algo, inplace_relu=True)``."""
+    return planning_pass(memory_planning_algo, inplace_relu=True)
+
+
+def _mark_inplace_relu(graph_module) -> int:
+    """Mark each out-variant ``relu`` whose input has one user (:func:`inplace_relu_pass`);
+    returns how many."""
     import torch
     from executorch.exir.memory_planning import _is_out_var_node
+
+    marked = 0
+    for node in graph_module.graph.nodes:
+        a = node.args[0] if node.args else None
+        if (_is_out_var_node(node) and "relu" in str(node.target)
+                and isinstance(a, torch.fx.Node) and len(a.users) == 1):
+            node.meta["_share_alloc_with_arg_idx"] = 0
+            marked += 1
+    return marked
+
+
+def planning_pass(memory_planning_algo=None, scheduler: str | None = None,
+                  inplace_relu: bool = False, **params):
+    """A ``MemoryPlanningPass`` that, before planning each graph, reorders its operators with
+    the memplan ``scheduler`` (:func:`reorder_graph`; ``None``: keep the exported order;
+    ``params`` are the scheduler's) and, with ``inplace_relu``, marks relus to be written into
+    their inputs' storage (:func:`inplace_relu_pass`). ``memory_planning_algo``: as
+    ``MemoryPlanningPass`` (``None``: ExecuTorch's default suite). The pass keeps ``reorders``
+    (one :func:`reorder_graph` summary per graph) and ``marked``. Raises ``ValueError`` for an
+    unknown scheduler."""
+    _require()
     from executorch.exir.passes import MemoryPlanningPass
 
-    class _InplaceRelu(MemoryPlanningPass):
-        marked = 0
+    if scheduler is not None:
+        from scheduling.schedulers import get_scheduler
 
+        get_scheduler(scheduler, **params)  # unknown names fail here, not mid-export
+
+    class _Planning(MemoryPlanningPass):
         def run(self, graph_module, graph_signature=None):
-            for node in graph_module.graph.nodes:
-                a = node.args[0] if node.args else None
-                if (_is_out_var_node(node) and "relu" in str(node.target)
-                        and isinstance(a, torch.fx.Node) and len(a.users) == 1):
-                    node.meta["_share_alloc_with_arg_idx"] = 0
-                    self.marked += 1
+            if scheduler is not None:
+                self.reorders.append(reorder_graph(graph_module, scheduler, **params))
+            if inplace_relu:
+                self.marked += _mark_inplace_relu(graph_module)
             return super().run(graph_module, graph_signature)
 
-    return _InplaceRelu(memory_planning_algo=memory_planning_algo)
+    p = _Planning(memory_planning_algo=memory_planning_algo)
+    p.reorders, p.marked = [], 0
+    return p
 
 
 def write_plan_csv(src, path: str | Path, plan_index: int = 0) -> Problem:
@@ -661,19 +690,5 @@ def reordering_pass(scheduler: str = "min_live", memory_planning_algo=None, **pa
     """A ``MemoryPlanningPass`` that first reorders the graph's operators with the memplan
     ``scheduler`` (:func:`reorder_graph`, legal orders only; control-flow submodules keep their
     order), then plans memory with ``memory_planning_algo`` (``None``: ExecuTorch's default
-    suite). The last reorder's summary is kept in the pass's ``reorders`` list."""
-    _require()
-    from executorch.exir.passes import MemoryPlanningPass
-
-    from scheduling.schedulers import get_scheduler
-
-    get_scheduler(scheduler, **params)  # unknown names fail here, not mid-export
-
-    class _Reordering(MemoryPlanningPass):
-        def run(self, graph_module, graph_signature=None):
-            self.reorders.append(reorder_graph(graph_module, scheduler, **params))
-            return super().run(graph_module, graph_signature)
-
-    p = _Reordering(memory_planning_algo=memory_planning_algo)
-    p.reorders = []
-    return p
+    suite): ``planning_pass(memory_planning_algo, scheduler, **params)``."""
+    return planning_pass(memory_planning_algo, scheduler=scheduler, **params)
