@@ -34,7 +34,7 @@ from planners.params import validate_params
 from planners.registry import PLANNERS, check_planner_names
 
 __all__ = ["RECORD_COLUMNS", "INT_COLUMNS", "records_frame", "run_one", "compare", "planner_for",
-           "default_planners", "planner_family"]
+           "default_planners", "planner_family", "params_for", "check_params_used"]
 
 #: Columns of a comparison record, in order.
 RECORD_COLUMNS = [
@@ -183,12 +183,38 @@ def run_one(
     return rec, (plan if keep_plan else None)
 
 
-def _run_task(w: str, problem: Problem, name: str, time_limit: float | None):
+def _run_task(w: str, problem: Problem, name: str, time_limit: float | None,
+              params: dict[str, Any] | None = None):
     """Worker side of :func:`compare`: the record and the plan's offsets (a list, or None)."""
-    rec, plan = run_one(w, problem, name, time_limit=time_limit, keep_plan=True)
+    rec, plan = run_one(w, problem, name, time_limit=time_limit, keep_plan=True,
+                        params=params_for(name, params))
     rec.pop("traceback", None)
     offsets = plan.offsets.tolist() if plan is not None and rec["valid"] else None
     return rec, offsets
+
+
+def params_for(name: str, params: dict[str, Any] | None) -> dict[str, Any]:
+    """The entries of ``params`` that planner ``name`` takes (its constructor's names); a
+    parameter given to a comparison applies to every planner that has it."""
+    if not params:
+        return {}
+    cls = PLANNERS.get(name)
+    known = cls._param_names() if cls is not None else ()
+    return {k: v for k, v in params.items() if k in known}
+
+
+def check_params_used(names: Sequence[str], params: dict[str, Any] | None) -> None:
+    """Raise :class:`planners.errors.ParameterError` naming a parameter of ``params`` that none
+    of the planners ``names`` takes (a typo would otherwise change nothing, silently)."""
+    from planners.errors import ParameterError
+    from planners.params import did_you_mean
+
+    known = {k for n in names if n in PLANNERS for k in PLANNERS[n]._param_names()}
+    for k in params or {}:
+        if k not in known:
+            raise ParameterError(f"no planner of {', '.join(names)} has a parameter {k!r}"
+                                 f"{did_you_mean(k, known)}; `memplan list` gives each "
+                                 "planner's parameters")
 
 
 def compare(
@@ -199,6 +225,7 @@ def compare(
     on_record: Callable[[dict[str, Any]], None] | None = None,
     jobs: int = 1,
     on_plan: Callable[[dict[str, Any], list[int] | None], None] | None = None,
+    params: dict[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Run every planner on every workload; return the records as a DataFrame (``RECORD_COLUMNS``).
 
@@ -215,10 +242,14 @@ def compare(
         returned rows are in (workload, planner) order whatever order the runs finish in.
     on_plan : called with each record and its plan's offsets (bytes, problem order; ``None``
         without a valid plan) as soon as the run finishes, e.g. to store them (:func:`experiments.records.write_plans`).
+    params : planner parameters (``--param``), each given to every planner that has it
+        (:func:`params_for`; a ``time_limit`` here wins over ``time_limit``); one that no planner
+        has raises :class:`planners.errors.ParameterError` before anything runs.
     """
     items = list(workloads.items()) if isinstance(workloads, dict) else list(workloads)
     names = list(planners) if planners is not None else default_planners()
     check_planner_names(names)
+    check_params_used(names, params)
     if not (isinstance(jobs, int) and jobs >= 1):
         raise ValueError(f"jobs must be an integer >= 1, got {jobs!r}")
     runs = [(w, p, n) for w, p in items for n in names]
@@ -241,7 +272,7 @@ def compare(
 
     if jobs == 1 or len(runs) <= 1:
         for i, (w, p, n) in enumerate(runs):
-            finish(i, *_run_task(w, p, n, time_limit))
+            finish(i, *_run_task(w, p, n, time_limit, params))
     else:
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -250,7 +281,7 @@ def compare(
         order = sorted(range(len(runs)), key=lambda i: (
             "time_limit" not in PLANNERS[runs[i][2]]._param_names(), i))
         with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn")) as ex:
-            futs = {ex.submit(_run_task, *runs[i], time_limit): i for i in order}
+            futs = {ex.submit(_run_task, *runs[i], time_limit, params): i for i in order}
             for f in as_completed(futs):
                 finish(futs[f], *f.result())
     if bar is not None:

@@ -7,8 +7,9 @@ these through this module, so a new metric is added here once.
 * :func:`fits` -- whether an arena fits a capacity (bytes).
 * :func:`geomean` -- the geometric mean of positive ratios.
 * :func:`pareto_front` -- the runs not dominated in (planning time, ratio).
-* :func:`planner_summary` -- per planner: runs, geometric-mean and worst ratio, total or median
-  seconds (a pandas DataFrame).
+* :func:`planner_summary` -- per planner: coverage (n of N), geometric-mean ratio over its own
+  and over the common workloads, worst ratio, total or median seconds (a pandas DataFrame);
+  :func:`coverage_note` says it in one line.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["ratio", "fits", "geomean", "planner_summary", "pareto_front"]
+__all__ = ["ratio", "fits", "geomean", "planner_summary", "coverage_note", "pareto_front"]
 
 
 def ratio(arena: int | None, lower_bound: int) -> float:
@@ -63,27 +64,70 @@ def geomean(values: Iterable[float]) -> float:
 def planner_summary(records: pd.DataFrame, by: str = "planner", item: str = "workload",
                     count: str = "workloads", seconds: tuple[str, ...] = ("sum",),
                     sort: bool = False) -> pd.DataFrame:
-    """One row per ``by`` (planner, or a configuration label) over valid runs with a finite ratio:
-    ``count`` (number of ``item`` rows), ``geomean_ratio`` (:func:`geomean`), ``worst_ratio``, and
-    per entry of ``seconds`` ``total_seconds`` (``"sum"``) or ``median_seconds`` (``"median"``) of
-    the ``seconds`` column. Rows in first-appearance order, or sorted by ``by`` (``sort=True``);
-    ``by`` is the index. Rows of invalid runs (column ``valid`` false, when present) are left out.
+    """One row per ``by`` (planner, or a configuration label), with its coverage, so that no
+    summary hides missing runs:
+
+    * ``count``: the ``item`` rows (workloads) it solved (valid runs with a finite ratio), and
+      ``of``: the distinct ``item`` values in ``records`` (n of N);
+    * ``geomean_ratio`` (:func:`geomean`) and ``worst_ratio`` over the items it solved;
+    * ``geomean_common``: the geometric mean over the items that **every** ``by`` in
+      ``records`` solved (``common`` of them), the one column that compares rows on the same
+      workloads (``nan`` when no item is common);
+    * per entry of ``seconds`` ``total_seconds`` (``"sum"``) or ``median_seconds``
+      (``"median"``) of the ``seconds`` column over its solved items.
+
+    A ``by`` with no valid run keeps its row (``count`` 0, the ratios ``nan``). Rows in
+    first-appearance order, or sorted by ``by`` (``sort=True``); ``by`` is the index. Rows of
+    invalid runs (column ``valid`` false, when present) count as not solved.
 
     >>> df = pd.DataFrame({"planner": ["a", "a", "b"], "workload": ["x", "y", "x"],
     ...                    "ratio": [1.0, 4.0, 1.5], "seconds": [0.5, 1.5, 2.0]})
     >>> planner_summary(df).reset_index().values.tolist()
-    [['a', 2, 2.0, 4.0, 2.0], ['b', 1, 1.5, 1.5, 2.0]]
+    [['a', 2, 2, 2.0, 1.0, 1, 4.0, 2.0], ['b', 1, 2, 1.5, 1.5, 1, 1.5, 2.0]]
     """
     ok = records
     if "valid" in ok:
         ok = ok[ok["valid"].astype(bool)]
     ok = ok[np.isfinite(ok["ratio"].astype(float))]
+    groups = list(dict.fromkeys(records[by]))
+    if sort:
+        groups = sorted(groups)
+    solved = {g: set(s) for g, s in ok.groupby(by, sort=False)[item]}
+    common = set.intersection(*(solved.get(g, set()) for g in groups)) if groups else set()
     names = {"sum": "total_seconds", "median": "median_seconds"}
-    return (ok.groupby(by, sort=sort)
-            .agg(**{count: (item, "count")},
-                 geomean_ratio=("ratio", lambda r: geomean(r.astype(float))),
-                 worst_ratio=("ratio", "max"),
-                 **{names[s]: ("seconds", s) for s in seconds}))
+    out = (ok.groupby(by, sort=sort)
+           .agg(**{count: (item, "count")},
+                geomean_ratio=("ratio", lambda r: geomean(r.astype(float))),
+                worst_ratio=("ratio", "max"),
+                **{names[s]: ("seconds", s) for s in seconds}))
+    out = out.reindex(groups)
+    out[count] = out[count].fillna(0).astype(int)
+    out.insert(1, "of", int(records[item].nunique()))
+    sub = ok[ok[item].isin(common)]
+    gc = sub.groupby(by, sort=False)["ratio"].apply(lambda r: geomean(r.astype(float)))
+    out.insert(3, "geomean_common", gc.reindex(groups).to_numpy(float) if len(groups) else [])
+    out.insert(4, "common", len(common))
+    out.index.name = by
+    return out
+
+
+def coverage_note(summary: pd.DataFrame, count: str = "workloads") -> str:
+    """One line saying what a :func:`planner_summary` table compares: how many items every row
+    solved and which rows miss some (``"n of N"``).
+
+    >>> df = pd.DataFrame({"planner": ["a", "a", "b"], "workload": ["x", "y", "x"],
+    ...                    "ratio": [1.0, 4.0, 1.5], "seconds": [0.5, 1.5, 2.0]})
+    >>> coverage_note(planner_summary(df))
+    '`of`: workloads in the records; `geomean_common` compares every row on the 1 workloads all of them solved; b solved 1 of 2.'
+    """
+    if summary.empty:
+        return ""
+    n_all, common = int(summary["of"].iloc[0]), int(summary["common"].iloc[0])
+    short = [f"{k} solved {int(r[count])} of {n_all}" for k, r in summary.iterrows()
+             if int(r[count]) < n_all]
+    return (f"`of`: {count} in the records; `geomean_common` compares every row on the {common} "
+            f"{count} all of them solved" + ("; " + ", ".join(short) if short else
+                                              "; every row solved all of them") + ".")
 
 
 def pareto_front(seconds: Sequence[float], ratio: Sequence[float]) -> np.ndarray:

@@ -640,7 +640,7 @@ def minimalloc_csv_text(problem: Problem, plan: Plan | None = None) -> str:
     if with_pool:
         cols.append("pool")
     f = io.StringIO(newline="")
-    w = csv.writer(f)
+    w = csv.writer(f, lineterminator="\n")  # LF, as every other text file we write
     w.writerow(cols)
     hints, pins = problem.hints.tolist(), problem.pins.tolist()
     for i, b in enumerate(problem.buffers):

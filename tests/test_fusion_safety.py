@@ -59,11 +59,12 @@ def test_case_python_default_keeps_1032_and_flag_gives_2052():
 
 def test_case_cli_export_arena(capsys):
     path = str(shared_case(CASE))
-    assert main(["export", path]) == 0
+    full = ["--pipeline", "simplify,views,fuse,inplace"]  # the default is none (as on `plan`)
+    assert main(["export", path, *full]) == 0
     out, err = capsys.readouterr()
     assert json.loads(out)["arena_size"] == 1032
     assert "epilogue rs1+add (1032 -> 2052 bytes)" in err and "--allow-peak-increase" in err
-    assert main(["export", path, "--allow-peak-increase"]) == 0
+    assert main(["export", path, *full, "--allow-peak-increase"]) == 0
     out, err = capsys.readouterr()
     assert json.loads(out)["arena_size"] == 2052 and err == ""
 

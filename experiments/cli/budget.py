@@ -29,6 +29,8 @@ from __future__ import annotations
 import json
 import re
 
+from experiments.cli.common import time_limit_of
+
 __all__ = ["COMMANDS", "add_parsers", "run", "parse_bytes", "budget_report"]
 
 #: Sub-command names handled by :func:`run`.
@@ -72,7 +74,7 @@ def _recompute(g, budget: int, args) -> dict:
     from scheduling.recompute import cpsat_recompute, greedy_recompute
 
     if args.solver == "cpsat":
-        r = cpsat_recompute(g, budget, time_limit=args.time_limit)
+        r = cpsat_recompute(g, budget, time_limit=time_limit_of(args))
     else:
         r = greedy_recompute(g, budget)
     return {"technique": "recompute", "status": "fits", "solver": r.solver,
@@ -89,7 +91,7 @@ def _tiers(g, budget: int, args) -> dict:
 
     p = lifetime_problem(g)
     t = assign_tier_slices(p, budget, buffer_uses(g, p), method=args.solver,
-                           time_limit=args.time_limit)
+                           time_limit=time_limit_of(args))
     return {"technique": "tiers", "status": "fits", "solver": t.method,
             "solver_status": t.status, "peak": t.sram_arena, "baseline_peak": peak_live_bytes(g),
             "sram_arena": t.sram_arena, "dram_arena": t.dram_arena, "extra_macs": 0,
@@ -149,7 +151,9 @@ def add_parsers(subparsers) -> None:
     b.add_argument("--technique", choices=(*TECHNIQUES, "all"), default="all")
     b.add_argument("--solver", choices=("greedy", "cpsat"), default="greedy",
                    help="recompute / tiers solver (default greedy)")
-    b.add_argument("--time-limit", type=float, default=30.0, help="seconds for cpsat")
+    from experiments.cli.common import add_time_limit_flag
+
+    add_time_limit_flag(b, "--solver cpsat")
     b.add_argument("--accounting", choices=("lifetime", "layer_io"), default="lifetime",
                    help="patch peak accounting (scheduling.patch)")
     b.add_argument("--max-grid", type=int, default=8, help="patch grids 1x1 .. NxN")
@@ -168,10 +172,13 @@ def run(args) -> int:
     g = load_graph(args.model, overrides=parse_overrides(args.override))
     budget = parse_bytes(args.budget)
     recs = budget_report(g, budget, args.technique, args)
+    tl = time_limit_of(args) if args.solver == "cpsat" else None  # greedy takes none
     if args.json:
-        print(json.dumps({"model": g.name, "budget": budget, "results": recs}, indent=1))
+        print(json.dumps({"model": g.name, "budget": budget, "solver": args.solver,
+                          "time_limit": tl, "results": recs}, indent=1))
         return 0
-    print(f"model {g.name}, budget {budget} bytes")
+    print(f"model {g.name}, budget {budget} bytes, solver {args.solver}"
+          + (f" (time limit {tl:g} s)" if tl is not None else ""))
     for r in recs:
         if r["status"] == "infeasible":
             print(f"  {r['technique']:9s} infeasible: smallest reachable peak "

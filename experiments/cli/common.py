@@ -5,7 +5,110 @@ from __future__ import annotations
 import argparse
 
 __all__ = ["split_list", "positive_seconds", "capacity_bytes", "package_version", "os_error_text",
-           "parse_pools", "add_pool_flags"]
+           "parse_pools", "add_pool_flags", "parse_param", "add_param_flag", "DEFAULT_TIME_LIMIT",
+           "DEFAULT_PIPELINE", "parse_pipeline", "add_pipeline_flag", "add_time_limit_flag",
+           "note_time_limit", "params_of", "time_limit_of"]
+
+#: The one solver time limit (seconds) of every command that plans or schedules (``plan``,
+#: ``view``, ``export``, ``compare``, ``budget``, ``schedule``; a sweep config's ``time_limit``
+#: defaults to it too): 10 s was already the limit of ``compare``, ``view``, ``export`` and sweep
+#: configs (so their committed numbers keep their meaning), and it keeps one interactive command
+#: under a quarter minute; ``plan`` (the planner's own default, 30 s for CP-SAT) and ``budget``
+#: (30 s) differed. ``make run`` passes 2 s on purpose (a quick table; ``compare.md`` names the
+#: limit that produced it). Every command prints the limit beside its result.
+DEFAULT_TIME_LIMIT = 10.0
+
+#: The one default graph pipeline of every command that builds a problem from a model (``plan``,
+#: ``view``, ``export``, ``compare``): ``"none"``, the model as written, so that every entry
+#: point gives the same buffers and bytes for the same model (the lifetimes the runtime, e.g.
+#: TFLite Micro, sees); passes such as ``simplify,views,fuse,inplace`` are asked for by name.
+DEFAULT_PIPELINE = "none"
+
+
+def parse_param(text: str):
+    """An argparse type: ``NAME=VALUE`` -> ``(NAME, value)``, the value a JSON literal (number,
+    ``true``/``false``, ``null``, list, string in quotes) or else the text itself as a string.
+    ``ArgumentTypeError`` when there is no ``=`` or the name is not an identifier.
+
+    >>> parse_param("time_limit=2.5"), parse_param("order=size"), parse_param("x=[1, 2]")
+    (('time_limit', 2.5), ('order', 'size'), ('x', [1, 2]))
+    """
+    import json
+
+    name, sep, value = text.partition("=")
+    name = name.strip()
+    if not sep or not name.isidentifier():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    try:
+        return name, json.loads(value)
+    except json.JSONDecodeError:
+        return name, value
+
+
+def add_param_flag(parser, what: str = "planner") -> None:
+    """Add ``--param NAME=VALUE`` (repeatable, :func:`parse_param`) to a command that plans or
+    schedules; ``what`` names the component in the help."""
+    parser.add_argument("--param", action="append", type=parse_param, default=[],
+                        metavar="NAME=VALUE",
+                        help=f"a {what} parameter (see `memplan list`), VALUE a JSON literal or a "
+                             "string, e.g. engine=python; repeatable; wins over --time-limit")
+
+
+def params_of(args) -> dict:
+    """The ``--param`` pairs of parsed ``args`` as a dict (later ones win)."""
+    return dict(getattr(args, "param", None) or [])
+
+
+def add_time_limit_flag(parser, what: str = "planners") -> None:
+    """Add ``--time-limit SECONDS`` with the shared default :data:`DEFAULT_TIME_LIMIT`."""
+    parser.add_argument("--time-limit", type=positive_seconds, default=None,
+                        help=f"seconds, for {what} with a time limit (default "
+                             f"{DEFAULT_TIME_LIMIT:g}; the same on every command)")
+
+
+def time_limit_of(args) -> float:
+    """The ``--time-limit`` of parsed ``args``, :data:`DEFAULT_TIME_LIMIT` when not given."""
+    tl = getattr(args, "time_limit", None)
+    return DEFAULT_TIME_LIMIT if tl is None else tl
+
+
+def parse_pipeline(text: str | None) -> str | None:
+    """A ``--pipeline`` value: ``None``, ``""`` or ``"none"`` -> ``None`` (no pass), else the
+    comma-separated pass names as given.
+
+    >>> parse_pipeline("none"), parse_pipeline(""), parse_pipeline("simplify,fuse")
+    (None, None, 'simplify,fuse')
+    """
+    if text is None or text.strip().lower() in ("", "none"):
+        return None
+    return text.strip()
+
+
+def add_pipeline_flag(parser) -> None:
+    """Add ``--pipeline`` with the shared default :data:`DEFAULT_PIPELINE`."""
+    parser.add_argument("--pipeline", default=DEFAULT_PIPELINE,
+                        help="graph passes applied to a model before planning, comma-separated "
+                             f"(e.g. simplify,views,fuse,inplace); default {DEFAULT_PIPELINE} "
+                             "(the model as written), the same on every command")
+
+
+def note_time_limit(names, time_limit, params=None, explicit: bool = True, file=None) -> None:
+    """One line on ``file`` (stderr) when ``--time-limit`` was given but a named planner takes
+    no time limit (a heuristic): ``memplan: note: planner 'naive' has no time limit; --time-limit
+    ignored``. ``explicit``: whether the user gave the flag (the default limit is never noted)."""
+    import sys
+
+    from planners.registry import PLANNERS
+
+    if not explicit or time_limit is None:
+        return
+    deaf = [n for n in names if n in PLANNERS and "time_limit" not in PLANNERS[n]._param_names()]
+    if deaf:
+        what = "planner " if len(deaf) == 1 else "planners "
+        print(f"memplan: note: {what}{', '.join(map(repr, deaf))} "
+              f"{'has' if len(deaf) == 1 else 'have'} no time limit; --time-limit "
+              f"{time_limit:g} s ignored for {'it' if len(deaf) == 1 else 'them'}",
+              file=file or sys.stderr)
 
 
 def parse_pools(text: str | None):

@@ -18,7 +18,15 @@ import json
 import sys
 from pathlib import Path
 
-from experiments.cli.common import positive_seconds, split_list
+from experiments.cli.common import (
+    add_param_flag,
+    add_time_limit_flag,
+    note_time_limit,
+    params_of,
+    parse_pipeline,
+    split_list,
+    time_limit_of,
+)
 
 __all__ = ["COMMANDS", "add_parsers", "run"]
 
@@ -37,8 +45,8 @@ def add_parsers(sub) -> None:
     c.add_argument("--minimalloc-dir",
                    help="also run every MiniMalloc CSV in this folder (only the folder where "
                         "minimalloc:NAME workloads are looked up when --workloads names some)")
-    c.add_argument("--time-limit", type=positive_seconds, default=10.0,
-                   help="seconds per run for planners with a time limit (default 10)")
+    add_time_limit_flag(c)
+    add_param_flag(c, "planner (given to every planner that has it)")
     c.add_argument("--out", default="memplan-results",
                    help="output folder (default memplan-results/; `make run` writes results/)")
     c.add_argument("--no-plots", action="store_true", help="skip the figures")
@@ -46,9 +54,10 @@ def add_parsers(sub) -> None:
     c.add_argument("--schedulers", nargs="*",
                    help="compare operator schedulers (graph workloads only): one row per "
                         "(workload, scheduler, planner) in compare_sched.csv")
-    c.add_argument("--pipeline",
+    c.add_argument("--pipeline", default="none",
                    help="graph passes, e.g. simplify,views,fuse,inplace: record peak and arena "
-                        "before and after each pass (graph workloads) in compare_pipeline.csv")
+                        "before and after each pass (graph workloads) in compare_pipeline.csv; "
+                        "default none (the planner comparison, the models as written)")
     c.add_argument("--allow-peak-increase", action="store_true",
                    help="with --pipeline: apply fusions that raise the peak (refused by default)")
     c.add_argument("--size-attr", default="cost_ram",
@@ -68,7 +77,7 @@ def run(args) -> int:
     """Run ``memplan compare`` (planners, ``--schedulers`` or ``--pipeline``); the exit status."""
     if args.schedulers is not None:
         return compare_schedulers(args)
-    if args.pipeline is not None:
+    if parse_pipeline(args.pipeline) is not None:
         return compare_pipeline(args)
     return compare_planners(args)
 
@@ -112,8 +121,10 @@ def compare_planners(args) -> int:
         entries.append(plan_entry(rec, offsets))
         write_plans(out, stored, entries)
 
-    df = compare(problems, planners, time_limit=args.time_limit, progress=not args.quiet,
-                 on_record=keep, jobs=args.jobs, on_plan=keep_plan)
+    if split_list(args.planners):  # the default set mixes solvers and heuristics on purpose
+        note_time_limit(planners, args.time_limit)
+    df = compare(problems, planners, time_limit=time_limit_of(args), progress=not args.quiet,
+                 on_record=keep, jobs=args.jobs, on_plan=keep_plan, params=params_of(args))
     if args.rv64:
         from experiments.enrich import add_rv64_columns
 
@@ -132,10 +143,16 @@ def compare_planners(args) -> int:
             figures = compare_figures(df, stored_problems, stored_plans, out / "figures")
     command = "memplan " + " ".join(sys.argv[1:]) if sys.argv[1:] else "memplan compare"
     atomic_write(out / "compare.md", compare_markdown(df, out, figures, command,
-                                                      time_limit=args.time_limit))
+                                                      time_limit=time_limit_of(args)))
     ok = int(df["valid"].sum())
     wrote = [str(csv_path), str(out / PLANS_FILE)] + ([str(parquet)] if parquet else []) + \
         [str(out / "compare.md")] + ([f"{out / 'figures'}/"] if figures else [])
+    from experiments.metrics import coverage_note, planner_summary
+
+    summary = planner_summary(df)  # the table compare.md holds, with each planner's coverage
+    print(f"per planner (time limit {time_limit_of(args):g} s, pipeline none):")
+    print(summary.reset_index().to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    print(coverage_note(summary))
     print(f"{len(df)} runs, {ok} valid plans; wrote {', '.join(wrote)}")
     return 0
 
@@ -169,7 +186,7 @@ def compare_schedulers(args) -> int:
     frames = []
     found: list = []
     for name, g in graphs.items():  # one workload at a time, each on disk before the next
-        frames.append(compare_schedules({name: g}, schedulers, planners, time_limit=args.time_limit,
+        frames.append(compare_schedules({name: g}, schedulers, planners, time_limit=time_limit_of(args),
                                         on_schedule=lambda r, o, p: found.append((r, o, p))))
         write_csv(pd.concat(frames, ignore_index=True)[SCHED_COLUMNS], out / "compare_sched.csv")
         if not args.quiet:
@@ -228,7 +245,7 @@ def compare_pipeline(args) -> int:
                 model = load_graph(m, overrides=parse_overrides(args.override)) \
                     if args.override else m
                 rows += run_pipeline(model, args.pipeline, p, pipeline_params(args),
-                                     time_limit=args.time_limit, on_plan=keep_stage)
+                                     time_limit=time_limit_of(args), on_plan=keep_stage)
             except (MemplanError, ValueError) as e:  # a failing model must not lose the others
                 rows.append({"model": m, "planner": p, "status": "error", "error": str(e)})
             write_csv(pd.DataFrame(rows), out / "compare_pipeline.csv")

@@ -6,7 +6,19 @@ from __future__ import annotations
 import json
 import sys
 
-from experiments.cli.common import add_pool_flags, capacity_bytes, parse_pools, positive_seconds
+from experiments.cli.common import (
+    DEFAULT_TIME_LIMIT,
+    add_param_flag,
+    add_pipeline_flag,
+    add_pool_flags,
+    add_time_limit_flag,
+    capacity_bytes,
+    note_time_limit,
+    params_of,
+    parse_pipeline,
+    parse_pools,
+    time_limit_of,
+)
 
 __all__ = ["COMMANDS", "add_parsers", "run"]
 
@@ -22,8 +34,9 @@ def add_parsers(sub) -> None:
                    help="registered planner (default greedy_by_size; see `memplan list`)")
     p.add_argument("--capacity", type=capacity_bytes, default=None,
                    help="arena capacity in bytes (default: from a NAME.CAPACITY.csv file name)")
-    p.add_argument("--time-limit", type=positive_seconds, default=None,
-                   help="seconds (planners with a time limit)")
+    add_time_limit_flag(p)
+    add_param_flag(p)
+    add_pipeline_flag(p)
     p.add_argument("--minimalloc-dir", help="where minimalloc:NAME is looked up (default "
                    "$MEMPLAN_MINIMALLOC_DIR or ../shared/benchmarks/minimalloc)")
     p.add_argument("--override", action="append", metavar="NAME=DIMS",
@@ -54,7 +67,7 @@ def add_parsers(sub) -> None:
 
     ls = sub.add_parser("list", help="list registered planners and workloads")
     ls.add_argument("--json", action="store_true",
-                    help="print the planners' capability table as one JSON object")
+                    help="print the planners' capability table and parameters as one JSON object")
 
 
 def run(args) -> int:
@@ -68,17 +81,45 @@ def _summary(doc: str | None, width: int = 96) -> str:
     return para if len(para) <= width else para[: width - 1].rstrip() + "…"
 
 
+def planner_parameters(cls) -> dict[str, dict]:
+    """``{name: {"default": value, "allowed": text}}`` for every constructor parameter of a planner
+    class: the default from its signature, the allowed values from its declared rules
+    (``_parameter_constraints``, :func:`planners.params.describe`; ``"any"`` when it declares
+    none)."""
+    import inspect
+
+    from planners.params import describe
+
+    rules = getattr(cls, "_parameter_constraints", None) or {}
+    sig = inspect.signature(cls.__init__).parameters
+    out = {}
+    for k in cls._param_names():
+        d = sig[k].default
+        out[k] = {"default": None if d is inspect.Parameter.empty else d,
+                  "allowed": describe(rules[k]) if k in rules else "any"}
+    return out
+
+
 def _cmd_list(args) -> int:
     from experiments.workloads import default_workloads
     from planners.model import FEATURES
     from planners.registry import PLANNERS
 
+    params = {n: planner_parameters(c) for n, c in PLANNERS.items()}
     if getattr(args, "json", False):
-        print(json.dumps({"capabilities": {n: c.capabilities() for n, c in PLANNERS.items()}}))
+        print(json.dumps({"capabilities": {n: c.capabilities() for n, c in PLANNERS.items()},
+                          "parameters": params}, default=repr))
         return 0
     print("planners:")
     for name, cls in PLANNERS.items():
         print(f"  {name:26s} {_summary(cls.__doc__)}")
+    print("planner parameters (--param NAME=VALUE on plan, view, export, compare; "
+          "NAME=default: allowed values; a command's --time-limit, default "
+          f"{DEFAULT_TIME_LIMIT:g} s, replaces the class default of time_limit):")
+    for name, ps in params.items():
+        print(f"  {name}")
+        for k, v in ps.items():
+            print(f"      {k}={v['default']!r}: {v['allowed']}")
     print("planner capabilities (compiler features; planners.base.CAPABILITY_MODES):")
     print(f"  {'planner':26s} " + " ".join(f"{f:11s}" for f in FEATURES))
     for name, cls in PLANNERS.items():
@@ -105,6 +146,27 @@ def _cmd_list(args) -> int:
     return 0
 
 
+def pipeline_problem(spec, pipeline: str, overrides=None, unified: bool = False,
+                     size_attr: str = "cost_ram"):
+    """The problem of model ``spec`` (anything :func:`experiments.workloads.load_graph` reads)
+    after the graph passes ``pipeline`` (:func:`scheduling.transforms.run_pipeline`, comma-separated
+    names; ``overrides`` as :func:`experiments.workloads.parse_overrides` returns), as
+    ``export`` builds it (:func:`scheduling.transforms.transformed_problem`); fusions
+    that raise the peak are refused and named on stderr. Raises ``ValueError`` for a MiniMalloc
+    ``.csv`` (no graph to transform) or an unknown pass."""
+    from experiments.cli.transforms import report_peak_refusals
+    from experiments.workloads import load_graph
+    from scheduling.transforms import run_pipeline, transformed_problem
+
+    if str(spec).endswith(".csv"):
+        raise ValueError(f"--pipeline {pipeline}: {spec} is a list of buffers, not a graph; graph "
+                         "passes need a model (use --pipeline none)")
+    g = load_graph(spec, size_attr=size_attr, overrides=overrides)
+    g2, logs = run_pipeline(g, pipeline, None)
+    report_peak_refusals(logs)
+    return transformed_problem(g2, unified=unified)
+
+
 def _cmd_plan(args) -> int:
     from experiments import metrics
     from experiments.cli.check import note_offsets_ignored
@@ -116,7 +178,15 @@ def _cmd_plan(args) -> int:
     if args.ignore_offsets:
         note_offsets_ignored(args.input)
     cap = args.capacity if args.capacity is not None else "auto"
-    if str(args.input).endswith(".csv"):  # MiniMalloc's dialect: offsets fixed unless ignored
+    pipeline = parse_pipeline(args.pipeline)
+    if pipeline is not None:  # graph passes: the model's graph, transformed, then planned
+        problem = pipeline_problem(args.input, pipeline, parse_overrides(args.override),
+                                   args.unified, args.size_attr)
+        if cap != "auto":
+            problem = problem.with_capacity(cap)
+        if pools:
+            problem = problem.with_pools(pools)
+    elif str(args.input).endswith(".csv"):  # MiniMalloc's dialect: offsets fixed unless ignored
         from planners.io import read_minimalloc_csv
 
         problem = read_minimalloc_csv(args.input, capacity=None if pools else cap, pools=pools,
@@ -127,7 +197,8 @@ def _cmd_plan(args) -> int:
                                minimalloc_folder=args.minimalloc_dir, size_attr=args.size_attr)
         if pools:
             problem = problem.with_pools(pools)
-    planner = planner_for(args.planner, args.time_limit)
+    planner = planner_for(args.planner, time_limit_of(args), params_of(args))
+    note_time_limit([args.planner], args.time_limit, params_of(args))
     if getattr(planner, "requires_capacity", False) and problem.capacity is None \
             and not problem.pools:
         from planners import lower_bound
@@ -136,8 +207,10 @@ def _cmd_plan(args) -> int:
     plan = planner.plan(problem)
     valid = plan.status not in ("infeasible", "timeout", "skipped")
     fits = metrics.fits(plan.arena_size if valid else None, problem.capacity)
+    written = None
     if args.output and valid:
         write_minimalloc_csv(problem, args.output, plan)
+        written = str(args.output)
     out = {
         "input": str(args.input),
         "planner": plan.planner,
@@ -150,7 +223,14 @@ def _cmd_plan(args) -> int:
         "valid": valid,
         "fits": fits,
         "seconds": round(plan.seconds, 6),
+        # the settings that made these numbers (one set of defaults on every command)
+        "time_limit": plan.params.get("time_limit"),
+        "pipeline": pipeline or "none",
     }
+    if args.param:
+        out["params"] = params_of(args)
+    if written:  # what -o wrote, as `view` says it
+        out["written"] = f"{written} ({problem.n} buffers with offsets, MiniMalloc CSV)"
     if problem.pools and valid:  # bytes per pool, and each buffer's pool
         out["arenas"] = plan.arenas
         out["pools"] = {q.name: q.capacity for q in problem.pools}

@@ -12,7 +12,8 @@ bound on the peak of every order (:func:`scheduling.schedulers.bounds.order_lowe
 when the scheduler proved more) and ``gap`` is ``peak / bound - 1``; the status is ``optimal``
 exactly when the peak equals the bound.
 
-``--time-limit S`` (seconds > 0) is passed to schedulers that take a ``time_limit`` (``exact_dp``,
+``--time-limit S`` (seconds > 0; default :data:`experiments.cli.common.DEFAULT_TIME_LIMIT`, the
+same on every command) is passed to schedulers that take a ``time_limit`` (``exact_dp``,
 ``cpsat_schedule``, ``anneal``, ``genetic``); ``--param NAME=VALUE`` (repeatable) sets any
 constructor parameter of the scheduler (``memplan list`` names them in each docstring), the value
 read as a JSON literal (``5``, ``0.5``, ``true``, ``null``, ``[\"dfs\"]``) or else as a string; a
@@ -25,11 +26,10 @@ Errors (unknown scheduler or workload, malformed graph, a cycle) print one line
 
 from __future__ import annotations
 
-import argparse
 import json
 from typing import Any
 
-from experiments.cli.common import positive_seconds
+from experiments.cli.common import add_param_flag, add_time_limit_flag, parse_param, time_limit_of
 
 __all__ = ["COMMANDS", "add_parsers", "run", "schedule_report", "parse_param"]
 
@@ -48,27 +48,9 @@ def add_parsers(sub) -> None:
                    help="node-link .json graphs: the node attribute with the output bytes "
                         "(default cost_ram; when no node has it, the graph's declared "
                         "node_output_cost_tag or out_cost, as MOCCASIN writes; 'auto' detects)")
-    s.add_argument("--time-limit", type=positive_seconds, default=None,
-                   help="seconds (schedulers with a time_limit: exact_dp, cpsat_schedule, anneal, "
-                        "genetic)")
-    s.add_argument("--param", action="append", type=parse_param, default=[], metavar="NAME=VALUE",
-                   help="a scheduler parameter, VALUE a JSON literal or a string "
-                        "(e.g. max_states=100000); repeatable")
+    add_time_limit_flag(s, "schedulers (exact_dp, cpsat_schedule, anneal, genetic)")
+    add_param_flag(s, "scheduler")
     s.add_argument("--json", action="store_true", help="print one JSON object")
-
-
-def parse_param(text: str) -> tuple[str, Any]:
-    """An argparse type: ``NAME=VALUE`` -> ``(NAME, value)``, the value a JSON literal (number,
-    ``true``/``false``, ``null``, list, string in quotes) or else the text itself as a string.
-    ``ArgumentTypeError`` when there is no ``=`` or the name is not an identifier."""
-    name, sep, value = text.partition("=")
-    name = name.strip()
-    if not sep or not name.isidentifier():
-        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
-    try:
-        return name, json.loads(value)
-    except json.JSONDecodeError:
-        return name, value
 
 
 def schedule_report(workload: str, scheduler: str = "file_order", size_attr: str = "cost_ram",
@@ -130,7 +112,7 @@ def schedule_report(workload: str, scheduler: str = "file_order", size_attr: str
 
 def run(args) -> int:
     """Run ``memplan schedule``; returns the exit status (0)."""
-    rec = schedule_report(args.workload, args.scheduler, args.size_attr, args.time_limit,
+    rec = schedule_report(args.workload, args.scheduler, args.size_attr, time_limit_of(args),
                           dict(args.param))
     if args.json:
         print(json.dumps(rec))

@@ -1,7 +1,8 @@
 """``memplan export``: the execution plan of a model after a pipeline of graph passes.
 
 ``memplan export MODEL --pipeline simplify,views,fuse,inplace --planner greedy_by_size
--o plan.json`` writes the operator sequence, the buffer layout table, the reuse table and the
+-o plan.json`` (the pipeline defaults to ``none``, the model as written, as on every command:
+:data:`experiments.cli.common.DEFAULT_PIPELINE`) writes the operator sequence, the buffer layout table, the reuse table and the
 arena size (:func:`scheduling.transforms.export.execution_plan`); ``--format c-header`` writes a C99
 header instead (:func:`scheduling.transforms.export.c_header`), ``--format chrome-trace`` a Chrome /
 Perfetto trace (:func:`scheduling.transforms.export.chrome_trace`: one track per buffer, sorted by
@@ -34,17 +35,17 @@ def add_parsers(subparsers) -> None:
     )
     e.add_argument("model", help="ONNX light model name, mobilenet_v1[:alpha:res:dtype], "
                                  "mobilenet_v2[...], mobilenet_v1_first_layer, seed000 or PATH.onnx")
-    e.add_argument("--pipeline", default=None,
-                   help="comma-separated passes (default simplify,views,fuse,inplace; '' for none; "
-                        "tflm-offline plans the model as written and takes none)")
+    from experiments.cli.common import add_param_flag, add_pipeline_flag, add_time_limit_flag
+
+    add_pipeline_flag(e)  # tflm-offline plans the model as written and takes none
     e.add_argument("--allow-peak-increase", action="store_true",
                    help="apply fusions that raise the peak of live bytes (refused by default)")
     e.add_argument("--planner", default="greedy_by_size")
     e.add_argument("--alignment", type=int, default=1, help="offset alignment in bytes")
     e.add_argument("--unified", action="store_true",
                    help="one arena with weights and inputs as residents (seed 000 layout)")
-    e.add_argument("--time-limit", type=float, default=10.0,
-                   help="seconds, for planners with a time limit")
+    add_time_limit_flag(e)
+    add_param_flag(e)
     e.add_argument("--format", choices=("json", "c-header", "chrome-trace", "tflm-offline"),
                    default="json",
                    help="json (execution plan), c-header (C99 header), chrome-trace (Trace "
@@ -97,12 +98,17 @@ def run(args) -> int:
         return _run_tflm_offline(args)
     if getattr(args, "scheduler", None) is not None:
         raise ValueError("--scheduler applies to --format tflm-offline only")
-    pipeline = "simplify,views,fuse,inplace" if args.pipeline is None else args.pipeline
+    from experiments.cli.common import note_time_limit, params_of, parse_pipeline, time_limit_of
+
+    # one default on every command (experiments.cli.common.DEFAULT_PIPELINE: the model as
+    # written); passes are asked for by name, e.g. --pipeline simplify,views,fuse,inplace
+    pipeline = parse_pipeline(args.pipeline)
     g = load_graph(args.model, overrides=parse_overrides(getattr(args, "override", None)))
     g2, logs = run_pipeline(g, pipeline or None, pipeline_params(args))
     report_peak_refusals(logs)
     p = transformed_problem(g2, unified=args.unified, alignment=args.alignment)
-    planner = planner_for(args.planner, args.time_limit)
+    planner = planner_for(args.planner, time_limit_of(args), params_of(args))
+    note_time_limit([args.planner], args.time_limit)
     if getattr(planner, "requires_capacity", False) and p.capacity is None:
         p = p.with_capacity(lower_bound(p))
     plan = planner.plan(p)
@@ -121,6 +127,10 @@ def run(args) -> int:
         from planners.io import atomic_write  # OutputError: one line naming path and cause
 
         atomic_write(Path(args.output), text)
+        # what was written, as `view` says it (stdout holds nothing else with -o)
+        print(f"wrote {args.output}: {args.format}, {p.n} buffers, arena {plan.arena_size} bytes "
+              f"({plan.planner}, {plan.status}; time limit {time_limit_of(args):g} s, pipeline "
+              f"{pipeline or 'none'})")
     else:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
@@ -132,13 +142,15 @@ def _run_tflm_offline(args) -> int:
 
     if not args.output:
         raise ValueError("--format tflm-offline writes a .tflite model: give -o PATH")
-    if args.pipeline:
+    from experiments.cli.common import parse_pipeline, time_limit_of
+
+    if parse_pipeline(args.pipeline):
         raise ValueError("--format tflm-offline plans the model as written: graph passes "
                          f"({args.pipeline}) would change tensors the model does not have")
     if getattr(args, "override", None) or args.unified or args.alignment not in (1, 16):
         raise ValueError("--format tflm-offline takes no --override/--unified, and its "
                          "alignment is TFLite Micro's 16 bytes")
     rep = export_offline(args.model, args.output, args.planner, getattr(args, "scheduler", None) or "file_order",
-                         args.time_limit)
+                         time_limit_of(args))
     print(json.dumps(rep))
     return 0

@@ -40,8 +40,11 @@ def add_parsers(subparsers) -> None:
                    help="planner to draw (repeatable or comma-separated; default greedy_by_size, "
                         "none for a PLAN.csv with offsets)")
     v.add_argument("-o", "--output", required=True, help="HTML file to write")
-    v.add_argument("--time-limit", type=float, default=10.0,
-                   help="seconds, for planners with a time limit (default 10)")
+    from experiments.cli.common import add_param_flag, add_pipeline_flag, add_time_limit_flag
+
+    add_time_limit_flag(v)
+    add_param_flag(v)
+    add_pipeline_flag(v)
     v.add_argument("--override", action="append", metavar="NAME=DIMS",
                    help="ONNX/TFLite: a symbolic dimension (N=1) or a tensor's static shape; "
                         "repeatable")
@@ -92,14 +95,18 @@ def _pool_panels(label: str, plan, out: dict) -> None:
             lower_bound=lower_bound(sub), info=dict(plan.info))
 
 
-def load_view(spec: str, planners: list[str] | None, time_limit: float = 10.0,
-              overrides=None, size_attr: str = "cost_ram", pools=None):
+def load_view(spec: str, planners: list[str] | None, time_limit: float | None = None,
+              overrides=None, size_attr: str = "cost_ram", pools=None, params=None,
+              pipeline: str | None = None):
     """Compute what ``memplan view`` draws: ``(plans, graph, violations)``.
 
     ``plans`` maps a label (``given`` for the offsets of a solved CSV, else the planner name) to
     a :class:`planners.Plan`; with ``pools`` (:class:`planners.model.MemoryPool`, preference
     order) every plan becomes one panel per pool, labelled with the pool and its capacity; ``violations`` maps ``given`` to the list of
-    :class:`planners.validate.Violation` of those offsets (empty when valid).
+    :class:`planners.validate.Violation` of those offsets (empty when valid). ``time_limit``
+    (seconds, default :data:`experiments.cli.common.DEFAULT_TIME_LIMIT`) and ``params`` (a dict,
+    ``--param``) configure every planner drawn; ``pipeline``: graph passes applied to a model
+    first (:func:`experiments.cli.plan.pipeline_problem`; ``None``: the model as written).
 
     Raises
     ------
@@ -107,6 +114,7 @@ def load_view(spec: str, planners: list[str] | None, time_limit: float = 10.0,
         Malformed input, an unknown planner, or a planner that found no plan.
     """
     from experiments.cli.check import _header, read_offsets, read_pools
+    from experiments.cli.common import DEFAULT_TIME_LIMIT
     from experiments.harness import planner_for
     from experiments.workloads import load_problem
     from planners import Plan, lower_bound, read_minimalloc_csv
@@ -134,7 +142,13 @@ def load_view(spec: str, planners: list[str] | None, time_limit: float = 10.0,
                      plans)
     names = planners if planners is not None else ([] if given else ["greedy_by_size"])
     if names:
-        if spec.endswith(".csv"):  # MiniMalloc's dialect, with a 'pools' column
+        if pipeline is not None:
+            from experiments.cli.plan import pipeline_problem
+
+            problem = pipeline_problem(spec, pipeline, overrides, size_attr=size_attr)
+            if pools:
+                problem = problem.with_pools(pools)
+        elif spec.endswith(".csv"):  # MiniMalloc's dialect, with a 'pools' column
             problem = read_minimalloc_csv(path, capacity=None if pools else "auto", pools=pools)
         else:
             problem = load_problem(spec, capacity="auto", overrides=overrides,
@@ -142,7 +156,8 @@ def load_view(spec: str, planners: list[str] | None, time_limit: float = 10.0,
             if pools:
                 problem = problem.with_pools(pools)
         for name in names:
-            planner = planner_for(name, time_limit)
+            planner = planner_for(name, DEFAULT_TIME_LIMIT if time_limit is None else time_limit,
+                                  params)
             p = problem
             if getattr(planner, "requires_capacity", False) and p.capacity is None \
                     and not p.pools:
@@ -163,19 +178,29 @@ def load_view(spec: str, planners: list[str] | None, time_limit: float = 10.0,
 def run(args) -> int:
     """Run ``memplan view`` with parsed ``args``: 0, or 1 for a given plan with violations (the
     file is written in both cases). Bad input raises for the caller to report (exit 2)."""
-    from experiments.cli.common import parse_pools
+    from experiments.cli.common import (
+        note_time_limit,
+        params_of,
+        parse_pipeline,
+        parse_pools,
+        time_limit_of,
+    )
     from experiments.cli.common import split_list as _split
     from experiments.plots.view import plan_explorer, write_html
     from experiments.workloads import parse_overrides
 
+    pipeline = parse_pipeline(args.pipeline)
     plans, graph, violations = load_view(
-        str(args.input), _split(args.planner), args.time_limit,
-        parse_overrides(args.override), args.size_attr, parse_pools(args.pools))
+        str(args.input), _split(args.planner), time_limit_of(args),
+        parse_overrides(args.override), args.size_attr, parse_pools(args.pools),
+        params_of(args), pipeline)
+    note_time_limit(_split(args.planner) or ["greedy_by_size"], args.time_limit)
     fig = plan_explorer(plans, graph=graph, violations=violations,
                         title=args.title or str(args.input))
     out = write_html(fig, args.output)
     n = sum(p.problem.n for p in plans.values())
-    print(f"wrote {out}: {len(plans)} plan(s), {n} rectangles")
+    print(f"wrote {out}: {len(plans)} plan(s), {n} rectangles (time limit "
+          f"{time_limit_of(args):g} s, pipeline {pipeline or 'none'})")
     bad = violations.get("given") or []
     if bad:
         print(f"memplan: invalid plan {args.input}: {len(bad)} violation(s), flagged in red in "

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from experiments.metrics import planner_summary
+from experiments.metrics import coverage_note, planner_summary
 
 __all__ = ["compare_markdown", "sched_markdown", "pipeline_summary", "pipeline_markdown"]
 
@@ -19,8 +19,9 @@ __all__ = ["compare_markdown", "sched_markdown", "pipeline_summary", "pipeline_m
 def compare_markdown(records: pd.DataFrame, out: Path, figures: Sequence[Path] = (),
                      command: str = "memplan compare", time_limit: float | None = None) -> str:
     """``compare.md``: the workloads (buffers, lower bound, naive and best arena), the ratio of
-    every (workload, planner), the runs without a valid plan, the per-planner summary
-    (:func:`experiments.metrics.planner_summary`) and links to the PNG ``figures`` (relative to
+    every (workload, planner), the runs without a valid plan, the per-planner summary with its
+    coverage (n of N, and the geometric mean over the workloads every planner solved:
+    :func:`experiments.metrics.planner_summary`) and links to the PNG ``figures`` (relative to
     ``out``). ``records`` has the columns of :data:`experiments.harness.RECORD_COLUMNS`."""
     ok = records[records["valid"].astype(bool)]
     pivot = ok.pivot_table(index="workload", columns="planner", values="ratio", aggfunc="min")
@@ -59,7 +60,8 @@ def compare_markdown(records: pd.DataFrame, out: Path, figures: Sequence[Path] =
         lines += ["## Runs without a valid plan", "",
                   bad[["workload", "planner", "status", "seconds", "error"]].to_markdown(index=False), ""]
     summary = planner_summary(records)
-    lines += ["## Per planner", "", summary.reset_index().to_markdown(index=False, floatfmt=".4g"), "",
+    lines += ["## Per planner", "", coverage_note(summary), "",
+              summary.reset_index().to_markdown(index=False, floatfmt=".4g"), "",
               "## Figures", ""]
     for f in figures:
         if f.suffix == ".png":

@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from experiments.metrics import pareto_front, planner_summary
+from experiments.metrics import coverage_note, pareto_front, planner_summary
 from experiments.records import atomic_write, write_csv, write_parquet
 from planners.io import output_folder
 
@@ -490,6 +490,8 @@ def _markdown(df, agg, pivot, per, bad, tf, rv, figs: Path, out: Path, left_out:
         pivot.reset_index().to_markdown(index=False, floatfmt=".3f"),
         "",
         "## Per planner",
+        "",
+        coverage_note(per.set_index("config"), "cases"),
         "",
         per.to_markdown(index=False, floatfmt=".4g"),
         "",
