@@ -22,8 +22,11 @@ of OLLA / MODeL (ICML 2023), which solve order and addresses in one ILP:
   it by large-neighbourhood search: a window of consecutive steps whose operators may be permuted
   (precedence kept) and a band of addresses whose buffers may move, the rest fixed, each
   sub-model minimising the highest ``offset + size`` of the buffers it frees, so the arena never
-  increases (40 % of the neighbourhoods move addresses only, keeping the order). The result is
-  never worse than the starting pair.
+  increases (40 % of the neighbourhoods move addresses only, keeping the order). Every other
+  iteration works on the order alone: a window around the step of most live bytes is permuted by
+  a CP-SAT model with a cumulative constraint (the peak of live bytes, addresses ignored), and
+  when that shadow order's peak falls below the arena it is planned by ``planner`` and adopted
+  if its arena is lower. The result is never worse than the starting pair.
 
 The **bound** (bytes) is the larger of the order bound (``resident bytes +``
 :func:`scheduling.schedulers.bounds.order_lower_bound`, a lower bound on every order's peak of
@@ -170,6 +173,14 @@ class _Instance:
             last.append(max(e, f))
         return first, last
 
+    def peak(self, pos: Sequence[int]) -> int:
+        """Peak of live bytes (bytes) over steps of the buffers under positions ``pos``."""
+        first, last = self.lifetimes(pos)
+        d = np.zeros(self.n + 1, np.int64)
+        np.add.at(d, first, self.size)
+        np.add.at(d, np.asarray(last) + 1, -np.asarray(self.size, np.int64))
+        return int(np.cumsum(d[: self.n]).max()) if self.n else 0
+
     def arena(self, offsets: Sequence[int]) -> int:
         return max((o + s for o, s in zip(offsets, self.size)), default=0)
 
@@ -313,6 +324,113 @@ def _solve(inst: _Instance, pos: list[int], off: list[int], window: tuple[int, i
         bound = int(solver.ObjectiveValue())
     improved = solver.ObjectiveValue() < old_local or npos != pos
     return npos, noff, bound, dt, improved
+
+
+def _peak_window(inst: _Instance, pos, w: int, rng: random.Random) -> tuple[int, int]:
+    """``w`` consecutive steps around a step of maximum live bytes (70 %) or anywhere."""
+    first, last = inst.lifetimes(pos)
+    d = np.zeros(inst.n + 1, np.int64)
+    np.add.at(d, first, inst.size)
+    np.add.at(d, np.asarray(last) + 1, -np.asarray(inst.size, np.int64))
+    live = np.cumsum(d[: inst.n])
+    hot = np.flatnonzero(live == live.max())
+    c = int(rng.choice(list(hot))) if rng.random() < 0.7 else rng.randrange(inst.n)
+    lo = max(0, min(inst.n - w, c - w // 2 + rng.randint(-w // 4, w // 4)))
+    return lo, min(inst.n, lo + w)
+
+
+def _order_solve(inst: _Instance, pos, window: tuple[int, int], *, dtime, wall, seed, workers):
+    """Permute the operators at steps ``[lo, hi)`` (precedence kept) to minimise the most live
+    bytes over the steps their buffers can reach (a cumulative constraint; addresses ignored).
+    Returns ``(pos, peak, deterministic_time)``; the input when nothing better was found."""
+    from ortools.sat.python import cp_model
+
+    T = inst.n
+    lo, hi = window
+    by_pos = sorted(range(T), key=lambda v: pos[v])
+    wops = [by_pos[k] for k in range(lo, hi)]
+    wset = set(wops)
+    first, last = inst.lifetimes(pos)
+    mdl = cp_model.CpModel()
+    P = {v: mdl.NewIntVar(lo, hi - 1, f"p{v}") for v in wops}
+    for v in wops:
+        mdl.AddHint(P[v], pos[v])
+        for u in inst.preds[v]:
+            if u in wset:
+                mdl.Add(P[u] < P[v])
+    if len(wops) > 1:
+        mdl.AddAllDifferent(list(P.values()))
+    var = set()
+    for v in wops:
+        var.update(inst.uses[v])
+    var = {b for b in var if inst.size[b] > 0 and inst.kind[b] != "res"}
+    h_lo, h_hi = lo, hi - 1
+    for b in var:
+        h_lo, h_hi = min(h_lo, first[b]), max(h_hi, last[b])
+    ivs, dem = [], []
+    for b in range(inst.m):
+        if inst.size[b] == 0 or inst.kind[b] == "res" or first[b] > h_hi or last[b] < h_lo:
+            continue
+        if b in var:
+            k = inst.kind[b]
+            f = 0 if k == "in" else (P.get(inst.prod[b], pos[inst.prod[b]]))
+            if inst.out[b]:
+                e = T - 1
+            elif inst.cons[b]:
+                cs = [P.get(c, pos[c]) for c in inst.cons[b]]
+                if all(isinstance(c, int) for c in cs):
+                    e = max(cs)
+                else:
+                    e = mdl.NewIntVar(0, T - 1, f"e{b}")
+                    mdl.AddMaxEquality(e, cs)
+            else:
+                e = f
+            if isinstance(f, int) and isinstance(e, int):
+                ivs.append(mdl.NewFixedSizeIntervalVar(f, e + 1 - f, f"t{b}"))
+            else:
+                ivs.append(mdl.NewIntervalVar(f, mdl.NewIntVar(1, T, f"l{b}"), e + 1, f"t{b}"))
+        else:
+            ivs.append(mdl.NewFixedSizeIntervalVar(first[b], last[b] + 1 - first[b], f"t{b}"))
+        dem.append(inst.size[b])
+    old = inst.peak(pos)
+    cap = mdl.NewIntVar(0, old, "cap")
+    mdl.AddCumulative(ivs, dem, cap)
+    mdl.Minimize(cap)
+    solver = cp_model.CpSolver()
+    prm = solver.parameters
+    prm.num_workers, prm.random_seed = workers, seed
+    prm.max_time_in_seconds = max(0.01, wall)
+    if dtime is not None:
+        prm.max_deterministic_time = dtime
+    st = solver.Solve(mdl)
+    dt = solver.deterministic_time
+    if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return pos, old, dt
+    npos = list(pos)
+    for v in wops:
+        npos[v] = solver.Value(P[v])
+    return npos, inst.peak(npos), dt
+
+
+def _replan(inst: _Instance, pos, planner: str, seconds: float) -> list[int] | None:
+    """Offsets (buffer order of ``inst``) of the order ``pos`` by ``planner`` (checked), or
+    ``None`` when it found no plan."""
+    from planners.registry import PLANNERS, get_planner
+
+    if seconds <= 0.05:
+        return None
+    order = [None] * inst.n
+    for v, k in enumerate(pos):
+        order[k] = inst.names[v]
+    prob = inst.problem(order)
+    cls = PLANNERS.get(planner)
+    kw = {"time_limit": seconds} if cls is not None and "time_limit" in cls._param_names() else {}
+    plan = get_planner(planner, **kw).plan(prob)
+    if plan.status in ("infeasible", "timeout", "skipped", "error"):
+        return None
+    check_plan(prob, plan.offsets)
+    by_id = {b.id: int(o) for b, o in zip(prob.buffers, plan.offsets)}
+    return [by_id[i] if s else 0 for i, s in zip(inst.ids, inst.size)]
 
 
 # --------------------------------------------------------------------------------------------
@@ -516,11 +634,36 @@ def joint_optimize(
         else:
             w = min(window, inst.n)
             nb = band_buffers
+            # the order phase: a shadow order improved for its peak, re-planned when it drops
+            opos, opeak = list(pos), inst.peak(pos)
+            planned_peak, ow = opeak, min(2 * window, inst.n)
+            pname = planner if isinstance(planner, str) else list(planner)[0]
             while arena > bound:
                 now = time.perf_counter()
                 if now >= deadline or (deterministic_time is not None
                                        and dt_used >= deterministic_time):
                     break
+                if iters % 2 == 1 and opeak > order_bound:
+                    sub_dt = 1.0 if deterministic_time is None else min(
+                        1.0, deterministic_time - dt_used)
+                    lo_k, hi_k = _peak_window(inst, opos, ow, rng)
+                    opos2, pk, dt = _order_solve(inst, opos, (lo_k, hi_k), dtime=sub_dt,
+                                                 wall=min(deadline - now, 5.0),
+                                                 seed=seed + iters, workers=workers)
+                    iters += 1
+                    dt_used += dt
+                    if pk <= opeak:
+                        opos, opeak = opos2, pk
+                    ow = min(ow + 4, 120, inst.n) if dt < 0.2 * sub_dt else (
+                        max(ow - 4, 6) if dt >= sub_dt else ow)
+                    if opeak < arena and opeak < planned_peak:
+                        planned_peak = opeak
+                        noff = _replan(inst, opos, pname, min(3.0, deadline - time.perf_counter()))
+                        if noff is not None and inst.arena(noff) < arena:
+                            pos, off, arena = list(opos), noff, inst.arena(noff)
+                            improvements += 1
+                            trace.append((round(time.perf_counter() - t0, 3), arena))
+                    continue
                 layout_only = rng.random() < 0.4  # an address band alone (the order kept)
                 lo_k, hi_k, fb = _neighbourhood(inst, pos, off, arena, w, nb, rng)
                 if layout_only:

@@ -83,8 +83,9 @@ def workloads() -> dict[str, tuple[str, str, object]]:
 
 
 def joint_seconds(ops: int) -> float:
-    """Wall-clock seconds of the joint search: 10 up to 250 operators, 20 to 500, 60 beyond."""
-    return 10.0 if ops <= 250 else (20.0 if ops <= 500 else 60.0)
+    """Wall-clock seconds of the joint search: 30 up to 500 operators, 180 beyond (it stops
+    earlier when the arena reaches the bound)."""
+    return 30.0 if ops <= 500 else 180.0
 
 
 def run(names: list[str] | None = None, log=print) -> pd.DataFrame:
