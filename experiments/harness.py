@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 import time
 import traceback
 from collections.abc import Callable, Iterable, Sequence
@@ -20,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from experiments import metrics
+from experiments.metrics import REPEAT_BELOW
 from planners import (
     InvalidPlanError,
     MemplanError,
@@ -34,7 +36,8 @@ from planners.params import validate_params
 from planners.registry import PLANNERS, check_planner_names
 
 __all__ = ["RECORD_COLUMNS", "INT_COLUMNS", "records_frame", "run_one", "compare", "planner_for",
-           "default_planners", "planner_family", "params_for", "check_params_used"]
+           "default_planners", "planner_family", "params_for", "check_params_used", "warm_up",
+           "TIMING_REPEATS", "REPEAT_BELOW"]
 
 #: Columns of a comparison record, in order.
 RECORD_COLUMNS = [
@@ -50,6 +53,8 @@ RECORD_COLUMNS = [
     "ratio",
     "best_bound",
     "seconds",
+    "seconds_min",
+    "timing_runs",
     "status",
     "proved",
     "valid",
@@ -111,6 +116,38 @@ def _needs_capacity(planner) -> bool:
     return bool(getattr(planner, "requires_capacity", False))
 
 
+#: Timed repetitions of one run (:func:`run_one`): runs shorter than
+#: :data:`experiments.metrics.REPEAT_BELOW` seconds are planned this many times and record the
+#: median (``seconds``) and the minimum (``seconds_min``); the record's plan is the first one.
+TIMING_REPEATS = 3
+#: (planner name, parameters) warmed up in this process (:func:`warm_up`).
+_WARMED: set[tuple[str, str]] = set()
+
+
+def warm_up(planner) -> bool:
+    """Plan a two-buffer problem once per process with ``planner`` (its class and parameters), so
+    that imports, compiled-core loading and first-call caches are not timed in the first real
+    run (a sweep or ``compare`` worker timed 17-29 ms for a 5-buffer problem cold, against
+    0.15 ms for 154 buffers warm). A time limit is capped at 1 s for the warm-up; errors are
+    ignored (the real run reports them). Returns whether it planned now (``False``: already
+    warm)."""
+    key = (type(planner).__name__, json.dumps(planner.get_params(), sort_keys=True, default=str))
+    if key in _WARMED:
+        return False
+    _WARMED.add(key)
+    tiny = Problem.from_closed([("a", 0, 1, 64), ("b", 1, 2, 32)])
+    try:
+        p = planner
+        if "time_limit" in planner.get_params() and (planner.get_params()["time_limit"] or 0) > 1:
+            import copy
+
+            p = copy.deepcopy(planner).set_params(time_limit=1.0)
+        p.plan(tiny.with_capacity(lower_bound(tiny)) if _needs_capacity(p) else tiny)
+    except Exception:  # noqa: BLE001 - a warm-up never decides a record
+        pass
+    return True
+
+
 def run_one(
     workload: str,
     problem: Problem,
@@ -118,8 +155,16 @@ def run_one(
     time_limit: float | None = None,
     params: dict[str, Any] | None = None,
     keep_plan: bool = False,
+    repeats: int = 1,
+    warm: bool = False,
 ) -> tuple[dict[str, Any], Plan | None]:
     """Run one planner on one problem and return ``(record, plan)``.
+
+    Timing: with ``warm`` the planner first plans a tiny problem once per process
+    (:func:`warm_up`); with ``repeats > 1`` a run shorter than :data:`REPEAT_BELOW` seconds is
+    planned ``repeats`` times in all, ``seconds`` is the median and ``seconds_min`` the minimum
+    of the timed runs (``timing_runs`` of them; 1 when timed once). ``seconds`` is the planner's
+    own time (:attr:`planners.Plan.seconds`: ``_solve`` only, not validation).
 
     Planners that answer a decision question (``requires_capacity = True``, e.g. ``exact_search``)
     get the problem's capacity, or the lower bound when the problem has none (the question "does an
@@ -142,6 +187,8 @@ def run_one(
         "ratio": math.nan,
         "best_bound": None,
         "seconds": math.nan,
+        "seconds_min": math.nan,
+        "timing_runs": 0,
         "status": "error",
         "proved": False,
         "valid": False,
@@ -158,8 +205,16 @@ def run_one(
         else:
             target = problem.with_capacity(None)
         rec["capacity"] = target.capacity if target.capacity is not None else problem.capacity
+        if warm:
+            warm_up(planner)
         plan = planner.plan(target)
-        rec["seconds"] = plan.seconds
+        times = [plan.seconds]
+        if repeats > 1 and plan.seconds < REPEAT_BELOW and plan.status not in ("timeout",
+                                                                                "skipped"):
+            times += [planner.plan(target).seconds for _ in range(repeats - 1)]
+        rec["seconds"] = float(statistics.median(times))
+        rec["seconds_min"] = float(min(times))
+        rec["timing_runs"] = len(times)
         rec["status"] = plan.status
         rec["best_bound"] = plan.best_bound
         if plan.status not in ("infeasible", "timeout", "skipped"):
@@ -184,10 +239,11 @@ def run_one(
 
 
 def _run_task(w: str, problem: Problem, name: str, time_limit: float | None,
-              params: dict[str, Any] | None = None):
-    """Worker side of :func:`compare`: the record and the plan's offsets (a list, or None)."""
+              params: dict[str, Any] | None = None, repeats: int = TIMING_REPEATS):
+    """Worker side of :func:`compare`: the record and the plan's offsets (a list, or None);
+    the worker is warmed up per planner and short runs are timed ``repeats`` times."""
     rec, plan = run_one(w, problem, name, time_limit=time_limit, keep_plan=True,
-                        params=params_for(name, params))
+                        params=params_for(name, params), repeats=repeats, warm=True)
     rec.pop("traceback", None)
     offsets = plan.offsets.tolist() if plan is not None and rec["valid"] else None
     return rec, offsets
@@ -226,6 +282,7 @@ def compare(
     jobs: int = 1,
     on_plan: Callable[[dict[str, Any], list[int] | None], None] | None = None,
     params: dict[str, Any] | None = None,
+    repeats: int = TIMING_REPEATS,
 ) -> pd.DataFrame:
     """Run every planner on every workload; return the records as a DataFrame (``RECORD_COLUMNS``).
 
@@ -245,6 +302,8 @@ def compare(
     params : planner parameters (``--param``), each given to every planner that has it
         (:func:`params_for`; a ``time_limit`` here wins over ``time_limit``); one that no planner
         has raises :class:`planners.errors.ParameterError` before anything runs.
+    repeats : timed runs of each short run (:func:`run_one`; median in ``seconds``, minimum in
+        ``seconds_min``); every worker is warmed up per planner first (:func:`warm_up`).
     """
     items = list(workloads.items()) if isinstance(workloads, dict) else list(workloads)
     names = list(planners) if planners is not None else default_planners()
@@ -272,7 +331,7 @@ def compare(
 
     if jobs == 1 or len(runs) <= 1:
         for i, (w, p, n) in enumerate(runs):
-            finish(i, *_run_task(w, p, n, time_limit, params))
+            finish(i, *_run_task(w, p, n, time_limit, params, repeats))
     else:
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -281,7 +340,7 @@ def compare(
         order = sorted(range(len(runs)), key=lambda i: (
             "time_limit" not in PLANNERS[runs[i][2]]._param_names(), i))
         with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn")) as ex:
-            futs = {ex.submit(_run_task, *runs[i], time_limit, params): i for i in order}
+            futs = {ex.submit(_run_task, *runs[i], time_limit, params, repeats): i for i in order}
             for f in as_completed(futs):
                 finish(futs[f], *f.result())
     if bar is not None:

@@ -20,7 +20,13 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["ratio", "fits", "geomean", "planner_summary", "coverage_note", "pareto_front"]
+__all__ = ["ratio", "fits", "geomean", "planner_summary", "coverage_note", "pareto_front",
+           "REPEAT_BELOW"]
+
+#: Runs at least this long (seconds) are timed once (:func:`experiments.harness.run_one`): a cold
+#: start of milliseconds is negligible there, and a time-limited solver would only spend its
+#: limit again; shorter runs are repeated and count as measured well only when they were.
+REPEAT_BELOW = 1.0
 
 
 def ratio(arena: int | None, lower_bound: int) -> float:

@@ -220,14 +220,46 @@ def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
 
 
+def well_measured(runs: pd.DataFrame, min_seconds: float) -> pd.Series:
+    """True for the runs whose time measures the algorithm: at least ``min_seconds``; timed
+    after a warm-up and repeated (``timing_runs >= 2``) unless long enough to be timed once
+    (:data:`experiments.metrics.REPEAT_BELOW`); and not stopped by the planner's time limit (a
+    run within 5 % of its ``time_limit`` parameter measured the limit). Records written before
+    the timing columns existed are judged by ``min_seconds`` alone."""
+    from experiments.metrics import REPEAT_BELOW
+
+    t = runs["seconds"].astype(float)
+    ok = t >= min_seconds
+    if "timing_runs" in runs:
+        reps = pd.to_numeric(runs["timing_runs"], errors="coerce").fillna(1)
+        ok &= (reps >= 2) | (t >= REPEAT_BELOW)
+    if "params" in runs:
+        def limit(js):
+            try:
+                v = json.loads(js).get("time_limit") if isinstance(js, str) and js else None
+            except (ValueError, AttributeError):
+                v = None
+            return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else np.inf
+
+        lim = runs["params"].map(limit).astype(float)
+        ok &= t < 0.95 * lim
+    return ok
+
+
 def scaling_slopes(runs: pd.DataFrame, min_seconds: float) -> pd.DataFrame:
     """Per ``config`` of ``runs`` (``buffers``, ``seconds``), the log-log slope of planning time
-    against buffer count fitted over runs of at least ``min_seconds`` (when they cover at least
-    3 buffer counts): columns ``config``, ``slope``, ``points``, ``min_buffers``, ``min_seconds``."""
+    against buffer count fitted over the runs :func:`well_measured` keeps (at least
+    ``min_seconds``, warmed up and repeated, not stopped by a time limit) when they cover at
+    least 3 buffer counts; the time is the minimum of the repeated runs (``seconds_min``) where
+    recorded, else ``seconds``. Columns ``config``, ``slope``, ``points``, ``min_buffers``,
+    ``min_seconds``."""
     rows = []
+    good = well_measured(runs, min_seconds)
+    col = "seconds_min" if "seconds_min" in runs else "seconds"
     for cfg, sub in sorted(runs.groupby("config"), key=lambda kv: kv[0]):
-        x, y = sub["buffers"].to_numpy(float), sub["seconds"].to_numpy(float)
-        big = y >= min_seconds
+        x = sub["buffers"].to_numpy(float)
+        y = pd.to_numeric(sub[col], errors="coerce").fillna(sub["seconds"]).to_numpy(float)
+        big = good.loc[sub.index].to_numpy(bool) & (y > 0)
         if len(np.unique(x[big])) >= 3:
             rows.append({"config": cfg,
                          "slope": float(np.polyfit(np.log10(x[big]), np.log10(y[big]), 1)[0]),

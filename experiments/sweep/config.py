@@ -40,6 +40,7 @@ EXECUTORS = ("local", "dask", "dask-local")
 _TOP_KEYS = {
     "name", "description", "out", "repetitions", "seeds", "time_limit", "timeout", "rv64", "tflm",
     "keep_offsets", "workloads", "schedulers", "planners", "code_version", "alignment",
+    "timing_repeats",
 }
 _SEED_PARAMS = ("seed", "random_state")
 
@@ -105,6 +106,8 @@ class SweepConfig:
     keep_offsets: int = 20000
     code_version: str = ""
     source: str = ""
+    #: Timed runs of each short run (:func:`experiments.harness.run_one`): median and minimum.
+    timing_repeats: int = 3
 
 
 def _digest_bytes(data: bytes) -> str:
@@ -399,6 +402,7 @@ def parse_config(raw: Mapping[str, Any], base: str | Path = ".", source: str = "
         keep_offsets=number("keep_offsets", 20000, int, 0, optional=False),
         code_version=cv,
         source=source,
+        timing_repeats=number("timing_repeats", 3, int, 1, optional=False),
     )
 
 
@@ -444,6 +448,9 @@ class RunSpec:
     keep_offsets: int
     code_version: str
     git_commit: str = ""
+    #: Timed runs of a short run (median in ``seconds``, minimum in ``seconds_min``); each worker
+    #: is warmed up per planner first (:func:`experiments.harness.warm_up`).
+    timing_repeats: int = 3
 
     def label(self) -> str:
         """A one-line description (``--dry-run``)."""
@@ -508,5 +515,6 @@ def expand_runs(cfg: SweepConfig, git_commit: str = "") -> list[RunSpec]:
                     if key not in runs:
                         runs[key] = RunSpec(key, w, sname, sj, pname, pj, used_seed, rep,
                                             cfg.time_limit, cfg.timeout, cfg.rv64, cfg.tflm,
-                                            cfg.keep_offsets, version, git_commit)
+                                            cfg.keep_offsets, version, git_commit,
+                                            timing_repeats=cfg.timing_repeats)
     return list(runs.values())

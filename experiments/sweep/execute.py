@@ -102,7 +102,8 @@ def execute_run(spec: RunSpec) -> tuple[dict[str, Any], str | None, str]:
             if ref is not None:
                 rec["problem_ref"] = ref
         r, plan = run_one(spec.workload.name, problem, spec.planner, time_limit=spec.time_limit,
-                          params=json.loads(spec.planner_params), keep_plan=True)
+                          params=json.loads(spec.planner_params), keep_plan=True,
+                          repeats=getattr(spec, "timing_repeats", 1), warm=True)
         tb = r.pop("traceback", None)
         if tb and spec.planner:
             r["error"] = r["error"] + " | " + tb.strip().splitlines()[-1]
