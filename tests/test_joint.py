@@ -106,3 +106,17 @@ def test_bad_arguments_are_named():
         joint_optimize(diamond(), time_limit=0)
     with pytest.raises(ValueError, match="window >= 2"):
         joint_optimize(diamond(), window=1)
+
+
+def test_sweep_configs_take_the_joint_scheduler_and_check_its_parameters():
+    from experiments.sweep.config import parse_config
+    from planners.errors import ParameterError
+
+    raw = {"out": "sweep-out", "planners": {"greedy_by_size": {}},
+           "workloads": [{"generator": "unet", "params": {"depth": 3}, "seeds": [0]}],
+           "schedulers": {"joint": {"time_limit": 2.0, "seed": [0, 1]}}}
+    assert parse_config(raw).schedulers == {"joint": [{"time_limit": 2.0, "seed": 0},
+                                                      {"time_limit": 2.0, "seed": 1}]}
+    raw["schedulers"] = {"joint": {"workers": 0}}
+    with pytest.raises(ParameterError, match=r"joint: parameter .workers. = 0"):
+        parse_config(raw)
