@@ -116,7 +116,7 @@ bench-peers: $(STAMP)
 ## 6 GB). About 1.5 min -> results/bench_executorch.csv + results/figures/bench_executorch
 bench-executorch: $(STAMP)
 	$(PY) -c 'import torch, executorch.exir' 2>/dev/null || $(PY) -m pip install -q -e '.[executorch]'
-	MPLBACKEND=Agg $(PY) -m experiments.runtimes.bench_executorch --out results/bench_executorch.csv
+	MPLBACKEND=Agg $(PY) -m experiments.bench.executorch --out results/bench_executorch.csv
 
 ## Soak: 10^5 seeded random problems through every planner and 10^4 mutated CSV/ONNX/TFLite files
 ## through the importers (2 workers, under 30 min); counts of invalid plans, wrong bounds, tracebacks

@@ -7,6 +7,8 @@ never a later one; ``tests/test_layout.py`` checks this on the import statements
     metrics.py     ratio, fit, geometric mean, Pareto front, per-planner summary
     records.py     atomic writes, CSV/Parquet, stored problems, plans and schedules
     corpus.py, rv64/   the real-model corpus; RV64 emulation and cycle model
+    runtimes/      runtime integrations (read the runtime's plan, plan for it, write, run):
+                   executorch (a ``.pte`` is a workload, so workloads.py imports it)
         |
     harness.py     planners on problems -> one validated record per run
     tflm/          TFLite Micro arena oracle and offline plans

@@ -158,7 +158,7 @@ def test_every_project_import_in_experiments_resolves():
 #: The stages of ``experiments/`` in data-flow order (``experiments/__init__.py``'s stage map): a
 #: module may import its own stage and earlier ones, never a later one.
 STAGES = [
-    ["workloads", "metrics", "records", "corpus", "rv64"],
+    ["workloads", "metrics", "records", "corpus", "rv64", "runtimes"],
     ["harness", "tflm"],
     ["sched_compare", "transforms_compare", "enrich"],
     ["sweep"],

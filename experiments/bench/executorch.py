@@ -26,7 +26,7 @@ the planning algorithm(s), summed over the graph and its submodules), ``same_out
 
 Usage::
 
-    python -m experiments.runtimes.bench_executorch --out results/bench_executorch.csv
+    python -m experiments.bench.executorch --out results/bench_executorch.csv
 """
 
 from __future__ import annotations
@@ -193,7 +193,7 @@ def plot(csv_path: Path, figure: Path) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     """Command line (module docstring). Exit 2 with one line when the extra is missing."""
-    ap = argparse.ArgumentParser(prog="python -m experiments.runtimes.bench_executorch",
+    ap = argparse.ArgumentParser(prog="python -m experiments.bench.executorch",
                                  description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path("results/bench_executorch.csv"))
     ap.add_argument("--figure", type=Path, default=Path("results/figures/bench_executorch"))
