@@ -7,7 +7,7 @@ MINIMALLOC_DIR ?= ../shared/benchmarks/minimalloc
 MINIMALLOC_ARG := $(if $(wildcard $(MINIMALLOC_DIR)/*.csv),--minimalloc-dir $(MINIMALLOC_DIR),)
 PYTEST_WORKERS ?= 2
 
-.PHONY: venv run run-full figures notebooks test lint bench bench-rv64 bench-rv64-quiet bench-exact bench-anytime bench-sched bench-transforms bench-budget bench-tflm bench-tflm-offline bench-import bench-peers bench-executorch bench-joint soak sweep clean
+.PHONY: venv run run-full figures notebooks test lint bench bench-rv64 bench-rv64-quiet bench-exact bench-anytime bench-sched bench-transforms bench-budget bench-tflm bench-tflm-offline bench-import bench-startup bench-peers bench-executorch bench-joint soak sweep clean
 
 $(STAMP): pyproject.toml $(wildcard setup.py) $(wildcard planners/_ext/*.c) $(wildcard planners/_ext/*.h)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -86,6 +86,12 @@ bench-sched: $(STAMP)
 ## .cache/corpus): import, lower bound, shape source counts, sizes vs ONNX Runtime -> results/bench_import.csv
 bench-import: $(STAMP)
 	$(PY) -m experiments.bench.imports --out results/bench_import.csv
+
+## Start-up: `import planners` (target 0.1 s) and `memplan plan` on a 4-buffer CSV (target 0.3 s),
+## min and median of 7 fresh processes, heavy libraries each loads (python -X importtime), beside
+## the interpreter and numpy alone -> results/bench_startup.csv (about 10 s)
+bench-startup: $(STAMP)
+	$(PY) -m experiments.bench.startup --out results/bench_startup.csv
 
 ## Graph passes (simplify, views, fuse, inplace) on the nine ONNX models, seed 003's MobileNet V1 first
 ## layer and MobileNet V1/V2: peak and arena without/with fusion, saved bytes -> results/bench_transforms.csv

@@ -16,9 +16,7 @@ import statistics
 import time
 import traceback
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from experiments import metrics
 from experiments.metrics import REPEAT_BELOW
@@ -34,6 +32,9 @@ from planners import (
 )
 from planners.params import validate_params
 from planners.registry import PLANNERS, check_planner_names
+
+if TYPE_CHECKING:  # pandas is imported where a DataFrame is built: `memplan plan` starts fast
+    import pandas as pd
 
 __all__ = ["RECORD_COLUMNS", "INT_COLUMNS", "records_frame", "run_one", "compare", "planner_for",
            "default_planners", "planner_family", "params_for", "check_params_used", "warm_up",
@@ -71,6 +72,8 @@ INT_COLUMNS = ("buffers", "capacity", "lower_bound", "naive", "arena", "best_bou
 def records_frame(records: Sequence[dict[str, Any]]) -> pd.DataFrame:
     """Records as a DataFrame with :data:`RECORD_COLUMNS`; :data:`INT_COLUMNS` are ``Int64``
     built from the records' Python ints (exact, never through float64). ``O(rows)``."""
+    import pandas as pd
+
     df = pd.DataFrame.from_records(list(records), columns=RECORD_COLUMNS)
     for c in INT_COLUMNS:
         vals = [r.get(c) for r in records]

@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # pandas is imported where a table is built: `memplan plan` starts fast
+    import pandas as pd
 
 __all__ = ["ratio", "fits", "geomean", "planner_summary", "coverage_note", "pareto_front",
            "REPEAT_BELOW"]
@@ -86,6 +89,7 @@ def planner_summary(records: pd.DataFrame, by: str = "planner", item: str = "wor
     first-appearance order, or sorted by ``by`` (``sort=True``); ``by`` is the index. Rows of
     invalid runs (column ``valid`` false, when present) count as not solved.
 
+    >>> import pandas as pd
     >>> df = pd.DataFrame({"planner": ["a", "a", "b"], "workload": ["x", "y", "x"],
     ...                    "ratio": [1.0, 4.0, 1.5], "seconds": [0.5, 1.5, 2.0]})
     >>> planner_summary(df).reset_index().values.tolist()
@@ -121,6 +125,7 @@ def coverage_note(summary: pd.DataFrame, count: str = "workloads") -> str:
     """One line saying what a :func:`planner_summary` table compares: how many items every row
     solved and which rows miss some (``"n of N"``).
 
+    >>> import pandas as pd
     >>> df = pd.DataFrame({"planner": ["a", "a", "b"], "workload": ["x", "y", "x"],
     ...                    "ratio": [1.0, 4.0, 1.5], "seconds": [0.5, 1.5, 2.0]})
     >>> coverage_note(planner_summary(df))
