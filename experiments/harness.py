@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # pandas is imported where a DataFrame is built: `memplan pla
 
 __all__ = ["RECORD_COLUMNS", "INT_COLUMNS", "records_frame", "run_one", "compare", "planner_for",
            "default_planners", "planner_family", "params_for", "check_params_used", "warm_up",
-           "TIMING_REPEATS", "REPEAT_BELOW"]
+           "TIMING_REPEATS", "REPEAT_BELOW", "DEFAULT_TIME_LIMIT"]
 
 #: Columns of a comparison record, in order.
 RECORD_COLUMNS = [
@@ -118,6 +118,10 @@ def planner_for(name: str, time_limit: float | None = None,
 def _needs_capacity(planner) -> bool:
     return bool(getattr(planner, "requires_capacity", False))
 
+
+#: The one solver time limit (seconds) of every command and sweep config; see
+#: :data:`experiments.cli.common.DEFAULT_TIME_LIMIT` (re-exported there) for why 10 s.
+DEFAULT_TIME_LIMIT = 10.0
 
 #: Timed repetitions of one run (:func:`run_one`): runs shorter than
 #: :data:`experiments.metrics.REPEAT_BELOW` seconds are planned this many times and record the

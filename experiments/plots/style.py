@@ -602,8 +602,12 @@ PROVED = ("optimal",)
 
 
 def _proved(records: pd.DataFrame) -> pd.Series:
-    """True where a record's arena is proved optimal: its ``status`` is in :data:`PROVED`, or its
-    arena equals its lower bound (``ratio == 1``: no plan can be smaller)."""
+    """True where a record's arena is proved optimal by the one rule
+    (:func:`planners.model.is_proved_optimal`): the records' ``proved`` column when they have
+    one; else (records written before it) a ``status`` in :data:`PROVED`, or an arena equal to
+    its lower bound (``ratio == 1``: no plan can be smaller)."""
+    if "proved" in records:
+        return records["proved"].astype("boolean").fillna(False).astype(bool)
     met = records["ratio"].astype(float) == 1.0 if "ratio" in records else False
     if "status" not in records:
         return pd.Series(met, index=records.index).astype(bool)

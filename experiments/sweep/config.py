@@ -18,6 +18,7 @@ from typing import Any
 
 import tomllib
 
+from experiments.harness import DEFAULT_TIME_LIMIT
 from planners.errors import MemplanError, ParameterError
 from planners.params import check_params
 
@@ -99,7 +100,7 @@ class SweepConfig:
     schedulers: dict[str, list[dict[str, Any]]]
     repetitions: int = 1
     seeds: list[int] = field(default_factory=lambda: [0])
-    time_limit: float | None = 10.0
+    time_limit: float | None = DEFAULT_TIME_LIMIT
     timeout: float | None = None
     rv64: bool = False
     tflm: bool = False
@@ -395,7 +396,8 @@ def parse_config(raw: Mapping[str, Any], base: str | Path = ".", source: str = "
         schedulers=schedulers,
         repetitions=number("repetitions", 1, int, 1, optional=False),
         seeds=[int(s) for s in dict.fromkeys(seeds)],
-        time_limit=number("time_limit", 10.0, float, 0.0),
+        # the one default of every command (experiments.harness.DEFAULT_TIME_LIMIT)
+        time_limit=number("time_limit", DEFAULT_TIME_LIMIT, float, 0.0),
         timeout=number("timeout", None, float, 0.0),
         rv64=bool(raw.get("rv64", False)),
         tflm=bool(raw.get("tflm", False)),
