@@ -153,8 +153,8 @@ def run(out: Path, orders=("file", "min_live"), models: list[str] | None = None)
 
 
 def plot(csv_path: Path, figure: Path) -> list[Path]:
-    """Arena bytes (mem_id 1) and planning seconds per model, one marker per planner, filled
-    for the exported order and hollow for memplan's ``min_live`` order, from the CSV alone."""
+    """Arena bytes (mem_id 1) and planning seconds per model, one marker per planner, plain for
+    the exported order and black-edged for memplan's ``min_live`` order, from the CSV alone."""
     import matplotlib.pyplot as plt
 
     from experiments.plots import distinct_styles, save
@@ -170,14 +170,15 @@ def plot(csv_path: Path, figure: Path) -> list[Path]:
     width = 0.8 / max(len(planners), 1)
     for j, name in enumerate(planners):
         colour, marker = styles[name]
-        for order, face in (("file", colour), ("min_live", "none")):
+        # min_live: black-edged (hollow markers mean "not proved optimal" in every figure)
+        for order, edge in (("file", colour), ("min_live", "black")):
             mine = [r for r in rows if r["planner"] == name and r["order"] == order]
             xs = [x[r["model"]] - 0.4 + (j + 0.5) * width for r in mine]
             label = name if order == "file" else None
-            ax1.scatter(xs, [int(r["arena"]) for r in mine], facecolors=face, edgecolors=colour,
-                        marker=marker, s=22, label=label)
+            ax1.scatter(xs, [int(r["arena"]) for r in mine], facecolors=colour, edgecolors=edge,
+                        linewidths=1.0, marker=marker, s=22, label=label)
             ax2.scatter(xs, [max(float(r["planning_seconds"]), 1e-5) for r in mine],
-                        facecolors=face, edgecolors=colour, marker=marker, s=22)
+                        facecolors=colour, edgecolors=edge, linewidths=1.0, marker=marker, s=22)
     byte_axis(ax1.yaxis)
     ax1.set_ylabel("planned arena (mem_id 1)")
     ax2.set_yscale("log")
@@ -187,7 +188,7 @@ def plot(csv_path: Path, figure: Path) -> list[Path]:
     for ax in (ax1, ax2):
         ax.grid(True, axis="y", linewidth=0.3)
     fig.legend(*ax1.get_legend_handles_labels(), loc="outside upper center", ncol=4,
-               frameon=False, title="filled: exported order; hollow: memplan min_live order")
+               frameon=False, title="exported order; black edge: memplan min_live order")
     return save(fig, figure)
 
 

@@ -171,7 +171,7 @@ def draw_figure(df: pd.DataFrame, out: Path) -> list[Path]:
     pairs = ["file_order", "best_sequential", "joint"]
     wls = list(dict.fromkeys(df.workload))
     with style():
-        fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.2),
+        fig, (ax, ax2) = plt.subplots(1, 2, figsize=(7.16, 4.2), layout="constrained",
                                       gridspec_kw={"width_ratios": [3, 1]})
         for i, (p, (c, m)) in enumerate(zip(pairs, distinct_styles(len(pairs)))):
             d = df[df.pair == p].set_index("workload").reindex(wls)
@@ -192,7 +192,6 @@ def draw_figure(df: pd.DataFrame, out: Path) -> list[Path]:
         ax2.set_xlabel("seconds of joint search")
         ax2.set_ylabel("gap to bound (%)")
         ax2.set_title(f"{big.workload} ({big.ops} ops)", fontsize=9)
-        fig.tight_layout()
         return save(fig, out / "figures" / "bench_joint")
 
 
