@@ -76,6 +76,18 @@ def test_distinct_styles_for_19_workloads_and_up_to_88():
     assert len({c for c, _ in styles[:8]}) == 8  # any 8 consecutive series differ in colour
 
 
+def test_ratio_by_planner_says_each_planner_s_coverage():
+    # a planner with plans on 11 of 19 workloads, all at the bound, is not drawn as all perfect
+    rows = [{"workload": f"w{k}", "planner": "greedy_by_size", "ratio": 1.1, "valid": True,
+             "status": "heuristic"} for k in range(19)]
+    rows += [{"workload": f"w{k}", "planner": "milp_offsets", "ratio": 1.0 if k < 11 else
+              float("nan"), "valid": k < 11, "status": "optimal" if k < 11 else "timeout"}
+             for k in range(19)]
+    ax = plots.plot_ratio_by_planner(pd.DataFrame(rows))
+    assert sorted(t.get_text() for t in ax.get_yticklabels()) == [
+        "greedy_by_size (19/19)", "milp_offsets (11/19)"]
+
+
 def test_ratio_by_planner_colours_by_family_and_fills_only_proved_optima():
     from experiments.harness import planner_family
 
@@ -86,8 +98,8 @@ def test_ratio_by_planner_colours_by_family_and_fills_only_proved_optima():
     ax = plots.plot_ratio_by_planner(pd.DataFrame(rows))
     # rows grouped by family: the two greedy planners are adjacent
     labels = [t.get_text() for t in ax.get_yticklabels()]
-    assert labels == ["cpsat", "first_fit", "greedy_by_size"]
-    colours = {t.get_text(): t.get_color() for t in ax.get_yticklabels()}
+    assert labels == ["cpsat (19/19)", "first_fit (19/19)", "greedy_by_size (19/19)"]
+    colours = {t.get_text().split()[0]: t.get_color() for t in ax.get_yticklabels()}
     assert colours["first_fit"] == colours["greedy_by_size"] != colours["cpsat"]
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     fams = {planner_family("cpsat"), planner_family("first_fit")}

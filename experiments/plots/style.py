@@ -750,9 +750,14 @@ def plot_ratio_by_planner(records: pd.DataFrame, title: str = "Arena / lower bou
     ax.xaxis.set_major_locator(mticker.FixedLocator(ticks))
     ax.xaxis.set_major_formatter(mticker.FixedFormatter([f"{t:g}" for t in ticks]))
     ax.xaxis.set_minor_locator(mticker.NullLocator())
-    ax.set_yticks(range(len(planners)), planners)
-    for lab in ax.get_yticklabels():
-        lab.set_color(fam_colour[families[lab.get_text()]])
+    # coverage beside each name (valid plans of all workloads), so a row with few plans does
+    # not pass for a perfect one (experiments.metrics.planner_summary says the same in tables)
+    n_all = records["workload"].nunique()
+    solved = ok.groupby("planner")["workload"].nunique()
+    ax.set_yticks(range(len(planners)),
+                  [f"{p} ({int(solved.get(p, 0))}/{n_all})" for p in planners])
+    for p, lab in zip(planners, ax.get_yticklabels(), strict=True):
+        lab.set_color(fam_colour[families[p]])
     ax.set_ylim(len(planners) - 0.5, -0.5)
     ax.grid(axis="y", visible=False)
     for i in range(1, len(planners)):
