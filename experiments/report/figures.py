@@ -54,14 +54,11 @@ def remove_stale(fig_dir: Path, owned: Sequence[str], written: Sequence[Path]) -
 
 def best_planner(sub: pd.DataFrame) -> str:
     """The "best plan" of one workload's valid records: the smallest ``arena`` (bytes), ties
-    broken by a fixed planner order (registration order of :func:`planners.available_planners`,
-    then the name) -- never by wall-clock seconds, so the same records give the same figure
-    names on every run."""
-    from planners import available_planners
-
-    order = {n: k for k, n in enumerate(available_planners())}
+    broken by the planner name in alphabetical order (a fixed order that needs no planner
+    registry: figures import no planner) -- never by wall-clock seconds, so the same records
+    give the same figure names on every run."""
     rows = sorted(zip(sub["arena"].astype("int64"), sub["planner"].astype(str), strict=True),
-                  key=lambda r: (int(r[0]), order.get(r[1], len(order)), r[1]))
+                  key=lambda r: (int(r[0]), r[1]))
     return rows[0][1]
 
 
