@@ -105,14 +105,16 @@ def plot_quality_vs_time(qa: pd.DataFrame, floor: float, too_fast: Sequence[str]
 
 def plot_scaling(runs: pd.DataFrame, slopes: Mapping[str, float], min_fit_seconds: float, ax=None):
     """Planning time (``seconds``) against ``buffers`` per ``config``, log-log; a config in
-    ``slopes`` (its fitted log-log slope over runs of at least ``min_fit_seconds``) says so in its
-    legend entry; the band below ``min_fit_seconds`` is shaded (call overhead, not fitted).
+    ``slopes`` (its fitted log-log slope over the runs measured well: at least
+    ``min_fit_seconds``, warmed up and repeated, not stopped by a time limit;
+    :func:`experiments.report.sweep_report.well_measured`) says so in its legend entry; the band
+    below ``min_fit_seconds`` is shaded (call overhead, not fitted).
     Returns the Axes."""
     fig, ax = _new_axes(ax, figsize("double", 3.6, 6.0))
     for i, (cfg, sub) in enumerate(sorted(runs.groupby("config"), key=lambda kv: kv[0])):
         x, y = sub["buffers"].to_numpy(float), sub["seconds"].to_numpy(float)
         label = cfg if cfg not in slopes else \
-            f"{cfg} (slope {slopes[cfg]:.2f}, runs >= {min_fit_seconds * 1e3:g} ms)"
+            f"{cfg} (slope {slopes[cfg]:.2f}, well-measured runs >= {min_fit_seconds * 1e3:g} ms)"
         ax.scatter(x, y, s=12, color=PALETTE[i % len(PALETTE)],
                    marker=MARKERS[i % len(MARKERS)], label=label, alpha=0.8)
     lo = float(runs["seconds"].min()) / 2

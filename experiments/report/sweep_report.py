@@ -501,6 +501,13 @@ def _markdown(df, agg, pivot, per, bad, tf, rv, figs: Path, out: Path, left_out:
         "(median over seeds and repetitions); every plan passed the independent validator.",
         "",
     ]
+    if "timing_runs" in df:  # records with the repeated timings (experiments.harness.run_one)
+        reps = pd.to_numeric(df["timing_runs"], errors="coerce")
+        lines += [f"Timing: each worker plans a tiny problem with each planner first (warm-up); "
+                  f"{int((reps >= 2).sum())} runs under 1 s were timed {int(reps.max())} times "
+                  "(`seconds` their median, `seconds_min` their minimum); scaling slopes are "
+                  "fitted on the minima of runs measured well (at least 10 ms, repeated or "
+                  "timed once at 1 s or more, not stopped by a time limit).", ""]
     mixed = _mixed_runs(df)
     if mixed:
         versions = sorted(df["code_version"].dropna().astype(str).unique())
