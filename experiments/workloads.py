@@ -524,7 +524,11 @@ def load_graph(spec, size_attr: str = "cost_ram", overrides: dict | None = None)
         if len(rest) > 2 and rest[2]:
             kw["dtype"] = rest[2]
         return (mobilenet_v1 if head == "mobilenet_v1" else mobilenet_v2)(**kw)
+    from planners.params import did_you_mean
+
     raise ProblemError(
-        f"{spec_s!r} is not a graph workload (schedulers and passes need a dataflow graph); known: "
-        f"{', '.join(reg)}, mobilenet_v1[:alpha:resolution:dtype], mobilenet_v2[...], PATH.onnx"
+        f"{spec_s!r} is not a graph workload{did_you_mean(spec_s, reg)} (schedulers and passes "
+        f"need a dataflow graph); known: {', '.join(reg)}, mobilenet_v1[:alpha:resolution:dtype], "
+        "mobilenet_v2[...], PATH.onnx, PATH.json (node-link); interval problems (minimalloc:NAME, "
+        "wakeword:NAME, .csv) have no graph"
     )

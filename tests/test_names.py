@@ -51,3 +51,10 @@ def test_unknown_planner_suggests_everywhere(tmp_path):
                        capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.count("\n") == 1
     assert "did you mean 'mobilenet_v2'?" in r.stderr and "wakeword:NAME" in r.stderr
+
+
+def test_graph_commands_suggest_too():
+    r = subprocess.run([sys.executable, "-m", "experiments.cli", "schedule", "mobilenet_v3"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1
+    assert "did you mean 'mobilenet_v2'?" in r.stderr and "minimalloc:NAME" in r.stderr
