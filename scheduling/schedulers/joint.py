@@ -87,4 +87,5 @@ class Joint(Scheduler):
                 "joint_status": r.status, "start_scheduler": r.start["scheduler"],
                 "start_arena": r.start["arena"], "mode": r.info["mode"],
                 "iterations": r.info["iterations"]}
-        return ScheduleResult(r.order, "feasible", info)
+        # the order bound it used (raised by what exact_dp proved) bounds every order's peak
+        return ScheduleResult(r.order, "feasible", info, bound=r.info["order_bound"])
