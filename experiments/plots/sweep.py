@@ -123,8 +123,8 @@ def plot_scaling(runs: pd.DataFrame, slopes: Mapping[str, float], min_fit_second
     ax.set_ylim(bottom=lo)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("buffers")
-    ax.set_ylabel("planning time (s)")
+    ax.set_xlabel("buffers (log scale)")
+    ax.set_ylabel("planning time (s, log scale)")
     ax.set_title("Planning time vs buffer count" + (
         "" if slopes else f"\n(no slope: fewer than 3 sizes with runs >= "
                           f"{min_fit_seconds * 1e3:g} ms; small runs time Python overhead)"))
