@@ -88,7 +88,7 @@ bench-import: $(STAMP)
 	$(PY) -m experiments.bench.imports --out results/bench_import.csv
 
 ## Start-up: `import planners` (target 0.1 s) and `memplan plan` on a 4-buffer CSV (target 0.3 s),
-## min and median of 7 fresh processes, heavy libraries each loads (python -X importtime), beside
+## min and median of 15 fresh processes, heavy libraries each loads (python -X importtime), beside
 ## the interpreter and numpy alone -> results/bench_startup.csv (about 10 s)
 bench-startup: $(STAMP)
 	$(PY) -m experiments.bench.startup --out results/bench_startup.csv
