@@ -72,3 +72,14 @@ def test_slopes_fit_only_what_was_measured_well():
     assert well_measured(df, 1e-2).tolist() == [True, True, True, False, False]
     (s,) = scaling_slopes(df, 1e-2).to_dict("records")
     assert s["points"] == 3 and abs(s["slope"] - 1.0) < 1e-9  # fitted on the minima
+
+
+def test_compare_takes_the_number_of_timed_runs(tmp_path):
+    from experiments.cli.app import main
+
+    out = tmp_path / "c"
+    assert main(["compare", "--workloads", "seed000", "--planners", "naive", "--timing-repeats",
+                 "5", "--no-plots", "--quiet", "--out", str(out)]) == 0
+    rec = pd.read_csv(out / "compare.csv").iloc[0]
+    assert rec["timing_runs"] == 5 and rec["seconds_min"] <= rec["seconds"]
+    assert main(["compare", "--timing-repeats", "0", "--out", str(out)]) == 2

@@ -46,6 +46,9 @@ def add_parsers(sub) -> None:
                    help="also run every MiniMalloc CSV in this folder (only the folder where "
                         "minimalloc:NAME workloads are looked up when --workloads names some)")
     add_time_limit_flag(c)
+    c.add_argument("--timing-repeats", type=int, default=3, metavar="N",
+                   help="runs under 1 s are planned N times after a warm-up of the worker; "
+                        "seconds is their median, seconds_min their minimum (default 3)")
     add_param_flag(c, "planner (given to every planner that has it)")
     c.add_argument("--out", default="memplan-results",
                    help="output folder (default memplan-results/; `make run` writes results/)")
@@ -102,6 +105,8 @@ def compare_planners(args) -> int:
     planners = check_planner_names(split_list(args.planners) or default_planners())
     if args.jobs < 1:
         raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
+    if args.timing_repeats < 1:
+        raise ValueError(f"--timing-repeats must be >= 1, got {args.timing_repeats}")
     problems = resolve_problems(split_list(args.workloads), minimalloc_dir=args.minimalloc_dir,
                                 size_attr=args.size_attr, overrides=args.override)
     out = Path(args.out)
@@ -124,7 +129,8 @@ def compare_planners(args) -> int:
     if split_list(args.planners):  # the default set mixes solvers and heuristics on purpose
         note_time_limit(planners, args.time_limit)
     df = compare(problems, planners, time_limit=time_limit_of(args), progress=not args.quiet,
-                 on_record=keep, jobs=args.jobs, on_plan=keep_plan, params=params_of(args))
+                 on_record=keep, jobs=args.jobs, on_plan=keep_plan, params=params_of(args),
+                 repeats=args.timing_repeats)
     if args.rv64:
         from experiments.enrich import add_rv64_columns
 
