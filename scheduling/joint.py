@@ -22,8 +22,8 @@ of OLLA / MODeL (ICML 2023), which solve order and addresses in one ILP:
   it by large-neighbourhood search: a window of consecutive steps whose operators may be permuted
   (precedence kept) and a band of addresses whose buffers may move, the rest fixed, each
   sub-model minimising the highest ``offset + size`` of the buffers it frees, so the arena never
-  increases (40 % of the neighbourhoods move addresses only, keeping the order). Every other
-  iteration works on the order alone: a window around the step of most live bytes is permuted by
+  increases (40 % of the neighbourhoods move addresses only, keeping the order). The first 40 %
+  of the time, and every other iteration after it, works on the order alone: a window around the step of most live bytes is permuted by
   a CP-SAT model with a cumulative constraint (the peak of live bytes, addresses ignored), and
   when that shadow order's peak falls below the arena it is planned by ``planner`` and adopted
   if its arena is lower. The result is never worse than the starting pair.
@@ -620,6 +620,7 @@ def joint_optimize(
     iters = improvements = 0
     dt_used = 0.0
     mode = "exact" if inst.n <= exact_max_ops else "lns"
+    phase_peak = None  # the peak the order phase reached (lns mode), bytes
     if arena > bound and inst.n:
         if mode == "exact":
             wall = deadline - time.perf_counter()
@@ -638,6 +639,28 @@ def joint_optimize(
             opos, opeak = list(pos), inst.peak(pos)
             planned_peak, ow = opeak, min(2 * window, inst.n)
             pname = planner if isinstance(planner, str) else list(planner)[0]
+            # first the order alone for 40 % of the time (windows are cheap without addresses)
+            phase_end = time.perf_counter() + 0.4 * (deadline - time.perf_counter())
+            while opeak > order_bound and time.perf_counter() < phase_end and (
+                    deterministic_time is None or dt_used < 0.4 * deterministic_time):
+                lo_k, hi_k = _peak_window(inst, opos, ow, rng)
+                opos2, pk, dt = _order_solve(inst, opos, (lo_k, hi_k), dtime=1.0,
+                                             wall=min(phase_end - time.perf_counter(), 5.0),
+                                             seed=seed + iters, workers=workers)
+                iters += 1
+                dt_used += dt
+                if pk <= opeak:
+                    opos, opeak = opos2, pk
+                ow = min(ow + 4, 120, inst.n) if dt < 0.2 else (max(ow - 4, 6) if dt >= 1.0
+                                                                 else ow)
+            phase_peak = opeak
+            if opeak < arena:
+                planned_peak = opeak
+                noff = _replan(inst, opos, pname, min(5.0, deadline - time.perf_counter()))
+                if noff is not None and inst.arena(noff) < arena:
+                    pos, off, arena = list(opos), noff, inst.arena(noff)
+                    improvements += 1
+                    trace.append((round(time.perf_counter() - t0, 3), arena))
             while arena > bound:
                 now = time.perf_counter()
                 if now >= deadline or (deterministic_time is not None
@@ -719,7 +742,8 @@ def joint_optimize(
                        time.perf_counter() - t0,
                        {"mode": mode, "iterations": iters, "improvements": improvements,
                         "trace": trace, "deterministic_time": round(dt_used, 4),
-                        "order_bound": order_bound, "resident_bytes": res_bytes})
+                        "order_bound": order_bound, "resident_bytes": res_bytes,
+                        "order_phase_peak": phase_peak})
 
 
 def _neighbourhood(inst: _Instance, pos, off, arena: int, w: int, band: int, rng: random.Random):
