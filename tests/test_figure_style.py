@@ -7,6 +7,7 @@
   below :data:`experiments.plots.MIN_TEXT_PT` once scaled to the column it is printed in (3.5 in
   single, 7.16 in double; never enlarged), labels every log axis "log", and is at most one double
   column wide;
+* a hollow marker means "not proved optimal" wherever one is drawn;
 * the same figures redrawn in the paper style are exactly 3.5 or 7.16 in wide, same text rule;
 * the set of committed figures is exactly what ``make figures`` writes (no stale file).
 """
@@ -97,6 +98,17 @@ def test_make_figures_draws_every_figure_by_the_print_rules(redrawn):
             "bench_anytime", "bench_scale", "rv64_cycles_vs_buffers"} <= names, sorted(names)
     assert len(log) * 2 == len(written)  # one record per figure, PNG + PDF each
     assert _violations(log) == []
+
+
+def test_a_hollow_marker_means_not_proved_optimal_in_every_figure(redrawn):
+    """One meaning per glyph: a figure that draws hollow markers says in its legend that they
+    are results not proved optimal (they meant three things before: not proved, too fast to
+    time, ONNX models)."""
+    tmp, written, log = redrawn
+    hollow = {r["path"].name: r for r in log if r["hollow_markers"]}
+    assert "ratio_by_planner" in hollow  # the planners' unproved results
+    for name, r in hollow.items():
+        assert any("not proved" in t for t, _ in r["texts"]), name
 
 
 def test_committed_figures_are_exactly_what_make_figures_writes(redrawn):

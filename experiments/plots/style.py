@@ -335,7 +335,8 @@ def figure_facts(fig) -> dict:
     """What the print rules look at in a drawn figure: ``texts``, a list of ``(text, points)``
     of every visible, non-empty text (titles, labels, tick labels, legend entries, annotations;
     clipped-out annotations excluded), and ``log_axes``, a list of ``(axis label, "x"|"y")`` of
-    every visible log-scaled axis (its label should say "log"). O(artists)."""
+    every visible log-scaled axis (its label should say "log"), and ``hollow_markers``, the
+    number of drawn hollow markers (:func:`_hollow_markers`). O(artists)."""
     from matplotlib.text import Text
 
     fig.draw_without_rendering()  # tick labels exist only once drawn
@@ -357,7 +358,32 @@ def figure_facts(fig) -> dict:
             if axis.get_scale() == "log" and axis.get_visible() and \
                     any(t.get_visible() and t.get_text() for t in axis.get_ticklabels()):
                 logs.append((axis.get_label_text(), name))
-    return {"texts": texts, "log_axes": logs}
+    return {"texts": texts, "log_axes": logs, "hollow_markers": _hollow_markers(fig)}
+
+
+def _hollow_markers(fig) -> int:
+    """How many drawn markers are hollow (no face, a visible edge): scatter points and line
+    markers. Hollow means one thing in every figure, "not proved optimal"
+    (``tests/test_figure_style.py``)."""
+    from matplotlib.collections import PathCollection
+    from matplotlib.colors import to_rgba
+    from matplotlib.lines import Line2D
+
+    n = 0
+    for c in fig.findobj(PathCollection):
+        if not c.get_visible() or not len(c.get_offsets()):
+            continue
+        face, edge = c.get_facecolors(), c.get_edgecolors()
+        if len(edge) and (not len(face) or float(np.max(face[:, 3])) == 0.0) \
+                and float(np.max(edge[:, 3])) > 0:
+            n += len(c.get_offsets())
+    for ln in fig.findobj(Line2D):
+        if (not ln.get_visible() or ln.get_marker() in (None, "", "None", " ")
+                or not len(ln.get_xdata())):
+            continue
+        if to_rgba(ln.get_markerfacecolor())[3] == 0.0:
+            n += len(ln.get_xdata())
+    return n
 
 
 # -- bytes ----------------------------------------------------------------------------------------
