@@ -501,8 +501,8 @@ def _markdown(df, agg, pivot, per, bad, tf, rv, figs: Path, out: Path, left_out:
         "(median over seeds and repetitions); every plan passed the independent validator.",
         "",
     ]
-    if "timing_runs" in df:  # records with the repeated timings (experiments.harness.run_one)
-        reps = pd.to_numeric(df["timing_runs"], errors="coerce")
+    reps = pd.to_numeric(df["timing_runs"], errors="coerce") if "timing_runs" in df else None
+    if reps is not None and reps.notna().any():  # records with the repeated timings
         lines += [f"Timing: each worker plans a tiny problem with each planner first (warm-up); "
                   f"{int((reps >= 2).sum())} runs under 1 s were timed {int(reps.max())} times "
                   "(`seconds` their median, `seconds_min` their minimum); scaling slopes are "
