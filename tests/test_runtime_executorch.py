@@ -204,6 +204,7 @@ def test_pte_loader_check_and_cli(models, tmp_path):
     from experiments.cli import main
 
     assert main(["check", str(csv)]) == 0
+    assert main(["check", str(pte)]) == 0  # the .pte itself, ExecuTorch's own plan
     assert main(["view", str(pte), "--planner", PLANNER, "-o", str(tmp_path / "v.html")]) == 0
     bad = tmp_path / "bad.pte"
     bad.write_bytes(b"not a program")
@@ -235,3 +236,22 @@ def test_reordered_program_runs_identically(models, name):
     check_plan(problem, offsets)
     with pytest.raises(ValueError, match="nope"):
         et.reordering_pass("nope")
+
+
+def test_read_plan_takes_an_alias_only_from_one_instruction(monkeypatch):
+    """A tensor inside another's storage is its alias only when one instruction names both (an
+    in-place result or a view); two unrelated live tensors overlapping that way are an overlap
+    that ``memplan check`` reports, never an alias that hides it."""
+    from planners.validate import plan_violations
+
+    def fake(steps_v1):
+        ts = [et.PteTensor(0, 1, 0, 64, 0, 2, frozenset({0, 1, 2})),
+              et.PteTensor(1, 1, 16, 32, 1, 2, frozenset(steps_v1))]
+        monkeypatch.setattr(et, "pte_tensors", lambda src, plan_index=0: ts)
+        problem, offsets = et.read_plan("x.pte")
+        return problem, plan_violations(problem, offsets.tolist(), None)
+
+    problem, violations = fake({1, 2})  # named by instructions 1 and 2 together with v0
+    assert problem.aliases == {"v1": ("v0", 16)} and violations == []
+    problem, violations = fake({3})  # live together, never in one instruction: an overlap
+    assert not problem.aliases and [v.rule for v in violations] == ["overlap"]

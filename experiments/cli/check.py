@@ -11,6 +11,10 @@ Exit status: 0 for a valid plan (printing the arena, the lower bound -- max live
 :func:`planners.lower_bound` -- and their ratio), 1 for an invalid one (listing every violation
 on stdout, one summary line on stderr), 2 for a malformed file (one ``memplan: error:`` line).
 ``--json`` prints one JSON object instead.
+
+``memplan check PROGRAM.pte`` validates ExecuTorch's own plan of a program (the extra
+``[executorch]``; :func:`experiments.runtimes.executorch.read_plan`: lifetimes from the
+instruction order, in-place results and views as aliases of their base).
 """
 
 from __future__ import annotations
@@ -46,7 +50,8 @@ def add_parsers(subparsers) -> None:
         description="Check a plan: list every overlapping pair, misalignment and capacity "
                     "overflow (exit 1), or print the arena, the lower bound and their ratio "
                     "(exit 0). A malformed file exits 2.")
-    c.add_argument("plan", help="MiniMalloc CSV with columns id,lower,upper,size[,alignment],offset")
+    c.add_argument("plan", help="MiniMalloc CSV with columns id,lower,upper,size[,alignment],offset, "
+                                "or an ExecuTorch .pte")
     c.add_argument("--capacity", type=_bytes, default=None,
                    help="arena capacity in bytes (default: from a NAME.CAPACITY.csv file name)")
     c.add_argument("--json", action="store_true", help="print one JSON object")
@@ -146,6 +151,21 @@ def check_report(path: str | Path, capacity: int | None = None, pools=None) -> d
     from planners.io import capacity_from_name, csv_dict_reader
     from planners.validate import plan_violations
 
+    if str(path).endswith(".pte"):  # ExecuTorch's own plan (the extra [executorch])
+        from experiments.runtimes.executorch import read_plan
+
+        problem, offs = read_plan(path)
+        cap = capacity
+        violations = plan_violations(problem, offs.tolist(), cap)
+        arena = max((int(o) + int(z) for o, z in zip(offs, problem.sizes)), default=0)
+        lb = lower_bound(problem)
+        return {
+            "input": str(path), "buffers": problem.n, "arena": int(arena),
+            "lower_bound": int(lb), "ratio": round(arena / lb, 6) if lb else None,
+            "capacity": cap, "valid": not violations,
+            "counts": dict(Counter(v.rule for v in violations)),
+            "violations": [v.as_dict() for v in violations],
+        }
     if not pools and "pool" in (csv_dict_reader(path).fieldnames or []):
         raise ProblemError(f"{path}: the plan places buffers in pools (column 'pool'); give the "
                            "pools with --pools NAME=BYTES[:ALIGN],... to check it")

@@ -299,8 +299,9 @@ def _program(src):
 @dataclass(frozen=True)
 class PteTensor:
     """A planned tensor of a ``.pte``: value index, arena ``mem_id``, ``offset`` and ``size``
-    (bytes: ``nbytes`` of its sizes and dtype, not rounded), and the closed range ``[first,
-    last]`` of instruction indices that name it (inputs from 0, outputs to the last)."""
+    (bytes: ``nbytes`` of its sizes and dtype, not rounded), the closed range ``[first,
+    last]`` of instruction indices that name it (inputs from 0, outputs to the last), and
+    ``steps``, every instruction index that names it."""
 
     index: int
     mem_id: int
@@ -308,6 +309,7 @@ class PteTensor:
     size: int
     first: int
     last: int
+    steps: frozenset = frozenset()
 
 
 _DTYPE_BYTES = {0: 1, 1: 1, 2: 2, 3: 4, 4: 8, 5: 2, 6: 4, 7: 8, 11: 1, 15: 2}  # ScalarType enum
@@ -360,7 +362,8 @@ def pte_tensors(src, plan_index: int = 0) -> list[PteTensor]:
         nbytes = int(np.prod(list(t.sizes) or [1])) * _DTYPE_BYTES[st]
         used = steps.get(i)
         first, last = (min(used), max(used)) if used else (0, horizon)
-        out.append(PteTensor(i, int(info.memory_id), int(info.memory_offset), nbytes, first, last))
+        out.append(PteTensor(i, int(info.memory_id), int(info.memory_offset), nbytes, first, last,
+                             frozenset(used or ())))
     return out
 
 
@@ -369,9 +372,13 @@ def read_plan(src, plan_index: int = 0, name: str | None = None) -> tuple[Proble
 
     Buffers ``v{index}`` (the value index), half-open lifetime ``[first, last + 1)`` in
     instruction steps, size ``nbytes``; offsets in bytes as the ``.pte`` stores them. A tensor
-    live together with another whose address range contains its own is recorded as its alias
-    (``Problem(aliases=...)``, delta = the offset difference): ExecuTorch places in-place
-    results and views inside their base's storage. One arena only: a ``.pte`` whose tensors use
+    is recorded as the alias of another (``Problem(aliases=...)``, delta = the offset
+    difference) only when both are named by one instruction (an in-place operator or a view
+    writes its result inside its argument's storage) and the other's address range contains
+    its own: ExecuTorch places in-place results and views inside their base's storage. Any
+    other overlap of two live tensors stays an overlap, which ``memplan check`` reports (an
+    overlap inside one instruction's own arguments cannot be told from an in-place write
+    without the kernel's semantics). One arena only: a ``.pte`` whose tensors use
     several ``mem_id`` raises :class:`planners.ProblemError` (plan them one ``mem_id`` at a time
     with :func:`pte_tensors`).
     """
@@ -388,7 +395,7 @@ def read_plan(src, plan_index: int = 0, name: str | None = None) -> tuple[Proble
             if b is t or b.size < t.size:
                 continue
             if (b.offset <= t.offset and t.offset + t.size <= b.offset + b.size
-                    and t.first <= b.last and b.first <= t.last
+                    and t.steps & b.steps
                     and (b.size > t.size or b.index < t.index)):
                 aliases[f"v{t.index}"] = (f"v{b.index}", t.offset - b.offset)
                 break
