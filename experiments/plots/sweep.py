@@ -46,8 +46,9 @@ def plot_quality_vs_time(qa: pd.DataFrame, floor: float, too_fast: Sequence[str]
         return fig
     ncol = min(3, len(cases))
     nrow = math.ceil(len(cases) / ncol)
-    fig, axes = plt.subplots(nrow, ncol, squeeze=False,
-                             figsize=figsize("double", 2.2 * nrow, 2.6 * ncol + 1.6))
+    # constrained: the legend below and the title above stay inside the 7.16 in wide file
+    fig, axes = plt.subplots(nrow, ncol, squeeze=False, layout="constrained",
+                             figsize=figsize("double", 2.3 * nrow + 1.4, 2.6 * ncol + 1.6))
     configs = sorted(qa["config"].unique())
     colour = {c: PALETTE[i % len(PALETTE)] for i, c in enumerate(configs)}
     marker = {c: MARKERS[i % len(MARKERS)] for i, c in enumerate(configs)}
@@ -79,7 +80,7 @@ def plot_quality_vs_time(qa: pd.DataFrame, floor: float, too_fast: Sequence[str]
         ax.set_xscale("log")
         ax.xaxis.set_minor_formatter(mticker.NullFormatter())
         ax.set_title(case, fontsize=8)
-        ax.set_xlabel("planning time (s, median, log scale)")
+        ax.set_xlabel("time (s, median, log scale)")
         ax.set_ylabel("arena / lower bound")
     for ax in list(axes.flat)[len(cases):]:
         ax.set_visible(False)
@@ -87,9 +88,8 @@ def plot_quality_vs_time(qa: pd.DataFrame, floor: float, too_fast: Sequence[str]
     for ax in axes.flat:
         for h, lab in zip(*ax.get_legend_handles_labels(), strict=False):
             handles.setdefault(lab, h)
-    fig.legend(list(handles.values()), list(handles.keys()), loc="center left",
-               bbox_to_anchor=(1.0, 0.5), frameon=False)
-    fig.tight_layout()
+    fig.legend(list(handles.values()), list(handles.keys()), loc="outside lower center",
+               ncol=3, frameon=False)
     runs_n = int(qa["t_n"].max()) if len(qa) and qa["t_n"].notna().any() else 0
     fig.suptitle(
         "Quality vs planning time: median of " + (f"up to {runs_n} runs" if runs_n > 1
@@ -99,7 +99,7 @@ def plot_quality_vs_time(qa: pd.DataFrame, floor: float, too_fast: Sequence[str]
         + ("grey: Pareto front of the timed runs" if n_fronts else "no Pareto front drawn")
         + (f"; {len(too_fast)} cases where every planner is < "
            f"{floor * 1e3:g} ms not shown" if too_fast else ""),
-        y=1.02, fontsize=8)
+        fontsize=8, wrap=True)
     return fig
 
 
