@@ -133,7 +133,7 @@ bench-executorch: $(STAMP)
 ## ONNX Runtime -> results/onnx_differential.csv (each exits 1 on any disagreement)
 soak: $(STAMP)
 	$(PY) -m experiments.bench.soak --problems 100000 --files 10000 --seed 1 --jobs 2 --out results/soak.csv
-	$(PY) -m experiments.tflm.differential --models 300 --seed 0 --offline --out results/tflm_differential.csv
+	$(PY) -m experiments.runtimes.tflm.differential --models 300 --seed 0 --offline --out results/tflm_differential.csv
 	$(PY) -m experiments.bench.onnx_differential --graphs 300 --seed 0 --out results/onnx_differential.csv
 
 ## TFLite Micro arena model (head + persistent tail) vs the smallest arena_size the tflite-micro

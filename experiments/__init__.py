@@ -8,10 +8,10 @@ never a later one; ``tests/test_layout.py`` checks this on the import statements
     records.py     atomic writes, CSV/Parquet, stored problems, plans and schedules
     corpus.py, rv64/   the real-model corpus; RV64 emulation and cycle model
     runtimes/      runtime integrations (read the runtime's plan, plan for it, write, run):
-                   executorch (a ``.pte`` is a workload, so workloads.py imports it)
+                   executorch (a ``.pte`` is a workload, so workloads.py imports it) and
+                   tflm (TFLite Micro: arena oracle, offline plans, differential test)
         |
     harness.py     planners on problems -> one validated record per run
-    tflm/          TFLite Micro arena oracle and offline plans
         |
     sched_compare.py, transforms_compare.py   schedulers / graph passes -> records + orders
     enrich.py      RV64 and TFLite Micro columns of records

@@ -5,7 +5,7 @@ Micro enrichment of records (``memplan compare --rv64`` and sweeps with ``rv64``
   allocator core (:func:`experiments.rv64.estimate`, the U74 and C906 cycle models), and whether
   the core's offsets equal the Python planner's.
 * :func:`tflm_columns` -- one ``.tflite`` model: the arena TFLite Micro's own planner needs, head
-  and tail, in bytes (:func:`experiments.tflm.oracle.tflm_arena`).
+  and tail, in bytes (:func:`experiments.runtimes.tflm.oracle.tflm_arena`).
 * :func:`add_rv64_columns` -- the same RV64 columns for a table of records.
 """
 
@@ -41,7 +41,7 @@ def rv64_columns(problem, planner: str) -> dict[str, Any]:
 def tflm_columns(path: str) -> dict[str, Any]:
     """``tflm_arena_head``, ``tflm_arena_tail``, ``tflm_arena_total`` (bytes) of the ``.tflite``
     model at ``path`` as TFLite Micro plans it, or ``{"tflm_error": message}`` (never raises)."""
-    from experiments.tflm.oracle import tflm_arena
+    from experiments.runtimes.tflm.oracle import tflm_arena
 
     try:
         a = tflm_arena(path)

@@ -26,12 +26,10 @@ from planners import (
     Plan,
     Problem,
     check_plan,
-    get_planner,
     lower_bound,
     naive_arena,
 )
-from planners.params import validate_params
-from planners.registry import PLANNERS, check_planner_names
+from planners.registry import PLANNERS, check_planner_names, planner_for
 
 if TYPE_CHECKING:  # pandas is imported where a DataFrame is built: `memplan plan` starts fast
     import pandas as pd
@@ -95,24 +93,6 @@ def default_planners() -> list[str]:
     default duplicates a named planner (a class that sets ``in_default_comparison = False`` in its
     own body; subclasses do not inherit the exclusion)."""
     return [n for n, c in PLANNERS.items() if c.__dict__.get("in_default_comparison", True)]
-
-
-def planner_for(name: str, time_limit: float | None = None,
-                params: dict[str, Any] | None = None):
-    """Instantiate planner ``name`` with ``params``; ``time_limit`` (seconds) is the default for
-    planners that take one, and a ``time_limit`` in ``params`` overrides it.
-
-    Raises ``ValueError`` for an unknown planner or parameter, and
-    :class:`planners.errors.ParameterError` for a value its rules forbid (e.g. a time limit that
-    is not > 0).
-    """
-    params = dict(params or {})
-    cls = PLANNERS.get(name)
-    if cls is not None and time_limit is not None and "time_limit" in cls._param_names():
-        params.setdefault("time_limit", time_limit)
-    planner = get_planner(name, **params)
-    validate_params(planner)  # its declared rules, checked before any run
-    return planner
 
 
 def _needs_capacity(planner) -> bool:

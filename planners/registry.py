@@ -43,7 +43,8 @@ from .tvm_usmp import TvmGreedyByConflicts, TvmGreedyBySize, TvmHillClimb
 from .vela_hillclimb import VelaHillClimb
 from .xla_heap import XlaHeap
 
-__all__ = ["PLANNERS", "get_planner", "plan", "available_planners", "check_planner_names"]
+__all__ = ["PLANNERS", "get_planner", "planner_for", "plan", "available_planners",
+           "check_planner_names"]
 
 #: Registry of offset planners by name (the name used on the command line and in records).
 PLANNERS: dict[str, type[Planner]] = {
@@ -91,6 +92,26 @@ def check_planner_names(names: Iterable[str]) -> list[str]:
     ``unknown planner 'x'; registered planners: ...``.
     """
     return check_names(names, PLANNERS, "planner")
+
+
+def planner_for(name: str, time_limit: float | None = None,
+                params: dict[str, Any] | None = None) -> Planner:
+    """Instantiate registered planner ``name`` with ``params``; ``time_limit`` (seconds) is the
+    default for planners that take one, and a ``time_limit`` in ``params`` overrides it.
+
+    Raises ``ValueError`` for an unknown planner or parameter, and
+    :class:`planners.errors.ParameterError` for a value its rules forbid (e.g. a time limit that
+    is not > 0), checked here before any run.
+    """
+    from .params import validate_params
+
+    params = dict(params or {})
+    cls = PLANNERS.get(name)
+    if cls is not None and time_limit is not None and "time_limit" in cls._param_names():
+        params.setdefault("time_limit", time_limit)
+    planner = get_planner(name, **params)
+    validate_params(planner)  # its declared rules, checked before any run
+    return planner
 
 
 def get_planner(planner: str | Planner | type[Planner] | Any, **params: Any) -> Planner:

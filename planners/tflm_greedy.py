@@ -92,7 +92,7 @@ class TflmGreedy(Planner):
     to the later buffer, first gap among time-overlapping buffers in offset order. No parameters.
 
     The arena of a problem built from TFLM's own lifetimes
-    (:func:`experiments.tflm.oracle.tflm_head_problem`) is the head TFLM reports; see the module
+    (:func:`experiments.runtimes.tflm.oracle.tflm_head_problem`) is the head TFLM reports; see the module
     docstring for the exact rules and the one extension (alignment rounding).
     """
 

@@ -23,7 +23,7 @@ TFLite Micro instead plans the tensors of all subgraphs in one arena
 first call to its last (``AllocationInfoBuilder::MarkAllocationLifetimes``,
 micro_allocation_info.cc), and every buffer rounded up to 16 bytes. The numbers that name TFLite
 Micro (``tflm_head``, ``runtime_arena``) therefore never come from this graph but from TFLM's own
-lifetimes and planner (:func:`experiments.tflm.oracle.tflm_head_problem`,
+lifetimes and planner (:func:`experiments.runtimes.tflm.oracle.tflm_head_problem`,
 :mod:`planners.tflm_greedy`). Subgraph recursion, a
 subgraph index out of range, and StableHLO operators with body subgraphs (``STABLEHLO_WHILE``,
 ``STABLEHLO_COMPOSITE``, ...) raise :class:`TfliteImportError`.
@@ -445,7 +445,7 @@ def tflite_problem(
     This is the planning view of the main subgraph (called subgraphs as workspaces of their
     calling step). The numbers that name TFLite Micro (``tflm_head``, ``runtime_arena``) do not
     come from it but from TFLM's own lifetimes and planner
-    (:func:`experiments.tflm.oracle.tflm_head_problem`).
+    (:func:`experiments.runtimes.tflm.oracle.tflm_head_problem`).
     """
     from .lifetimes import lifetime_problem
     from .schedulers import get_scheduler

@@ -159,7 +159,7 @@ def test_every_project_import_in_experiments_resolves():
 #: module may import its own stage and earlier ones, never a later one.
 STAGES = [
     ["workloads", "metrics", "records", "corpus", "rv64", "runtimes"],
-    ["harness", "tflm"],
+    ["harness"],
     ["sched_compare", "transforms_compare", "enrich"],
     ["sweep"],
     ["plots"],

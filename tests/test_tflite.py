@@ -55,7 +55,7 @@ def test_greedy_by_size_equals_tflite_micro_head():
     """TFLite Micro's GreedyMemoryPlanner is greedy by size: on the same tensors and alignment our
     greedy_by_size arena must equal the head it reports (an independent implementation)."""
     tfm = pytest.importorskip("tflite_micro", reason="tflite-micro not installed")  # noqa: F841
-    from experiments.tflm.oracle import tflm_arena
+    from experiments.runtimes.tflm.oracle import tflm_arena
 
     for name, path in WAKEWORD.items():
         ours = plan(tflite_problem(path), "greedy_by_size").arena_size
@@ -65,7 +65,7 @@ def test_greedy_by_size_equals_tflite_micro_head():
 
 
 def test_parse_allocations():
-    from experiments.tflm.oracle import parse_allocations
+    from experiments.runtimes.tflm.oracle import parse_allocations
 
     text = ("[RecordingMicroAllocator] Arena allocation total 20432 bytes\n"
             "[RecordingMicroAllocator] Arena allocation head 3648 bytes\n"

@@ -8,13 +8,13 @@ import pytest
 from conftest import shared_case
 
 from experiments.cli import main
-from experiments.tflm.writer import write_tflite
+from experiments.runtimes.tflm.writer import write_tflite
 from experiments.workloads import tflite_model_files
 from planners import plan
 
 tflite = pytest.importorskip("tflite", reason="the optional 'tflite' package is not installed")
 
-from experiments.tflm.oracle import (  # noqa: E402
+from experiments.runtimes.tflm.oracle import (  # noqa: E402
     runtime_arena,
     tflm_arena,
     tflm_arena_model,
@@ -89,7 +89,7 @@ def test_wakeword_structure_and_planning_moment_equal_the_interpreter():
     import sys
 
     from experiments.bench.tflm import bench_row
-    from experiments.tflm.oracle import _SCRIPT, parse_breakdown
+    from experiments.runtimes.tflm.oracle import _SCRIPT, parse_breakdown
 
     above = 0
     for name, path in WAKEWORD.items():

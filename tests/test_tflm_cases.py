@@ -14,11 +14,11 @@ import pytest
 from conftest import shared_case
 
 from experiments.cli import main
-from experiments.tflm.writer import write_tflite
+from experiments.runtimes.tflm.writer import write_tflite
 
 tflite = pytest.importorskip("tflite", reason="the optional 'tflite' package is not installed")
 
-from experiments.tflm.oracle import (  # noqa: E402
+from experiments.runtimes.tflm.oracle import (  # noqa: E402
     KERNELS,
     runtime_arena,
     tflm_arena,
@@ -233,7 +233,7 @@ def test_every_kernel_entry_equals_the_interpreter(tmp_path, op, ttype):
     import subprocess
     import sys
 
-    from experiments.tflm.oracle import _SCRIPT, parse_breakdown
+    from experiments.runtimes.tflm.oracle import _SCRIPT, parse_breakdown
 
     path = _single_op(tmp_path, op, ttype)
     r = subprocess.run([sys.executable, "-c", _SCRIPT, str(path), str(16 << 20)],
@@ -249,7 +249,7 @@ def test_every_kernel_entry_equals_the_interpreter(tmp_path, op, ttype):
 # -- variable tensors written by an operator (the generator's "variable_out" models) --------------
 
 def _variable_out_seeds(count: int) -> list[int]:
-    from experiments.tflm.generate import model_tags
+    from experiments.runtimes.tflm.generate import model_tags
 
     seeds = [s for s in range(200) if "variable_out" in model_tags(s)]
     return seeds[:count]
@@ -259,7 +259,7 @@ def test_a_written_variable_is_state_and_keeps_its_operators_in_file_order(tmp_p
     """An operator that writes an ``is_variable`` tensor writes TFLite Micro's persistent tail, not
     the arena: the import keeps the variable out of the problem and chains every operator touching
     it through 0-byte state tokens, so a reordering scheduler keeps their file order."""
-    from experiments.tflm.generate import generate_model
+    from experiments.runtimes.tflm.generate import generate_model
     from scheduling.schedulers import get_scheduler
     from scheduling.tflite_import import load_tflite, tflite_problem
 
@@ -288,8 +288,8 @@ def test_a_written_variable_is_state_and_keeps_its_operators_in_file_order(tmp_p
 def test_written_variables_export_offline_with_identical_outputs(tmp_path):
     """The reordered offline plan of a model that writes a variable runs with the original's
     outputs (these models were refused before the state tokens)."""
-    from experiments.tflm.differential import check_offline
-    from experiments.tflm.generate import generate_model
+    from experiments.runtimes.tflm.differential import check_offline
+    from experiments.runtimes.tflm.generate import generate_model
 
     seed = _variable_out_seeds(1)[0]
     path = generate_model(seed, tmp_path / f"g{seed}.tflite")

@@ -1,7 +1,7 @@
 """The TFLite Micro differential test (issue #23 §1), a sample: memplan's ``runtime_arena`` and
 ``tflm_head`` against the ``tflite-micro`` interpreter itself on generated models
-(experiments/tflm/generate.py, experiments/tflm/differential.py). The full set of 300 models
-runs in ``make soak``: ``python -m experiments.tflm.differential --models 300 --seed 0``."""
+(experiments/runtimes/tflm/generate.py, experiments/runtimes/tflm/differential.py). The full set of 300 models
+runs in ``make soak``: ``python -m experiments.runtimes.tflm.differential --models 300 --seed 0``."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import pytest
 pytest.importorskip("tflite", reason="the 'tflite' package (flatbuffer bindings) is not installed")
 pytest.importorskip("tflite_micro", reason="the 'tflite-micro' interpreter is not installed")
 
-from experiments.tflm import probe  # noqa: E402
-from experiments.tflm.differential import check_model  # noqa: E402
-from experiments.tflm.generate import TAGS, generate_model, model_tags  # noqa: E402
-from experiments.tflm.oracle import tflm_arena, tflm_min_arena  # noqa: E402
+from experiments.runtimes.tflm import probe  # noqa: E402
+from experiments.runtimes.tflm.differential import check_model  # noqa: E402
+from experiments.runtimes.tflm.generate import TAGS, generate_model, model_tags  # noqa: E402
+from experiments.runtimes.tflm.oracle import tflm_arena, tflm_min_arena  # noqa: E402
 
 #: Every fifth model of the soak set (seeds 0..299): 60 models, about 20 s on one core.
 SAMPLE = list(range(0, 300, 5))

@@ -1,4 +1,4 @@
-"""Offline plans for TFLite Micro (experiments/tflm/offline.py, `memplan export --format
+"""Offline plans for TFLite Micro (experiments/runtimes/tflm/offline.py, `memplan export --format
 tflm-offline`): the tflite-micro interpreter runs the planned model with the same outputs as the
 original, and its non-persistent head equals memplan's arena."""
 
@@ -14,7 +14,7 @@ pytest.importorskip("tflite")
 pytest.importorskip("tflite_micro")
 
 from experiments.cli import main  # noqa: E402
-from experiments.tflm.offline import (  # noqa: E402
+from experiments.runtimes.tflm.offline import (  # noqa: E402
     _rewrite,
     check_offline_plan,
     read_offline_plan,
@@ -145,10 +145,10 @@ def test_cli_export_tflm_offline(tmp_path, capsys):
                  "-o", str(out)]) == 2
 
 
-# --- generated models (experiments/tflm/generate.py): control flow, unused inputs, variables ---
+# --- generated models (experiments/runtimes/tflm/generate.py): control flow, unused inputs, variables ---
 
 #: Every twentieth model of the differential set (seeds 0..299); the whole set runs in make soak
-#: (python -m experiments.tflm.differential --models 300 --seed 0 --offline).
+#: (python -m experiments.runtimes.tflm.differential --models 300 --seed 0 --offline).
 GENERATED = list(range(0, 300, 20))
 
 
@@ -158,8 +158,8 @@ def test_generated_models_export_and_keep_their_outputs(tmp_path):
     refused in one line naming the importer's reason (best_of needs memplan's graph). On every
     accepted one the planned model's outputs equal the original's in the interpreter, and TFLM's
     head equals the plan's arena unless the export's note says why it may not."""
-    from experiments.tflm.differential import check_offline
-    from experiments.tflm.generate import generate_model, model_tags
+    from experiments.runtimes.tflm.differential import check_offline
+    from experiments.runtimes.tflm.generate import generate_model, model_tags
 
     accepted, refused, tags = 0, 0, set()
     for seed in GENERATED:
@@ -184,9 +184,9 @@ def test_variable_in_called_subgraph_keeps_its_memory(tmp_path):
     """TFLM's AllocateVariables reads a variable's entry by its index within its subgraph: an
     offset at that position of subgraph 0 leaves the variable without memory (the interpreter
     segfaults). The export leaves that entry -1 and says so; the naive offsets are refused."""
-    from experiments.tflm.generate import generate_model
-    from experiments.tflm.offline import _variables
-    from experiments.tflm.oracle import TflmUnavailable
+    from experiments.runtimes.tflm.generate import generate_model
+    from experiments.runtimes.tflm.offline import _variables
+    from experiments.runtimes.tflm.oracle import TflmUnavailable
 
     path = generate_model(30, tmp_path / "g30.tflite")  # int8, IF with a variable in a branch
     data = path.read_bytes()
@@ -211,3 +211,29 @@ def test_variable_in_called_subgraph_keeps_its_memory(tmp_path):
     (tmp_path / "naive.tflite").write_bytes(bad)
     with pytest.raises(TflmUnavailable, match="exit -11"):
         run_model(tmp_path / "naive.tflite", invocations=1)
+
+
+def test_tflm_has_the_runtime_integration_shape(tmp_path):
+    """TFLite Micro lives beside ExecuTorch under experiments.runtimes with the same four parts:
+    its own plan read back equals its reported head, and a memplan plan written and run keeps
+    the outputs."""
+    import importlib
+
+    from experiments.runtimes import RUNTIMES, RuntimeIntegration
+    from experiments.runtimes.tflm.oracle import tflm_arena, tflm_available
+
+    tflm = importlib.import_module(RUNTIMES["tflm"])
+    assert isinstance(tflm, RuntimeIntegration)
+    if not tflm_available()[0]:
+        pytest.skip("tflite-micro not installed")
+    from conftest import shared_case
+
+    from planners import check_plan
+
+    path = shared_case("tflm_rand00.tflite")
+    problem, offsets = tflm.read_plan(path)
+    assert int((offsets + problem.sizes).max()) == tflm_arena(path).head == 1552
+    check_plan(problem, offsets)
+    rep = tflm.write(path, tmp_path / "planned.tflite", "choose_best")
+    assert tflm.run(tmp_path / "planned.tflite")["outputs"] == tflm.run(path)["outputs"]
+    assert rep["arena"] <= 1552

@@ -6,13 +6,13 @@ built here (:func:`control_flow_models`: ``IF``, ``CALL_ONCE``) one row of
 ``results/bench_tflm_arena.csv``:
 
 * ``head``, ``tail``, ``total``: what the ``tflite-micro`` recording allocator reports for a large
-  arena (:func:`experiments.tflm.oracle.tflm_arena`);
-* ``head_model``: :func:`experiments.tflm.oracle.tflm_head`, the ``tflm_greedy`` planner (TFLM's
+  arena (:func:`experiments.runtimes.tflm.oracle.tflm_arena`);
+* ``head_model``: :func:`experiments.runtimes.tflm.oracle.tflm_head`, the ``tflm_greedy`` planner (TFLM's
   GreedyMemoryPlanner) on TFLM's own lifetimes of every subgraph's tensors;
-* ``tail_model``, ``runtime_arena_model``: :func:`experiments.tflm.oracle.tflm_arena_model`
+* ``tail_model``, ``runtime_arena_model``: :func:`experiments.runtimes.tflm.oracle.tflm_arena_model`
   (empty where a kernel is not modelled; ``reason`` names it);
 * ``bisected_min``: the smallest ``arena_size`` the interpreter accepts
-  (:func:`experiments.tflm.oracle.tflm_min_arena`);
+  (:func:`experiments.runtimes.tflm.oracle.tflm_min_arena`);
 * ``difference``: ``runtime_arena_model - bisected_min`` (empty without a model);
 * ``check_low``, ``check_high``, ``check_holds``: the model of the two moments (final arena and
   plan commit) with the measured tail in place of the modelled one, ``max(total, tail at commit
@@ -36,7 +36,7 @@ import sys
 from pathlib import Path
 
 from experiments.records import write_csv
-from experiments.tflm.writer import write_tflite
+from experiments.runtimes.tflm.writer import write_tflite
 
 __all__ = ["COLUMNS", "bench_models", "bench_row", "main", "write_tflite", "control_flow_models"]
 
@@ -85,8 +85,8 @@ def bench_models() -> dict[str, Path]:
 
 def bench_row(name: str, path: str | Path) -> dict:
     """One row of the benchmark (see the module docstring); raises
-    :class:`experiments.tflm.oracle.TflmUnavailable` when the interpreter cannot run."""
-    from experiments.tflm.oracle import tflm_arena, tflm_arena_model, tflm_min_arena
+    :class:`experiments.runtimes.tflm.oracle.TflmUnavailable` when the interpreter cannot run."""
+    from experiments.runtimes.tflm.oracle import tflm_arena, tflm_arena_model, tflm_min_arena
 
     measured = tflm_arena(path)
     m = tflm_arena_model(path)
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     """Write the benchmark CSV; returns 0, or 2 when ``tflite-micro`` is unavailable."""
     import pandas as pd
 
-    from experiments.tflm.oracle import tflm_available
+    from experiments.runtimes.tflm.oracle import tflm_available
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="results/bench_tflm_arena.csv")

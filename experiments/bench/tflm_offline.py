@@ -5,9 +5,9 @@ installed and their kernels run in ``tflite-micro``), the two control-flow model
 :func:`experiments.bench.tflm.control_flow_models` (``IF`` with two branch subgraphs,
 ``CALL_ONCE`` with an initialisation subgraph) and three plans, one row of
 ``results/bench_tflm_offline.csv``. Each plan is written into the model's
-``OfflineMemoryAllocation`` metadata (:func:`experiments.tflm.offline.write_offline_plan`) and
+``OfflineMemoryAllocation`` metadata (:func:`experiments.runtimes.tflm.offline.write_offline_plan`) and
 the ``tflite-micro`` interpreter runs the original and the planned model on the same seeded
-inputs (:func:`experiments.tflm.offline.run_model`, 60 calls, state kept between calls):
+inputs (:func:`experiments.runtimes.tflm.offline.run_model`, 60 calls, state kept between calls):
 
 * ``file_order`` / ``greedy_by_size``: TFLM's own plan, written out (the head must not change);
 * ``file_order`` / ``choose_best``: a better planner on TFLM's operator order;
@@ -19,7 +19,7 @@ rounds them), ``memplan_arena`` (the plan's arena), ``tflm_head`` (the head TFLM
 for the original model), ``planned_head`` (the head the interpreter reports for the planned
 model), ``head_equals_arena``, ``head_saved`` (``tflm_head - planned_head``), ``tail``
 (persistent, planned model), ``min_arena_size`` and ``min_arena_size_original`` (the smallest
-``arena_size`` the interpreter accepts, by bisection, :func:`experiments.tflm.oracle.tflm_min_arena`),
+``arena_size`` the interpreter accepts, by bisection, :func:`experiments.runtimes.tflm.oracle.tflm_min_arena`),
 ``arena_size_saved`` (their difference: what a device saves in the ``arena_size`` it must
 reserve; smaller than ``head_saved`` where the plan-commit moment of ``AllocateTensors``, which
 holds the planner's working memory above the tail, sets the minimum), ``outputs_identical``,
@@ -35,7 +35,7 @@ On the built ``IF`` and ``CALL_ONCE`` models every tensor of every subgraph is p
 (10 and 5), the planned head equals memplan's arena and the outputs are identical.
 
 Run: ``python -m experiments.bench.tflm_offline --out results/bench_tflm_offline.csv`` (about
-15 s: the bisections go to one persistent probe process, :mod:`experiments.tflm.probe`).
+15 s: the bisections go to one persistent probe process, :mod:`experiments.runtimes.tflm.probe`).
 """
 
 from __future__ import annotations
@@ -63,8 +63,8 @@ def bench_model(name: str, path: str | Path, workdir: str | Path,
                 invocations: int = 60, bisect: bool = True) -> list[dict]:
     """The rows of one model (module docstring). An error (a kernel TFLM lacks, an unsafe
     reorder) is recorded in ``error`` rather than raised."""
-    from experiments.tflm.offline import run_model, tflm_problem, write_offline_plan
-    from experiments.tflm.oracle import tflm_min_arena
+    from experiments.runtimes.tflm.offline import run_model, tflm_problem, write_offline_plan
+    from experiments.runtimes.tflm.oracle import tflm_min_arena
     from planners import MemplanError, lower_bound, plan
 
     rows = []
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     import pandas as pd
 
     from experiments.bench.tflm import control_flow_models
-    from experiments.tflm.oracle import tflm_available
+    from experiments.runtimes.tflm.oracle import tflm_available
     from experiments.workloads import tflite_model_files
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

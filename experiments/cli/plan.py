@@ -244,7 +244,7 @@ def _cmd_plan(args) -> int:
 
         tfl = tflite_model_files().get(str(args.input))
     if tfl is not None:  # TFLite Micro: the whole arena its interpreter needs (head + tail)
-        from experiments.tflm.oracle import runtime_arena
+        from experiments.runtimes.tflm.oracle import runtime_arena
 
         out.update(runtime_arena(tfl))
     if args.json:

@@ -9,7 +9,7 @@ Perfetto trace (:func:`scheduling.transforms.export.chrome_trace`: one track per
 offset, one complete event per buffer over its steps, ``args`` offset and size), and
 ``--format tflm-offline -o planned.tflite`` (MODEL a ``.tflite`` file or ``wakeword:NAME``; no
 passes; ``--scheduler`` reorders the operators when safe) writes the model with the plan in its
-``OfflineMemoryAllocation`` metadata for TFLite Micro (:mod:`experiments.tflm.offline`). MODEL
+``OfflineMemoryAllocation`` metadata for TFLite Micro (:mod:`experiments.runtimes.tflm.offline`). MODEL
 is anything
 :func:`experiments.workloads.load_graph` accepts. A fusion that raises the peak of live bytes is
 refused (one line on stderr names each, with the peak before and after, in bytes) unless
@@ -138,7 +138,7 @@ def run(args) -> int:
 
 def _run_tflm_offline(args) -> int:
     """``memplan export MODEL.tflite --format tflm-offline -o planned.tflite``."""
-    from experiments.tflm.offline import export_offline
+    from experiments.runtimes.tflm.offline import export_offline
 
     if not args.output:
         raise ValueError("--format tflm-offline writes a .tflite model: give -o PATH")

@@ -17,10 +17,11 @@ the protocol :class:`RuntimeIntegration` names:
     outputs, so a plan is checked by running the program, never against a model of the runtime.
 
 Modules: :mod:`experiments.runtimes.executorch` (ExecuTorch, the optional extra
-``pip install -e '.[executorch]'``). TensorFlow Lite Micro's oracle and offline plans still live
-in :mod:`experiments.tflm` (``oracle.py`` runs the interpreter, ``offline.py`` writes the
-``OfflineMemoryAllocation`` metadata) and the C header / trace exports in
-:mod:`scheduling.transforms.export`; they are to move here as ``experiments.runtimes.tflm``.
+``pip install -e '.[executorch]'``) and :mod:`experiments.runtimes.tflm` (TensorFlow Lite Micro,
+the extra ``[tflite]``: its arena oracle, offline plans, probe, model generator and differential
+test). The C header and Chrome-trace exports stay in :mod:`scheduling.transforms.export`: they
+are file formats for code the user writes (a hand-made C runtime, ui.perfetto.dev), with no
+runtime here to read a plan from or to run, so they have no place in this shape.
 
 A runtime module imports its runtime's packages only inside its functions (or behind
 :func:`require`), so importing this package never needs them.
@@ -34,7 +35,7 @@ from typing import Any, Protocol, runtime_checkable
 __all__ = ["RuntimeIntegration", "RuntimeMissing", "require", "RUNTIMES"]
 
 #: Registered runtime modules (import paths), by runtime name.
-RUNTIMES = {"executorch": "experiments.runtimes.executorch"}
+RUNTIMES = {"executorch": "experiments.runtimes.executorch", "tflm": "experiments.runtimes.tflm"}
 
 
 class RuntimeMissing(ImportError):

@@ -304,7 +304,7 @@ def run_modules(planner: str, scheduler: str = "-", kind: str = "problem", rv64:
     """The project modules a run executes, sorted: the planner's module and everything it imports,
     the scheduler's likewise (graph workloads), and the pipeline (:mod:`experiments.sweep.execute` and what it imports,
     the harness, the workload's loader, the lifetime analysis, :mod:`experiments.rv64` and
-    :mod:`experiments.tflm.oracle` when asked) up to the registries.
+    :mod:`experiments.runtimes.tflm.oracle` when asked) up to the registries.
 
     Imports are read from the module sources (``ast``), transitively, within
     :data:`PROJECT_PACKAGES`. Raises :class:`ConfigError` for a module without readable source.
@@ -318,7 +318,7 @@ def run_modules(planner: str, scheduler: str = "-", kind: str = "problem", rv64:
         mods |= g.closure([SCHEDULERS[scheduler].__module__])
     roots = list(_PIPELINE_ROOTS.get(kind, _PIPELINE_ROOTS["problem"]))
     roots += ["experiments.enrich", "experiments.rv64"] if rv64 else []
-    roots += ["experiments.enrich", "experiments.tflm.oracle"] if tflm and kind == "tflite" else []
+    roots += ["experiments.enrich", "experiments.runtimes.tflm.oracle"] if tflm and kind == "tflite" else []
     mods |= g.closure(roots, through_registries=False)
     for m in _SWEEP_MODULES:  # execute_run itself; what it calls into is in the roots above
         if g.text(m) is None:
@@ -348,7 +348,7 @@ def code_version() -> str:
     g = _ModuleGraph(_module_source)
     roots = [c.__module__ for c in (*PLANNERS.values(), *SCHEDULERS.values())]
     roots += [m for ms in _PIPELINE_ROOTS.values() for m in ms]
-    roots += ["experiments.enrich", "experiments.rv64", "experiments.tflm.oracle", *_SWEEP_MODULES]
+    roots += ["experiments.enrich", "experiments.rv64", "experiments.runtimes.tflm.oracle", *_SWEEP_MODULES]
     mods = sorted(g.closure(roots))
     return f"{_package_version()}+{_digest_obj([[m, g.digest(m)] for m in mods])[:12]}"
 

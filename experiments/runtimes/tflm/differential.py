@@ -1,12 +1,12 @@
 """The TFLite Micro differential test: memplan's runtime numbers against the interpreter itself.
 
-For every model of the seeded generator (:mod:`experiments.tflm.generate`) it compares
+For every model of the seeded generator (:mod:`experiments.runtimes.tflm.generate`) it compares
 
-* ``runtime_arena(path)["runtime_arena"]`` (:func:`experiments.tflm.oracle.runtime_arena`) with
+* ``runtime_arena(path)["runtime_arena"]`` (:func:`experiments.runtimes.tflm.oracle.runtime_arena`) with
   the bisected minimum: the smallest ``arena_size`` at which the ``tflite-micro`` interpreter
-  builds and invokes the model with every input zero (:func:`experiments.tflm.oracle.tflm_min_arena`);
+  builds and invokes the model with every input zero (:func:`experiments.runtimes.tflm.oracle.tflm_min_arena`);
 * ``runtime_arena(path)["tflm_head"]`` with the non-persistent head the interpreter reports
-  (:func:`experiments.tflm.oracle.tflm_arena` ``.head``),
+  (:func:`experiments.runtimes.tflm.oracle.tflm_arena` ``.head``),
 
 and records where ``runtime_arena`` came from (``model``: memplan's model of the arena;
 ``measured``: the bisection itself, where the model does not cover a kernel; a measured number
@@ -18,7 +18,7 @@ With ``--offline`` each model is also exported with ``--format tflm-offline``
 (:func:`check_offline`): the planned model's outputs must equal the original's in the
 interpreter on every model the export accepts; accepted and refused models are counted.
 
-Run: ``python -m experiments.tflm.differential --models 300 --seed 0 --offline --out
+Run: ``python -m experiments.runtimes.tflm.differential --models 300 --seed 0 --offline --out
 results/tflm_differential.csv`` (exit 1 when any model disagrees, 2 when tflite-micro is
 missing).
 """
@@ -48,9 +48,9 @@ def check_model(name: str, path: str | Path, seed: int | None = None,
     (memplan). ``kind`` is ``""`` when both numbers agree, else a ``+``-joined subset of
     ``arena_below`` / ``arena_above`` (``runtime_arena`` below / above the bisected minimum),
     ``head`` (``tflm_head`` differs from the reported head), ``error`` (memplan raised; the
-    message is in ``error``). Raises :class:`experiments.tflm.oracle.TflmUnavailable` when the
+    message is in ``error``). Raises :class:`experiments.runtimes.tflm.oracle.TflmUnavailable` when the
     interpreter itself fails on the model (a generator bug, not a memplan fault)."""
-    from experiments.tflm.oracle import runtime_arena, tflm_arena, tflm_min_arena
+    from experiments.runtimes.tflm.oracle import runtime_arena, tflm_arena, tflm_min_arena
 
     lo = tflm_min_arena(path)
     head = tflm_arena(path).head
@@ -85,12 +85,12 @@ OFFLINE_PLANS = (("file_order", "greedy_by_size"), ("best_of", "choose_best"))
 
 def check_offline(path: str | Path, workdir: str | Path, invocations: int = 3) -> list[dict]:
     """The ``--format tflm-offline`` check of one model, per :data:`OFFLINE_PLANS` pair:
-    :func:`experiments.tflm.offline.export_offline`, then the ``tflite-micro`` interpreter runs
+    :func:`experiments.runtimes.tflm.offline.export_offline`, then the ``tflite-micro`` interpreter runs
     the original and the planned model on the same seeded inputs
-    (:func:`experiments.tflm.offline.run_model`). Rows ``{"scheduler", "planner", "accepted",
+    (:func:`experiments.runtimes.tflm.offline.run_model`). Rows ``{"scheduler", "planner", "accepted",
     "refusal", "outputs_identical", "head", "arena", "head_equals_arena", "note"}``; a refusal
     (``ValueError`` / ``MemplanError``, one line) is recorded, not raised."""
-    from experiments.tflm.offline import export_offline, run_model
+    from experiments.runtimes.tflm.offline import export_offline, run_model
     from planners.errors import MemplanError
 
     base = run_model(path, invocations=invocations)
@@ -132,7 +132,7 @@ def run(models: int, seed: int = 0, failures: str | Path | None = DEFAULT_FAILUR
     row's ``offline`` list, and a planned model whose outputs differ, or whose head differs from
     the plan's arena without a note saying why, makes the row fail with kind ``offline``); each
     failing one is saved into ``failures`` (when not ``None``). Returns the rows."""
-    from experiments.tflm.generate import generate_model, model_tags
+    from experiments.runtimes.tflm.generate import generate_model, model_tags
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="tflm_diff_") as work:
@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     import pandas as pd
 
     from experiments.records import write_csv
-    from experiments.tflm.oracle import tflm_available
+    from experiments.runtimes.tflm.oracle import tflm_available
     from scheduling.tflite_import import tflite_available
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -24,7 +24,7 @@ invokes with every input zero. The same seed always gives the same bytes. A mode
   (shared callees), and an ``IF`` branch has an ``IF`` of its own (nested, up to 3 levels).
 
 :func:`model_tags` names the features a seed's model has (the differential test groups
-failures by them). ``python -m experiments.tflm.generate --models N --seed S --out DIR``
+failures by them). ``python -m experiments.runtimes.tflm.generate --models N --seed S --out DIR``
 writes ``N`` models.
 """
 
@@ -447,7 +447,7 @@ def model_tags(seed: int) -> list[str]:
 def generate_model(seed: int, path: str | Path | None = None) -> bytes | Path:
     """The ``.tflite`` model of ``seed``: its bytes, or, with ``path``, written there (the path
     is returned). Deterministic: the same seed gives the same bytes."""
-    from experiments.tflm.writer import write_tflite
+    from experiments.runtimes.tflm.writer import write_tflite
 
     subs, _ = model_spec(int(seed))
     if path is not None:

@@ -21,7 +21,7 @@ the version the ``tflite-micro`` package ships) shape this module:
 :func:`tflm_problem` is every buffer TFLM plans, of every subgraph (called subgraphs, shared
 callees, unread outputs, untouched tensors, unused inputs), with the lifetimes TFLM itself
 computes (:func:`tflm_lifetimes`, a transcription of ``MarkAllocationLifetimes`` with its
-allocation scopes across subgraphs; :func:`experiments.tflm.oracle.tflm_head_problem`), every
+allocation scopes across subgraphs; :func:`experiments.runtimes.tflm.oracle.tflm_head_problem`), every
 size rounded up to 16 bytes as TFLM's ``CreatePlan`` rounds each buffer before its
 ``GreedyMemoryPlanner`` places it. :func:`write_offline_plan` writes a plan of it (optionally
 reordering the main subgraph's operators to a scheduler's order), checks the result with
@@ -178,7 +178,7 @@ def tflm_problem(path: str | Path, schedule: str = "file_order") -> tuple[Proble
     importer refuses is refused with its reason); when it differs from the file order the
     operators are reordered as :func:`write_offline_plan` will reorder them (refused with
     ``ValueError`` where unsafe, see the module docstring). The problem is
-    :func:`experiments.tflm.oracle.tflm_head_problem` of that (reordered) model: one buffer per
+    :func:`experiments.runtimes.tflm.oracle.tflm_head_problem` of that (reordered) model: one buffer per
     tensor that TFLM plans, in every subgraph (called subgraphs, shared callees, unread outputs,
     untouched tensors and unused inputs included), id ``"<subgraph>:<index>"``, lifetime in
     TFLM's allocation scopes (``MarkAllocationLifetimes``, half-open), size rounded up to
@@ -191,7 +191,7 @@ def tflm_problem(path: str | Path, schedule: str = "file_order") -> tuple[Proble
 
     import tflite
 
-    from experiments.tflm.oracle import tflm_head_problem
+    from experiments.runtimes.tflm.oracle import tflm_head_problem
     from scheduling.schedulers import get_scheduler
     from scheduling.tflite_import import TfliteImportError, _enum_names, load_tflite
 
@@ -573,10 +573,10 @@ def run_model(path: str | Path, invocations: int = 60, seed: int = 0, span: int 
     ``0..span``, booleans uniformly, floats from a standard normal.
 
     Returns ``{"outputs": [[output 0, ...] per invocation], "head", "tail", "total"}`` (bytes,
-    from ``print_allocations``). Raises :class:`experiments.tflm.oracle.TflmUnavailable` when
+    from ``print_allocations``). Raises :class:`experiments.runtimes.tflm.oracle.TflmUnavailable` when
     the interpreter fails.
     """
-    from experiments.tflm.oracle import TflmUnavailable, parse_allocations, tflm_available
+    from experiments.runtimes.tflm.oracle import TflmUnavailable, parse_allocations, tflm_available
 
     ok, why = tflm_available()
     if not ok:
@@ -606,9 +606,9 @@ def export_offline(model: str | Path, out: str | Path, planner: str = "greedy_by
     exactly when ``note`` is empty). Raises ``ValueError`` or
     :class:`planners.MemplanError` on bad input or when the planner finds no plan.
     """
-    from experiments.harness import planner_for
     from experiments.workloads import tflite_model_files
     from planners import lower_bound
+    from planners.registry import planner_for
 
     spec = str(model)
     path = Path(spec) if spec.endswith(".tflite") else tflite_model_files().get(spec)

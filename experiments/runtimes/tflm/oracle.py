@@ -27,7 +27,7 @@ of the model (:mod:`scheduling.tflite_import`):
 
 * :func:`tflm_head`: TFLM's own planner (:mod:`planners.tflm_greedy`, greedy_memory_planner.cc)
   on TFLM's own lifetimes of every tensor of every subgraph (:func:`tflm_head_problem`, from
-  :func:`experiments.tflm.offline.tflm_lifetimes`, a transcription of
+  :func:`experiments.runtimes.tflm.offline.tflm_lifetimes`, a transcription of
   ``AllocationInfoBuilder::MarkAllocationLifetimes``): nothing folded, variables in the tail,
   shared callees live from their first call to their last, unread outputs, untouched tensors and
   unused inputs with the lifetimes TFLM gives them;
@@ -167,15 +167,15 @@ def parse_breakdown(text: str) -> dict[str, tuple[int, int, int]]:
 
 def _accepts(path: str, arena_size: int, timeout: float) -> bool:
     """One probe: the interpreter builds and invokes (inputs zero) the model with
-    ``arena_size`` bytes (:func:`experiments.tflm.probe.accepts`, a persistent worker)."""
-    from experiments.tflm.probe import accepts
+    ``arena_size`` bytes (:func:`experiments.runtimes.tflm.probe.accepts`, a persistent worker)."""
+    from experiments.runtimes.tflm.probe import accepts
 
     return accepts(path, arena_size, timeout)
 
 
 @functools.lru_cache(maxsize=1024)
 def _cached_min(path: str, digest: str, hi: int, timeout: float) -> int:
-    from experiments.tflm.probe import min_arena
+    from experiments.runtimes.tflm.probe import min_arena
 
     return min_arena(path, hi, timeout)
 
@@ -183,13 +183,13 @@ def _cached_min(path: str, digest: str, hi: int, timeout: float) -> int:
 def tflm_min_arena(path: str | Path, timeout: float = 120.0) -> int:
     """The smallest ``arena_size`` (bytes) with which the TFLite Micro interpreter both builds
     the model at ``path`` (``AllocateTensors`` succeeds) and invokes it once with every input
-    zero, by bisection (:func:`experiments.tflm.probe.min_arena`).
+    zero, by bisection (:func:`experiments.runtimes.tflm.probe.min_arena`).
 
     The search starts from the ``total`` the recording allocator reports for a large arena
-    (:func:`experiments.tflm.probe.report`), doubled until accepted (the report can be short of
+    (:func:`experiments.runtimes.tflm.probe.report`), doubled until accepted (the report can be short of
     the need: on the pymicro-wakeword models the reported total is rejected as ``arena_size``);
     the lower end is 0. Probes go to one persistent child process
-    (:class:`experiments.tflm.probe.ProbeWorker`); a probe that fails or crashes (the
+    (:class:`experiments.runtimes.tflm.probe.ProbeWorker`); a probe that fails or crashes (the
     interpreter can segfault on a slightly short arena) counts as rejected and the worker is
     restarted. Assumes acceptance is monotone in ``arena_size`` (a larger arena never fails
     where a smaller one succeeds), which holds for TFLM's two-ended arena: every allocation
@@ -207,7 +207,7 @@ def tflm_min_arena(path: str | Path, timeout: float = 120.0) -> int:
     About ``log2(total) + 3`` probes (a few milliseconds each once the worker runs), cached per
     file content.
     """
-    from experiments.tflm.probe import report
+    from experiments.runtimes.tflm.probe import report
 
     p = Path(path)
     data = p.read_bytes()
@@ -567,7 +567,7 @@ def tflm_head_problem(path: str | Path) -> Problem:
     not ``is_variable``, non-zero bytes; micro_allocation_info.cc ``InitializeAllocationInfo``),
     of every subgraph, in TFLM's order (subgraph 0's tensors by index, then subgraph 1's, ...),
     id ``"<subgraph>:<index>"``; size rounded up to 16 bytes (``MicroArenaBufferAlignment``); the
-    lifetime TFLM computes (:func:`experiments.tflm.offline.tflm_lifetimes`, a transcription of
+    lifetime TFLM computes (:func:`experiments.runtimes.tflm.offline.tflm_lifetimes`, a transcription of
     ``AllocationInfoBuilder::MarkAllocationLifetimes``) turned from the closed allocation-scope
     range ``[first, last]`` into the half-open ``[first, last + 1)``. A tensor no operator and no
     subgraph boundary touches keeps TFLM's ``[-1, -1]`` (start -1): it is still planned, and
@@ -579,7 +579,7 @@ def tflm_head_problem(path: str | Path) -> Problem:
     ValueError
         Not a TFLite flatbuffer.
     """
-    from experiments.tflm.offline import tflm_lifetimes
+    from experiments.runtimes.tflm.offline import tflm_lifetimes
 
     rows = tflm_lifetimes(Path(path).read_bytes())
     bufs = [Buffer(f"{t.subgraph}:{t.index}", t.first, t.last + 1,

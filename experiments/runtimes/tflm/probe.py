@@ -18,7 +18,7 @@ Monotonicity: the bisection assumes acceptance is monotone in ``arena_size`` (a 
 fails where a smaller one succeeds), which holds for TFLM's two-ended arena (every allocation
 either fits between head and tail or does not, independently of the bytes beyond). It is checked,
 not trusted: after bisection :func:`min_arena` probes ``hi`` and ``hi - 1`` again (each in a
-freshly built interpreter) and raises :class:`experiments.tflm.oracle.TflmUnavailable` when
+freshly built interpreter) and raises :class:`experiments.runtimes.tflm.oracle.TflmUnavailable` when
 ``hi`` is rejected or ``hi - 1`` accepted.
 """
 
@@ -171,7 +171,7 @@ _WORKERS: dict[int, ProbeWorker] = {}
 
 
 def _unavailable(msg: str):
-    from experiments.tflm.oracle import TflmUnavailable
+    from experiments.runtimes.tflm.oracle import TflmUnavailable
 
     return TflmUnavailable(msg)
 
@@ -192,7 +192,7 @@ def shutdown() -> None:
 
 
 def _probe(path: str | Path, arena_size: int, timeout: float, want_report: bool) -> dict:
-    from experiments.tflm.oracle import tflm_available
+    from experiments.runtimes.tflm.oracle import tflm_available
 
     ok, why = tflm_available()
     if not ok:
@@ -213,25 +213,25 @@ def accepts(path: str | Path, arena_size: int, timeout: float = 120.0) -> bool:
 
     Raises
     ------
-    experiments.tflm.oracle.TflmUnavailable
+    experiments.runtimes.tflm.oracle.TflmUnavailable
         ``tflite-micro`` missing, or no answer within ``timeout`` seconds.
     """
     return bool(_probe(path, arena_size, timeout, False)["ok"])
 
 
 def report(path: str | Path, arena_size: int | None = None, timeout: float = 120.0):
-    """The recording allocator's report (:class:`experiments.tflm.oracle.TflmArena`: ``head``,
+    """The recording allocator's report (:class:`experiments.runtimes.tflm.oracle.TflmArena`: ``head``,
     ``tail``, ``total`` in bytes) after building and invoking the model at ``path`` with
     ``arena_size`` bytes (default ``max(10 x file size, 16 MiB)``, as
-    :func:`experiments.tflm.oracle.tflm_arena`).
+    :func:`experiments.runtimes.tflm.oracle.tflm_arena`).
 
     Raises
     ------
-    experiments.tflm.oracle.TflmUnavailable
+    experiments.runtimes.tflm.oracle.TflmUnavailable
         ``tflite-micro`` missing, or the interpreter rejects the model at that size (the message
         carries the stage and the interpreter's error).
     """
-    from experiments.tflm.oracle import parse_allocations
+    from experiments.runtimes.tflm.oracle import parse_allocations
 
     size = int(arena_size) if arena_size else max(10 * Path(path).stat().st_size, 16 << 20)
     r = _probe(path, size, timeout, True)
@@ -251,7 +251,7 @@ def min_arena(path: str | Path, hi: int, timeout: float = 120.0) -> int:
 
     Raises
     ------
-    experiments.tflm.oracle.TflmUnavailable
+    experiments.runtimes.tflm.oracle.TflmUnavailable
         ``tflite-micro`` missing, every size up to 2**31 rejected, a probe timed out, or the
         final check contradicts monotonicity (the message gives both sizes).
     """

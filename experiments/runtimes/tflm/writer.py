@@ -1,6 +1,6 @@
 """Write small ``.tflite`` flatbuffers with the ``tflite`` package's schema builders.
 
-The one flatbuffer writer of the project: the seeded generator (:mod:`experiments.tflm.generate`),
+The one flatbuffer writer of the project: the seeded generator (:mod:`experiments.runtimes.tflm.generate`),
 the TFLite Micro benchmark's control-flow models (:mod:`experiments.bench.tflm`) and the tests
 build their models with :func:`write_tflite`.
 """
@@ -22,7 +22,7 @@ def write_tflite(path, subgraphs):
     and ``"variable"`` (``is_variable``). An options value that is a list is written as an int32
     vector (e.g. ``ReshapeOptions.NewShape``). Returns ``path``. Used to build control-flow
     models (IF, WHILE, CALL_ONCE) for the benchmark and the tests, and the differential test's
-    generated models (:mod:`experiments.tflm.generate`).
+    generated models (:mod:`experiments.runtimes.tflm.generate`).
     """
     import flatbuffers
     import tflite
