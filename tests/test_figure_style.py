@@ -7,6 +7,7 @@
   below :data:`experiments.plots.MIN_TEXT_PT` once scaled to the column it is printed in (3.5 in
   single, 7.16 in double; never enlarged), labels every log axis "log", and is at most one double
   column wide;
+* no text is cut off at the edge of a file saved at the figure's exact size;
 * a hollow marker means "not proved optimal" wherever one is drawn;
 * the same figures redrawn in the paper style are exactly 3.5 or 7.16 in wide, same text rule;
 * the set of committed figures is exactly what ``make figures`` writes (no stale file).
@@ -85,6 +86,8 @@ def _violations(log: list[dict]) -> list[tuple]:
         unmarked = [(lab, a) for lab, a in r["log_axes"] if "log" not in lab.lower()]
         if unmarked:
             bad.append((r["path"].name, "log axis without 'log' in its label", unmarked))
+        if r["cut"]:
+            bad.append((r["path"].name, "text cut off at the figure's edge", r["cut"][:3]))
         if r["dpi"] < plots.MIN_DPI:
             bad.append((r["path"].name, "dpi", r["dpi"]))
     return bad
@@ -149,3 +152,9 @@ def test_the_rules_catch_a_small_font_a_wide_figure_and_an_unmarked_log_axis(tmp
     kinds = {b[1] for b in _violations(log)}
     assert kinds == {"wider than 7.16 in", "text below 7 pt",
                      "log axis without 'log' in its label"}
+    fig, ax = plt.subplots(figsize=(7.16, 3))
+    ax.plot([0, 1], [0, 1], label="a series")
+    fig.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))  # beyond the right edge
+    with plots.recording() as log:
+        plots.save(fig, tmp_path / "cut", formats=("png",))
+    assert {b[1] for b in _violations(log)} == {"text cut off at the figure's edge"}

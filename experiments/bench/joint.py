@@ -191,7 +191,7 @@ def draw_figure(df: pd.DataFrame, out: Path) -> list[Path]:
             ax2.step(xs, [100 * y for y in ys], where="post")
         ax2.set_xlabel("seconds of joint search")
         ax2.set_ylabel("gap to bound (%)")
-        ax2.set_title(f"{big.workload} ({big.ops} ops)", fontsize=9)
+        ax2.set_title(f"{big.workload}\n({big.ops} ops)", fontsize=9)
         return save(fig, out / "figures" / "bench_joint")
 
 

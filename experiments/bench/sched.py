@@ -105,7 +105,7 @@ def draw_figures(bench: pd.DataFrame, out: Path) -> list[Path]:
     name = most_different_workload(df, ["file_order", "best_of"]) or "randwire100_s0"
     curves = {s: profiles[name][s] for s in CURVE_SCHEDULERS if s in profiles.get(name, {})}
     written += save(
-        plot_schedule_curves(curves, title=f"Live activation bytes: {name} "
+        plot_schedule_curves(curves, title=f"Live activation bytes: {name}\n"
                                            "(largest file_order vs best_of difference)"),
         out / "figures" / "sched_curves",
     )

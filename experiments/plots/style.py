@@ -302,7 +302,8 @@ def save(fig, path: str | Path, formats: Sequence[str] | None = None) -> list[Pa
         size = ((ext.width, ext.height) if ext is not None
                 else tuple(fig.get_size_inches()))
         log.append({"path": path, **figure_facts(fig), "width_in": float(size[0]),
-                    "height_in": float(size[1]), "dpi": dpi})
+                    "height_in": float(size[1]), "dpi": dpi,
+                    "cut": _cut_texts(fig) if ext is None else []})
     for fmt in formats:
         out = path.with_suffix("." + fmt)
         meta = {"png": {"Software": None}, "pdf": {"CreationDate": None, "ModDate": None},
@@ -359,6 +360,34 @@ def figure_facts(fig) -> dict:
                     any(t.get_visible() and t.get_text() for t in axis.get_ticklabels()):
                 logs.append((axis.get_label_text(), name))
     return {"texts": texts, "log_axes": logs, "hollow_markers": _hollow_markers(fig)}
+
+
+def _cut_texts(fig) -> list[str]:
+    """Titles, axis labels and legend entries (the figure's and the axes') that reach beyond the
+    figure's edges by more than one pixel: cut off in a file saved at the figure's exact size
+    (the paper and default styles). O(texts)."""
+    renderer = fig.canvas.get_renderer()
+    box = fig.bbox
+    texts = list(fig.texts)
+    if fig._suptitle is not None:
+        texts.append(fig._suptitle)
+    for leg in fig.legends:
+        texts += [*leg.get_texts(), leg.get_title()]
+    for ax in fig.axes:
+        if not ax.get_visible():
+            continue
+        texts += [ax.title, ax._left_title, ax._right_title, ax.xaxis.label, ax.yaxis.label]
+        leg = ax.get_legend()
+        if leg is not None:
+            texts += [*leg.get_texts(), leg.get_title()]
+    out = []
+    for t in texts:
+        if not t.get_visible() or not t.get_text().strip():
+            continue
+        e = t.get_window_extent(renderer)
+        if e.x0 < box.x0 - 1 or e.y0 < box.y0 - 1 or e.x1 > box.x1 + 1 or e.y1 > box.y1 + 1:
+            out.append(t.get_text())
+    return out
 
 
 def _hollow_markers(fig) -> int:
