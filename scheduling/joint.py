@@ -641,6 +641,7 @@ def joint_optimize(
             pname = planner if isinstance(planner, str) else list(planner)[0]
             # first the order alone for 40 % of the time (windows are cheap without addresses)
             phase_end = time.perf_counter() + 0.4 * (deadline - time.perf_counter())
+            next_plan = time.perf_counter() + 0.1 * (deadline - t0)
             while opeak > order_bound and time.perf_counter() < phase_end and (
                     deterministic_time is None or dt_used < 0.4 * deterministic_time):
                 lo_k, hi_k = _peak_window(inst, opos, ow, rng)
@@ -653,8 +654,17 @@ def joint_optimize(
                     opos, opeak = opos2, pk
                 ow = min(ow + 4, 120, inst.n) if dt < 0.2 else (max(ow - 4, 6) if dt >= 1.0
                                                                  else ow)
+                now = time.perf_counter()
+                if (opeak < arena and opeak < 0.995 * planned_peak and now >= next_plan
+                        and deterministic_time is None):  # plan now and then (wall clock only)
+                    planned_peak, next_plan = opeak, now + 0.1 * (deadline - t0)
+                    noff = _replan(inst, opos, pname, min(3.0, phase_end - now))
+                    if noff is not None and inst.arena(noff) < arena:
+                        pos, off, arena = list(opos), noff, inst.arena(noff)
+                        improvements += 1
+                        trace.append((round(time.perf_counter() - t0, 3), arena))
             phase_peak = opeak
-            if opeak < arena:
+            if opeak < arena and opeak < planned_peak:
                 planned_peak = opeak
                 noff = _replan(inst, opos, pname, min(5.0, deadline - time.perf_counter()))
                 if noff is not None and inst.arena(noff) < arena:
