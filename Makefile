@@ -104,7 +104,7 @@ bench-budget: $(STAMP)
 	$(PY) -m experiments.bench.budget --out results/bench_budget.csv
 
 ## Joint order and layout (issue #25): file order / best scheduler / joint optimiser, arena vs bound
-## (about 15 min on the shared 2-core machine)
+## (about 7 min on the shared 2-core machine; measured 402 s)
 bench-joint: $(STAMP)
 	MPLBACKEND=Agg $(PY) -m experiments.bench.joint --out results
 
