@@ -617,10 +617,11 @@ def read_minimalloc_csv(
 def minimalloc_csv_text(problem: Problem, plan: Plan | None = None) -> str:
     """``problem`` as MiniMalloc CSV text (:func:`write_minimalloc_csv`'s columns and rules).
 
-    Written with the ``csv`` module: an id holding a comma, a quote, a carriage return or a
-    newline is quoted (RFC 4180, quotes doubled), every other id as it is (spaces kept), so that
-    :func:`read_minimalloc_csv` gives back every id byte for byte. Rows end in ``\\r\\n`` (the
-    ``csv`` module's default, as memplan has always written them).
+    A field holding a comma, a quote, a carriage return or a newline is quoted (RFC 4180,
+    quotes doubled), every other one written as it is (spaces kept), so that
+    :func:`read_minimalloc_csv` gives back every id byte for byte. Rows end in ``\\n`` (LF, as
+    every other text file memplan writes; the ``csv`` module with an LF terminator would leave a
+    lone carriage return unquoted, so the quoting is done here).
     """
     cols = ["id", "lower", "upper", "size"]
     with_align = bool(np.any(problem.alignments != 1))
@@ -639,9 +640,7 @@ def minimalloc_csv_text(problem: Problem, plan: Plan | None = None) -> str:
     with_pool = plan is not None and plan.pools is not None and bool(problem.pools)
     if with_pool:
         cols.append("pool")
-    f = io.StringIO(newline="")
-    w = csv.writer(f, lineterminator="\n")  # LF, as every other text file we write
-    w.writerow(cols)
+    lines = [_csv_line(cols)]
     hints, pins = problem.hints.tolist(), problem.pins.tolist()
     for i, b in enumerate(problem.buffers):
         row = [b.id, b.start, b.end, b.size]
@@ -662,8 +661,19 @@ def minimalloc_csv_text(problem: Problem, plan: Plan | None = None) -> str:
                 row.append("" if pins[i] < 0 else pins[i])
         if with_pool:
             row.append(problem.pools[int(plan.pools[i])].name)
-        w.writerow(row)
-    return f.getvalue()
+        lines.append(_csv_line(row))
+    return "".join(lines)
+
+
+def _csv_line(fields) -> str:
+    """One CSV row ending in ``\\n``: a field with ``,``, ``"``, CR or LF quoted (RFC 4180)."""
+    out = []
+    for v in fields:
+        t = str(v)
+        if any(c in t for c in ',"\r\n'):
+            t = '"' + t.replace('"', '""') + '"'
+        out.append(t)
+    return ",".join(out) + "\n"
 
 
 def write_minimalloc_csv(problem: Problem, path: str | Path, plan: Plan | None = None) -> None:
