@@ -533,3 +533,25 @@ def test_graph_lifetimes_beyond_int64_refused_in_one_error():
     with pytest.raises(ProblemError, match="'wide': worst-case arena 10376293541461622784 bytes"):
         lifetime_problem(g)
     assert 3 * 3 * 2**60 == 10376293541461622784 > INT64_MAX
+
+
+@pytest.mark.parametrize("scheduler", ["file_order", "min_live"])
+def test_a_graph_whose_outputs_sum_above_int64_is_one_error_for_every_scheduler(scheduler):
+    """Live bytes are int64 in the schedulers' memory model: a graph whose operator outputs sum
+    above 2**63 - 1 is refused naming the graph and its largest tensor (a soak input gave an
+    OverflowError traceback once every scheduler computed the order bound)."""
+    from scheduling.errors import GraphError
+    from scheduling.graph import Graph
+    from scheduling.schedulers import get_scheduler
+
+    g = Graph("huge")
+    g.add_tensor("x", (1,), "uint8", kind="input", nbytes=1)
+    g.add_tensor("a", (1,), "uint8", kind="activation", nbytes=2**62 - 1)
+    g.add_tensor("b", (1,), "uint8", kind="activation", nbytes=2**62 - 1)
+    g.add_tensor("y", (1,), "uint8", kind="activation", nbytes=4)
+    g.add_op("p", "Relu", ["x"], ["a"])
+    g.add_op("q", "Relu", ["a"], ["b"])
+    g.add_op("r", "Relu", ["b"], ["y"])
+    g.mark_output("y")
+    with pytest.raises(GraphError, match=r"above 2\*\*63 - 1.*largest: tensor 'a'"):
+        get_scheduler(scheduler).schedule(g)

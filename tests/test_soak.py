@@ -183,3 +183,21 @@ def test_csv_mutations_never_fail_on_rows_an_earlier_mutation_shortened():
     data, _, desc = soak.mutated_file(1, "csv", 2171)
     assert desc.endswith("negative_size(not applicable)")
     assert soak.run_item(1, "csv", 2171)["outcome"] == "refused"
+
+
+def test_pinned_problems_are_rechecked_with_their_pins():
+    """A mutated CSV with an offset column is a pinned problem: colliding pins make
+    ``infeasible`` without a capacity the right answer, a plan must honour every pin, and the
+    bound must reach the highest pinned top (each checked here independently of the planners)."""
+    from experiments.bench.soak import _check, _pin_conflict
+
+    free = Problem([Buffer("a", 0, 2, 8, offset=16), Buffer("b", 1, 3, 8)])
+    assert _pin_conflict(free) is None
+    good = plan(free, "greedy_by_size")
+    assert _check(free, good, brute=False) == ("ok", "")
+    moved = Plan(free, np.array([0, 8]), "fake", "heuristic", lower_bound=good.lower_bound,
+                 best_bound=good.lower_bound)
+    assert _check(free, moved, brute=False)[0] == "invalid"
+    clash = Problem([Buffer("a", 0, 2, 8, offset=0), Buffer("b", 1, 3, 8, offset=4)])
+    assert "overlap" in _pin_conflict(clash)
+    assert _check(clash, plan(clash, "cpsat"), brute=False) == ("ok", "")

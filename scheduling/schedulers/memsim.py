@@ -28,8 +28,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import CycleError
+from ..errors import CycleError, GraphError
 from ..graph import Graph
+
+#: Largest int64 (bytes): the live sums of a memory model are computed in int64.
+_INT64_MAX = 2**63 - 1
 
 __all__ = ["MemoryModel", "ReadyTracker"]
 
@@ -85,6 +88,14 @@ class MemoryModel:
                 keep.append(t.kind == "output")
                 prod.append(self.index[t.producer])
         self.tindex = tindex
+        total = sum(sizes)  # Python integers: every live sum below is at most this
+        if total > _INT64_MAX:
+            big = max((t for t in graph.tensors.values() if t.name in tindex),
+                      key=lambda t: int(t.nbytes))
+            raise GraphError(
+                f"graph {graph.name!r}: its operator outputs sum to {total} bytes, above "
+                f"2**63 - 1, so live bytes cannot be computed in int64 (largest: tensor "
+                f"{big.name!r}, {int(big.nbytes)} bytes)")
         self.size = np.asarray(sizes, dtype=np.int64)
         self.keep = np.asarray(keep, dtype=bool)
         self.producer = np.asarray(prod, dtype=np.int64)
