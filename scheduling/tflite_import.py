@@ -75,7 +75,7 @@ from .errors import GraphError
 from .graph import Graph
 
 __all__ = ["TfliteImportError", "TfliteModel", "load_tflite", "tflite_problem", "tflite_available",
-           "tensor_names"]
+           "tensor_names", "operator_type", "tensor_has_data"]
 
 # TensorType enum value -> (numpy dtype name used for the Tensor, bytes per element or None)
 _TYPES: dict[str, tuple[str, float]] = {
@@ -159,6 +159,32 @@ def tensor_names(sg) -> list[str]:
         seen.add(nm)
         names.append(nm)
     return names
+
+
+def operator_type(model, op, op_names: Mapping[int, str]) -> str:
+    """The type name of flatbuffer operator ``op`` of ``model``: its builtin operator's name
+    (the larger of ``builtin_code`` and ``deprecated_builtin_code``, as TFLite's own readers
+    take it), ``BUILTIN_<code>`` for a code this schema version does not name, and
+    ``CUSTOM:<custom_code>`` for a custom operator. ``op_names``: code -> name of the
+    ``tflite.BuiltinOperator`` enum. The operator names of the imported graph are
+    ``"<index>:<type>"``."""
+    oc = model.OperatorCodes(op.OpcodeIndex())
+    code = max(oc.BuiltinCode(), oc.DeprecatedBuiltinCode())
+    otype = op_names.get(code, f"BUILTIN_{code}")
+    if otype == "CUSTOM" and oc.CustomCode():
+        otype = "CUSTOM:" + oc.CustomCode().decode("utf-8", "replace")
+    return otype
+
+
+def tensor_has_data(model, tensor) -> bool:
+    """Whether a flatbuffer ``tensor`` of ``model`` holds constant data: its buffer index names a
+    buffer other than the empty buffer 0 with data inline or stored after the flatbuffer
+    (``offset > 1``)."""
+    b = tensor.Buffer()
+    if b <= 0 or b >= model.BuffersLength():
+        return False
+    buf = model.Buffers(b)
+    return buf.DataLength() > 0 or buf.Offset() > 1
 
 
 def load_tflite(
@@ -256,12 +282,7 @@ def _build(path, model, index, n_sub, op_names, type_names, overrides, name,
         return shape, dtype, nbytes
 
     def has_data(j: int) -> bool:
-        t = sg.Tensors(j)
-        b = t.Buffer()
-        if b <= 0 or b >= model.BuffersLength():
-            return False
-        buf = model.Buffers(b)
-        return buf.DataLength() > 0 or buf.Offset() > 1
+        return tensor_has_data(model, sg.Tensors(j))
 
     workspaces: dict[str, tuple[int, tuple[int, ...]]] = {}
     inputs = [int(i) for i in (sg.InputsAsNumpy().tolist() if sg.InputsLength() else [])]
@@ -272,11 +293,7 @@ def _build(path, model, index, n_sub, op_names, type_names, overrides, name,
     ops = []
     for oi in range(sg.OperatorsLength()):
         op = sg.Operators(oi)
-        oc = model.OperatorCodes(op.OpcodeIndex())
-        code = max(oc.BuiltinCode(), oc.DeprecatedBuiltinCode())
-        otype = op_names.get(code, f"BUILTIN_{code}")
-        if otype == "CUSTOM" and oc.CustomCode():
-            otype = "CUSTOM:" + oc.CustomCode().decode("utf-8", "replace")
+        otype = operator_type(model, op, op_names)
         ins = [int(i) for i in (op.InputsAsNumpy().tolist() if op.InputsLength() else []) if i >= 0]
         outs = [int(i) for i in (op.OutputsAsNumpy().tolist() if op.OutputsLength() else []) if i >= 0]
         ops.append((oi, otype, ins, outs))

@@ -109,7 +109,13 @@ def tflm_lifetimes(data: bytes) -> list[list[TflmLifetime]]:
     """
     import tflite
 
-    from scheduling.tflite_import import _TYPES, _called_subgraphs, _enum_names
+    from scheduling.tflite_import import (
+        _TYPES,
+        _called_subgraphs,
+        _enum_names,
+        operator_type,
+        tensor_has_data,
+    )
 
     model = _read(data, "model")
     op_names = _enum_names(tflite.BuiltinOperator)
@@ -126,9 +132,7 @@ def tflm_lifetimes(data: bytes) -> list[list[TflmLifetime]]:
             shape = t.ShapeAsNumpy().tolist() if t.ShapeLength() else []
             nbytes = int(np.ceil(np.prod(shape, dtype=np.float64) * item)) if shape else int(
                 item)
-            b = t.Buffer()
-            has = 0 < b < model.BuffersLength() and (model.Buffers(b).DataLength() > 0
-                                                     or model.Buffers(b).Offset() > 1)
+            has = tensor_has_data(model, t)
             rows.append([nbytes, -1, -1, (not has) and not t.IsVariable() and nbytes != 0])
         info.append(rows)
     scope = [0]
@@ -147,8 +151,7 @@ def tflm_lifetimes(data: bytes) -> list[list[TflmLifetime]]:
             for o in outs:
                 if o >= 0 and rows[o][1] == -1:
                     rows[o][1] = scope[0]
-            oc = model.OperatorCodes(op.OpcodeIndex())
-            name = op_names.get(max(oc.BuiltinCode(), oc.DeprecatedBuiltinCode()), "")
+            name = operator_type(model, op, op_names)
             if name in ("IF", "WHILE", "CALL_ONCE"):
                 for callee in _called_subgraphs("model", model, op, name, nsub, stack) or ():
                     scope[0] += 1
@@ -193,7 +196,12 @@ def tflm_problem(path: str | Path, schedule: str = "file_order") -> tuple[Proble
 
     from experiments.runtimes.tflm.oracle import tflm_head_problem
     from scheduling.schedulers import get_scheduler
-    from scheduling.tflite_import import TfliteImportError, _enum_names, load_tflite
+    from scheduling.tflite_import import (
+        TfliteImportError,
+        _enum_names,
+        load_tflite,
+        operator_type,
+    )
 
     data = Path(path).read_bytes()
     if schedule == "file_order":  # TFLM's own order: no graph import needed
@@ -202,9 +210,7 @@ def tflm_problem(path: str | Path, schedule: str = "file_order") -> tuple[Proble
         sg = model.Subgraphs(0)
         order = []
         for i in range(sg.OperatorsLength()):
-            oc = model.OperatorCodes(sg.Operators(i).OpcodeIndex())
-            code = max(oc.BuiltinCode(), oc.DeprecatedBuiltinCode())
-            order.append(f"{i}:{names.get(code, f'BUILTIN_{code}')}")
+            order.append(f"{i}:{operator_type(model, sg.Operators(i), names)}")
         p = tflm_head_problem(path)
         return Problem(p.buffers, alignment=ALIGN, name=Path(path).stem), order
     try:

@@ -438,6 +438,8 @@ def _flatbuffer_facts(path: Path) -> dict:
         TfliteImportError,
         _called_subgraphs,
         _enum_names,
+        operator_type,
+        tensor_has_data,
         tflite_available,
     )
 
@@ -458,9 +460,7 @@ def _flatbuffer_facts(path: Path) -> dict:
         tensors = []
         for j in range(sg.TensorsLength()):
             t = sg.Tensors(j)
-            b = t.Buffer()
-            has = 0 < b < model.BuffersLength() and (model.Buffers(b).DataLength() > 0
-                                                     or model.Buffers(b).Offset() > 1)
+            has = tensor_has_data(model, t)
             code = type_names.get(t.Type())
             item = _TYPES[code][1] if code in _TYPES else None
             shape = t.ShapeAsNumpy().tolist() if t.ShapeLength() else []
@@ -473,11 +473,7 @@ def _flatbuffer_facts(path: Path) -> dict:
         ops = []
         for oi in range(sg.OperatorsLength()):
             op = sg.Operators(oi)
-            oc = model.OperatorCodes(op.OpcodeIndex())
-            code = max(oc.BuiltinCode(), oc.DeprecatedBuiltinCode())
-            name = op_names.get(code, f"BUILTIN_{code}")
-            if name == "CUSTOM" and oc.CustomCode():
-                name = "CUSTOM:" + oc.CustomCode().decode("utf-8", "replace")
+            name = operator_type(model, op, op_names)
             ops.append({"type": name,
                         "inputs": op.InputsAsNumpy().tolist() if op.InputsLength() else [],
                         "outputs": op.OutputsAsNumpy().tolist() if op.OutputsLength() else []})
