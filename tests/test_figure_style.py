@@ -19,6 +19,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import shared_path
 
 from experiments import plots
 
@@ -54,6 +55,15 @@ def test_every_committed_png_has_print_resolution():
     assert not low, f"PNG below {plots.MIN_DPI} dpi or wider than 7.16 in: {low}"
 
 
+def _need_records() -> None:
+    """Skip unless results/ holds the comparison and every benchmark its stored problems
+    reference (the MiniMalloc problems are read from ../shared, never copied)."""
+    if not (RESULTS / "compare.csv").is_file():
+        pytest.skip("results/ lacks compare.csv")
+    if any((RESULTS / "problems").glob("*.ref")):
+        shared_path("benchmarks", "minimalloc")
+
+
 def _copy_records(dst: Path) -> None:
     for n in RESULTS.iterdir():
         if n.name in ("figures", "sweeps"):
@@ -63,8 +73,7 @@ def _copy_records(dst: Path) -> None:
 
 @pytest.fixture(scope="module")
 def redrawn(tmp_path_factory):
-    if not (RESULTS / "compare.csv").is_file():
-        pytest.skip("results/ lacks compare.csv")
+    _need_records()
     from experiments.bench.figures import redraw
 
     tmp = tmp_path_factory.mktemp("results")
@@ -125,8 +134,7 @@ def test_committed_figures_are_exactly_what_make_figures_writes(redrawn):
 
 
 def test_paper_style_figures_are_column_wide_with_readable_text(tmp_path):
-    if not (RESULTS / "compare.csv").is_file():
-        pytest.skip("results/ lacks compare.csv")
+    _need_records()
     from experiments.report.figures import figures_from_folder
 
     _copy_records(tmp_path)
