@@ -77,8 +77,9 @@ def plot_sched_peaks(
     result with ``status`` ``"optimal"`` (:data:`PROVED_SCHEDULE`; ``exact_dp``,
     ``cpsat_schedule``), blank where none is proved. A cell marked ``*`` equals that proved
     optimum (the same mark as the planner heatmap's proved optima); a result of a scheduler that
-    proves optima elsewhere but not here (``timeout``, ``feasible``) is marked ``?`` (not
-    proved); a run without a peak (``skipped``, ``error``) is a blank cell naming its status.
+    proves its peak optimal elsewhere but not here (any status but ``optimal``: an exact
+    scheduler stopped by its limit, or a heuristic order above the order bound) is marked ``?``
+    (not proved); a run without a peak (``skipped``, ``error``) is a blank cell naming its status.
     The colour bar says what the marks mean.
 
     Raises
@@ -182,7 +183,7 @@ def plot_sched_peaks(
     if "*" in marks:
         label += "\n* = the proved optimum"
     if "?" in marks:
-        label += "\n? = exact scheduler stopped\nby its limit: not proved"
+        label += "\n? = not proved optimal here"
     cb.set_label(label)
     ax.set_xlabel("workload")
     ax.set_ylabel("scheduler")
