@@ -296,3 +296,20 @@ def test_written_variables_export_offline_with_identical_outputs(tmp_path):
     rows = check_offline(path, tmp_path)
     assert [r["accepted"] for r in rows] == [True, True]
     assert all(r["outputs_identical"] for r in rows)
+
+
+@needs_tflm
+def test_a_model_with_an_offline_plan_is_measured_not_modelled(tmp_path):
+    """TFLite Micro places an OfflineMemoryAllocation plan as given, so the model of its own
+    planner does not apply to an exported model: both numbers are measured with the interpreter
+    (a fresh-user trial found the original's 1552 / 3840 reported for the planned model, whose
+    head is 1392 and whose smallest accepted arena is 3680)."""
+    from experiments.runtimes.tflm.offline import export_offline
+
+    out = tmp_path / "planned.tflite"
+    rep = export_offline(shared_case("tflm_rand00.tflite"), out, "choose_best")
+    info = runtime_arena(out)
+    assert info["runtime_arena_model"] is None and "offline plan" in info["runtime_arena_note"]
+    assert info["tflm_head_source"] == info["runtime_arena_source"] == "measured"
+    assert info["tflm_head"] == tflm_arena(out).head == rep["arena"] == 1392
+    assert info["runtime_arena"] == tflm_min_arena(out) == 3680

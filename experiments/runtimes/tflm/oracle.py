@@ -678,7 +678,18 @@ def tflm_arena_model(path: str | Path, head: int | None = None) -> TflmArenaMode
                        "MicroResourceVariables not modelled)")
     if any(t["bytes"] is None for s in subs for t in s["tensors"]):
         reasons.append("a tensor of unknown size (dynamic shape or unknown type)")
-    if head is None and not any(t["bytes"] is None for s in subs for t in s["tensors"]):
+    from .offline import read_offline_plan
+
+    try:
+        offline = read_offline_plan(Path(path).read_bytes()) is not None
+    except ValueError as e:  # a malformed entry: TFLM's own reading of it is not modelled either
+        offline = True
+        reasons.append(f"a malformed offline plan ({e})")
+    if offline:
+        reasons.append("the model carries an offline plan (OfflineMemoryAllocation metadata), "
+                       "whose offsets TFLite Micro takes as given: its head is not modelled")
+    if head is None and not offline and not any(t["bytes"] is None for s in subs
+                                                for t in s["tensors"]):
         try:
             head = tflm_head(path)
         except Exception as e:  # noqa: BLE001 - a malformed flatbuffer fails anywhere inside
