@@ -158,3 +158,20 @@ def test_find_cycle_in_edges():
     assert find_cycle_in([("a", "b"), ("b", "c"), ("c", "b")], "a") == ["b", "c", "b"]
     assert find_cycle_in([("a", "b")], "z") is None
     assert json.dumps(find_cycle_in([("u", "u")])) == '["u", "u"]'
+
+
+def test_a_reader_that_stops_early_is_not_an_error():
+    """``memplan list | head -1``: the reader closes the pipe; memplan stops quietly (exit 0, no
+    'Broken pipe' error line). Here the read end is closed before memplan writes at all."""
+    import os
+    import subprocess
+    import sys
+
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        p = subprocess.run([sys.executable, "-m", "experiments.cli", "list"], stdout=w,
+                           stderr=subprocess.PIPE, timeout=120)
+    finally:
+        os.close(w)
+    assert p.returncode == 0 and p.stderr == b""

@@ -78,6 +78,10 @@ def main(argv: list[str] | None = None) -> int:
     except (MemplanError, ValueError, FileNotFoundError) as e:
         print(f"memplan: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader stopped early (`memplan list | head`): not an error
+        devnull = os.open(os.devnull, os.O_WRONLY)  # the interpreter's final flush goes nowhere
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     except OSError as e:  # a last resort: writes go through planners.io (OutputError)
         print(f"memplan: error: {os_error_text(e)}", file=sys.stderr)
         return 2
