@@ -197,6 +197,32 @@ class _Instance:
 # the CP-SAT (sub-)model
 
 
+def _lifetime_interval(mdl, inst, b: int, position, T: int):
+    """The CP-SAT interval of buffer ``b``'s steps ``[first, last]`` (closed; the interval is
+    half-open ``[first, last + 1)``) when operator ``op`` runs at step ``position(op)`` (an int
+    or a CP-SAT integer variable): a graph input or resident from step 0, else from its
+    producer's step; a resident or graph output to the last step ``T - 1``, else to its last
+    consumer's step (an unread buffer only at its producer's step). Fixed-size when both ends
+    are known integers. Used by both neighbourhood models, so they agree on lifetimes."""
+    k = inst.kind[b]
+    f = 0 if k in ("in", "res") else position(inst.prod[b])
+    if k == "res" or inst.out[b]:
+        e = T - 1
+    elif inst.cons[b]:
+        cs = [position(c) for c in inst.cons[b]]
+        if all(isinstance(c, int) for c in cs):
+            e = max(cs)
+        else:
+            e = mdl.NewIntVar(0, T - 1, f"e{b}")
+            mdl.AddMaxEquality(e, cs)
+    else:
+        e = f
+    if isinstance(f, int) and isinstance(e, int):
+        return mdl.NewFixedSizeIntervalVar(f, e + 1 - f, f"t{b}")
+    ln = mdl.NewIntVar(1, T, f"l{b}")
+    return mdl.NewIntervalVar(f, ln, e + 1, f"t{b}")
+
+
 def _solve(inst: _Instance, pos: list[int], off: list[int], window: tuple[int, int],
            free_bufs: set[int], *, dtime: float | None, wall: float, seed: int, workers: int,
            whole: bool = False):
@@ -254,24 +280,7 @@ def _solve(inst: _Instance, pos: list[int], off: list[int], window: tuple[int, i
             continue
         old_local = max(old_local, off[b] + s)
         if b in var_life:
-            k = inst.kind[b]
-            f = 0 if k == "in" else (0 if k == "res" else pexpr(inst.prod[b]))
-            if k == "res" or inst.out[b]:
-                e = T - 1
-            elif inst.cons[b]:
-                cs = [pexpr(c) for c in inst.cons[b]]
-                if all(isinstance(c, int) for c in cs):
-                    e = max(cs)
-                else:
-                    e = mdl.NewIntVar(0, T - 1, f"e{b}")
-                    mdl.AddMaxEquality(e, cs)
-            else:
-                e = f
-            if isinstance(f, int) and isinstance(e, int):
-                iv = mdl.NewFixedSizeIntervalVar(f, e + 1 - f, f"t{b}")
-            else:
-                ln = mdl.NewIntVar(1, T, f"l{b}")
-                iv = mdl.NewIntervalVar(f, ln, e + 1, f"t{b}")
+            iv = _lifetime_interval(mdl, inst, b, pexpr, T)
         else:
             iv = mdl.NewFixedSizeIntervalVar(cur_first[b], cur_last[b] + 1 - cur_first[b],
                                              f"t{b}")
@@ -371,24 +380,8 @@ def _order_solve(inst: _Instance, pos, window: tuple[int, int], *, dtime, wall, 
     for b in range(inst.m):
         if inst.size[b] == 0 or inst.kind[b] == "res" or first[b] > h_hi or last[b] < h_lo:
             continue
-        if b in var:
-            k = inst.kind[b]
-            f = 0 if k == "in" else (P.get(inst.prod[b], pos[inst.prod[b]]))
-            if inst.out[b]:
-                e = T - 1
-            elif inst.cons[b]:
-                cs = [P.get(c, pos[c]) for c in inst.cons[b]]
-                if all(isinstance(c, int) for c in cs):
-                    e = max(cs)
-                else:
-                    e = mdl.NewIntVar(0, T - 1, f"e{b}")
-                    mdl.AddMaxEquality(e, cs)
-            else:
-                e = f
-            if isinstance(f, int) and isinstance(e, int):
-                ivs.append(mdl.NewFixedSizeIntervalVar(f, e + 1 - f, f"t{b}"))
-            else:
-                ivs.append(mdl.NewIntervalVar(f, mdl.NewIntVar(1, T, f"l{b}"), e + 1, f"t{b}"))
+        if b in var:  # residents are never in ``var``
+            ivs.append(_lifetime_interval(mdl, inst, b, lambda op: P.get(op, pos[op]), T))
         else:
             ivs.append(mdl.NewFixedSizeIntervalVar(first[b], last[b] + 1 - first[b], f"t{b}"))
         dem.append(inst.size[b])
