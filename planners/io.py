@@ -16,6 +16,16 @@ not fixed; MiniMalloc fixes every given offset). memplan's own columns: ``pools`
 candidate pool names; empty: any) on input, and ``pool`` (the pool of each buffer) on output of a
 plan with pools; read back with pools, a fixed offset is fixed in that pool. Two columns that alias one name are refused, as MiniMalloc does.
 
+**Alias and colocation groups** (:class:`~planners.model.Problem` ``aliases`` and
+``colocations``) travel in three more memplan columns, written only when the problem has such
+groups: ``alias_of`` (the parent's id of an alias child, e.g. an in-place result sitting in its
+input; empty for a buffer that is no child) with ``alias_delta`` (bytes from the parent's offset
+to the child's; empty or ``0``), and ``colocate`` (for every member of a colocation group the id of
+the group's first member, that member included; empty elsewhere). Without them a plan of a
+problem with groups would read back as independent buffers, and the members that share addresses
+on purpose would be reported as overlaps. MiniMalloc's reader (``FromCsv``) accepts the file: it
+maps every header column and reads only those it knows.
+
 **Ids are never normalised.** An id is the ``id`` field byte for byte as the CSV rules (RFC 4180,
 Python's ``csv`` module) give it: surrounding spaces and tabs are part of the id, and a quoted id
 keeps its commas, doubled quotes, carriage returns and newlines. So ``a``, `` a `` and ``"a<LF>"``
@@ -181,6 +191,10 @@ _ALIASES = {"buffer": "id", "buffer_id": "id", "begin": "lower", "start": "lower
 #: Columns read row by row (the fast paths know id, lower, upper, size, alignment only).
 _FEATURE_COLUMNS = ("hint", "gaps", "pools")
 
+#: memplan's group columns (module docstring): alias child -> parent id, the child's delta in
+#: bytes, and a colocation group's first member; read row by row too.
+_GROUP_COLUMNS = ("alias_of", "alias_delta", "colocate")
+
 
 def _normalise_header(header: list[str], path) -> tuple[list[str], int]:
     """MiniMalloc's header aliases applied (:data:`_ALIASES`) and the addend of the upper ends
@@ -188,7 +202,7 @@ def _normalise_header(header: list[str], path) -> tuple[list[str], int]:
     two columns name one field after aliasing."""
     out = [_ALIASES.get(h, h) for h in header]
     dup = sorted({h for h in out if out.count(h) > 1 and h in
-                  set(_REQUIRED) | {"alignment", "offset", *_FEATURE_COLUMNS}})
+                  set(_REQUIRED) | {"alignment", "offset", *_FEATURE_COLUMNS, *_GROUP_COLUMNS}})
     if dup and out != header:
         raise ProblemError(f"{path}: header {header} names column(s) {dup} twice after "
                            f"MiniMalloc's aliases (buffer/buffer_id=id, start/begin=lower, "
@@ -547,8 +561,8 @@ def read_minimalloc_csv(
     if pools:
         capacity = None
     # the fast paths read plain columns; MiniMalloc's aliases and feature columns go row by row
-    special = (header != given or any(c in header for c in _FEATURE_COLUMNS) or bool(pools)
-               or (offsets == "fixed" and "offset" in header))
+    special = (header != given or any(c in header for c in _FEATURE_COLUMNS + _GROUP_COLUMNS)
+               or bool(pools) or (offsets == "fixed" and "offset" in header))
     cols = None if special else _fast_columns(raw, header, has_align)
     del raw
     if cols is not None:
@@ -563,6 +577,9 @@ def read_minimalloc_csv(
         # else a row breaks a buffer rule: the row-by-row path names it
     plain = None if cols is not None or special else _plain_buffers(text, header, has_align)
     buffers = plain if plain is not None else []
+    aliases: dict[str, tuple[str, int]] = {}
+    coloc: dict[str, list[str]] = {}  # first member -> members, in file order
+    coloc_line: dict[str, str] = {}  # first member -> where its group was first named
     for row in _checked_rows(reader, path) if plain is None else ():
         where = f"{path}:{reader.line_num}"
         if None in row:  # more fields than the header
@@ -596,12 +613,36 @@ def read_minimalloc_csv(
                 pool = str(row.get("pool") or "").strip()
                 if extra["offset"] is not None and pool and pools:
                     extra["pools"] = (pool,)  # a solved file: the offset is inside that pool
+            parent = row.get("alias_of") or ""  # an id: byte for byte, never stripped
+            if parent:
+                delta = 0
+                if "alias_delta" in header and str(row.get("alias_delta") or "").strip():
+                    delta = _int_field(row, "alias_delta", where)
+                aliases[bid] = (parent, delta)
+            elif "alias_delta" in header and str(row.get("alias_delta") or "").strip() not in (
+                    "", "0"):
+                raise ProblemError(f"{where}: buffer {bid!r} has an alias_delta but no alias_of "
+                                   "(the delta is the offset inside the parent it names)")
+            first = row.get("colocate") or ""
+            if first:
+                coloc.setdefault(first, []).append(bid)
+                coloc_line.setdefault(first, where)
         try:
             buffers.append(Buffer(bid, lower, upper, size, align, **extra))
         except ProblemError as e:
             raise ProblemError(f"{where}: {e}") from None
     if not buffers:
         raise ProblemError(f"{path}: header only, no buffers")
+    if aliases and any(b.offset is not None for b in buffers):
+        raise ProblemError(f"{path}: the file has alias groups (column 'alias_of') and offsets "
+                           "read as fixed positions, which alias groups do not combine with; "
+                           "read its offsets as a plan (offsets='ignore'; on the command line "
+                           "`memplan check`, or `memplan plan --ignore-offsets` to re-plan)")
+    for first, members in coloc.items():
+        if first not in members:
+            raise ProblemError(f"{coloc_line[first]}: column 'colocate' names {first!r}, which "
+                               "is not a member of its own group (every member, the first "
+                               "included, names the group's first member)")
     try:
         return Problem(
             buffers,
@@ -609,6 +650,8 @@ def read_minimalloc_csv(
             alignment=alignment,
             name=pname,
             pools=pools or None,
+            aliases=aliases or None,
+            colocations=[tuple(m) for m in coloc.values()] or None,
         )
     except ProblemError as e:  # duplicate ids, capacity, the int64 range rule (planners.model)
         raise ProblemError(f"{path}: {e}") from None
@@ -640,6 +683,12 @@ def minimalloc_csv_text(problem: Problem, plan: Plan | None = None) -> str:
     with_pool = plan is not None and plan.pools is not None and bool(problem.pools)
     if with_pool:
         cols.append("pool")
+    aliases = problem.aliases or {}
+    if aliases:
+        cols += ["alias_of", "alias_delta"]
+    first_of = {b: g[0] for g in problem.colocations for b in g}
+    if first_of:
+        cols.append("colocate")
     lines = [_csv_line(cols)]
     hints, pins = problem.hints.tolist(), problem.pins.tolist()
     for i, b in enumerate(problem.buffers):
@@ -661,6 +710,11 @@ def minimalloc_csv_text(problem: Problem, plan: Plan | None = None) -> str:
                 row.append("" if pins[i] < 0 else pins[i])
         if with_pool:
             row.append(problem.pools[int(plan.pools[i])].name)
+        if aliases:
+            parent, delta = aliases.get(b.id, ("", ""))
+            row += [parent, delta]
+        if first_of:
+            row.append(first_of.get(b.id, ""))
         lines.append(_csv_line(row))
     return "".join(lines)
 
@@ -678,13 +732,15 @@ def _csv_line(fields) -> str:
 
 def write_minimalloc_csv(problem: Problem, path: str | Path, plan: Plan | None = None) -> None:
     """Write ``problem`` as a MiniMalloc CSV (``id,lower,upper,size`` [,``alignment``] [,``hint``]
-    [,``gaps``] [,``pools``] [,``offset``] [,``pool``]).
+    [,``gaps``] [,``pools``] [,``offset``] [,``pool``] [,``alias_of``,``alias_delta``]
+    [,``colocate``]).
 
     ``alignment`` is written when any buffer's alignment differs from 1; ``hint`` (``-1``: none)
     and ``gaps`` (``lower-upper[@lo:hi]``, half-open) as MiniMalloc's ``ToCsv`` writes them when
     a buffer has one; ``pools`` (candidate names) when a buffer names some; ``offset`` when a
     plan is given (its offsets) or a buffer is pinned (its fixed offset, empty where free);
-    ``pool`` when the plan has pools. Values are written as exact decimal integers, so reading the file back gives the same
+    ``pool`` when the plan has pools; ``alias_of``, ``alias_delta`` and ``colocate`` when the
+    problem has alias or colocation groups (module docstring). Values are written as exact decimal integers, so reading the file back gives the same
     problem (and offsets) for any admissible value, e.g. sizes near ``2**62``; ids are quoted
     where the CSV rules need it (:func:`minimalloc_csv_text`) and read back byte for byte. The
     file is written atomically (:func:`atomic_write`): a crash or a write error leaves no half

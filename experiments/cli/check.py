@@ -5,7 +5,10 @@ upper)`` in steps, sizes in bytes), optional ``alignment``, and an ``offset`` co
 ``memplan plan -o`` and MiniMalloc write it. :func:`planners.validate.plan_violations` collects
 every violation: each pair of buffers live at the same step whose address ranges overlap, each
 misaligned or negative offset, each buffer that ends above the capacity (``--capacity``, else the
-``NAME.CAPACITY.csv`` file name, else none).
+``NAME.CAPACITY.csv`` file name, else none). The groups a plan CSV records (``alias_of`` /
+``alias_delta``: in-place results and views sitting in their parent; ``colocate``: buffers that
+share one offset; :mod:`planners.io`) are part of the problem checked, so aliased members may share
+addresses and must sit at their parent's offset plus the delta.
 
 Exit status: 0 for a valid plan (printing the arena, the lower bound -- max live bytes,
 :func:`planners.lower_bound` -- and their ratio), 1 for an invalid one (listing every violation
