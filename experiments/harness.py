@@ -34,8 +34,8 @@ from planners.registry import PLANNERS, check_planner_names, planner_for
 if TYPE_CHECKING:  # pandas is imported where a DataFrame is built: `memplan plan` starts fast
     import pandas as pd
 
-__all__ = ["RECORD_COLUMNS", "INT_COLUMNS", "records_frame", "run_one", "compare", "planner_for",
-           "default_planners", "planner_family", "params_for", "check_params_used", "warm_up",
+__all__ = ["RECORD_COLUMNS", "INT_COLUMNS", "POOL_COLUMNS", "records_frame", "run_one", "compare",
+           "planner_for", "pools_text", "arena_columns", "default_planners", "planner_family", "params_for", "check_params_used", "warm_up",
            "TIMING_REPEATS", "REPEAT_BELOW", "DEFAULT_TIME_LIMIT"]
 
 #: Columns of a comparison record, in order.
@@ -66,14 +66,55 @@ RECORD_COLUMNS = [
 #: so a failed run's empty cell does not turn the column into float64, which rounds above 2**53.
 INT_COLUMNS = ("buffers", "capacity", "lower_bound", "naive", "arena", "best_bound")
 
+#: Columns of a record of a problem with memory pools (:attr:`planners.Problem.pools`; ``memplan
+#: compare --pools``, a sweep's ``pools`` key), after :data:`RECORD_COLUMNS`: ``pools``, the pools
+#: given, in preference order, as ``--pools`` text with exact bytes (:func:`pools_text`, e.g.
+#: ``sram=262144:16,psram=8388608``); ``arenas``, the plan's bytes per pool as compact JSON
+#: (``{"sram":244608,"psram":2408448}``, :attr:`planners.Plan.arenas`); and one ``Int64`` column
+#: ``arena_NAME`` per pool (:func:`arena_columns`). ``arena`` stays the sum over the pools
+#: (:attr:`planners.Plan.arena_size`), ``capacity`` is empty (each pool has its own) and
+#: ``fits`` says whether every pool's arena is within its capacity (status ``over_capacity``
+#: otherwise). A comparison without pools has none of these columns.
+POOL_COLUMNS = ("pools", "arenas")
+
+
+def pools_text(pools) -> str:
+    """``pools`` (:class:`planners.model.MemoryPool`, preference order) as ``--pools`` text with
+    exact bytes: ``NAME=BYTES[:ALIGN]`` joined by commas, ``inf`` for an unbounded pool, the
+    alignment only when above 1 (it reads back through
+    :func:`experiments.cli.common.parse_pools` to the same pools). ``""`` for no pools.
+
+    >>> from planners.model import MemoryPool
+    >>> pools_text([MemoryPool("sram", 262144, 16), MemoryPool("psram", None)])
+    'sram=262144:16,psram=inf'
+    """
+    return ",".join(f"{q.name}={'inf' if q.capacity is None else int(q.capacity)}"
+                    + (f":{int(q.alignment)}" if int(q.alignment) > 1 else "")
+                    for q in pools or ())
+
+
+def arena_columns(records: Sequence[dict[str, Any]]) -> list[str]:
+    """The ``arena_NAME`` columns of ``records`` (one per pool named in any record's ``pools``
+    text, in order of first appearance); ``[]`` when no record has pools."""
+    names: dict[str, None] = {}
+    for r in records:
+        for item in str(r.get("pools") or "").split(","):
+            if item:
+                names.setdefault("arena_" + item.split("=", 1)[0], None)
+    return list(names)
+
 
 def records_frame(records: Sequence[dict[str, Any]]) -> pd.DataFrame:
-    """Records as a DataFrame with :data:`RECORD_COLUMNS`; :data:`INT_COLUMNS` are ``Int64``
-    built from the records' Python ints (exact, never through float64). ``O(rows)``."""
+    """Records as a DataFrame with :data:`RECORD_COLUMNS` (and, when a record has pools,
+    :data:`POOL_COLUMNS` and its ``arena_NAME`` columns); :data:`INT_COLUMNS` and the
+    ``arena_NAME`` columns are ``Int64`` built from the records' Python ints (exact, never
+    through float64). ``O(rows)``."""
     import pandas as pd
 
-    df = pd.DataFrame.from_records(list(records), columns=RECORD_COLUMNS)
-    for c in INT_COLUMNS:
+    per_pool = arena_columns(records)
+    cols = RECORD_COLUMNS + (list(POOL_COLUMNS) + per_pool if per_pool else [])
+    df = pd.DataFrame.from_records(list(records), columns=cols)
+    for c in (*INT_COLUMNS, *per_pool):
         vals = [r.get(c) for r in records]
         df[c] = pd.array([None if v is None or (isinstance(v, float) and math.isnan(v)) else int(v)
                           for v in vals], dtype="Int64")
@@ -157,7 +198,15 @@ def run_one(
     get the problem's capacity, or the lower bound when the problem has none (the question "does an
     optimal plan reach the lower bound?"). Other planners minimise the arena; a capacity, when the
     problem has one, is recorded and compared against (column ``fits``) but not imposed.
-    Errors are caught and recorded in ``error`` with ``status="error"``.
+    Errors are caught and recorded in ``error`` with ``status="error"`` (a planner that refuses a
+    feature of the problem, :class:`planners.errors.FeatureError`, too: its one-line reason).
+
+    A problem with memory pools (:attr:`planners.Problem.pools`) is planned as it is, every
+    planner under the pools' own capacities; the record gains :data:`POOL_COLUMNS` and
+    ``arena_NAME`` per pool, ``fits`` is whether every pool's arena is within its capacity, and
+    ``pool_of`` holds each buffer's pool index (problem order; a list, not a table column) for the
+    stored plan. The plan is checked with its pools (:func:`planners.check_plan`, capacities
+    left to ``fits``: an ``over_capacity`` plan is a valid layout that does not fit).
     """
     params = dict(params or {})
     lb = lower_bound(problem)
@@ -182,12 +231,18 @@ def run_one(
         "fits": None,
         "error": "",
     }
+    if problem.pools:
+        rec["pools"] = pools_text(problem.pools)
+        rec["arenas"] = None
+        rec.update({"arena_" + q.name: None for q in problem.pools})
     plan = None
     t0 = time.perf_counter()
     try:
         planner = planner_for(planner_name, time_limit, params)
         rec["params"] = json.dumps(planner.get_params(), sort_keys=True, default=str)
-        if _needs_capacity(planner):
+        if problem.pools:  # each pool's own capacity; the spill assigns unbounded ones
+            target = problem
+        elif _needs_capacity(planner):
             target = problem if problem.capacity is not None else problem.with_capacity(lb)
         else:
             target = problem.with_capacity(None)
@@ -205,11 +260,20 @@ def run_one(
         rec["status"] = plan.status
         rec["best_bound"] = plan.best_bound
         if plan.status not in ("infeasible", "timeout", "skipped"):
-            check_plan(problem, plan.offsets)  # independent second check, outside the planner
+            # independent second check, outside the planner (with pools: each buffer's pool)
+            check_plan(problem, plan.offsets, pools=plan.pools if problem.pools else None,
+                       pool_capacities=False)
             rec["valid"] = True
             rec["arena"] = plan.arena_size
             rec["ratio"] = metrics.ratio(plan.arena_size, lb)
             rec["fits"] = metrics.fits(plan.arena_size, rec["capacity"])
+            if problem.pools:
+                arenas = plan.arenas
+                rec["arenas"] = json.dumps(arenas, separators=(",", ":"))
+                rec.update({"arena_" + k: int(v) for k, v in arenas.items()})
+                rec["fits"] = all(q.capacity is None or arenas[q.name] <= q.capacity
+                                  for q in problem.pools)
+                rec["pool_of"] = plan.pools.tolist()
             # the one rule (planners.model.is_proved_optimal), already applied to the status
             rec["proved"] = plan.status == "optimal"
     except InvalidPlanError as e:  # a planner bug: record it loudly
@@ -270,6 +334,7 @@ def compare(
     on_plan: Callable[[dict[str, Any], list[int] | None], None] | None = None,
     params: dict[str, Any] | None = None,
     repeats: int = TIMING_REPEATS,
+    pools=None,
 ) -> pd.DataFrame:
     """Run every planner on every workload; return the records as a DataFrame (``RECORD_COLUMNS``).
 
@@ -291,8 +356,16 @@ def compare(
         has raises :class:`planners.errors.ParameterError` before anything runs.
     repeats : timed runs of each short run (:func:`run_one`; median in ``seconds``, minimum in
         ``seconds_min``); every worker is warmed up per planner first (:func:`warm_up`).
+    pools : sequence of :class:`planners.model.MemoryPool`, optional
+        Memory pools in preference order (``--pools``) given to every workload's problem
+        (:meth:`planners.Problem.with_pools`) before anything runs; records gain
+        :data:`POOL_COLUMNS` and ``arena_NAME`` per pool, and ``on_plan`` finds each buffer's pool
+        index in the record's ``pool_of`` (:func:`run_one`). A problem that cannot take pools
+        raises :class:`planners.errors.ProblemError` naming it.
     """
     items = list(workloads.items()) if isinstance(workloads, dict) else list(workloads)
+    if pools:
+        items = [(w, p.with_pools(pools)) for w, p in items]
     names = list(planners) if planners is not None else default_planners()
     check_planner_names(names)
     check_params_used(names, params)

@@ -27,7 +27,8 @@ from planners import Plan, Problem, ProblemError, live_profile
 from planners.io import atomic_output
 from planners.io import atomic_write as _atomic_write
 
-__all__ = ["atomic_write", "write_csv", "write_parquet", "PLANS_FILE", "plan_entry", "write_plans",
+__all__ = ["atomic_write", "write_csv", "write_parquet", "PLANS_FILE", "plan_entry", "pools_entry",
+           "write_plans",
            "read_plans", "store_problem", "load_problem_csv", "external_source",
            "write_stored_problem", "problem_csv_text", "SHARED_DIR", "REPO", "SCHED_PLANS_FILE",
            "write_schedules", "read_schedules"]
@@ -97,11 +98,26 @@ def write_parquet(df, path: str | Path, warn: bool = True) -> Path | None:
 
 def plan_entry(rec: Mapping[str, Any], offsets: Sequence[int] | None) -> dict[str, Any]:
     """One entry of :data:`PLANS_FILE`: the run's identity, status, arena and offsets (bytes,
-    problem order; ``None`` when the run has no valid plan)."""
-    return {"workload": rec["workload"], "planner": rec["planner"], "params": rec.get("params", ""),
-            "status": rec["status"], "arena": rec.get("arena"),
-            "lower_bound": rec.get("lower_bound"), "best_bound": rec.get("best_bound"),
-            "offsets": None if offsets is None else [int(o) for o in offsets]}
+    problem order; ``None`` when the run has no valid plan). A run with memory pools also stores
+    ``pools``, each buffer's pool index (the record's ``pool_of``,
+    :func:`experiments.harness.run_one`; offsets are then relative to the pool's base)."""
+    entry = {"workload": rec["workload"], "planner": rec["planner"],
+             "params": rec.get("params", ""), "status": rec["status"], "arena": rec.get("arena"),
+             "lower_bound": rec.get("lower_bound"), "best_bound": rec.get("best_bound"),
+             "offsets": None if offsets is None else [int(o) for o in offsets]}
+    if rec.get("pools"):
+        pool_of = rec.get("pool_of")
+        entry["pools"] = None if offsets is None or pool_of is None else [int(k) for k in pool_of]
+    return entry
+
+
+def pools_entry(pools) -> list[dict[str, Any]]:
+    """The memory pools of a comparison (:class:`planners.model.MemoryPool`, preference order) as
+    the JSON list :data:`PLANS_FILE` stores under ``pools`` (``write_plans(...,
+    extra={"pools": ...})``): ``{"name", "capacity" (bytes or null), "alignment", "cost"}``
+    each; :func:`read_plans` gives the stored problems these pools again."""
+    return [{"name": q.name, "capacity": q.capacity, "alignment": int(q.alignment),
+             "cost": int(q.cost)} for q in pools]
 
 
 #: ``../shared`` beside the repository. Benchmark problems read from there (MiniMalloc, idealloc)
@@ -216,19 +232,31 @@ def read_plans(out: str | Path, name: str = PLANS_FILE) -> tuple[dict[str, Probl
                                                                  dict[tuple[str, str], Plan]]:
     """The stored problems (by workload) and plans (by (workload, planner)) of a comparison
     folder, for figures. Plans keep their recorded status; nothing is re-planned or re-checked
-    here (each was validated before it was stored)."""
+    here (each was validated before it was stored). A comparison with memory pools (a ``pools``
+    list, :func:`pools_entry`) gives problems with those pools and plans with each buffer's
+    pool (:attr:`planners.Plan.pools`); a plan entry without its pools is left out."""
     out = Path(out)
     body = json.loads((out / name).read_text())
     problems = {w: load_problem_csv(out / rel, w) for w, rel in body["problems"].items()}
+    if body.get("pools"):
+        from planners.model import MemoryPool
+
+        pools = [MemoryPool(q["name"], q["capacity"], q["alignment"], q.get("cost", 0))
+                 for q in body["pools"]]
+        problems = {w: p.with_pools(pools) for w, p in problems.items()}
     plans: dict[tuple[str, str], Plan] = {}
     for e in body["plans"]:
         p = problems.get(e["workload"])
         if p is None or e.get("offsets") is None or len(e["offsets"]) != p.n:
             continue
+        pool_of = e.get("pools")
+        if p.pools and (pool_of is None or len(pool_of) != p.n):
+            continue
         plans[(e["workload"], e["planner"])] = Plan(
             p, np.asarray(e["offsets"], dtype=np.int64), e["planner"], e["status"],
             lower_bound=int(e["lower_bound"]) if e.get("lower_bound") is not None else 0,
-            best_bound=e.get("best_bound"))
+            best_bound=e.get("best_bound"),
+            pools=np.asarray(pool_of, dtype=np.int64) if p.pools else None)
     return problems, plans
 
 

@@ -3,7 +3,11 @@ records, the stored plans, the Markdown report and the figures drawn from the re
 
 * planners (default): ``compare.csv`` / ``.parquet`` (:func:`experiments.harness.compare`),
   ``compare_plans.json`` (offsets), ``compare.md`` (:mod:`experiments.report.compare`), figures
-  (:func:`experiments.report.figures.compare_figures`).
+  (:func:`experiments.report.figures.compare_figures`). With ``--pools NAME=BYTES[:ALIGN],...``
+  every workload's problem gets those memory pools (preference order): the records gain
+  ``pools``, ``arenas`` and ``arena_NAME`` per pool (:data:`experiments.harness.POOL_COLUMNS`;
+  ``arena`` is their sum), the stored plans each buffer's pool, and the layout figures one panel
+  per pool with its capacity.
 * ``--schedulers``: ``compare_sched.csv`` / ``.parquet`` / ``.md`` and the stored schedules
   (:mod:`experiments.sched_compare`).
 * ``--pipeline``: ``compare_pipeline.csv`` / ``.md`` and ``compare_pipeline_plans.json``
@@ -20,6 +24,7 @@ from pathlib import Path
 
 from experiments.cli.common import (
     add_param_flag,
+    add_pool_flags,
     add_time_limit_flag,
     note_time_limit,
     params_of,
@@ -74,10 +79,27 @@ def add_parsers(sub) -> None:
     c.add_argument("--style", choices=("default", "paper"), default="default",
                    help="figure style: default, or paper (3.5 / 7.16 in wide, 8-9 pt, PDF "
                         "with embedded fonts, colour-blind-safe palette)")
+    add_pool_flags(c, ignore_offsets=False)  # planner comparison only (not with --schedulers
+    # or --pipeline): columns pools, arenas, arena_NAME; arena is the sum over the pools
 
 
 def run(args) -> int:
-    """Run ``memplan compare`` (planners, ``--schedulers`` or ``--pipeline``); the exit status."""
+    """Run ``memplan compare`` (planners, ``--schedulers`` or ``--pipeline``); the exit status.
+    ``--pools`` text is checked first (:func:`experiments.cli.common.parse_pools`:
+    :class:`planners.errors.ProblemError`, one line, exit 2); it applies to the planner
+    comparison only, and with ``--schedulers``, ``--pipeline`` or ``--rv64`` it is refused the
+    same way (those compare one arena)."""
+    from experiments.cli.common import parse_pools
+    from planners.errors import ProblemError
+
+    pools = parse_pools(getattr(args, "pools", None))
+    if pools:
+        other = [flag for flag, on in (("--schedulers", args.schedulers is not None),
+                                       ("--pipeline", parse_pipeline(args.pipeline) is not None),
+                                       ("--rv64", args.rv64)) if on]
+        if other:
+            raise ProblemError(f"--pools applies to the planner comparison only, not with "
+                               f"{other[0]} (which measures one arena)")
     if args.schedulers is not None:
         return compare_schedulers(args)
     if parse_pipeline(args.pipeline) is not None:
@@ -87,11 +109,13 @@ def run(args) -> int:
 
 def compare_planners(args) -> int:
     """Planners on workloads: records, stored plans, Markdown and figures; returns 0."""
-    from experiments.harness import compare, default_planners, records_frame
+    from experiments.harness import compare, default_planners, pools_text, records_frame
+    from experiments.cli.common import parse_pools
     from experiments.records import (
         PLANS_FILE,
         atomic_write,
         plan_entry,
+        pools_entry,
         read_plans,
         store_problem,
         write_csv,
@@ -107,8 +131,17 @@ def compare_planners(args) -> int:
         raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
     if args.timing_repeats < 1:
         raise ValueError(f"--timing-repeats must be >= 1, got {args.timing_repeats}")
+    pools = parse_pools(getattr(args, "pools", None))
     problems = resolve_problems(split_list(args.workloads), minimalloc_dir=args.minimalloc_dir,
                                 size_attr=args.size_attr, overrides=args.override)
+    if pools:  # every problem must take the pools: an error before anything runs or is written
+        from planners.errors import ProblemError
+
+        for w, p in problems.items():
+            try:
+                p.with_pools(pools)
+            except ProblemError as e:
+                raise ProblemError(f"workload {w!r} cannot take --pools: {e}") from None
     out = Path(args.out)
     from planners.io import output_folder  # OutputError: one line naming the folder
 
@@ -122,15 +155,17 @@ def compare_planners(args) -> int:
         records.append(rec)
         write_csv(records_frame(records), csv_path)
 
-    def keep_plan(rec, offsets):  # the offsets beside the record, for the figures
+    extra = {"pools": pools_entry(pools)} if pools else None  # problems stored without pools
+
+    def keep_plan(rec, offsets):  # the offsets (and pools) beside the record, for the figures
         entries.append(plan_entry(rec, offsets))
-        write_plans(out, stored, entries)
+        write_plans(out, stored, entries, extra=extra)
 
     if split_list(args.planners):  # the default set mixes solvers and heuristics on purpose
         note_time_limit(planners, args.time_limit)
     df = compare(problems, planners, time_limit=time_limit_of(args), progress=not args.quiet,
                  on_record=keep, jobs=args.jobs, on_plan=keep_plan, params=params_of(args),
-                 repeats=args.timing_repeats)
+                 repeats=args.timing_repeats, pools=pools)
     if args.rv64:
         from experiments.enrich import add_rv64_columns
 
@@ -156,7 +191,8 @@ def compare_planners(args) -> int:
     from experiments.metrics import coverage_note, planner_summary
 
     summary = planner_summary(df)  # the table compare.md holds, with each planner's coverage
-    print(f"per planner (time limit {time_limit_of(args):g} s, pipeline none):")
+    where = f", pools {pools_text(pools)}" if pools else ""
+    print(f"per planner (time limit {time_limit_of(args):g} s, pipeline none{where}):")
     print(summary.reset_index().to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     print(coverage_note(summary))
     print(f"{len(df)} runs, {ok} valid plans; wrote {', '.join(wrote)}")

@@ -79,20 +79,11 @@ def _graph_for(spec: str, overrides, size_attr: str):
 
 
 def _pool_panels(label: str, plan, out: dict) -> None:
-    """Put ``plan`` into ``out`` under ``label``, or, for a plan with pools, one panel per pool
-    labelled ``LABEL: POOL (capacity C B)`` holding that pool's buffers at their offsets."""
-    from planners import Plan, lower_bound
-    from planners.multipool import pool_subproblem
+    """One panel per pool of ``plan`` into ``out``: :func:`experiments.plots.view.pool_panels`
+    (shared with the figures of ``memplan compare``)."""
+    from experiments.plots.view import pool_panels
 
-    if plan.pools is None or not plan.problem.pools:
-        out[label] = plan
-        return
-    for k, q in enumerate(plan.problem.pools):
-        sub, idx = pool_subproblem(plan.problem, plan.pools, k, None)
-        cap = "unbounded" if q.capacity is None else f"capacity {q.capacity} B"
-        out[f"{label}: {q.name} ({cap})"] = Plan(
-            sub, plan.offsets[idx], planner=plan.planner, status=plan.status,
-            lower_bound=lower_bound(sub), info=dict(plan.info))
+    pool_panels(label, plan, out)
 
 
 def load_view(spec: str, planners: list[str] | None, time_limit: float | None = None,

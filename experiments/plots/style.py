@@ -66,6 +66,7 @@ __all__ = [
     "plot_ratio_by_planner",
     "plot_memory_over_time",
     "plot_arena_layout",
+    "plot_pool_layouts",
 ]
 
 #: Okabe-Ito colour-blind-safe palette, ordered by contrast on white (the pale yellow last).
@@ -901,13 +902,14 @@ def plot_memory_over_time(
 
 
 def plot_arena_layout(plan: Plan, title: str | None = None, max_labels: int = 40,
-                      label_fontsize: float = MIN_TEXT_PT, ax=None):
+                      label_fontsize: float = MIN_TEXT_PT, ax=None, capacity: int | None = None):
     """The arena layout of one plan: one rectangle per buffer ``[start, end) x [offset,
     offset + size)`` (schedule steps x bytes), the lower bound and arena as lines.
 
     Parameters
     ----------
     plan : Plan
+        A one-arena plan (a plan with memory pools is drawn by :func:`plot_pool_layouts`).
     title : str, optional
     max_labels : int
         At most this many buffer ids are written, largest rectangles first, and only inside
@@ -916,12 +918,19 @@ def plot_arena_layout(plan: Plan, title: str | None = None, max_labels: int = 40
     label_fontsize : float
         Points.
     ax : matplotlib Axes, optional
+    capacity : int, optional
+        Bytes: drawn as a dash-dotted line labelled with the capacity and whether the arena
+        fits it (the address axis reaches it when it is at most twice the arena; a capacity
+        further above is named in the legend as off the axis).
 
     Returns
     -------
     matplotlib Axes. O(n log n) for n buffers. The arena's legend entry names the plan's status
     when it is not a proved optimum.
     """
+    if plan.pools is not None and plan.problem.pools:
+        raise ValueError("plot_arena_layout draws one address space; a plan with memory pools "
+                         "is drawn by plot_pool_layouts (one panel per pool)")
     p = plan.problem
     fig, ax = _new_axes(ax, figsize("double", 3.6, 6.5))
     keep = p.sizes > 0
@@ -943,8 +952,16 @@ def plot_arena_layout(plan: Plan, title: str | None = None, max_labels: int = 40
                + ("" if plan.status == "optimal" or same
                   else f"\n({plan.status}, not proved optimal)"))
     ax.axhline(lb, color="black", ls=(0, (4, 2)), lw=0.9, label=f"lower bound {format_bytes(lb)}")
+    top = max(arena, lb, 1)
+    if capacity is not None:
+        verdict = "fits" if arena <= capacity else "DOES NOT FIT"
+        shown = capacity <= 2 * top
+        ax.axhline(capacity if shown else top, color="black", ls="-.", lw=1.6,
+                   visible=shown, label=f"capacity {format_bytes(capacity)} ({verdict})"
+                   + ("" if shown else ", above the axis"))
+        top = max(top, capacity) if shown else top
     ax.set_xlim(int(p.starts.min()) if p.n else 0, p.horizon or 1)
-    ax.set_ylim(0, max(arena, lb, 1) * 1.05)
+    ax.set_ylim(0, top * 1.05)
     byte_axis(ax.yaxis)
     step_axis(ax.xaxis)
     if len(ids) and max_labels > 0:
@@ -970,3 +987,48 @@ def plot_arena_layout(plan: Plan, title: str | None = None, max_labels: int = 40
     ax.set_title(title or f"Arena layout: {p.name}, {plan.planner}")
     _legend_right(ax)
     return ax
+
+
+def plot_pool_layouts(plan: Plan, title: str | None = None, max_labels: int = 40,
+                      label_fontsize: float = MIN_TEXT_PT):
+    """The layout of a plan with memory pools (:attr:`planners.Plan.pools`): one panel per pool
+    (preference order, top to bottom), each an address space of its own from 0 drawn by
+    :func:`plot_arena_layout` with that pool's buffers, its arena, its own lower bound (max live
+    bytes of its buffers) and its capacity line (none for an unbounded pool); pools are never
+    drawn in one address space. The panels share the time axis. The per-pool plans come from
+    :func:`experiments.plots.view.pool_plans` (the same split as ``memplan view --pools``).
+
+    Parameters
+    ----------
+    plan : Plan
+        A plan of a problem with pools (``ValueError`` otherwise).
+    title : str, optional
+        The figure's title (default: the problem and planner).
+    max_labels, label_fontsize : as :func:`plot_arena_layout`, per panel.
+
+    Returns
+    -------
+    matplotlib Figure with one Axes per pool. O(n log n) for n buffers.
+    """
+    from experiments.plots.view import pool_plans
+
+    per_pool = pool_plans(plan)
+    if not per_pool:
+        raise ValueError("plot_pool_layouts needs a plan with memory pools; draw a one-arena "
+                         "plan with plot_arena_layout")
+    paper = bool(STYLES[current_style()].get("double"))
+    w, h = figsize("double", 3.0, 6.5)
+    with _rc(STYLES[current_style()]["rc"]):
+        fig, axes = plt.subplots(len(per_pool), 1, figsize=(w, h * len(per_pool)), sharex=True,
+                                 squeeze=False, layout="constrained" if paper else None)
+    for ax, (q, sub) in zip(axes[:, 0], per_pool, strict=True):
+        cap = "unbounded" if q.capacity is None else f"capacity {format_bytes(q.capacity)}"
+        plot_arena_layout(sub, title=f"pool {q.name} ({cap}, alignment {q.alignment} B): "
+                                     f"{sub.problem.n} buffer{'' if sub.problem.n == 1 else 's'}",
+                          max_labels=max_labels, label_fontsize=label_fontsize, ax=ax,
+                          capacity=q.capacity)
+        ax.set_ylabel(f"offset in {q.name}")
+    for ax in axes[:-1, 0]:
+        ax.set_xlabel("")
+    fig.suptitle(title or f"Pool layouts: {plan.problem.name}, {plan.planner}")
+    return fig

@@ -39,7 +39,7 @@ from planners.bounds import live_profile, lower_bound
 from planners.model import Plan
 
 __all__ = ["plan_explorer", "write_html", "operator_uses", "rectangle_count",
-           "RECTANGLES_META"]
+           "RECTANGLES_META", "pool_plans", "pool_panels"]
 
 #: ``trace.meta`` of the rectangle traces (how :func:`rectangle_count` and the browser test find
 #: them).
@@ -69,6 +69,38 @@ def operator_uses(graph) -> dict[str, tuple[str | None, list[str]]]:
                 cons = [*cons, name]
             out[t] = (prod, cons)
     return out
+
+
+def pool_plans(plan: Plan) -> list[tuple]:
+    """The pools of a plan with memory pools (:attr:`planners.Plan.pools`) as one-arena plans:
+    ``[(MemoryPool, Plan), ...]`` in the problem's pool order, each plan holding that pool's
+    buffers at their offsets (relative to the pool's base; the problem of
+    :func:`planners.multipool.pool_subproblem`, no capacity: the pool's is in the
+    :class:`~planners.model.MemoryPool`), the plan's status and the pool's own lower bound (max
+    live bytes of its buffers). ``[]`` for a plan without pools. O(n log n) per pool."""
+    from planners.multipool import pool_subproblem
+
+    if plan.pools is None or not plan.problem.pools:
+        return []
+    out = []
+    for k, q in enumerate(plan.problem.pools):
+        sub, idx = pool_subproblem(plan.problem, plan.pools, k, None)
+        out.append((q, Plan(sub, plan.offsets[idx], planner=plan.planner, status=plan.status,
+                            lower_bound=lower_bound(sub), info=dict(plan.info))))
+    return out
+
+
+def pool_panels(label: str, plan: Plan, out: dict) -> None:
+    """Put ``plan`` into ``out`` under ``label``, or, for a plan with pools, one panel per pool
+    (:func:`pool_plans`) labelled ``LABEL: POOL (capacity C B)`` (``unbounded`` without a
+    capacity): what ``memplan view`` draws, one address space per pool."""
+    per_pool = pool_plans(plan)
+    if not per_pool:
+        out[label] = plan
+        return
+    for q, sub in per_pool:
+        cap = "unbounded" if q.capacity is None else f"capacity {q.capacity} B"
+        out[f"{label}: {q.name} ({cap})"] = sub
 
 
 def _as_plans(plans) -> dict[str, Plan]:

@@ -55,6 +55,7 @@ def compare_markdown(records: pd.DataFrame, out: Path, figures: Sequence[Path] =
         pivot.reset_index().to_markdown(index=False, floatfmt=".3f"),
         "",
     ]
+    lines += _pool_lines(ok)
     bad = records[~records["valid"].astype(bool)]
     if len(bad):
         lines += ["## Runs without a valid plan", "",
@@ -68,6 +69,23 @@ def compare_markdown(records: pd.DataFrame, out: Path, figures: Sequence[Path] =
             lines.append(f"![{f.stem}]({f.relative_to(out).as_posix()})")
     lines.append("")
     return "\n".join(lines)
+
+
+def _pool_lines(ok: pd.DataFrame) -> list[str]:
+    """The "Memory pools" section of ``compare.md`` for valid records with pools (``pools``,
+    ``arena_NAME`` columns, :data:`experiments.harness.POOL_COLUMNS`): the pools given and each
+    plan's bytes per pool; ``[]`` without pools."""
+    if "pools" not in ok.columns or not ok["pools"].fillna("").astype(str).str.len().any():
+        return []
+    per_pool = [c for c in ok.columns if c.startswith("arena_")]
+    given = ", ".join(f"`{t}`" for t in dict.fromkeys(ok["pools"].dropna().astype(str)) if t)
+    table = ok[["workload", "planner", "status", "fits", "arena", *per_pool]]
+    return ["## Memory pools", "",
+            f"Pools in preference order (NAME=BYTES[:ALIGN]): {given}. Every plan gives each "
+            "buffer a pool; `arena_NAME` is the bytes that pool needs, `arena` their sum (the "
+            "ratio above divides that sum by the max live bytes), `fits` whether every pool is "
+            "within its capacity (status `over_capacity` otherwise).", "",
+            table.to_markdown(index=False), ""]
 
 
 def sched_markdown(df: pd.DataFrame) -> str:

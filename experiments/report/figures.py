@@ -1,7 +1,9 @@
 """Which figures ``memplan compare`` draws, and from which records.
 
 * :func:`compare_figures` -- for planner comparisons: the ratio heatmap and dot plot, and for a few
-  representative workloads the memory-over-time curve with the plans' arenas and one arena layout.
+  representative workloads the memory-over-time curve with the plans' arenas and one arena layout
+  (with memory pools: one panel per pool with its capacity, :func:`experiments.plots.plot_pool_layouts`;
+  the memory-over-time bands are then the sum over the pools).
 * :func:`sched_figures` -- for scheduler comparisons: peak per scheduler per graph, and the
   live-bytes curves of two schedules of the graph where they differ most.
 * :func:`figures_from_folder` -- all of them again from a comparison folder alone.
@@ -97,7 +99,12 @@ def compare_figures(df: pd.DataFrame, problems: Mapping, plans: Mapping, fig_dir
         written += plots.save(plots.plot_memory_over_time(problems[w], chosen_plans, title=title,
                                                           plan_roles=roles),
                               fig_dir / f"memory_over_time_{safe}")
-        if chosen_plans:
+        if chosen_plans and chosen_plans[0].pools is not None:  # one panel per pool
+            written += plots.save(
+                plots.plot_pool_layouts(chosen_plans[0], title=f"Pool layouts: {w}, best plan "
+                                                               f"({chosen_plans[0].planner})"),
+                fig_dir / f"layout_{safe}_{chosen_plans[0].planner}")
+        elif chosen_plans:
             written += plots.save(
                 plots.plot_arena_layout(chosen_plans[0], title=f"Arena layout: {w}, best plan "
                                                               f"({chosen_plans[0].planner})"),
