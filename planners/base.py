@@ -39,7 +39,8 @@ __all__ = ["Configurable", "Planner", "SolveResult", "FunctionPlanner", "pick_en
 #: a preference; ``relaxed`` (gaps only): each buffer takes its whole range over its whole
 #: lifetime, so the plan is valid but may waste the gaps (an ``optimal`` answer becomes
 #: ``feasible``); ``merged`` (colocations): each group is planned as one buffer with gaps
-#: (:meth:`planners.model.Problem.collapse`), handled as the planner handles gaps; ``spill``
+#: (:meth:`planners.model.Problem.collapse`), handled as the planner handles gaps (``native``
+#: colocations: the planner sees every member with its own lifetime); ``spill``
 #: (pools): :func:`planners.multipool.plan_pools` assigns pools with the greedy spill policy and
 #: the planner plans each pool; ``refused``: :meth:`Planner.plan` raises
 #: :class:`~planners.errors.FeatureError` naming the feature.
@@ -147,7 +148,9 @@ class Planner(Configurable):
 
         Compiler features (:attr:`Problem.features`) are handled here once, by the planner's
         declared :meth:`capabilities` (:data:`CAPABILITY_MODES`): a ``refused`` feature raises
-        :class:`FeatureError`; colocation groups are merged by :meth:`Problem.collapse`; hints and
+        :class:`FeatureError`; colocation groups are merged by :meth:`Problem.collapse` (a planner
+        with ``colocations: native`` gets the members with their own lifetimes and returns one
+        offset per member, the same for a group, unless its pools are spilled); hints and
         gaps the planner does not use are dropped (:meth:`Problem.without`; a relaxed-gaps
         ``optimal`` becomes ``feasible``); pools the planner does not assign go through
         :func:`planners.multipool.plan_pools`. A pool whose arena exceeds its capacity gives
@@ -192,8 +195,12 @@ class Planner(Configurable):
                         f"buffers that can go nowhere else, and pinned tops), so no plan fits"
                     )
         # Alias and colocation groups: plan one buffer per group, then expand. Without them
-        # ``target`` is ``problem`` itself and nothing else changes.
-        grouped = problem.aliases or problem.colocations
+        # ``target`` is ``problem`` itself and nothing else changes. A planner with native
+        # colocations gets the members as they are (one offset per member), unless its pools go
+        # through the spill policy, which assigns pools to whole buffers (then merged).
+        native_coloc = bool(problem.colocations) and caps["colocations"] == "native" and not (
+            problem.pools and caps["pools"] != "native")
+        grouped = problem.aliases or (problem.colocations and not native_coloc)
         target, group, delta = problem.collapse() if grouped else (problem, None, None)
         relaxed = []
         if feats:

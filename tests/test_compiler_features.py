@@ -196,11 +196,13 @@ def test_capability_table():
 
     allowed = {"pins": {"native", "refused"}, "hints": {"native", "ignored"},
                "gaps": {"native", "relaxed"}, "pools": {"native", "spill"},
-               "colocations": {"merged"}}
+               "colocations": {"merged", "native"}}
     for name, cls in PLANNERS.items():
         caps = cls.capabilities()
         assert set(caps) == set(FEATURES) and set(caps.values()) <= set(CAPABILITY_MODES), name
         assert all(caps[f] in allowed[f] for f in FEATURES), (name, caps)
+    native = {n for n, c in PLANNERS.items() if c.capabilities()["colocations"] == "native"}
+    assert native == {"xla_heap"}  # every other planner plans a colocation group merged
 
 
 def test_exact_planners_prove_a_pinned_capacity_infeasible():

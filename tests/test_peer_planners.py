@@ -21,9 +21,11 @@ import ctypes.util
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from planners import Buffer, Problem, check_plan, get_planner, lower_bound
-from planners.errors import ProblemError, SolverError
+from planners.errors import InvalidPlanError, ProblemError, SolverError
 from planners.interference import interference_csr
 from planners.model import MemoryPool
 from planners.random_problems import random_problem
@@ -34,7 +36,12 @@ from planners.tvm_usmp import (
     usmp_order,
 )
 from planners.vela_hillclimb import vela_available
-from planners.xla_heap import heap_calls_problem, xla_best_fit_offsets, xla_order
+from planners.xla_heap import (
+    _colocated_offsets,
+    heap_calls_problem,
+    xla_best_fit_offsets,
+    xla_order,
+)
 
 # ------------------------------------------------------------------------------------------------
 # XLA heap_simulator_test.cc, GlobalDecreasingSizeBestFitHeapTest
@@ -97,8 +104,11 @@ def test_xla_heap_empty_and_times():
 
 
 S = lambda b, w, s: ("share", b, w, s)  # noqa: E731  (XLA's ShareWith)
-#: GlobalDecreasingSizeBestFitHeapTest's colocation tests: (calls, XLA heap size, XLA offsets).
+#: GlobalDecreasingSizeBestFitHeapTest's colocation tests (every GlobalDecreasingSizeBestFitHeap
+#: test with a ShareWith): (calls, XLA heap size, XLA offsets).
 XLA_COLOCATED = {
+    "Colocated": ([A("a", 40), F("a"), A("b", 20), F("b"), S("c", "a", 40), F("c")],
+                  40, {"a": 0, "b": 0, "c": 0}),
     "ColocatedII": ([A("a", 40), F("a"), A("b", 20), S("c", "a", 40), F("c"), F("b")],
                     60, {"a": 0, "b": 40, "c": 0}),
     "ColocatedIII": ([A("a", 10), F("a"), A("b", 30), S("c", "a", 10), F("c"), F("b")],
@@ -111,7 +121,7 @@ XLA_COLOCATED = {
 
 
 @pytest.mark.parametrize("case", sorted(XLA_COLOCATED))
-def test_xla_heap_colocations_merged_agree_with_xla(case):
+def test_xla_heap_colocations_match_xla(case):
     calls, heap, offsets = XLA_COLOCATED[case]
     p = heap_calls_problem(calls)
     assert p.colocations == (("a", "c"),)
@@ -120,13 +130,93 @@ def test_xla_heap_colocations_merged_agree_with_xla(case):
     assert dict(zip(p.ids, pl.offsets.tolist())) == offsets
 
 
-def test_xla_heap_colocated_differs_by_the_merged_rule():
-    # XLA's "Colocated": b lives between the colocated a and c and reuses their chunk (heap 40).
-    # Colocation groups are planned merged (capability "merged"): the group's range stays
-    # reserved between its members, so b goes above it (60). A documented difference.
-    calls = [A("a", 40), F("a"), A("b", 20), F("b"), S("c", "a", 40), F("c")]
-    pl = get_planner("xla_heap").plan(heap_calls_problem(calls))
-    assert pl.arena_size == 60 and get_planner("xla_heap").capabilities()["colocations"] == "merged"
+def test_xla_heap_colocated_reuses_the_chunk_between_members():
+    # XLA's "Colocated": b lives between the colocated a and c and reuses their chunk (heap 40);
+    # the members keep their own lifetimes (capability "native"), not one merged buffer (60)
+    calls, heap, offsets = XLA_COLOCATED["Colocated"]
+    p = heap_calls_problem(calls)
+    assert get_planner("xla_heap").capabilities()["colocations"] == "native"
+    assert (p.starts.tolist(), p.ends.tolist()) == ([0, 2, 4], [2, 4, 6])
+    pl = get_planner("xla_heap").plan(p)
+    assert (pl.arena_size, pl.offsets.tolist()) == (40, [0, 0, 0])
+    check_plan(p, [0, 0, 0])  # b in the group's gap: valid
+    with pytest.raises(InvalidPlanError, match=r"'b' and 'a\+c'"):  # b over c while c is live
+        check_plan(Problem([Buffer("a", 0, 2, 40), Buffer("b", 2, 5, 20), Buffer("c", 4, 6, 40)],
+                           colocations=[("a", "c")]), [0, 0, 0])
+    # the merged rule (one buffer over [0, 6), gaps taken as live) is what XLA does not do
+    merged, _, _ = p.collapse()
+    assert get_planner("xla_heap").plan(merged.without("gaps")).arena_size == 60
+
+
+def test_xla_heap_colocations_temporal_and_rules():
+    # kTemporal sorts a group by its span (min start - max end), then the root's size: in
+    # ColocatedIII the group a+c (ticks 0-4) goes before b (ticks 2-5), at 0; b above c's 10 B
+    p = heap_calls_problem(XLA_COLOCATED["ColocatedIII"][0])
+    pl = get_planner("xla_heap", order="temporal").plan(p)
+    assert (pl.arena_size, pl.offsets.tolist()) == (40, [0, 10, 0])
+    # transitive ShareWith (d shares with c, which shares with a): one group
+    q = heap_calls_problem([A("a", 10), F("a"), S("c", "a", 10), F("c"), S("d", "c", 30),
+                            F("d")])
+    assert q.colocations == (("a", "c", "d"),)
+    assert get_planner("xla_heap").plan(q).offsets.tolist() == [0, 0, 0]
+    # a ShareWith of size 0 keeps no colocation (XLA: offset 0); sharing with a 0-size buffer:
+    # XLA has no interval to share
+    z = heap_calls_problem([A("a", 10), S("z", "a", 0), F("z"), F("a")])
+    assert z.colocations == ()
+    with pytest.raises(ProblemError, match="has size 0"):
+        heap_calls_problem([A("z", 0), S("c", "z", 8), F("z"), F("c")])
+    # the compiled core has no colocations
+    with pytest.raises(ValueError, match="no colocations"):
+        xla_best_fit_offsets(p, use_core=True)
+
+
+@st.composite
+def _colocated_problems(draw):
+    n = draw(st.integers(2, 24))
+    bufs = []
+    for i in range(n):
+        s = draw(st.integers(0, 12))
+        bufs.append(Buffer(f"b{i}", s, s + draw(st.integers(1, 6)),
+                           draw(st.sampled_from([0, 1, 3, 8, 16, 40, 64])),
+                           alignment=draw(st.sampled_from([None, 1, 4, 16]))))
+    perm = draw(st.permutations(range(n)))
+    groups, k = [], 0
+    while k < n - 1 and draw(st.booleans()):
+        m = draw(st.integers(2, min(4, n - k)))
+        groups.append([f"b{i}" for i in perm[k:k + m]])
+        k += m
+    hints = draw(st.booleans())
+    if hints:
+        bufs = [Buffer(b.id, b.start, b.end, b.size, b.alignment,
+                       hint=draw(st.sampled_from([None, 0, 16, 64]))) for b in bufs]
+    return Problem(bufs, alignment=draw(st.sampled_from([1, 8])), colocations=groups or None)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_colocated_problems(), st.sampled_from(["spatial", "temporal", "problem"]))
+def test_xla_heap_colocations_property(p, order):
+    planner = get_planner("xla_heap", order=order)
+    pl = planner.plan(p)  # validated by Planner.plan (check_plan)
+    again = planner.plan(p)
+    assert pl.offsets.tolist() == again.offsets.tolist()  # deterministic
+    off, sizes, st_, en = pl.offsets, p.sizes, p.starts, p.ends
+    for g in p.colocations:
+        idx = [p.index[b] for b in g]
+        assert len(set(off[idx].tolist())) == 1  # one offset per group
+        # XLA's commit: the largest member's size is reserved over every member's own lifetime,
+        # so no other non-zero buffer live with a member overlaps [offset, offset + max size)
+        top = int(off[idx[0]]) + int(sizes[idx].max())
+        for m in idx:
+            if sizes[m] == 0:
+                continue
+            live = (st_ < en[m]) & (st_[m] < en) & (sizes > 0)
+            live[idx] = False
+            hit = live & (off < top) & (off[idx[0]] < off + sizes)
+            assert not hit.any(), (g, np.flatnonzero(hit).tolist())
+    # without its groups, the colocation scan is the plain scan
+    plain = Problem(p.buffers, alignment=p.alignment)
+    assert (_colocated_offsets(plain, order).tolist()
+            == xla_best_fit_offsets(plain, order, use_core=False).tolist())
 
 
 @pytest.mark.parametrize("seed", range(6))
