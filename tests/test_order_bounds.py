@@ -4,6 +4,8 @@ conquer and the one status rule of every scheduler."""
 from __future__ import annotations
 
 import networkx as nx
+import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_schedulers import build, diamond, random_graphs, xla_trap
@@ -13,7 +15,14 @@ from scheduling.graph import Graph
 from scheduling.lifetimes import peak_live_bytes
 from scheduling.schedulers import schedule
 from scheduling.schedulers.base import decide_status
-from scheduling.schedulers.bounds import complete_cuts, order_bound_details, order_lower_bound
+from scheduling.schedulers.bounds import (
+    ClosureCut,
+    ancestor_matrix,
+    closure_bounds,
+    complete_cuts,
+    order_bound_details,
+    order_lower_bound,
+)
 from scheduling.schedulers.memsim import MemoryModel
 
 
@@ -55,12 +64,85 @@ def test_each_bound_on_hand_checked_graphs():
     assert (d["op"], d["cut"], d["pair"]) == (110, 110, 120) and brute(diamond()) == 120
 
 
+def side_reader() -> Graph:
+    """a -> A(10); b reads A -> B(10); c reads B -> C(10), unread; d reads A -> D(10), the output.
+    When c runs, either d has not run (A is still live: A + B + C = 30) or it has (A is freed,
+    but D, a graph output, is live: B + D + C = 30); the optimum is 30. c's own inputs and the
+    tensors its ancestors make for c and its descendants are only B + C = 20, and every pair
+    bound is 20 too: only the least live set around c (closure) sees 30."""
+    sizes = {"A": 10, "B": 10, "C": 10, "D": 10}
+    ops = [("a", ["x"], "A"), ("b", ["A"], "B"), ("c", ["B"], "C"), ("d", ["A"], "D")]
+    return build("side_reader", sizes, ops, ["D"])
+
+
+def test_closure_bound_by_hand():
+    g = side_reader()
+    d = order_bound_details(g)
+    assert (d["op"], d["cut"], d["pair"], d["closure"]) == (20, 20, 20, 30)
+    assert d["bound"] == 30 == brute(g)
+    m = MemoryModel(g)
+    A = ancestor_matrix(m)
+    net = ClosureCut(m, A)
+    c, dd = m.index["c"], m.index["d"]
+    value, D = net.value(c)
+    assert value == 30 and set(m.to_names(list(D.nonzero()[0]))) in ({"a", "b"}, {"a", "b", "d"})
+    assert net.upper[c] == 30  # D = anc(c) = {a, b}: A (d unread) + B, plus C
+    forced = np.zeros(m.n, bool)
+    forced[[m.index["a"], dd]] = True
+    assert net.value(c, forced)[0] == 30  # d run before c: B + D + C
+    assert net.value(dd)[0] == 20  # d first after a: A + D
+    with pytest.raises(ValueError, match="forced to run before operator"):
+        net.value(dd, forced)
+    best, C = closure_bounds(m, A)
+    assert best == 30 and C[c] == 30
+
+
+def enumerated_least_live(m: MemoryModel, A, v: int, S: set[int]) -> int:
+    """Bound 4 by definition: the least alloc(v) + live(D) over every down-set D holding S and
+    v's ancestors, and neither v nor a descendant of v (all subsets enumerated)."""
+    n = m.n
+    best = None
+    for bits in range(1 << n):
+        D = {u for u in range(n) if bits >> u & 1}
+        if any(p not in D for u in D for p in m.preds[u]):
+            continue
+        if not (S | set(np.flatnonzero(A[v]).tolist())) <= D or v in D or any(A[u, v] for u in D):
+            continue
+        live = sum(int(m.size[t]) for t in range(m.m) if int(m.producer[t]) in D and (
+            m.keep[t] or any(c not in D for c in m.consumers[t])))
+        best = live if best is None else min(best, live)
+    return int(m.alloc[v]) + best
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_graphs(max_ops=8), st.randoms(use_true_random=False))
+def test_closure_cut_is_the_least_live_set_and_never_above_the_optimum(g, rnd):
+    m = MemoryModel(g)
+    A = ancestor_matrix(m)
+    net = ClosureCut(m, A)
+    for v in range(m.n):
+        free = [u for u in range(m.n) if u != v and not A[u, v]]
+        S = set(rnd.sample(free, rnd.randint(0, len(free))))
+        S |= {u for s in S for u in np.flatnonzero(A[s]).tolist()}  # close downwards
+        forced = np.zeros(m.n, bool)
+        forced[sorted(S)] = True
+        value, D = net.value(v, forced)
+        assert value == enumerated_least_live(m, A, v, S)
+        assert D[sorted(S)].all() and not D[v]
+        if not S:
+            assert value <= net.upper[v]
+    d = order_bound_details(g)
+    assert d["closure"] <= brute(g) and d["closure"] >= d["cut"]
+
+
 def test_bound_sizes_are_stated_when_skipped():
     g = random_layered(seed=1, n_ops=20)
     d = order_bound_details(g, pair_max_ops=10)
     assert d["pair"] is None and "pair bound not computed: 20 operators > 10" in d["skipped"]
+    d = order_bound_details(g, closure_max_ops=10)
+    assert d["closure"] is None and "closure bound not computed: 20 operators > 10" in d["skipped"]
     d = order_bound_details(g, cut_max_ops=10)
-    assert d["cut"] is None and d["bound"] == d["op"] == MemoryModel(g).op_lower_bound()
+    assert d["cut"] is None and d["closure"] is None and d["bound"] == d["op"] == MemoryModel(g).op_lower_bound()
 
 
 # -- property tests against brute force ------------------------------------------------------------
@@ -69,7 +151,7 @@ def test_bound_sizes_are_stated_when_skipped():
 def test_bound_never_above_the_brute_force_optimum_and_exact_dp_reaches_it(g):
     opt = brute(g)
     d = order_bound_details(g)
-    for key in ("op", "cut", "pair"):
+    for key in ("op", "cut", "pair", "closure"):
         assert d[key] is None or d[key] <= opt, key
     s = schedule(g, "exact_dp")
     assert s.status == "optimal" and s.info["peak_bytes"] == opt == s.bound

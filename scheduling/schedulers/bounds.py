@@ -27,7 +27,29 @@ Proofs
    are left out). Calling that ``W(w) + E(u, w)``, every order peaks at
    ``>= min(W(w) + E(u, w), W(u) + E(w, u))``; the bound is the maximum over incomparable pairs.
 
-The result is the maximum of the three (each proof holds for every topological order, hence for
+4. **The least live set around one operator** (``closure``): when ``v`` runs, the operators
+   already run form a down-set ``D`` (closed under predecessors) with every strict ancestor of
+   ``v`` in ``D`` and neither ``v`` nor any descendant of ``v`` in it. The live bytes at ``v``'s
+   step are then ``alloc(v) + live(D)``, where ``live(D)`` sums the tensors produced in ``D``
+   that are graph outputs or have a reader outside ``D`` (unread tensors died at their
+   producer's step). So ``peak >= C(v) = alloc(v) + min over such D of live(D)``. ``D = anc(v)``
+   is one such set, and every ``D`` holds the tensors counted by ``W(v)`` (produced by
+   ancestors, read by ``v`` or a descendant), so ``W(v) <= C(v) <= alloc(v) + live(anc(v))``:
+   never weaker than 2. The minimum is a maximum-weight closure problem (Picard, "Maximal
+   closure of a graph and applications to combinatorial problems", Management Science 1976):
+   writing ``x_u = [u in D]`` and ``y_t = [every reader of t in D]``, ``live(D) = sum over
+   produced tensors of size(t) * (x_prod(t) - y_t)`` with ``y_t <= x_c`` for each reader ``c``
+   (a tensor all of whose readers ran is freed; the producer of a read tensor precedes its
+   readers, so ``y_t = 1`` implies ``x_prod(t) = 1``), graph outputs having no ``y``. It is one
+   minimum s-t cut (OR-Tools' max-flow): source arcs of capacity ``size(t)`` to ``y_t``, sink
+   arcs of capacity ``sum of v's read or kept outputs`` from ``x_v``, infinite arcs ``y_t ->
+   x_c`` and ``x_u -> x_p`` for each predecessor ``p``, and infinite arcs forcing ``anc(v)``
+   into and ``v`` with its descendants out of the source side; then ``live(D*) = cut - sum of
+   the source arcs``. :func:`closure_bounds` also takes a set ``S`` forced into ``D`` (the
+   operators an exact search already ran): ``C_S(v)`` then bounds every order that runs ``S``
+   before ``v``.
+
+The result is the maximum of the four (each proof holds for every topological order, hence for
 the best one). :func:`order_lower_bound` is never above the brute-force minimum over every
 topological order (property test ``tests/test_order_bounds.py``).
 
@@ -42,8 +64,11 @@ gives two complete cuts, just before and just after it. :func:`complete_cuts` fi
 
 Costs: ``ancestor_matrix`` is ``O(n^2)`` bytes of memory and ``O(E * n)`` time; bound 2 adds
 ``O(#tensors * n)``; bound 3 one ``n x #tensors x n`` matrix product, run only up to
-``pair_max_ops`` operators. Above ``cut_max_ops`` operators only bound 1 is computed (``O(n)``)
-and :func:`order_bound_details` says so.
+``pair_max_ops`` operators; bound 4 one max-flow on ``n + #tensors`` nodes and
+``O(E + #tensor uses)`` arcs per operator, but only for operators whose upper value
+``alloc(v) + live(anc(v))`` is above the best bound found so far (the others cannot raise it),
+up to ``closure_max_ops`` operators. Above ``cut_max_ops`` operators only bound 1 is computed
+(``O(n)``) and :func:`order_bound_details` says so.
 """
 
 from __future__ import annotations
@@ -60,14 +85,18 @@ __all__ = [
     "order_bound_details",
     "ancestor_matrix",
     "complete_cuts",
+    "closure_bounds",
     "CUT_MAX_OPS",
     "PAIR_MAX_OPS",
+    "CLOSURE_MAX_OPS",
 ]
 
 #: Largest graph (operators) for the cut bound (an ``n x n`` boolean ancestor matrix).
 CUT_MAX_OPS = 4000
 #: Largest graph (operators) for the pair bound (an ``n x #tensors x n`` matrix product).
 PAIR_MAX_OPS = 1500
+#: Largest graph (operators) for the closure bound (one max-flow per operator that can raise it).
+CLOSURE_MAX_OPS = 4000
 
 
 def ancestor_matrix(model: MemoryModel) -> np.ndarray:
@@ -106,33 +135,184 @@ def _forced(model: MemoryModel, A: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     return R, P, W
 
 
+class ClosureCut:
+    """Bound 4 of the module docstring (``closure``) for one graph: the least live bytes at an
+    operator's step over every set of operators that can have run before it, by one minimum cut.
+
+    The flow network (module docstring, bound 4) is built once; :meth:`value` sets the forcing
+    arcs of one operator (and of a forced set ``S``) and solves it with OR-Tools'
+    ``SimpleMaxFlow`` (push-relabel).
+
+    Parameters
+    ----------
+    model : MemoryModel
+    ancestors : numpy bool array ``(n, n)``
+        :func:`ancestor_matrix` of ``model``.
+
+    Attributes
+    ----------
+    upper : numpy int64 array ``(n,)``
+        ``alloc(v) + live(anc(v))`` (bytes): ``C(v)`` never exceeds it (``D = anc(v)``).
+
+    Raises
+    ------
+    ValueError
+        Capacities could overflow int64 (the operators' outputs sum to ``2**60`` bytes or more).
+    """
+
+    def __init__(self, model: MemoryModel, ancestors: np.ndarray) -> None:
+        from ortools.graph.python import max_flow
+
+        n, A = model.n, ancestors
+        size = model.size
+        free = [t for t in range(model.m) if not model.keep[t] and model.consumers[t]]
+        total = int(size.sum())
+        if 2 * total + 1 >= 2**60:
+            raise ValueError(f"closure bound: operator outputs sum to {total} bytes, too many "
+                             "for int64 flow capacities")
+        self.inf = 2 * total + 1
+        self.model, self.A, self.n = model, A, n
+        self.pos = int(size[free].sum()) if free else 0  # sum of the source arcs
+        x = lambda u: 2 + u  # noqa: E731 - node ids: 0 source, 1 sink, operators, tensors
+        tails: list[int] = []
+        heads: list[int] = []
+        caps: list[int] = []
+        for u in range(n):
+            for p in model.preds[u]:
+                tails.append(x(u)), heads.append(x(p)), caps.append(self.inf)
+        for j, t in enumerate(free):
+            y = 2 + n + j
+            tails.append(0), heads.append(y), caps.append(int(size[t]))
+            for c in model.consumers[t]:
+                tails.append(y), heads.append(x(c)), caps.append(self.inf)
+        w = (model.alloc - model.dead).tolist()
+        for u in range(n):
+            if w[u]:
+                tails.append(x(u)), heads.append(1), caps.append(w[u])
+        self.force0 = len(tails)  # arcs source -> x_u (capacity inf when u is forced in D)
+        tails += [0] * n
+        heads += [x(u) for u in range(n)]
+        caps += [0] * n
+        self.ban0 = len(tails)  # arcs x_u -> sink (capacity inf when u is kept out of D)
+        tails += [x(u) for u in range(n)]
+        heads += [1] * n
+        caps += [0] * n
+        self.flow = max_flow.SimpleMaxFlow()
+        self.flow.add_arcs_with_capacity(np.asarray(tails, np.int32), np.asarray(heads, np.int32),
+                                         np.asarray(caps, np.int64))
+        # upper(v): the tensors produced by ancestors of v that are kept or have a reader that is
+        # not an ancestor of v (exactly live(anc(v)))
+        cnt = np.zeros((model.m, n), np.float32)
+        for t in range(model.m):
+            cnt[t, model.consumers[t]] = 1.0
+        inside = cnt @ A.T.astype(np.float32)  # inside[t, v]: readers of t that are ancestors of v
+        freed = (inside == model.n_consumers[:, None]) & ~model.keep[:, None]
+        P = A.T[model.producer] if model.m else np.zeros((0, n), bool)
+        lv = size @ (P & ~freed).astype(np.int64) if model.m else np.zeros(n, np.int64)
+        self.upper = (model.alloc + lv).astype(np.int64)
+
+    def value(self, v: int, forced: np.ndarray | None = None) -> tuple[int, np.ndarray]:
+        """``C_S(v)`` (bytes) and a least down-set ``D`` (numpy bool ``(n,)``).
+
+        ``forced``: numpy bool ``(n,)``, the set ``S`` that must be in ``D`` (a down-set, none of
+        it ``v`` or a descendant of ``v``; ``None``: empty).
+
+        Raises
+        ------
+        ValueError
+            ``forced`` holds ``v`` or a descendant of ``v`` (no order runs it before ``v``), or
+            the solver did not finish.
+        """
+        n, A = self.n, self.A
+        fin = A[v].copy()
+        if forced is not None:
+            fin |= forced
+        out = A[:, v].copy()
+        out[v] = True
+        if (fin & out).any():
+            bad = int(np.flatnonzero(fin & out)[0])
+            raise ValueError(f"closure bound: operator {bad} is forced to run before operator {v}"
+                             " but is that operator or one of its descendants")
+        fi, bi = np.flatnonzero(fin), np.flatnonzero(out)
+        f = self.flow
+        f.set_arcs_capacity((self.force0 + fi).astype(np.int32), np.full(fi.size, self.inf))
+        f.set_arcs_capacity((self.ban0 + bi).astype(np.int32), np.full(bi.size, self.inf))
+        try:
+            status = f.solve(0, 1)
+            if status != f.OPTIMAL:
+                raise ValueError(f"closure bound: max-flow status {status} at operator {v}")
+            cut = int(f.optimal_flow())
+            side = np.asarray(f.get_source_side_min_cut(), np.int64)
+        finally:
+            f.set_arcs_capacity((self.force0 + fi).astype(np.int32), np.zeros(fi.size, np.int64))
+            f.set_arcs_capacity((self.ban0 + bi).astype(np.int32), np.zeros(bi.size, np.int64))
+        if cut >= self.inf:  # pragma: no cover - the forcing above is always feasible
+            raise ValueError(f"closure bound: no down-set fits operator {v}")
+        D = np.zeros(n, bool)
+        ops = side[(side >= 2) & (side < 2 + n)] - 2
+        D[ops] = True
+        return int(self.model.alloc[v]) + cut - self.pos, D
+
+
+def closure_bounds(model: MemoryModel, ancestors: np.ndarray | None = None,
+                   floor: int = 0) -> tuple[int, np.ndarray]:
+    """Bound 4 of the module docstring: ``(max over v of C(v), C)`` in bytes.
+
+    ``C`` is a numpy int64 array ``(n,)`` holding ``C(v)`` for every operator whose upper value
+    ``alloc(v) + live(anc(v))`` is above ``floor`` and above the largest ``C`` found before it
+    (operators are taken by decreasing upper value), and ``-1`` for the others, which cannot
+    raise the maximum above ``floor``. The first value is ``max(C)`` (``-1`` when every operator
+    was skipped). ``ancestors``: :func:`ancestor_matrix` when already computed.
+
+    Raises ``ValueError`` when the sizes could overflow int64 capacities (:class:`ClosureCut`).
+    Cost: one max-flow per operator evaluated (``O(n + #tensors)`` nodes).
+    """
+    A = ancestor_matrix(model) if ancestors is None else ancestors
+    C = np.full(model.n, -1, np.int64)
+    if model.n == 0:
+        return -1, C
+    net = ClosureCut(model, A)
+    best = int(floor)
+    for v in np.argsort(-net.upper, kind="stable").tolist():
+        if net.upper[v] <= best:
+            break
+        C[v] = net.value(v)[0]
+        best = max(best, int(C[v]))
+    return int(C.max()), C
+
+
 def order_bound_details(
     graph: Graph | MemoryModel,
     *,
     cut_max_ops: int = CUT_MAX_OPS,
     pair_max_ops: int = PAIR_MAX_OPS,
+    closure_max_ops: int = CLOSURE_MAX_OPS,
     ancestors: np.ndarray | None = None,
 ) -> dict[str, Any]:
-    """The three bounds of the module docstring, in bytes, and the largest.
+    """The four bounds of the module docstring, in bytes, and the largest.
 
-    Returns ``{"bound", "op", "cut", "pair", "skipped", "per_op"}``: ``cut``/``pair`` are ``None``
-    when the graph has more operators than ``cut_max_ops``/``pair_max_ops`` (or the pair product
-    could lose precision, sizes summing to ``2**53`` bytes or more), and ``skipped`` then says
-    which was left out and why (one line); ``bound`` is the maximum of those computed;
+    Returns ``{"bound", "op", "cut", "pair", "closure", "skipped", "per_op"}``:
+    ``cut``/``pair``/``closure`` are ``None`` when the graph has more operators than
+    ``cut_max_ops``/``pair_max_ops``/``closure_max_ops`` (or the pair product could lose
+    precision, sizes summing to ``2**53`` bytes or more; or the closure's capacities could
+    overflow, ``2**60``), and ``skipped`` then says which was left out and why (one line per
+    bound, joined by ``"; "``); ``closure`` is computed only where it can exceed the other three
+    (:func:`closure_bounds` with that floor), so it is reported as the largest of them when no
+    operator can raise it; ``bound`` is the maximum of those computed;
     ``per_op`` is the numpy array of ``W(v)`` (bound 2 per operator, bytes live at ``v``'s step
     in every order) or ``None``. ``ancestors``: :func:`ancestor_matrix` when already computed.
 
     Raises :class:`scheduling.errors.CycleError` for a cyclic graph.
     """
     m = graph if isinstance(graph, MemoryModel) else MemoryModel(graph)
-    out: dict[str, Any] = {"op": m.op_lower_bound(), "cut": None, "pair": None, "skipped": None,
-                           "per_op": None}
+    out: dict[str, Any] = {"op": m.op_lower_bound(), "cut": None, "pair": None, "closure": None,
+                           "skipped": None, "per_op": None}
     n = m.n
     if n == 0:
         out["bound"] = 0
         return out
     if n > cut_max_ops:
-        out["skipped"] = (f"cut and pair bounds not computed: {n} operators > {cut_max_ops} "
+        out["skipped"] = (f"cut, pair and closure bounds not computed: {n} operators > {cut_max_ops} "
                           "(an n x n ancestor matrix)")
         out["bound"] = out["op"]
         return out
@@ -161,14 +341,24 @@ def order_bound_details(
             out["pair"] = int(round(float(pair[inc].max())))
         else:
             out["pair"] = out["cut"]
-    out["bound"] = max(v for v in (out["op"], out["cut"], out["pair"]) if v is not None)
+    base = max(v for v in (out["op"], out["cut"], out["pair"]) if v is not None)
+    skipped = [out["skipped"]] if out["skipped"] else []
+    if n > closure_max_ops:
+        skipped.append(f"closure bound not computed: {n} operators > {closure_max_ops}")
+    elif 2 * int(m.size.sum()) + 1 >= 2**60:
+        skipped.append("closure bound not computed: sizes sum to 2**59 bytes or more")
+    else:
+        out["closure"] = max(base, closure_bounds(m, A, floor=base)[0])
+    out["skipped"] = "; ".join(skipped) or None
+    out["bound"] = max(base, out["closure"] or 0)
     return out
 
 
 def order_lower_bound(graph: Graph | MemoryModel, **kw: int) -> int:
     """A lower bound (bytes) on the peak of live bytes of **every** topological order of
-    ``graph``: the largest of the working-set, cut and pair bounds (proofs in the module
-    docstring). ``kw``: ``cut_max_ops`` / ``pair_max_ops`` of :func:`order_bound_details`.
+    ``graph``: the largest of the working-set, cut, pair and closure bounds (proofs in the
+    module docstring). ``kw``: ``cut_max_ops`` / ``pair_max_ops`` / ``closure_max_ops`` of
+    :func:`order_bound_details`.
 
     >>> from scheduling.generators import random_layered
     >>> g = random_layered(seed=0, n_ops=12)
