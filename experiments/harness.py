@@ -68,8 +68,8 @@ INT_COLUMNS = ("buffers", "capacity", "lower_bound", "naive", "arena", "best_bou
 
 #: Columns of a record of a problem with memory pools (:attr:`planners.Problem.pools`; ``memplan
 #: compare --pools``, a sweep's ``pools`` key), after :data:`RECORD_COLUMNS`: ``pools``, the pools
-#: given, in preference order, as ``--pools`` text with exact bytes (:func:`pools_text`, e.g.
-#: ``sram=262144:16,psram=8388608``); ``arenas``, the plan's bytes per pool as compact JSON
+#: given, in preference order, as canonical ``--pools`` text (:func:`pools_text`, e.g.
+#: ``sram=256k:16,psram=8M``); ``arenas``, the plan's bytes per pool as compact JSON
 #: (``{"sram":244608,"psram":2408448}``, :attr:`planners.Plan.arenas`); and one ``Int64`` column
 #: ``arena_NAME`` per pool (:func:`arena_columns`). ``arena`` stays the sum over the pools
 #: (:attr:`planners.Plan.arena_size`), ``capacity`` is empty (each pool has its own) and
@@ -79,16 +79,27 @@ POOL_COLUMNS = ("pools", "arenas")
 
 
 def pools_text(pools) -> str:
-    """``pools`` (:class:`planners.model.MemoryPool`, preference order) as ``--pools`` text with
-    exact bytes: ``NAME=BYTES[:ALIGN]`` joined by commas, ``inf`` for an unbounded pool, the
-    alignment only when above 1 (it reads back through
-    :func:`experiments.cli.common.parse_pools` to the same pools). ``""`` for no pools.
+    """``pools`` (:class:`planners.model.MemoryPool`, preference order) as canonical ``--pools``
+    text: ``NAME=BYTES[:ALIGN]`` joined by commas, ``BYTES`` exact with the largest binary suffix
+    that divides it (``k``/``M``/``G``, 1k = 1024 bytes) or ``inf`` for an unbounded pool, the
+    alignment only when above 1. It reads back through
+    :func:`experiments.cli.common.parse_pools` to the same pools, and equal pools give equal
+    text (``256k`` and ``262144`` alike). ``""`` for no pools.
 
     >>> from planners.model import MemoryPool
-    >>> pools_text([MemoryPool("sram", 262144, 16), MemoryPool("psram", None)])
-    'sram=262144:16,psram=inf'
+    >>> pools_text([MemoryPool("sram", 262144, 16), MemoryPool("psram", 8 << 20),
+    ...             MemoryPool("dram", None), MemoryPool("odd", 1000)])
+    'sram=256k:16,psram=8M,dram=inf,odd=1000'
     """
-    return ",".join(f"{q.name}={'inf' if q.capacity is None else int(q.capacity)}"
+    def size(b: int | None) -> str:
+        if b is None:
+            return "inf"
+        for k, suffix in ((3, "G"), (2, "M"), (1, "k")):
+            if b and b % 1024 ** k == 0:
+                return f"{b // 1024 ** k}{suffix}"
+        return str(b)
+
+    return ",".join(f"{q.name}={size(q.capacity)}"
                     + (f":{int(q.alignment)}" if int(q.alignment) > 1 else "")
                     for q in pools or ())
 

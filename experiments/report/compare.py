@@ -77,7 +77,10 @@ def _pool_lines(ok: pd.DataFrame) -> list[str]:
     plan's bytes per pool; ``[]`` without pools."""
     if "pools" not in ok.columns or not ok["pools"].fillna("").astype(str).str.len().any():
         return []
-    per_pool = [c for c in ok.columns if c.startswith("arena_")]
+    from experiments.harness import arena_columns
+
+    per_pool = [c for c in arena_columns([{"pools": t} for t in ok["pools"].dropna().unique()])
+                if c in ok.columns]
     given = ", ".join(f"`{t}`" for t in dict.fromkeys(ok["pools"].dropna().astype(str)) if t)
     table = ok[["workload", "planner", "status", "fits", "arena", *per_pool]]
     return ["## Memory pools", "",

@@ -46,7 +46,7 @@ from experiments.records import atomic_write, write_csv, write_parquet
 from planners.io import output_folder
 
 __all__ = ["build_report", "case_label", "pareto_front", "latest_code_version", "newest_records",
-           "RUN_IDENTITY",
+           "RUN_IDENTITY", "pool_table",
            "MAX_PER_WORKLOAD_FIGURES"]
 
 #: At most this many workloads get memory-over-time and layout figures (sorted by name).
@@ -76,7 +76,7 @@ def latest_code_version(df: pd.DataFrame) -> str | None:
 
 #: Columns that identify a run apart from its code version (those present in the records count).
 RUN_IDENTITY = ("workload", "workload_digest", "scheduler", "scheduler_params", "planner", "params",
-                "seed", "rep", "time_limit")
+                "seed", "rep", "time_limit", "pools")
 
 
 def newest_records(df: pd.DataFrame) -> tuple[pd.DataFrame, int]:
@@ -131,6 +131,10 @@ def _prepare(df: pd.DataFrame) -> pd.DataFrame:
     for p in firsts:
         firsts[p] = min(df.loc[df["planner"] == p, "params"].fillna("{}"), key=lambda x: (len(x), x))
     df["config"] = [_config_label(p, prm, firsts) for p, prm in zip(df["planner"], df["params"].fillna("{}"), strict=False)]
+    if "pools" in df:  # a sweep's pools key: each pool set is a configuration of its own
+        df["pools"] = df["pools"].fillna("").astype(str)
+        df["config"] = [c + (f" [pools {t}]" if t else "") for c, t in
+                        zip(df["config"], df["pools"], strict=True)]
     df["valid"] = df["valid"].fillna(False).astype(bool)
     for c in ("arena", "lower_bound", "ratio", "seconds", "buffers", "wall_seconds"):
         df[c] = pd.to_numeric(df[c], errors="coerce")
@@ -177,6 +181,7 @@ def _workload_figures(results: Path, w: str, sub: pd.DataFrame, figs: Path,
     from planners import Plan
 
     written: list[Path] = []
+    pool_best = None  # the best plan with memory pools, when the best plan overall has none
     with plots.style(style):
         scheds = sorted(sub["scheduler"].fillna("-").unique())
         profiles, main_problem, plans = {}, None, []
@@ -191,9 +196,16 @@ def _workload_figures(results: Path, w: str, sub: pd.DataFrame, figs: Path,
                     if "offsets" in ss else ss.iloc[0:0]
                 for _, row in best.drop_duplicates("config").head(2).iterrows():
                     offs = np.asarray(json.loads(row["offsets"]), dtype=np.int64)
-                    if len(offs) == prob.n:
+                    if len(offs) == prob.n and not str(row.get("pools") or ""):
                         plans.append(Plan(prob, offs, row["config"], str(row["status"]),
                                           lower_bound=int(row["lower_bound"])))
+                    elif len(offs) == prob.n and _pool_plan(prob, offs, row) is not None:
+                        plans.append(_pool_plan(prob, offs, row))
+                pooled = best[best["pools"].fillna("").astype(str) != ""] \
+                    if "pools" in best else best.iloc[0:0]
+                if len(pooled) and (not plans or plans[0].pools is None):
+                    pool_best = _pool_plan(prob, np.asarray(json.loads(
+                        pooled.iloc[0]["offsets"]), dtype=np.int64), pooled.iloc[0])
             else:
                 profiles[f"live bytes [{s}]"] = prob
         if main_problem is None:
@@ -208,12 +220,38 @@ def _workload_figures(results: Path, w: str, sub: pd.DataFrame, figs: Path,
             labels = [label if lab == "live bytes" else lab for lab in labels]
             ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
         written += plots.save(ax, figs / f"memory_over_time_{_safe(w)}", formats=formats)
-        if plans:
+        if plans and plans[0].pools is not None:  # one panel per pool, with its capacity
+            written += plots.save(
+                plots.plot_pool_layouts(plans[0], title=f"Pool layouts: {main_problem.name}, "
+                                                        f"{plans[0].planner}"),
+                figs / f"layout_{_safe(w)}", formats=formats)
+        elif plans:
             written += plots.save(
                 plots.plot_arena_layout(plans[0], title=f"Arena layout: {main_problem.name}, "
                                                        f"{plans[0].planner}"),
                 figs / f"layout_{_safe(w)}", formats=formats)
+        if pool_best is not None:  # the pools are drawn too, one panel per pool
+            written += plots.save(
+                plots.plot_pool_layouts(pool_best, title=f"Pool layouts: {main_problem.name}, "
+                                                         f"{pool_best.planner}"),
+                figs / f"layout_pools_{_safe(w)}", formats=formats)
     return written
+
+
+def _pool_plan(prob, offsets: np.ndarray, row):
+    """The stored plan of a record with memory pools: ``prob`` (the stored one-arena problem)
+    with the record's pools (``pools`` text, :func:`experiments.cli.common.parse_pools`) and each
+    buffer's pool (``pool_of``); ``None`` when the record has no ``pool_of`` of the right
+    length."""
+    from experiments.cli.common import parse_pools
+    from planners import Plan
+
+    raw = row.get("pool_of")
+    pool_of = np.asarray(json.loads(raw), dtype=np.int64) if isinstance(raw, str) else None
+    if pool_of is None or len(pool_of) != prob.n:
+        return None
+    return Plan(prob.with_pools(parse_pools(str(row["pools"]))), offsets, row["config"],
+                str(row["status"]), lower_bound=int(row["lower_bound"]), pools=pool_of)
 
 
 def _safe(name: str) -> str:
@@ -484,6 +522,42 @@ def _write_csv(t: pd.DataFrame, path: Path) -> Path:
     return write_csv(t, path, float_format="%.6g")
 
 
+def pool_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Bytes per memory pool of the valid runs with pools (a sweep's ``pools`` key): one row per
+    (case, config) with the median ``arena`` (the sum over the pools) and the median of each
+    ``arena_NAME`` column, and ``fits`` (every run within every pool's capacity). Empty without
+    pools. ``df`` is :func:`_prepare`'s frame."""
+    if "pools" not in df or not (df["pools"].astype(str) != "").any():
+        return pd.DataFrame()
+    ok = df[df["valid"] & (df["pools"].astype(str) != "")].copy()
+    from experiments.harness import arena_columns
+
+    per_pool = [c for c in arena_columns([{"pools": t} for t in ok["pools"].dropna().unique()])
+                if c in ok.columns]
+    for c in ["arena", *per_pool]:
+        ok[c] = pd.to_numeric(ok[c], errors="coerce")
+    ok["fits"] = ok["fits"].astype("boolean")
+    t = ok.groupby(["case", "config"], sort=True).agg(
+        pools=("pools", "first"), fits=("fits", "all"), arena=("arena", "median"),
+        **{c: (c, "median") for c in per_pool}).reset_index()
+    for c in ["arena", *per_pool]:
+        t[c] = t[c].round().astype("Int64")
+    return t
+
+
+def _pool_lines(df: pd.DataFrame) -> list[str]:
+    t = pool_table(df)
+    if t.empty:
+        return []
+    return ["## Memory pools", "",
+            "Runs with the sweep's `pools` (NAME=BYTES[:ALIGN] in preference order; each pool "
+            "set is its own configuration, `[pools ...]`): `arena_NAME` is the bytes a pool "
+            "needs (median over seeds and repetitions; empty: the pool is not in that set), "
+            "`arena` their sum (the ratios above divide it by the max live bytes), `fits` "
+            "whether every run fits every pool's capacity.", "",
+            t.to_markdown(index=False), ""]
+
+
 def _markdown(df, agg, pivot, per, bad, tf, rv, figs: Path, out: Path, left_out: int = 0) -> str:
     prov = df.groupby(["code_version", "git_commit", "cpu_model", "cpu_cores"], dropna=False) \
         .size().reset_index(name="runs") if "code_version" in df else pd.DataFrame()
@@ -535,6 +609,7 @@ def _markdown(df, agg, pivot, per, bad, tf, rv, figs: Path, out: Path, left_out:
         per.to_markdown(index=False, floatfmt=".4g"),
         "",
     ]
+    lines += _pool_lines(df)
     if len(tf):
         lines += ["## Ours vs TFLite Micro", "",
                   "TFLite Micro's *head* is the non-persistent arena its greedy planner reports "

@@ -41,7 +41,7 @@ EXECUTORS = ("local", "dask", "dask-local")
 _TOP_KEYS = {
     "name", "description", "out", "repetitions", "seeds", "time_limit", "timeout", "rv64", "tflm",
     "keep_offsets", "workloads", "schedulers", "planners", "code_version", "alignment",
-    "timing_repeats",
+    "timing_repeats", "pools",
 }
 _SEED_PARAMS = ("seed", "random_state")
 
@@ -109,6 +109,39 @@ class SweepConfig:
     source: str = ""
     #: Timed runs of each short run (:func:`experiments.harness.run_one`): median and minimum.
     timing_repeats: int = 3
+    #: The ``pools`` key: memory-pool sets, each as exact ``--pools`` text
+    #: (:func:`experiments.harness.pools_text`; ``""``: one arena, no pools); a grid axis.
+    pools: list[str] = field(default_factory=lambda: [""])
+
+
+def _parse_pools_key(value: Any) -> list[str]:
+    """The ``pools`` key: one ``--pools`` text (``"sram=256k:16,psram=8M"``, preference order) or
+    a non-empty array of them, a grid axis of pool sets (``"none"``: one arena without pools);
+    each parsed by :func:`experiments.cli.common.parse_pools` (the command line's rules) and
+    returned as exact text (:func:`experiments.harness.pools_text`), duplicates collapsed.
+    Raises :class:`ConfigError` naming the entry and the rule."""
+    from experiments.cli.common import parse_pools
+    from experiments.harness import pools_text
+    from planners.errors import ProblemError
+
+    items = value if isinstance(value, list) else [value]
+    if not items:
+        raise ConfigError("pools: the grid is empty; give a pool set such as "
+                          "\"sram=256k:16,psram=8M\" (or \"none\" for one arena)")
+    out: list[str] = []
+    for k, item in enumerate(items):
+        where = "pools" if not isinstance(value, list) else f"pools[{k}]"
+        if not isinstance(item, str) or not item.strip():
+            raise ConfigError(f"{where}: expected --pools text NAME=BYTES[:ALIGN],... (e.g. "
+                              f"\"sram=256k:16,psram=8M\") or \"none\", got {item!r}")
+        if item.strip().lower() == "none":
+            out.append("")
+            continue
+        try:
+            out.append(pools_text(parse_pools(item)))
+        except ProblemError as e:
+            raise ConfigError(f"{where}: {e}") from None
+    return list(dict.fromkeys(out))
 
 
 def _digest_bytes(data: bytes) -> str:
@@ -388,6 +421,9 @@ def parse_config(raw: Mapping[str, Any], base: str | Path = ".", source: str = "
     cv = raw.get("code_version", "")
     if not isinstance(cv, str):
         raise ConfigError(f"code_version: must be a string, got {cv!r}")
+    if raw.get("rv64", False) and any(_parse_pools_key(raw.get("pools", "none"))):
+        raise ConfigError("pools: not with rv64 = true (the RV64 estimate measures a planner's "
+                          "core on one arena)")
     return SweepConfig(
         name=str(raw.get("name", Path(out).name)),
         out=(base / out).resolve() if not os.path.isabs(out) else Path(out),
@@ -405,6 +441,7 @@ def parse_config(raw: Mapping[str, Any], base: str | Path = ".", source: str = "
         code_version=cv,
         source=source,
         timing_repeats=number("timing_repeats", 3, int, 1, optional=False),
+        pools=_parse_pools_key(raw["pools"]) if "pools" in raw else [""],
     )
 
 
@@ -453,20 +490,26 @@ class RunSpec:
     #: Timed runs of a short run (median in ``seconds``, minimum in ``seconds_min``); each worker
     #: is warmed up per planner first (:func:`experiments.harness.warm_up`).
     timing_repeats: int = 3
+    #: Memory pools of the run's problem as exact ``--pools`` text (``""``: one arena).
+    pools: str = ""
 
     def label(self) -> str:
         """A one-line description (``--dry-run``)."""
         sch = "" if self.scheduler == "-" else f" / {self.scheduler}{self.scheduler_params}"
         seed = "" if self.seed is None else f" seed={self.seed}"
-        return f"{self.key[:12]}  {self.workload.name}{sch} / {self.planner}{self.planner_params}{seed} rep={self.rep}"
+        pools = f" pools={self.pools}" if self.pools else ""
+        return f"{self.key[:12]}  {self.workload.name}{sch} / {self.planner}{self.planner_params}{seed}{pools} rep={self.rep}"
 
 
 def run_key(workload_digest: str, scheduler: str, scheduler_params: str, planner: str,
             planner_params: str, seed: int | None, rep: int, time_limit: float | None,
-            version: str) -> str:
-    """The run's identity: SHA-256 (hex, 64 digits) of its JSON-encoded fields, in this order."""
-    return _digest_obj([workload_digest, scheduler, scheduler_params, planner, planner_params,
-                        seed, rep, time_limit, version])
+            version: str, pools: str = "") -> str:
+    """The run's identity: SHA-256 (hex, 64 digits) of its JSON-encoded fields, in this order;
+    ``pools`` (exact ``--pools`` text) is appended only when given, so runs without pools keep
+    the keys they always had and runs with different pools are different runs."""
+    fields = [workload_digest, scheduler, scheduler_params, planner, planner_params, seed, rep,
+              time_limit, version]
+    return _digest_obj(fields + [pools] if pools else fields)
 
 
 def _with_seed(params: dict[str, Any], names: list[str], seed: int) -> tuple[dict[str, Any], bool]:
@@ -478,7 +521,7 @@ def _with_seed(params: dict[str, Any], names: list[str], seed: int) -> tuple[dic
 
 def expand_runs(cfg: SweepConfig, git_commit: str = "") -> list[RunSpec]:
     """Every run of the sweep, in a deterministic order (workload, scheduler, planner, grid, seed,
-    repetition). Seeds multiply only runs whose planner or scheduler takes a ``seed`` (or
+    pools, repetition). Seeds multiply only runs whose planner or scheduler takes a ``seed`` (or
     ``random_state``) parameter not fixed by the grid; duplicates collapse."""
     from experiments.sweep.provenance import _module_source, _ModuleGraph, run_code_version
     from planners.registry import PLANNERS
@@ -511,12 +554,12 @@ def expand_runs(cfg: SweepConfig, git_commit: str = "") -> list[RunSpec]:
                 sj = json.dumps(sp, sort_keys=True)
                 pj = json.dumps(pp, sort_keys=True)
                 version = version_of(pname, sname, w.kind)
-                for rep in range(cfg.repetitions):
+                for pools, rep in itertools.product(cfg.pools, range(cfg.repetitions)):
                     key = run_key(w.digest, sname, sj, pname, pj, used_seed, rep, cfg.time_limit,
-                                  version)
+                                  version, pools)
                     if key not in runs:
                         runs[key] = RunSpec(key, w, sname, sj, pname, pj, used_seed, rep,
                                             cfg.time_limit, cfg.timeout, cfg.rv64, cfg.tflm,
                                             cfg.keep_offsets, version, git_commit,
-                                            timing_repeats=cfg.timing_repeats)
+                                            timing_repeats=cfg.timing_repeats, pools=pools)
     return list(runs.values())

@@ -81,7 +81,11 @@ def execute_run(spec: RunSpec) -> tuple[dict[str, Any], str | None, str]:
     executor runs this in a worker process that it kills at the timeout (:func:`run_sweep`) and
     records :func:`stopped_record` instead.
     ``problem_csv`` is the planned problem as MiniMalloc CSV text (ids are problem indices), or
-    ``None`` when the problem could not be built.
+    ``None`` when the problem could not be built. A run with memory pools (``spec.pools``) plans
+    the problem with those pools (:meth:`planners.Problem.with_pools`; the stored problem and its
+    digest are the one-arena problem's) and its record carries ``pools``, ``arenas``,
+    ``arena_NAME`` (:data:`experiments.harness.POOL_COLUMNS`) and, beside ``offsets``,
+    ``pool_of`` (JSON: each buffer's pool index).
     """
     from experiments.harness import run_one
 
@@ -101,6 +105,11 @@ def execute_run(spec: RunSpec) -> tuple[dict[str, Any], str | None, str]:
             ref = external_source(spec.workload.name, spec.workload.source)
             if ref is not None:
                 rec["problem_ref"] = ref
+        pools = getattr(spec, "pools", "")
+        if pools:  # the stored problem and its digest stay the one-arena problem's
+            from experiments.cli.common import parse_pools
+
+            problem = problem.with_pools(parse_pools(pools))
         r, plan = run_one(spec.workload.name, problem, spec.planner, time_limit=spec.time_limit,
                           params=json.loads(spec.planner_params), keep_plan=True,
                           repeats=getattr(spec, "timing_repeats", 1), warm=True)
@@ -113,8 +122,11 @@ def execute_run(spec: RunSpec) -> tuple[dict[str, Any], str | None, str]:
         rec.update(r)
         rec["params"] = spec.planner_params
         rec.update(extra)
+        pool_of = rec.pop("pool_of", None)
         if plan is not None and rec.get("valid") and problem.n <= spec.keep_offsets:
             rec["offsets"] = json.dumps(plan.offsets.tolist())
+            if pool_of is not None:  # each buffer's pool index (offsets relative to its base)
+                rec["pool_of"] = json.dumps(pool_of)
         if spec.rv64:
             from experiments.enrich import rv64_columns
 
@@ -132,8 +144,11 @@ def execute_run(spec: RunSpec) -> tuple[dict[str, Any], str | None, str]:
 
 
 def _failure_fields(spec: RunSpec, status: str, error: str) -> dict[str, Any]:
-    return {"workload": spec.workload.name, "planner": spec.planner, "params": spec.planner_params,
-            "status": status, "proved": False, "valid": False, "error": error}
+    out = {"workload": spec.workload.name, "planner": spec.planner, "params": spec.planner_params,
+           "status": status, "proved": False, "valid": False, "error": error}
+    if getattr(spec, "pools", ""):
+        out["pools"] = spec.pools
+    return out
 
 
 def _run_fields(spec: RunSpec, start: str, wall: float, cpu: float | None, rss: int | None,
