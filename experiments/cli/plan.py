@@ -15,12 +15,14 @@ from experiments.cli.common import (
     capacity_bytes,
     note_time_limit,
     params_of,
+    parse_param,
     parse_pipeline,
     parse_pools,
     time_limit_of,
 )
 
-__all__ = ["COMMANDS", "add_parsers", "run"]
+__all__ = ["COMMANDS", "add_parsers", "run", "pipeline_problem", "scheduled_problem",
+           "joint_plan", "planner_parameters"]
 
 COMMANDS = ("plan", "rv64", "list")
 
@@ -31,10 +33,19 @@ def add_parsers(sub) -> None:
     p.add_argument("input", help="MiniMalloc .csv, .onnx or .tflite file, or a workload name "
                                  "(see `memplan list`)")
     p.add_argument("--planner", default="greedy_by_size",
-                   help="registered planner (default greedy_by_size; see `memplan list`)")
+                   help="registered planner (default greedy_by_size; see `memplan list`), or "
+                        "joint with --scheduler joint: the joint optimiser's own offsets")
     p.add_argument("--capacity", type=capacity_bytes, default=None,
                    help="arena capacity in bytes (default: from a NAME.CAPACITY.csv file name)")
-    add_time_limit_flag(p)
+    p.add_argument("--scheduler", default=None,
+                   help="graph inputs: order the operators with this registered scheduler "
+                        "(see `memplan list`) before the lifetimes are derived; default: the "
+                        "stored order (the file order)")
+    p.add_argument("--scheduler-param", action="append", type=parse_param, default=[],
+                   metavar="NAME=VALUE",
+                   help="a --scheduler parameter, VALUE a JSON literal or a string, e.g. "
+                        "deterministic_time=5; repeatable (--param sets planner parameters)")
+    add_time_limit_flag(p, "the scheduler and the planner, each")
     add_param_flag(p)
     add_pipeline_flag(p)
     p.add_argument("--minimalloc-dir", help="where minimalloc:NAME is looked up (default "
@@ -167,6 +178,193 @@ def pipeline_problem(spec, pipeline: str, overrides=None, unified: bool = False,
     return transformed_problem(g2, unified=unified)
 
 
+def _not_a_graph(spec) -> str | None:
+    """What input ``spec`` is when it has no dataflow graph (``None`` when it may have one)."""
+    s = str(spec)
+    if s.endswith(".csv") or s.startswith("minimalloc:"):
+        return "a list of buffers"
+    if s.endswith(".pte"):
+        return "an ExecuTorch program with its own plan"
+    return None
+
+
+def _graph_and_kind(spec, overrides=None, size_attr: str = "cost_ram"):
+    """``(graph, kind)`` of a model input as :func:`experiments.workloads.load_problem` reads it:
+    ``kind`` names its lifetime policy (:data:`experiments.workloads.KIND_LIFETIME_POLICY`:
+    ``tflite`` for a ``.tflite`` file or a TFLite workload name, ``onnx`` for an ``.onnx`` file
+    or one of the light models, else ``graph``). Raises :class:`planners.errors.ProblemError`
+    naming the input when it has no graph, or when ``plan`` reads it as a table of lifetimes
+    (a seed workload such as ``seed000``), which no order derives."""
+    from pathlib import Path
+
+    from experiments.workloads import (
+        KIND_LIFETIME_POLICY,
+        WORKLOADS,
+        load_graph,
+        onnx_workloads,
+        tflite_model_files,
+    )
+    from planners.errors import ProblemError
+
+    s = str(spec)
+    if s in WORKLOADS and WORKLOADS[s].kind not in KIND_LIFETIME_POLICY:  # e.g. seed000's table
+        raise ProblemError(f"{s!r} is planned from its own table of lifetimes ({WORKLOADS[s].source}),"
+                           " not from an operator order, so a scheduler cannot reorder it (its "
+                           f"graph, where there is one: `memplan schedule {s}`)")
+    tfl = s if s.endswith(".tflite") else tflite_model_files().get(s)
+    if tfl is not None:
+        from scheduling.tflite_import import load_tflite
+
+        if not Path(tfl).exists():
+            raise ProblemError(f"{tfl}: no such file")
+        return load_tflite(tfl, overrides=overrides or None).graph, "tflite"
+    kind = "onnx" if s.endswith(".onnx") or s in onnx_workloads() else "graph"
+    return load_graph(s, size_attr=size_attr, overrides=overrides), kind
+
+
+def scheduled_problem(spec, scheduler, pipeline: str | None = None, overrides=None,
+                      unified: bool = False, size_attr: str = "cost_ram"):
+    """The problem of model ``spec`` under the operator order that ``scheduler`` chooses.
+
+    Data flow: the graph (what :func:`experiments.workloads.load_graph` reads, or a ``.tflite``
+    model's) -> ``scheduler.schedule`` -> the order checked again by
+    :func:`scheduling.schedule.check_schedule` -> without ``pipeline``, the activation problem
+    with the lifetime policy of the input's kind (:func:`experiments.workloads.activation_problem`,
+    as ``memplan plan`` derives it from the stored order); with ``pipeline``, the graph rebuilt in
+    the scheduled order (:func:`scheduling.transforms.base.rebuild`), then the passes
+    (:func:`scheduling.transforms.run_pipeline`, fusions that raise the peak refused and named
+    on stderr), then :func:`scheduling.transforms.transformed_problem` of that order, as
+    :func:`pipeline_problem` builds it. The passes run after the scheduler because they decide
+    by the stored order (an in-place result may take its input's memory only when nothing reads
+    that input later): passes first and a new order afterwards could make such a decision wrong.
+
+    Parameters
+    ----------
+    spec : str or path
+        ``.onnx``, ``.tflite``, node-link ``.json``, or a graph workload name.
+    scheduler : scheduling.schedulers.base.Scheduler
+        A configured scheduler (:func:`experiments.cli.schedule.make_scheduler`).
+    pipeline, overrides, unified, size_attr
+        As for :func:`pipeline_problem` and :func:`experiments.workloads.load_problem`.
+
+    Returns
+    -------
+    (planners.Problem, scheduling.schedule.Schedule, scheduling.graph.Graph)
+        Half-open ``[start, end)`` lifetimes in schedule steps, sizes in bytes; the checked
+        schedule (``bound``: bytes, a proved lower bound on every order's peak of the graph as
+        scheduled, before any pass); the graph it ordered.
+
+    Raises
+    ------
+    ValueError
+        ``spec`` is a MiniMalloc ``.csv`` or an ExecuTorch ``.pte`` (no graph to schedule), or an
+        unknown pass.
+    planners.errors.MemplanError
+        An unknown or malformed model (naming it), a cycle, an invalid order.
+    """
+    from experiments.cli.transforms import report_peak_refusals
+    from experiments.workloads import activation_problem, workload_key
+    from scheduling.schedule import check_schedule
+
+    what = _not_a_graph(spec)
+    if what:
+        raise ValueError(f"--scheduler {getattr(scheduler, 'name', scheduler)}: {spec} is {what}, "
+                         "not a graph; schedulers need a model (.onnx, .tflite, node-link .json "
+                         "or a graph workload name)")
+    graph, kind = _graph_and_kind(spec, overrides, size_attr)
+    sched = scheduler.schedule(graph)
+    check_schedule(graph, sched.order)
+    if pipeline is None:
+        problem = activation_problem(kind, graph, sched.order, name=workload_key(str(spec)),
+                                     unified=unified)
+        return problem, sched, graph
+    from scheduling.transforms import run_pipeline, transformed_problem
+    from scheduling.transforms.base import rebuild
+
+    ordered = rebuild(graph, [graph.ops[n] for n in sched.order])
+    g2, logs = run_pipeline(ordered, pipeline, None)
+    report_peak_refusals(logs)
+    return transformed_problem(g2, unified=unified), sched, graph
+
+
+def joint_plan(problem, schedule, graph):
+    """The joint optimiser's own offsets (:mod:`scheduling.joint`, scheduler ``joint``) as a
+    :class:`planners.Plan` of ``problem``, validated by :func:`planners.validate.check_plan`.
+
+    ``problem`` must be the lifetime problem the offsets were found for: the activations of
+    ``schedule.order`` (:func:`scheduling.lifetimes.lifetime_problem`: graph inputs not in the
+    arena, no residents, the joint scheduler's ``alignment``), without aliases or pools; a
+    capacity is allowed. The status follows the joint rule: ``optimal`` exactly when the arena
+    (bytes) equals ``joint_bound``, a proved lower bound on the arena of every (order, layout)
+    pair (kept as the plan's ``best_bound``), else ``feasible`` (``over_capacity`` above a
+    capacity). ``lower_bound`` is ``problem``'s own (max live bytes of this order); ``seconds``
+    is 0 (the search time is the schedule's).
+
+    Raises
+    ------
+    ValueError
+        ``schedule`` is not the joint scheduler's.
+    planners.errors.FeatureError
+        ``problem`` is not the problem of those offsets (another lifetime policy: a TFLite
+        model's 16-byte arena holding its input, ``--unified``, graph passes, pools), naming
+        the first difference.
+    planners.errors.InvalidPlanError
+        The offsets break a rule of the problem (a bug, never silenced).
+    """
+    import numpy as np
+
+    from planners import Plan, lower_bound
+    from planners.errors import FeatureError
+    from planners.model import arena_top
+    from planners.validate import check_plan
+    from scheduling.lifetimes import lifetime_problem
+
+    info = schedule.info
+    if "joint_status" not in info or "offsets" not in info:
+        raise ValueError(f"--planner joint takes the joint optimiser's own offsets: it needs "
+                         f"--scheduler joint (got --scheduler {schedule.scheduler})")
+    why = None
+    if problem.aliases:
+        why = "it has alias groups (graph passes)"
+    elif problem.features:
+        why = f"it uses {', '.join(sorted(problem.features))}"
+    else:
+        own = lifetime_problem(graph, schedule.order,
+                               alignment=int(schedule.params.get("alignment", 1)))
+        theirs = dict(zip(problem.ids, zip(problem.starts.tolist(), problem.ends.tolist(),
+                                           problem.sizes.tolist(), problem.alignments.tolist())))
+        mine = dict(zip(own.ids, zip(own.starts.tolist(), own.ends.tolist(),
+                                     own.sizes.tolist(), own.alignments.tolist())))
+        if theirs != mine:
+            diff = sorted(set(theirs) ^ set(mine)) or sorted(
+                k for k in theirs if theirs[k] != mine[k])
+            why = (f"buffer {diff[0]!r} differs (lifetime policy of the input: e.g. a TFLite "
+                   "arena holding the graph input with 16-byte alignment, or --unified)")
+    if why:
+        raise FeatureError(
+            f"--planner joint: the joint optimiser placed the activations of its order "
+            f"(graph inputs outside the arena, alignment {schedule.params.get('alignment', 1)} "
+            f"bytes, no aliases or pools), but problem {problem.name!r} is another one: {why}; "
+            "plan the joint order with a registered planner instead (e.g. --planner telamalloc)")
+    offs = np.array([int(info["offsets"][i]) for i in problem.ids], dtype=np.int64)
+    check_plan(problem, offs)
+    arena = arena_top(offs, problem.sizes)
+    jb = int(info["joint_bound"])
+    if arena < jb or arena != int(info["arena_bytes"]):
+        raise RuntimeError(f"joint optimiser: arena {arena} bytes against its bound {jb} and "
+                           f"reported arena {info['arena_bytes']} (a bug)")
+    status = "optimal" if arena == jb else "feasible"
+    if status != info["joint_status"]:
+        raise RuntimeError(f"joint optimiser: status {info['joint_status']!r} but arena {arena} "
+                           f"and bound {jb} bytes give {status!r} (a bug)")
+    if problem.capacity is not None and arena > problem.capacity:
+        status = "over_capacity"
+    return Plan(problem, offs, planner="joint", status=status, seconds=0.0,
+                lower_bound=lower_bound(problem), best_bound=jb, params=dict(schedule.params),
+                info={k: info[k] for k in ("joint_bound", "start_scheduler", "start_arena",
+                                           "mode", "iterations") if k in info})
+
+
 def _cmd_plan(args) -> int:
     from experiments import metrics
     from experiments.cli.check import note_offsets_ignored
@@ -179,7 +377,45 @@ def _cmd_plan(args) -> int:
         note_offsets_ignored(args.input)
     cap = args.capacity if args.capacity is not None else "auto"
     pipeline = parse_pipeline(args.pipeline)
-    if pipeline is not None:  # graph passes: the model's graph, transformed, then planned
+    sched = graph = None
+    joint = args.planner == "joint"  # the joint optimiser's own offsets (not a registered planner)
+    if joint and args.scheduler != "joint":
+        got = "no --scheduler" if args.scheduler is None else f"--scheduler {args.scheduler}"
+        raise ValueError("--planner joint takes the joint optimiser's own offsets: it needs "
+                         f"--scheduler joint (got {got})")
+    if args.scheduler_param and args.scheduler is None:
+        raise ValueError("--scheduler-param sets a parameter of --scheduler NAME, and no "
+                         "scheduler was given")
+    if joint and args.param:
+        raise ValueError("--planner joint has no planner parameters (--param); the joint "
+                         "optimiser's are set with --scheduler-param NAME=VALUE")
+    tflite = str(args.input).endswith(".tflite") or str(args.input).startswith(
+        ("wakeword:", "mediapipe:"))
+    other = [flag for flag, on in (("--pipeline", pipeline is not None), ("--pools", bool(pools)),
+                                   ("--unified", args.unified),
+                                   ("a TFLite model (its arena holds the graph input, 16-byte "
+                                    "aligned)", tflite)) if on]
+    if joint and other:
+        raise ValueError("--planner joint: the joint optimiser places the activations of the "
+                         f"graph as scheduled in one arena; with {other[0]} plan its "
+                         "order with a registered planner (e.g. --planner telamalloc)")
+    if args.scheduler is not None:  # graph -> scheduler -> checked order -> lifetimes
+        from experiments.cli.schedule import make_scheduler
+
+        what = _not_a_graph(args.input)
+        if what:
+            raise ValueError(f"--scheduler {args.scheduler}: {args.input} is {what}, not a graph;"
+                             " schedulers need a model (.onnx, .tflite, node-link .json or a "
+                             "graph workload name)")
+        scheduler = make_scheduler(args.scheduler, dict(args.scheduler_param), time_limit_of(args))
+        problem, sched, graph = scheduled_problem(args.input, scheduler, pipeline,
+                                                  parse_overrides(args.override), args.unified,
+                                                  args.size_attr)
+        if cap != "auto":
+            problem = problem.with_capacity(cap)
+        if pools:
+            problem = problem.with_pools(pools)
+    elif pipeline is not None:  # graph passes: the model's graph, transformed, then planned
         problem = pipeline_problem(args.input, pipeline, parse_overrides(args.override),
                                    args.unified, args.size_attr)
         if cap != "auto":
@@ -197,14 +433,17 @@ def _cmd_plan(args) -> int:
                                minimalloc_folder=args.minimalloc_dir, size_attr=args.size_attr)
         if pools:
             problem = problem.with_pools(pools)
-    planner = planner_for(args.planner, time_limit_of(args), params_of(args))
-    note_time_limit([args.planner], args.time_limit, params_of(args))
-    if getattr(planner, "requires_capacity", False) and problem.capacity is None \
-            and not problem.pools:
-        from planners import lower_bound
+    if joint:
+        plan = joint_plan(problem, sched, graph)
+    else:
+        planner = planner_for(args.planner, time_limit_of(args), params_of(args))
+        note_time_limit([args.planner], args.time_limit, params_of(args))
+        if getattr(planner, "requires_capacity", False) and problem.capacity is None \
+                and not problem.pools:
+            from planners import lower_bound
 
-        problem = problem.with_capacity(lower_bound(problem))
-    plan = planner.plan(problem)
+            problem = problem.with_capacity(lower_bound(problem))
+        plan = planner.plan(problem)
     valid = plan.status not in ("infeasible", "timeout", "skipped")
     fits = metrics.fits(plan.arena_size if valid else None, problem.capacity)
     written = None
@@ -229,6 +468,23 @@ def _cmd_plan(args) -> int:
     }
     if args.param:
         out["params"] = params_of(args)
+    if sched is not None:  # the order: its scheduler, status, proved bound and peak (bytes)
+        from scheduling.lifetimes import peak_live_bytes
+
+        out["scheduler"] = sched.scheduler
+        out["schedule_status"] = sched.status
+        out["order_bound"] = sched.bound
+        out["peak_bytes"] = peak_live_bytes(graph, sched.order)
+        out["schedule_seconds"] = round(sched.seconds, 6)
+        if args.scheduler_param:
+            out["scheduler_params"] = dict(args.scheduler_param)
+        if "joint_status" in sched.info:  # the joint search: its bound and its starting pair
+            out["joint_bound"] = sched.info["joint_bound"]
+            out["joint_status"] = sched.info["joint_status"]
+            out["start_scheduler"] = sched.info["start_scheduler"]
+            out["start_arena"] = sched.info["start_arena"]
+        if args.json:  # the order itself (operator names, step k runs order[k]), as `schedule`
+            out["order"] = list(sched.order)
     if written:  # what -o wrote, as `view` says it
         out["written"] = f"{written} ({problem.n} buffers with offsets, MiniMalloc CSV)"
     if problem.pools and valid:  # bytes per pool, and each buffer's pool
@@ -250,8 +506,9 @@ def _cmd_plan(args) -> int:
     if args.json:
         print(json.dumps(out))
     else:
+        w = 12 if sched is None else max(12, *map(len, out))  # schedule keys are longer
         for k, v in out.items():
-            print(f"{k:12s} {'-' if v is None or v == '' else v}")
+            print(f"{k:{w}s} {'-' if v is None or v == '' else v}")
     if plan.status == "infeasible" and plan.info.get("proof"):  # e.g. two colliding pins
         print(f"memplan: error: planner {plan.planner!r} proved problem {problem.name!r} "
               f"infeasible: {plan.info['proof']}", file=sys.stderr)

@@ -31,7 +31,7 @@ from typing import Any
 
 from experiments.cli.common import add_param_flag, add_time_limit_flag, parse_param, time_limit_of
 
-__all__ = ["COMMANDS", "add_parsers", "run", "schedule_report", "parse_param"]
+__all__ = ["COMMANDS", "add_parsers", "run", "schedule_report", "make_scheduler", "parse_param"]
 
 #: Sub-command names handled by :func:`run`.
 COMMANDS = ("schedule",)
@@ -51,6 +51,37 @@ def add_parsers(sub) -> None:
     add_time_limit_flag(s, "schedulers (exact_dp, cpsat_schedule, anneal, genetic)")
     add_param_flag(s, "scheduler")
     s.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def make_scheduler(scheduler: str, params: dict[str, Any] | None = None,
+                   time_limit: float | None = None):
+    """A configured scheduler, its parameters checked before any work: registered name
+    ``scheduler``, constructor ``params`` (a ``time_limit`` there wins), ``time_limit`` (seconds)
+    the default ``time_limit`` of schedulers that take one.
+
+    Raises
+    ------
+    ValueError
+        Unknown scheduler name (naming the registered ones, "did you mean"); an unknown
+        parameter or a value its rules forbid (:class:`planners.errors.ParameterError`).
+    """
+    from planners.errors import ParameterError
+    from planners.params import validate_params
+    from scheduling.schedulers import SCHEDULERS, get_scheduler
+    from scheduling.schedulers.registry import check_scheduler_names
+
+    check_scheduler_names([scheduler])
+    params = dict(params or {})
+    known = SCHEDULERS[scheduler]._param_names()
+    unknown = [k for k in params if k not in known]
+    if unknown:
+        raise ParameterError(f"scheduler {scheduler!r} has no parameter {unknown[0]!r}; its "
+                             f"parameters: {', '.join(known) or '(none)'}")
+    if time_limit is not None and "time_limit" in known:
+        params.setdefault("time_limit", time_limit)
+    sched_obj = get_scheduler(scheduler, **params)
+    validate_params(sched_obj)  # its declared rules, checked before loading or scheduling
+    return sched_obj
 
 
 def schedule_report(workload: str, scheduler: str = "file_order", size_attr: str = "cost_ram",
@@ -73,23 +104,9 @@ def schedule_report(workload: str, scheduler: str = "file_order", size_attr: str
         Unknown workload or a malformed graph (e.g. :class:`scheduling.errors.CycleError`).
     """
     from experiments.workloads import load_graph
-    from planners.errors import ParameterError
-    from planners.params import validate_params
     from scheduling.lifetimes import peak_live_bytes
-    from scheduling.schedulers import SCHEDULERS, get_scheduler
-    from scheduling.schedulers.registry import check_scheduler_names
 
-    check_scheduler_names([scheduler])
-    params = dict(params or {})
-    known = SCHEDULERS[scheduler]._param_names()
-    unknown = [k for k in params if k not in known]
-    if unknown:
-        raise ParameterError(f"scheduler {scheduler!r} has no parameter {unknown[0]!r}; its "
-                             f"parameters: {', '.join(known) or '(none)'}")
-    if time_limit is not None and "time_limit" in known:
-        params.setdefault("time_limit", time_limit)
-    sched_obj = get_scheduler(scheduler, **params)
-    validate_params(sched_obj)  # its declared rules, checked before loading or scheduling
+    sched_obj = make_scheduler(scheduler, params, time_limit)
     graph = load_graph(workload, size_attr=size_attr)
     sched = sched_obj.schedule(graph)
     peak = peak_live_bytes(graph, sched.order)
