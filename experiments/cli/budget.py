@@ -22,6 +22,22 @@ A technique that cannot reach the budget raises :class:`scheduling.tiling.Budget
 smallest reachable peak and exits with status 2. With ``--technique all`` the infeasible
 techniques are reported with their smallest peak (``status: infeasible``) and the command fails
 only when no technique fits. BYTES accepts a suffix ``k``/``K`` (x 1024) or ``M`` (x 1024^2).
+
+Memory pools (``--pools NAME=BYTES[:ALIGN],...`` in preference order,
+:func:`experiments.cli.common.parse_pools`): ``--budget`` may then be left out and is the first
+pool's capacity (a first pool without one, ``inf``, needs ``--budget``); given, it is the
+techniques' target peak as without pools. Each technique that fits then has its buffers placed
+into the pools by ``--planner`` (default ``greedy_by_size``: the spill policy, each buffer to the
+first pool in preference order where it fits; every placement passes
+:func:`planners.validate.check_plan` with its pools), and its record gains ``pools`` (per pool:
+``capacity``, ``bytes`` (that pool's arena) and ``fits``), ``fits_pools`` (every pool within its
+capacity: the overflow known at plan time), ``pool_planner`` and ``pool_status``. The buffers
+placed are the technique's own: for ``recompute`` every computed version of every value
+(stage ranges of :func:`scheduling.recompute.simulate`; their max live is the reported peak),
+for ``tiers`` its buffer time slices (each slice placed on its own, so a buffer may change pool
+between slices as it changes tier). ``patch`` gives the peak of a layer-by-layer model, not
+buffer lifetimes: its record says so in ``pools_note`` and has no per-pool bytes (never a number
+that was not planned).
 """
 
 from __future__ import annotations
@@ -30,8 +46,9 @@ import json
 import re
 
 from experiments.cli.common import time_limit_of
+from experiments.harness import pools_text
 
-__all__ = ["COMMANDS", "add_parsers", "run", "parse_bytes", "budget_report"]
+__all__ = ["COMMANDS", "add_parsers", "run", "parse_bytes", "budget_report", "place_in_pools"]
 
 #: Sub-command names handled by :func:`run`.
 COMMANDS = ("budget",)
@@ -71,13 +88,15 @@ def _patch(g, budget: int, args) -> dict:
 
 
 def _recompute(g, budget: int, args) -> dict:
-    from scheduling.recompute import cpsat_recompute, greedy_recompute
+    from scheduling.recompute import cpsat_recompute, greedy_recompute, remat_problem
 
+    rp = remat_problem(g)
     if args.solver == "cpsat":
-        r = cpsat_recompute(g, budget, time_limit=time_limit_of(args))
+        r = cpsat_recompute(rp, budget, time_limit=time_limit_of(args))
     else:
-        r = greedy_recompute(g, budget)
+        r = greedy_recompute(rp, budget)
     return {"technique": "recompute", "status": "fits", "solver": r.solver,
+            "_problem": lambda: _versions_problem(g, rp, r.comp),
             "solver_status": r.status, "peak": r.peak, "baseline_peak": r.baseline_peak,
             "recomputed": len(r.recomputed), "extra_macs": r.extra_cost,
             "extra_macs_ratio": r.extra_ratio, "extra_bytes": 0, "bytes_moved": 0,
@@ -92,7 +111,7 @@ def _tiers(g, budget: int, args) -> dict:
     p = lifetime_problem(g)
     t = assign_tier_slices(p, budget, buffer_uses(g, p), method=args.solver,
                            time_limit=time_limit_of(args))
-    return {"technique": "tiers", "status": "fits", "solver": t.method,
+    return {"technique": "tiers", "status": "fits", "solver": t.method, "_problem": lambda: t.slices,
             "solver_status": t.status, "peak": t.sram_arena, "baseline_peak": peak_live_bytes(g),
             "sram_arena": t.sram_arena, "dram_arena": t.dram_arena, "extra_macs": 0,
             "extra_macs_ratio": 0.0, "extra_bytes": 0, "bytes_moved": t.bytes_moved,
@@ -104,8 +123,61 @@ def _tiers(g, budget: int, args) -> dict:
 _RUNNERS = {"patch": _patch, "recompute": _recompute, "tiers": _tiers}
 
 
+def _versions_problem(g, rp, comp):
+    """The buffers of a recomputation plan: every computed version of every value
+    (``scheduling.recompute._versions``: closed stage ranges ``[computed, last live]``) as a
+    :class:`planners.Problem` named ``OP@STAGE`` (bytes: the operator's outputs); its max live
+    bytes is the plan's simulated peak."""
+    from planners import Problem
+    from scheduling.recompute import _versions
+
+    return Problem.from_closed([(f"{rp.names[v]}@{c}", c, last, int(rp.sizes[v]))
+                                for v, c, last in _versions(rp, comp)], name=f"{g.name}:recompute")
+
+
+#: Why a technique's record has no per-pool bytes (see the module docstring).
+_NOT_PLACED = {"patch": "not placed into pools: the patch model gives the peak of a "
+                        "layer-by-layer schedule, not buffer lifetimes"}
+
+
+def place_in_pools(problem, pools, planner: str = "greedy_by_size",
+                   time_limit: float | None = None) -> dict:
+    """Place ``problem`` (bytes, half-open steps) into ``pools`` (:class:`planners.model.MemoryPool`,
+    preference order) with registered planner ``planner`` (its pool assignment: ``native`` or
+    the spill policy, :mod:`planners.multipool`); the plan passes
+    :func:`planners.validate.check_plan` with its pools (:meth:`planners.base.Planner.plan`).
+
+    Returns
+    -------
+    dict
+        ``pools`` (per pool name: ``capacity`` bytes or ``None``, ``bytes`` its arena, ``fits``),
+        ``fits_pools`` (every pool within its capacity), ``pool_planner``, ``pool_status`` (the
+        plan's status, ``over_capacity`` when a pool overflows); without a plan (a solver's
+        ``timeout``, ``infeasible``) ``pools`` is ``None`` and ``pools_note`` says why.
+
+    Raises
+    ------
+    planners.errors.MemplanError
+        A problem that cannot take the pools, an unknown planner or one that refuses a feature.
+    """
+    from experiments.harness import planner_for
+
+    plan = planner_for(planner, time_limit, None).plan(problem.with_pools(pools))
+    out = {"pool_planner": planner, "pool_status": plan.status}
+    if plan.status in ("infeasible", "timeout", "skipped"):
+        return {**out, "pools": None, "fits_pools": None,
+                "pools_note": f"{planner} found no placement into the pools (status "
+                              f"{plan.status})"}
+    arenas = plan.arenas
+    per = {q.name: {"capacity": q.capacity, "bytes": int(arenas[q.name]),
+                    "fits": q.capacity is None or arenas[q.name] <= q.capacity} for q in pools}
+    return {**out, "pools": per, "fits_pools": all(v["fits"] for v in per.values())}
+
+
 def budget_report(g, budget: int, technique: str, args) -> list[dict]:
-    """One record per technique (see the module docstring; bytes, MACs).
+    """One record per technique (see the module docstring; bytes, MACs). With
+    ``args.pool_list`` (parsed ``--pools``), each technique that fits is placed into the pools
+    by ``args.planner`` (:func:`place_in_pools`, or a ``pools_note`` saying why not).
 
     Raises
     ------
@@ -124,9 +196,18 @@ def budget_report(g, budget: int, technique: str, args) -> list[dict]:
     if any(n not in _RUNNERS for n in names):
         raise ProblemError(f"unknown technique {technique!r}; known: {', '.join(TECHNIQUES)}, all")
     out = []
+    pools = getattr(args, "pool_list", None)
     for name in names:
         try:
-            out.append(_RUNNERS[name](g, budget, args))
+            rec = _RUNNERS[name](g, budget, args)
+            make = rec.pop("_problem", None)
+            if pools:
+                if make is None:
+                    rec.update(pools=None, fits_pools=None, pools_note=_NOT_PLACED[name])
+                else:
+                    rec.update(place_in_pools(make(), pools, getattr(args, "planner", None)
+                                              or "greedy_by_size", time_limit_of(args)))
+            out.append(rec)
         except BudgetError as e:
             if technique != "all":
                 raise
@@ -146,8 +227,10 @@ def add_parsers(subparsers) -> None:
         "budget", help="fit a model into a memory budget: patches, recomputation, SRAM/DRAM tiers")
     b.add_argument("model", help="ONNX light model name, mobilenet_v2[:alpha:res:dtype], "
                                  "mobilenet_v1[...], seed000 or PATH.onnx")
-    b.add_argument("--budget", required=True,
-                   help="bytes (suffix k = 1024, M = 1024^2); SRAM capacity for tiers")
+    b.add_argument("--budget",
+                   help="bytes (suffix k = 1024, M = 1024^2); SRAM capacity for tiers; "
+                        "required without --pools, with --pools it defaults to the first "
+                        "pool's capacity")
     b.add_argument("--technique", choices=(*TECHNIQUES, "all"), default="all")
     b.add_argument("--solver", choices=("greedy", "cpsat"), default="greedy",
                    help="recompute / tiers solver (default greedy)")
@@ -161,6 +244,16 @@ def add_parsers(subparsers) -> None:
     b.add_argument("--override", action="append", metavar="NAME=DIMS",
                    help="ONNX: a symbolic dimension (N=1) or a tensor's static shape "
                         "(input=1,3,224,224); repeatable")
+    b.add_argument("--pools", metavar="NAME=BYTES[:ALIGN],...",
+                   help="named memory pools in preference order, e.g. sram=256k:16,psram=8M: "
+                        "each technique's buffers are placed into them (--planner) and the "
+                        "report gives bytes per pool and whether every pool fits; --budget "
+                        "then defaults to the first pool's capacity (recompute: its value "
+                        "versions; tiers: its time slices; patch: not placed, no buffer "
+                        "lifetimes)")
+    b.add_argument("--planner", default="greedy_by_size",
+                   help="with --pools: the planner placing each technique's buffers (default "
+                        "greedy_by_size: the spill policy, first pool where a buffer fits)")
 
 
 def run(args) -> int:
@@ -169,16 +262,36 @@ def run(args) -> int:
     to report with exit status 2."""
     from experiments.workloads import load_graph, parse_overrides
 
+    from experiments.cli.common import parse_pools
+    from planners.errors import ProblemError
+    from planners.registry import check_planner_names
+
+    pools = parse_pools(getattr(args, "pools", None))
+    if pools:
+        check_planner_names([args.planner])
+    if args.budget is None:
+        if not pools:
+            raise ProblemError("--budget: give the memory budget in bytes (e.g. 256k), or "
+                               "--pools, whose first pool's capacity is then the budget")
+        if pools[0].capacity is None:
+            raise ProblemError(f"--budget: the first pool {pools[0].name!r} has no capacity "
+                               "(inf); give --budget")
+        budget = pools[0].capacity
+    else:
+        budget = parse_bytes(args.budget)
+    args.pool_list = pools
     g = load_graph(args.model, overrides=parse_overrides(args.override))
-    budget = parse_bytes(args.budget)
     recs = budget_report(g, budget, args.technique, args)
     tl = time_limit_of(args) if args.solver == "cpsat" else None  # greedy takes none
     if args.json:
+        extra = {"pools": {q.name: {"capacity": q.capacity, "alignment": q.alignment}
+                           for q in pools}, "pool_planner": args.planner} if pools else {}
         print(json.dumps({"model": g.name, "budget": budget, "solver": args.solver,
-                          "time_limit": tl, "results": recs}, indent=1))
+                          "time_limit": tl, **extra, "results": recs}, indent=1))
         return 0
     print(f"model {g.name}, budget {budget} bytes, solver {args.solver}"
-          + (f" (time limit {tl:g} s)" if tl is not None else ""))
+          + (f" (time limit {tl:g} s)" if tl is not None else "")
+          + (f", pools {pools_text(pools)} placed by {args.planner}" if pools else ""))
     for r in recs:
         if r["status"] == "infeasible":
             print(f"  {r['technique']:9s} infeasible: smallest reachable peak "
@@ -193,4 +306,13 @@ def run(args) -> int:
             line += (f", DRAM arena {r['dram_arena']} bytes, DRAM traffic {r['dram_traffic']} "
                      f"bytes (of {r['total_traffic']}), moved {r['bytes_moved']} bytes")
         print(line)
+        if pools and r.get("pools"):
+            per = ", ".join(f"{n} {v['bytes']}" + (f" of {v['capacity']}" if v["capacity"]
+                                                    is not None else "")
+                            + ("" if v["fits"] else " OVER CAPACITY")
+                            for n, v in r["pools"].items())
+            verdict = "fits every pool" if r["fits_pools"] else "does not fit every pool"
+            print(f"  {'':9s} pools: {per} bytes; {verdict} (status {r['pool_status']})")
+        elif pools:
+            print(f"  {'':9s} pools: {r.get('pools_note')}")
     return 0
