@@ -158,3 +158,24 @@ def test_inputs_without_an_order_one_line_exit_2(tmp_path, capsys, spec, words):
     assert main(["plan", spec, "--scheduler", "min_live"]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and words in err
+
+
+def test_tflite_keeps_its_lifetime_policy_under_a_scheduler(capsys):
+    """A TFLite model scheduled: the graph input in the arena and 16-byte alignment, as the
+    stored-order path plans it (experiments.workloads.KIND_LIFETIME_POLICY["tflite"])."""
+    from conftest import shared_case
+
+    from experiments.workloads import activation_problem, load_problem
+    from planners import lower_bound
+    from scheduling.tflite_import import load_tflite
+
+    f = str(shared_case("add_chain.tflite"))
+    rc, out, _ = _plan_json(capsys, f, "--scheduler", "file_order")
+    assert rc == 0 and "runtime_order" in out
+    stored = load_problem(f)
+    assert (out["buffers"], out["lower_bound"]) == (stored.n, lower_bound(stored))
+    rc, out, _ = _plan_json(capsys, f, "--scheduler", "min_live")
+    g = load_tflite(f).graph
+    want = activation_problem("tflite", g, out["order"])
+    assert int(want.alignments.min()) == 16 and out["lower_bound"] == lower_bound(want)
+    assert out["arena"] >= out["lower_bound"]

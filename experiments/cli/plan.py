@@ -503,6 +503,9 @@ def _cmd_plan(args) -> int:
         from experiments.runtimes.tflm.oracle import runtime_arena
 
         out.update(runtime_arena(tfl))
+        if sched is not None:  # TFLite Micro runs the operators as the file stores them
+            out["runtime_order"] = ("file order (as TFLite Micro runs the model; tflm_head and "
+                                    "runtime_arena are not for the --scheduler order)")
     if args.json:
         print(json.dumps(out))
     else:
