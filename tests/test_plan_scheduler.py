@@ -81,6 +81,9 @@ def test_file_order_scheduler_equals_the_stored_order_path(capsys, tmp_path):
     assert rc1 == rc2 == 0
     for k in ("buffers", "arena", "lower_bound", "status"):
         assert plain[k] == sched[k], k
+    # the order's bound and peak are of the graph before the passes, and named so
+    assert "order_bound" not in sched and "peak_bytes" not in sched
+    assert sched["peak_bytes_before_pipeline"] >= sched["order_bound_before_pipeline"] > 0
     pa, pb = read_minimalloc_csv(a, offsets="ignore"), read_minimalloc_csv(b, offsets="ignore")
     assert pa.aliases == pb.aliases and len(pa.aliases) > 0
     assert check_report(b)["valid"]

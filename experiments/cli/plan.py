@@ -473,8 +473,11 @@ def _cmd_plan(args) -> int:
 
         out["scheduler"] = sched.scheduler
         out["schedule_status"] = sched.status
-        out["order_bound"] = sched.bound
-        out["peak_bytes"] = peak_live_bytes(graph, sched.order)
+        # with --pipeline both describe the scheduled graph before the passes, which may lower
+        # the live bytes (fusion, in-place): the keys say so rather than sit above the arena
+        tail = "" if pipeline is None else "_before_pipeline"
+        out["order_bound" + tail] = sched.bound
+        out["peak_bytes" + tail] = peak_live_bytes(graph, sched.order)
         out["schedule_seconds"] = round(sched.seconds, 6)
         if args.scheduler_param:
             out["scheduler_params"] = dict(args.scheduler_param)
