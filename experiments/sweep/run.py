@@ -11,6 +11,9 @@ A sweep is described by a TOML file (see ``experiments/configs/default.toml``)::
     rv64 = false                         # add emulated RV64 cost columns (planners with a C core)
     tflm = false                         # add TFLite Micro's own arena for .tflite workloads
     keep_offsets = 20000                 # store offsets in the record up to this many buffers
+    pools = "sram=256k:16,psram=8M"      # optional: memory pools in preference order (--pools
+                                         # text), or an array of them (a grid axis; "none": one
+                                         # arena); part of the run key only when given
 
     workloads = [
         "seed000",                                   # registry name (experiments.workloads)
@@ -32,7 +35,8 @@ A sweep is described by a TOML file (see ``experiments/configs/default.toml``)::
 Keys and records
 ----------------
 Every run is keyed by :func:`run_key`, a SHA-256 of (workload content digest, scheduler and its
-parameters, planner and its parameters, seed, repetition, time limit, code version). The code
+parameters, planner and its parameters, seed, repetition, time limit, code version, and the
+canonical ``pools`` text when the run has memory pools). The code
 version is the run's own (:func:`run_code_version`): the package version plus a hash of the syntax
 trees (comments, docstrings and formatting left out) of the modules the run executes -- its
 planner's module, its scheduler's (graph workloads), the harness, the workload's loader and the
