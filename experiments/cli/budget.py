@@ -260,9 +260,8 @@ def run(args) -> int:
     """Run ``memplan budget`` with parsed ``args``; returns 0. Errors raise
     :class:`planners.MemplanError` (``BudgetError`` for an unreachable budget) for the caller
     to report with exit status 2."""
-    from experiments.workloads import load_graph, parse_overrides
-
     from experiments.cli.common import parse_pools
+    from experiments.workloads import load_graph, parse_overrides
     from planners.errors import ProblemError
     from planners.registry import check_planner_names
 

@@ -109,8 +109,8 @@ def run(args) -> int:
 
 def compare_planners(args) -> int:
     """Planners on workloads: records, stored plans, Markdown and figures; returns 0."""
-    from experiments.harness import compare, default_planners, pools_text, records_frame
     from experiments.cli.common import parse_pools
+    from experiments.harness import compare, default_planners, pools_text, records_frame
     from experiments.records import (
         PLANS_FILE,
         atomic_write,
