@@ -183,8 +183,10 @@ def store_problem(out: str | Path, problem: Problem, workload: str = "",
     return f"problems/{digest}.csv"
 
 
-def load_problem_csv(path: str | Path, name: str) -> Problem:
-    """A problem stored by :func:`store_problem` (or ``memplan sweep``), named ``name``.
+def load_problem_csv(path: str | Path, name: str, pools=None) -> Problem:
+    """A problem stored by :func:`store_problem` (or ``memplan sweep``), named ``name``, with the
+    memory ``pools`` it was planned with (:class:`planners.model.MemoryPool`, preference order;
+    a stored ``pools`` column, each buffer's candidates, is read against them).
 
     ``path`` is ``.../problems/DIGEST.csv``; where only ``DIGEST.ref`` exists, the referenced
     workload is loaded (it needs ``../shared`` or ``$MEMPLAN_MINIMALLOC_DIR``) and its digest
@@ -194,7 +196,7 @@ def load_problem_csv(path: str | Path, name: str) -> Problem:
 
     path = Path(path)
     if path.exists():
-        return read_minimalloc_csv(path, capacity=None, name=name)
+        return read_minimalloc_csv(path, capacity=None, name=name, pools=pools or None)
     ref = path.with_suffix(".ref")
     if not ref.exists():
         raise ProblemError(f"{path}: stored problem not found")
@@ -213,7 +215,7 @@ def load_problem_csv(path: str | Path, name: str) -> Problem:
     if problem_csv_text(p)[1] != body["sha256"]:
         raise ProblemError(f"{ref}: {body['source']!r} is not the problem that was planned "
                            "(its content changed)")
-    return p
+    return p.with_pools(pools) if pools else p
 
 
 def write_plans(out: str | Path, problems: Mapping[str, str], entries: Sequence[Mapping[str, Any]],
@@ -237,13 +239,13 @@ def read_plans(out: str | Path, name: str = PLANS_FILE) -> tuple[dict[str, Probl
     pool (:attr:`planners.Plan.pools`); a plan entry without its pools is left out."""
     out = Path(out)
     body = json.loads((out / name).read_text())
-    problems = {w: load_problem_csv(out / rel, w) for w, rel in body["problems"].items()}
+    pools = None
     if body.get("pools"):
         from planners.model import MemoryPool
 
         pools = [MemoryPool(q["name"], q["capacity"], q["alignment"], q.get("cost", 0))
                  for q in body["pools"]]
-        problems = {w: p.with_pools(pools) for w, p in problems.items()}
+    problems = {w: load_problem_csv(out / rel, w, pools) for w, rel in body["problems"].items()}
     plans: dict[tuple[str, str], Plan] = {}
     for e in body["plans"]:
         p = problems.get(e["workload"])

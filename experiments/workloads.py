@@ -104,13 +104,15 @@ def workload_key(spec: str) -> str:
 
 
 def resolve_problems(names: list[str] | None = None, minimalloc_dir: str | Path | None = None,
-                     size_attr: str = "cost_ram", overrides: list[str] | None = None
-                     ) -> dict[str, Problem]:
+                     size_attr: str = "cost_ram", overrides: list[str] | None = None,
+                     pools=None) -> dict[str, Problem]:
     """Problems by record name (:func:`workload_key`) for the names, files and ``minimalloc:NAME``
     specs in ``names`` (:func:`load_problem` each), or for :func:`default_workloads` when
     ``names`` is empty; plus every CSV of ``minimalloc_dir`` unless ``names`` already names
     ``minimalloc:`` workloads (then it is only where those are looked up). ``overrides`` are
     ``NAME=DIMS`` items (:func:`parse_overrides`) for the ONNX/TFLite workloads in ``names``.
+    ``pools`` (``--pools``): the named inputs are loaded with them (:func:`load_problem`, so a
+    CSV's own ``pools`` column is read); the default workloads take them later.
     Raises :class:`planners.ProblemError` naming a bad input, ``ValueError`` for overrides
     without names."""
     if overrides and not names:
@@ -120,7 +122,8 @@ def resolve_problems(names: list[str] | None = None, minimalloc_dir: str | Path 
         for n in names:
             problems[workload_key(n)] = load_problem(n, minimalloc_folder=minimalloc_dir,
                                                      size_attr=size_attr,
-                                                     overrides=parse_overrides(overrides))
+                                                     overrides=parse_overrides(overrides),
+                                                     pools=pools)
     else:
         for n, w in default_workloads().items():
             problems[n] = w.problem()
@@ -284,7 +287,7 @@ def _no_overrides(spec: str, overrides) -> None:
 def load_problem(spec: str | Path, capacity: int | None | str = "auto", unified: bool = False,
                  schedule: str = "file_order", overrides: dict | None = None,
                  minimalloc_folder: str | Path | None = None,
-                 size_attr: str = "cost_ram") -> Problem:
+                 size_attr: str = "cost_ram", pools=None) -> Problem:
     """A problem from a MiniMalloc ``.csv``, an ``.onnx`` or ``.tflite`` path, a workload name
     (:func:`default_workloads`, ``minimalloc`` and TFLite names) or a graph workload
     (:func:`load_graph`: ``mobilenet_v2``, ``gen:randwire``, ...; lifetimes from the ``schedule``).
@@ -294,8 +297,18 @@ def load_problem(spec: str | Path, capacity: int | None | str = "auto", unified:
     ``minimalloc:NAME`` reads ``NAME.*.csv`` from :func:`minimalloc_dir` (``minimalloc_folder``).
     A ``.json`` path is a node-link graph (:mod:`scheduling.nodelink`; ``size_attr`` names the
     node attribute with the output bytes, ``cost_ram`` as in Checkmate and MOCCASIN).
-    Raises :class:`ProblemError` naming the input when it is none of these.
+    ``pools`` (:class:`planners.model.MemoryPool`, preference order; ``--pools``): the problem
+    gets them (:meth:`planners.Problem.with_pools`, capacity then the pools'); a CSV's own
+    ``pools`` column (each buffer's candidates) is read against them.
+    Raises :class:`ProblemError` naming the input when it is none of these, or when a CSV names
+    candidate pools and ``pools`` is not given.
     """
+    if pools:
+        if str(spec).endswith(".csv"):
+            return read_minimalloc_csv(Path(str(spec)), capacity=None, pools=pools)
+        return load_problem(spec, capacity=None, unified=unified, schedule=schedule,
+                            overrides=overrides, minimalloc_folder=minimalloc_folder,
+                            size_attr=size_attr).with_pools(pools)
     spec_s = str(spec)
     path = Path(spec_s)
     if spec_s.startswith("minimalloc:"):

@@ -289,3 +289,54 @@ def test_compare_pools_on_python_api_matches_records():
     no = compare(resolve_problems(["seed000"]), ["greedy_by_size"], progress=False, repeats=1)
     assert "pools" not in no.columns and "arena_sram" not in no.columns
     assert np.isclose(df.loc[0, "ratio"], df.loc[0, "arena"] / df.loc[0, "lower_bound"])
+
+
+def test_compare_reads_a_csv_workloads_own_pools_column(tmp_path, capsys):
+    """A CSV whose ``pools`` column names each buffer's candidates is read against ``--pools``
+    (it is an error without them), planned, stored and redrawn with its candidates kept."""
+    from experiments.records import read_plans
+
+    csv = tmp_path / "cand.csv"
+    csv.write_text("id,lower,upper,size,pools\na,0,3,100,sram\nb,1,4,200,psram\n"
+                   "c,2,5,50,\nd,4,6,300,sram psram\n")
+    out = tmp_path / "out"
+    rc = main(["compare", "--workloads", str(csv), "--pools", "sram=512,psram=1k",
+               "--planners", "greedy_by_size", "naive", "--out", str(out), "--quiet"])
+    capsys.readouterr()
+    assert rc == 0
+    recs = pd.read_csv(out / "compare.csv")
+    assert recs["valid"].all() and (recs["arena_sram"] + recs["arena_psram"] == recs["arena"]).all()
+    problems, plans = read_plans(out)
+    (p,) = problems.values()
+    assert [b.pools for b in p.buffers] == [("sram",), ("psram",), (), ("sram", "psram")]
+    for pl in plans.values():
+        names = [p.pools[k].name for k in pl.pools.tolist()]
+        assert names[0] == "sram" and names[1] == "psram"  # each buffer among its candidates
+        check_plan(p, pl.offsets, pools=pl.pools)
+    assert sorted(f.name for f in (out / "figures").glob("ratio_*.png"))
+    # without --pools the candidates cannot be read: one line, exit 2, nothing written
+    rc = main(["compare", "--workloads", str(csv), "--planners", "naive",
+               "--out", str(tmp_path / "none"), "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "pools" in err[0]
+
+
+def test_sweep_reads_a_csv_workloads_own_pools_column(tmp_path, capsys):
+    """A sweep's CSV workload with a ``pools`` column is read against the run's pools: every
+    buffer lands among its candidates (the same file without pools would be refused)."""
+    from experiments.sweep.store import read_records
+
+    (tmp_path / "cand.csv").write_text("id,lower,upper,size,pools\na,0,3,100,sram\n"
+                                       "b,1,4,200,psram\nc,2,5,50,\nd,4,6,300,sram psram\n")
+    cfg = tmp_path / "s.toml"
+    cfg.write_text('name = "t"\nout = "out"\ntime_limit = 5.0\npools = "sram=512,psram=1k"\n'
+                   'workloads = ["cand.csv"]\n[planners]\ngreedy_by_size = {}\nnaive = {}\n')
+    assert main(["sweep", str(cfg), "--jobs", "1", "--quiet"]) == 0
+    capsys.readouterr()
+    recs = read_records(tmp_path / "out")
+    assert len(recs) == 2
+    for r in recs:
+        assert r["valid"] and not r.get("error")
+        pool_of = json.loads(r["pool_of"])
+        assert pool_of[0] == 0 and pool_of[1] == 1  # a: sram only, b: psram only
+        assert r["arena_sram"] + r["arena_psram"] == r["arena"]

@@ -133,7 +133,8 @@ def compare_planners(args) -> int:
         raise ValueError(f"--timing-repeats must be >= 1, got {args.timing_repeats}")
     pools = parse_pools(getattr(args, "pools", None))
     problems = resolve_problems(split_list(args.workloads), minimalloc_dir=args.minimalloc_dir,
-                                size_attr=args.size_attr, overrides=args.override)
+                                size_attr=args.size_attr, overrides=args.override,
+                                pools=pools)  # a CSV's own 'pools' column is read with them
     if pools:  # every problem must take the pools: an error before anything runs or is written
         from planners.errors import ProblemError
 

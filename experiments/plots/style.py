@@ -704,7 +704,11 @@ def plot_ratio_heatmap(records: pd.DataFrame, title: str = "Arena / lower bound"
     workloads = [w for w in dict.fromkeys(records["workload"]) if w in table.index]
     table = table.reindex(index=workloads, columns=planners)
     proved = proved.reindex(index=workloads, columns=planners).fillna(False).astype(bool)
-    fig, ax = _new_axes(ax, figsize("double", 1.0 + 0.34 * len(workloads),
+    # room for the planner labels under the cells (45 degrees, about 0.045 in per character),
+    # so long labels (e.g. "greedy_by_size [pools sram=256k:16,psram=8M]") never squash the axes
+    label_in = 0.045 * max((len(str(p)) for p in planners), default=0)
+    # and at least 1.8 in of cells, the height of the colour bar's label
+    fig, ax = _new_axes(ax, figsize("double", 1.0 + max(0.34 * len(workloads), 1.8) + label_in,
                                     1.6 + 0.62 * len(planners)))
     data = table.to_numpy(dtype=float)
     finite = data[np.isfinite(data)]

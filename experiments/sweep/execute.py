@@ -49,12 +49,21 @@ def _graph_of(kind: str, source: str, params: str):
 
 
 def _problem_for(spec: RunSpec):
-    """The run's problem and extra record fields, resolved by :mod:`experiments.workloads`."""
+    """The run's problem and extra record fields, resolved by :mod:`experiments.workloads`.
+    A CSV workload of a run with pools is read with them, so its own ``pools`` column (each
+    buffer's candidates) is kept; the caller gives every other problem the pools."""
     from experiments.workloads import activation_problem, load_problem
     from planners import Problem
 
     w = spec.workload
     if not w.is_graph:
+        pools = getattr(spec, "pools", "")
+        if pools and str(w.source).endswith(".csv"):
+            from experiments.cli.common import parse_pools
+
+            p = load_problem(w.source, pools=parse_pools(pools))
+            return Problem(p.buffers, alignment=p.alignment, name=w.name,
+                           pools=p.pools), {}
         p = load_problem(w.source)
         return Problem(p.buffers, capacity=p.capacity, alignment=p.alignment, name=w.name), {}
     from scheduling.schedulers import get_scheduler
