@@ -736,3 +736,26 @@ def test_c_extension_counts_by_its_c_source(monkeypatch):
     after = {p: sweep.run_code_version(p) for p in ("exact_search", "first_fit")}
     assert after["exact_search"] != before["exact_search"]
     assert after["first_fit"] == before["first_fit"]
+
+
+def test_sweep_records_the_order_bound_and_the_joint_optimisers_own_arena(tmp_path):
+    """A graph workload's record carries the scheduler's proved order bound; the ``joint``
+    scheduler's also its own checked layout (arena, bound, status), beside the planner that
+    re-plans its order: the joint arena never below its bound, the status optimal only at it."""
+    from experiments.cli import main as cli_main
+    from experiments.sweep.store import read_records
+
+    cfg = tmp_path / "j.toml"
+    cfg.write_text('name = "j"\nout = "out"\ntime_limit = 5.0\n'
+                   'workloads = [{generator = "randwire", params = {n_nodes = 10}, seeds = [0]}]\n'
+                   '[schedulers]\nmin_live = {}\njoint = {deterministic_time = 1.0, time_limit = 20.0}\n'
+                   '[planners]\ngreedy_by_size = {}\n')
+    assert cli_main(["sweep", str(cfg), "--jobs", "1", "--quiet"]) == 0
+    recs = {r["scheduler"]: r for r in read_records(tmp_path / "out")}
+    assert set(recs) == {"min_live", "joint"} and all(r["valid"] for r in recs.values())
+    for r in recs.values():
+        assert 0 < r["order_bound"] <= r["lower_bound"]  # the order's max live >= every order's
+    j = recs["joint"]
+    assert j["joint_bound"] <= j["joint_arena"]
+    assert j["joint_status"] == ("optimal" if j["joint_arena"] == j["joint_bound"] else "feasible")
+    assert "joint_arena" not in recs["min_live"]

@@ -50,6 +50,10 @@ def _graph_of(kind: str, source: str, params: str):
 
 def _problem_for(spec: RunSpec):
     """The run's problem and extra record fields, resolved by :mod:`experiments.workloads`.
+    A graph workload's record gains ``schedule_seconds``, ``schedule_status``, ``operators`` and
+    ``order_bound`` (bytes, the scheduler's proved lower bound on every order's peak); the ``joint`` scheduler's also ``joint_arena``, ``joint_bound`` and
+    ``joint_status`` (its own layout of the order, checked by :func:`planners.check_plan`; the
+    run's planner re-plans that order beside it).
     A CSV workload of a run with pools is read with them, so its own ``pools`` column (each
     buffer's candidates) is kept; the caller gives every other problem the pools."""
     from experiments.workloads import activation_problem, load_problem
@@ -71,7 +75,10 @@ def _problem_for(spec: RunSpec):
     graph, extra = _graph_of(w.kind, w.source, w.params)
     sched = get_scheduler(spec.scheduler, **json.loads(spec.scheduler_params)).schedule(graph)
     extra = dict(extra, schedule_seconds=sched.seconds, schedule_status=sched.status,
-                 operators=len(sched.order))
+                 operators=len(sched.order), order_bound=sched.bound)
+    if "joint_status" in sched.info:  # the joint optimiser's own (checked) offsets' arena
+        extra.update(joint_arena=sched.info["arena_bytes"], joint_bound=sched.info["joint_bound"],
+                     joint_status=sched.info["joint_status"])
     return activation_problem(w.kind, graph, sched.order, name=w.name), extra
 
 
