@@ -108,10 +108,15 @@ def enumerated_least_live(m: MemoryModel, A, v: int, S: set[int]) -> int:
             continue
         if not (S | set(np.flatnonzero(A[v]).tolist())) <= D or v in D or any(A[u, v] for u in D):
             continue
-        live = sum(int(m.size[t]) for t in range(m.m) if int(m.producer[t]) in D and (
-            m.keep[t] or any(c not in D for c in m.consumers[t])))
+        live = live_after(m, D)
         best = live if best is None else min(best, live)
     return int(m.alloc[v]) + best
+
+
+def live_after(m: MemoryModel, D: set[int]) -> int:
+    """Bytes live once exactly the operators ``D`` have run (memsim's convention)."""
+    return sum(int(m.size[t]) for t in range(m.m) if int(m.producer[t]) in D and (
+        m.keep[t] or any(c not in D for c in m.consumers[t])))
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -129,6 +134,11 @@ def test_closure_cut_is_the_least_live_set_and_never_above_the_optimum(g, rnd):
         value, D = net.value(v, forced)
         assert value == enumerated_least_live(m, A, v, S)
         assert D[sorted(S)].all() and not D[v]
+        big_value, big = net.value(v, forced, largest=True)
+        assert big_value == value and (big >= D).all() and not big[v]
+        for W in (D, big):
+            assert live_after(m, set(np.flatnonzero(W).tolist())) + int(m.alloc[v]) == value
+        assert not any(big[u] and not big[p] for u in range(m.n) for p in m.preds[u])
         if not S:
             assert value <= net.upper[v]
     d = order_bound_details(g)

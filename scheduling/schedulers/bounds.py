@@ -211,11 +211,14 @@ class ClosureCut:
         lv = size @ (P & ~freed).astype(np.int64) if model.m else np.zeros(n, np.int64)
         self.upper = (model.alloc + lv).astype(np.int64)
 
-    def value(self, v: int, forced: np.ndarray | None = None) -> tuple[int, np.ndarray]:
-        """``C_S(v)`` (bytes) and a least down-set ``D`` (numpy bool ``(n,)``).
+    def value(self, v: int, forced: np.ndarray | None = None,
+              largest: bool = False) -> tuple[int, np.ndarray]:
+        """``C_S(v)`` (bytes) and a down-set ``D`` attaining it (numpy bool ``(n,)``).
 
         ``forced``: numpy bool ``(n,)``, the set ``S`` that must be in ``D`` (a down-set, none of
-        it ``v`` or a descendant of ``v``; ``None``: empty).
+        it ``v`` or a descendant of ``v``; ``None``: empty). ``D`` is the smallest such set with
+        the least live bytes (the source side of the minimum cut), or with ``largest=True`` the
+        largest (every operator that cannot reach the sink in the residual network).
 
         Raises
         ------
@@ -242,15 +245,15 @@ class ClosureCut:
             if status != f.OPTIMAL:
                 raise ValueError(f"closure bound: max-flow status {status} at operator {v}")
             cut = int(f.optimal_flow())
-            side = np.asarray(f.get_source_side_min_cut(), np.int64)
+            side = np.asarray(f.get_sink_side_min_cut() if largest
+                              else f.get_source_side_min_cut(), np.int64)
         finally:
             f.set_arcs_capacity((self.force0 + fi).astype(np.int32), np.zeros(fi.size, np.int64))
             f.set_arcs_capacity((self.ban0 + bi).astype(np.int32), np.zeros(bi.size, np.int64))
         if cut >= self.inf:  # pragma: no cover - the forcing above is always feasible
             raise ValueError(f"closure bound: no down-set fits operator {v}")
-        D = np.zeros(n, bool)
-        ops = side[(side >= 2) & (side < 2 + n)] - 2
-        D[ops] = True
+        D = np.full(n, largest, bool)
+        D[side[(side >= 2) & (side < 2 + n)] - 2] = not largest
         return int(self.model.alloc[v]) + cut - self.pos, D
 
 
