@@ -45,14 +45,16 @@ schedulers are themselves deterministic (``schedulers`` without wall-clock limit
 
 from __future__ import annotations
 
+import math
 import random
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
+from planners.model import Problem
 from planners.validate import check_plan
 
 from .graph import Graph
@@ -68,46 +70,70 @@ class JointResult:
 
     Attributes
     ----------
-    schedule : Schedule
-        The order (``scheduler="joint"``), its ``bound`` the order bound (bytes, on the peak).
-    problem : planners.Problem
-        :func:`scheduling.lifetimes.lifetime_problem` of the order (buffer ids are tensor names).
-    offsets : numpy int64 array
-        Bytes, in ``problem`` order; valid (``planners.check_plan``).
-    arena : int
-        Highest ``offset + size`` (bytes).
+    schedule : Schedule or None
+        The order (``scheduler="joint"``), its ``bound`` the order bound (bytes, on the peak of
+        live bytes without aliases). ``None`` when ``status`` is ``infeasible``.
+    problem : planners.Problem or None
+        The problem of the order: :func:`scheduling.lifetimes.lifetime_problem` (buffer ids
+        are tensor names) with the graph's alias groups
+        (:func:`scheduling.transforms.transformed_problem`), the pins and the pools.
+    offsets : numpy int64 array or None
+        Bytes, in ``problem`` order (relative to the buffer's pool with pools); valid
+        (``planners.check_plan``, with ``pools``).
+    arena : int or None
+        Highest ``offset + size`` (bytes); with pools the sum of the pools' arenas.
     bound : int
-        Proved lower bound (bytes) on the arena of every (order, layout) pair.
+        Proved lower bound (bytes) on ``arena`` of every (order, layout) pair (module
+        docstring, "bound").
     status : str
-        ``"optimal"`` iff ``arena <= bound``, else ``"feasible"``.
+        ``"optimal"`` (proved, module docstring), ``"feasible"`` or ``"infeasible"`` (pins
+        that collide in every order: ``info["reason"]``, no plan).
     start : dict
-        The starting sequential pair: ``scheduler``, ``planner``, ``arena``, ``peak``; and
-        ``file_order_arena`` (file order planned by the same planner).
+        The starting sequential pair: ``scheduler``, ``planner``, ``arena``, ``peak``;
+        ``file_order_arena`` (file order planned by the same planner); with pools ``traffic``.
     seconds : float
         Wall-clock seconds of the whole call.
     info : dict
         ``mode`` (``exact``/``lns``), ``iterations``, ``improvements``, ``trace`` (list of
         ``(seconds, arena)`` whenever the arena fell), ``deterministic_time``.
+    pools : numpy int64 array or None
+        With pools: the index (into the pools given) of each buffer's pool, ``problem`` order.
+    arenas : dict
+        With pools: ``{pool name: arena bytes}``; empty without.
+    traffic : int
+        With pools: the traffic cost (:func:`planners.feature_cpsat.traffic_cost`); else 0.
     """
 
-    schedule: Schedule
+    schedule: Schedule | None
     problem: Any
-    offsets: np.ndarray
-    arena: int
+    offsets: np.ndarray | None
+    arena: int | None
     bound: int
     status: str
     start: dict = field(default_factory=dict)
     seconds: float = 0.0
     info: dict = field(default_factory=dict)
+    pools: np.ndarray | None = None
+    arenas: dict = field(default_factory=dict)
+    traffic: int = 0
 
     @property
     def order(self) -> tuple[str, ...]:
-        """The operator order (names)."""
-        return self.schedule.order
+        """The operator order (names); empty when infeasible."""
+        return self.schedule.order if self.schedule is not None else ()
 
     def offsets_by_id(self) -> dict[str, int]:
-        """``{tensor name: offset}`` (bytes)."""
+        """``{tensor name: offset}`` (bytes); empty when infeasible."""
+        if self.offsets is None:
+            return {}
         return {b.id: int(o) for b, o in zip(self.problem.buffers, self.offsets)}
+
+    def pools_by_id(self) -> dict[str, str]:
+        """``{tensor name: pool name}`` (with pools; empty without)."""
+        if self.pools is None:
+            return {}
+        names = [q.name for q in self.problem.pools]
+        return {b.id: names[int(k)] for b, k in zip(self.problem.buffers, self.pools)}
 
 
 # --------------------------------------------------------------------------------------------
@@ -115,11 +141,17 @@ class JointResult:
 
 
 class _Instance:
-    """The graph as integer arrays: operators ``0..n-1`` (stored order), buffers in the order of
+    """The graph as integer arrays: operators ``0..n-1`` (stored order), **units** in the order of
     :func:`lifetime_problem` of the stored order (the set of buffers does not depend on the
-    order)."""
+    order). A unit is a buffer, or an alias group (in-place aliases, views, concat slices:
+    :func:`scheduling.transforms.transformed_problem`) placed as one buffer at its root's offset
+    (``ids`` are the roots'), live over the hull of its members' lifetimes. ``pins`` (tensor ->
+    byte offset) and ``pools`` (preference order) are the features of :func:`joint_optimize`."""
 
-    def __init__(self, graph: Graph, unified: bool, include_inputs: bool, alignment: int):
+    def __init__(self, graph: Graph, unified: bool, include_inputs: bool, alignment: int,
+                 pins=None, pools=None):
+        from planners.errors import FeatureError, ProblemError
+
         self.graph = graph
         self.unified, self.include_inputs, self.alignment = unified, include_inputs, alignment
         self.names = list(graph.ops)
@@ -127,13 +159,76 @@ class _Instance:
         self.n = n = len(self.names)
         p = lifetime_problem(graph, None, unified=unified, include_inputs=include_inputs,
                              alignment=alignment)
-        self.ids = [b.id for b in p.buffers]
-        self.size = [int(b.size) for b in p.buffers]
-        self.kind = []  # 'res' | 'in' | 'act'
+        self.aliases = _problem_aliases(graph, p)
+        self.pools = tuple(pools or ())
+        self.pin_map = dict(pins or {})
+        if self.aliases and (self.pools or self.pin_map):
+            what = "pools" if self.pools else "pins"
+            raise FeatureError(f"graph {graph.name!r}: joint_optimize cannot combine the alias "
+                               f"groups of graph passes with {what} (the interval model refuses "
+                               "aliases with compiler features)")
+        for t, o in self.pin_map.items():
+            if t not in p.index:
+                raise ProblemError(f"graph {graph.name!r}: pin of {t!r}: not a buffer of the "
+                                   f"lifetime problem (buffers: activations"
+                                   f"{', graph inputs' if include_inputs else ''})")
+            pa = math.lcm(alignment, *[q.alignment for q in self.pools])
+            if isinstance(o, bool) or not isinstance(o, (int, np.integer)) or o < 0 or o % pa:
+                raise ProblemError(f"graph {graph.name!r}: pin of {t!r}: offset must be an "
+                                   f"integer >= 0 bytes and a multiple of the alignment "
+                                   f"{pa} (with the pools'), got {o!r}")
+        members: list[list[tuple[str, int]]]
+        if self.aliases:
+            ap = Problem(p.buffers, alignment=p.alignment, name=p.name, aliases=self.aliases)
+            col, group, delta = ap.collapse()
+            members = [[] for _ in range(col.n)]
+            for i, b in enumerate(p.buffers):
+                members[int(group[i])].append((b.id, int(delta[i])))
+            units = col.buffers
+        else:
+            units = p.buffers
+            members = [[(b.id, 0)] for b in p.buffers]
+        self.members = members
+        self.ids = [b.id for b in units]
+        self.size = [int(b.size) for b in units]
+        self.pin = [int(self.pin_map.get(i, -1)) for i in self.ids]
+        self.kind = []  # 'res' | 'in' | 'act' (one buffer) | 'grp' (an alias group)
         self.prod: list[int | None] = []
         self.cons: list[list[int]] = []
         self.out: list[bool] = []
-        for b in p.buffers:
+        # the hull of a unit: first = 0 if fz else min position of fops; last = T - 1 if lend
+        # else max position of lops (default: first)
+        self.fz: list[bool] = []
+        self.fops: list[list[int]] = []
+        self.lend: list[bool] = []
+        self.lops: list[list[int]] = []
+        kinds = {b.id: b.kind for b in p.buffers}
+        for u, b in enumerate(units):
+            fz = lend = False
+            fops: set[int] = set()
+            lops: set[int] = set()
+            for mid, _ in members[u]:
+                t = graph.tensors[mid]
+                cons = sorted({self.idx[c] for c in t.consumers if c in self.idx})
+                if kinds[mid] == "resident":
+                    fz = lend = True
+                elif t.producer is None:
+                    fz = True
+                    lops.update(cons)
+                else:
+                    fops.add(self.idx[t.producer])
+                    lops.update(cons or [self.idx[t.producer]])
+                lend = lend or t.kind == "output"
+            self.fz.append(fz)
+            self.fops.append(sorted(fops))
+            self.lend.append(lend)
+            self.lops.append(sorted(lops))
+            if len(members[u]) > 1:
+                self.kind.append("grp")
+                self.prod.append(None)
+                self.cons.append([])
+                self.out.append(lend)
+                continue
             t = graph.tensors[b.id]
             cons = sorted({self.idx[c] for c in t.consumers if c in self.idx})
             if b.kind == "resident":
@@ -149,32 +244,36 @@ class _Instance:
             self.out.append(t.kind == "output")
         self.preds = [sorted({self.idx[graph.tensors[t].producer] for t in graph.ops[o].inputs
                               if graph.tensors[t].producer is not None}) for o in self.names]
+        # in-place decisions stay valid only if the overwritten data is dead: precedences
+        self.after = _inplace_precedences(graph, p, self.aliases) if self.aliases else []
+        for a, b in self.after:
+            ia, ib = self.idx[a], self.idx[b]
+            if ia not in self.preds[ib]:
+                self.preds[ib] = sorted(self.preds[ib] + [ia])
         self.m = len(self.ids)
         self.uses: list[list[int]] = [[] for _ in range(n)]  # buffers whose lifetime v touches
         for b in range(self.m):
-            for v in ([self.prod[b]] if self.prod[b] is not None else []) + self.cons[b]:
+            if self.kind[b] == "grp":
+                vs = sorted(set(self.fops[b]) | set(self.lops[b]))
+            else:
+                vs = ([self.prod[b]] if self.prod[b] is not None else []) + self.cons[b]
+            for v in vs:
                 self.uses[v].append(b)
+        self.features = bool(self.pools or self.pin_map)
 
     def lifetimes(self, pos: Sequence[int]) -> tuple[list[int], list[int]]:
-        """Closed ``(first, last)`` steps per buffer under operator positions ``pos``."""
+        """Closed ``(first, last)`` steps per unit under operator positions ``pos``."""
         T = self.n
         first, last = [], []
         for b in range(self.m):
-            k = self.kind[b]
-            if k == "res":
-                first.append(0)
-                last.append(T - 1)
-                continue
-            f = 0 if k == "in" else pos[self.prod[b]]
-            e = max((pos[c] for c in self.cons[b]), default=f)
-            if self.out[b]:
-                e = T - 1
+            f = 0 if self.fz[b] else min(pos[v] for v in self.fops[b])
+            e = T - 1 if self.lend[b] else max((pos[v] for v in self.lops[b]), default=f)
             first.append(f)
             last.append(max(e, f))
         return first, last
 
     def peak(self, pos: Sequence[int]) -> int:
-        """Peak of live bytes (bytes) over steps of the buffers under positions ``pos``."""
+        """Peak of live bytes (bytes) over steps of the units under positions ``pos``."""
         first, last = self.lifetimes(pos)
         d = np.zeros(self.n + 1, np.int64)
         np.add.at(d, first, self.size)
@@ -184,13 +283,134 @@ class _Instance:
     def arena(self, offsets: Sequence[int]) -> int:
         return max((o + s for o, s in zip(offsets, self.size)), default=0)
 
+    def objective(self, pos: Sequence[int], off: Sequence[int],
+                  pool: Sequence[int] | None) -> tuple[int, int]:
+        """``(traffic cost, total arena)`` (bytes x steps x cost, bytes): with pools
+        :func:`planners.feature_cpsat.traffic_cost` (accesses = lifetime in steps) and the sum of
+        the pools' arenas; without, ``(0, arena)``."""
+        if not self.pools:
+            return 0, self.arena(off)
+        first, last = self.lifetimes(pos)
+        cost = [q.cost for q in self.pools]
+        tr = sum((e + 1 - f) * s * cost[k] for f, e, s, k in zip(first, last, self.size, pool))
+        tops = [0] * len(self.pools)
+        for o, s, k in zip(off, self.size, pool):
+            if s:
+                tops[k] = max(tops[k], o + s)
+        return int(tr), int(sum(tops))
+
+    def order_of(self, pos: Sequence[int]) -> list[str]:
+        order = [""] * self.n
+        for v, k in enumerate(pos):
+            order[k] = self.names[v]
+        return order
+
+    def precedence_ok(self, order: Sequence[str]) -> str | None:
+        """``None`` when ``order`` keeps every in-place precedence, else the first broken one."""
+        step = {n: k for k, n in enumerate(order)}
+        for a, b in self.after:
+            if step[a] > step[b]:
+                return f"{a!r} must run before the in-place operator {b!r}"
+        return None
+
     def problem(self, order: Sequence[str]):
-        return lifetime_problem(self.graph, order, unified=self.unified,
-                                include_inputs=self.include_inputs, alignment=self.alignment)
+        """The problem of ``order``: :func:`lifetime_problem` with the alias groups
+        (:func:`scheduling.transforms.transformed_problem`), the pins and the pools."""
+        p = lifetime_problem(self.graph, order, unified=self.unified,
+                             include_inputs=self.include_inputs, alignment=self.alignment)
+        if self.aliases:
+            return Problem(p.buffers, capacity=p.capacity, alignment=p.alignment, name=p.name,
+                           aliases=self.aliases)
+        if not self.features:
+            return p
+        bufs = [b if b.id not in self.pin_map else replace(b, offset=int(self.pin_map[b.id]))
+                for b in p.buffers]
+        return Problem(bufs, alignment=p.alignment, name=p.name, pools=self.pools or None)
 
     def offsets_in(self, problem, offsets: Sequence[int]) -> np.ndarray:
-        by_id = dict(zip(self.ids, offsets))
+        by_id = {}
+        for u, o in enumerate(offsets):
+            for mid, d in self.members[u]:
+                by_id[mid] = o + d
         return np.array([by_id[b.id] for b in problem.buffers], dtype=np.int64)
+
+    def pools_in(self, problem, pool: Sequence[int]) -> np.ndarray | None:
+        if not self.pools:
+            return None
+        by_id = dict(zip(self.ids, pool))
+        return np.array([by_id[b.id] for b in problem.buffers], dtype=np.int64)
+
+
+def _problem_aliases(graph: Graph, p) -> dict[str, tuple[str, int]]:
+    """The graph's alias annotations between buffers of ``p`` (as
+    :func:`scheduling.transforms.transformed_problem` keeps them)."""
+    if not any("aliases" in op.attributes for op in graph.ops.values()):
+        return {}
+    from .transforms.base import graph_aliases
+
+    return {c: v for c, v in graph_aliases(graph).items() if c in p.index and v[0] in p.index}
+
+
+def _inplace_precedences(graph: Graph, p, aliases) -> list[tuple[str, str]]:
+    """``(a, b)``: operator ``a`` must run before operator ``b`` for the alias annotations of
+    ``graph`` to stay valid in another order.
+
+    A view (``kernel="view"``) and a concat written in place (``[input, output, delta]`` on the
+    concat) move no data, so any order keeps them valid. An in-place operator ``b`` writing its
+    output ``y`` over its input ``x`` (``[y, x, 0]``, :mod:`scheduling.transforms.inplace`)
+    overwrites every member of ``x``'s alias group whose bytes meet ``y``'s and that is not ``y``
+    or aliased through ``y``: each such member's producer and readers (other than ``b``) run
+    before ``b``, the rule the pass checked on the stored order. A member of that kind that is a
+    graph output, or an annotation of another shape, raises :class:`planners.errors.FeatureError`
+    (it cannot be rebuilt for a new order).
+    """
+    from planners.errors import FeatureError
+
+    ap = Problem(p.buffers, alignment=p.alignment, name=p.name, aliases=aliases)
+    _, group, delta = ap.collapse()
+    gid = {b.id: int(group[i]) for i, b in enumerate(p.buffers)}
+    dl = {b.id: int(delta[i]) for i, b in enumerate(p.buffers)}
+    sz = {b.id: int(b.size) for b in p.buffers}
+    by_group: dict[int, list[str]] = {}
+    for b in p.buffers:
+        by_group.setdefault(gid[b.id], []).append(b.id)
+
+    def through(t: str, y: str) -> bool:  # t is y or aliased (transitively) through y
+        while True:
+            if t == y:
+                return True
+            if t not in aliases:
+                return False
+            t = aliases[t][0]
+
+    out: list[tuple[str, str]] = []
+    for name, op in graph.ops.items():
+        for child, parent, _ in op.attributes.get("aliases", ()):
+            if child not in aliases or aliases[child][0] != parent:
+                continue  # left out of the problem (not both buffers)
+            if child in op.inputs and parent in op.outputs:
+                continue  # a concat slice written in place: no data moves
+            if child not in op.outputs or parent not in op.inputs:
+                raise FeatureError(f"operator {name!r}: alias annotation [{child!r}, "
+                                   f"{parent!r}] is neither a view, an in-place result nor a "
+                                   "concat slice; joint_optimize cannot rebuild it for a new "
+                                   "order")
+            if op.attributes.get("kernel") == "view":
+                continue
+            y = child
+            lo, hi = dl[y], dl[y] + sz[y]
+            for t in by_group[gid[y]]:
+                if through(t, y) or dl[t] >= hi or dl[t] + sz[t] <= lo:
+                    continue
+                tt = graph.tensors[t]
+                if tt.kind == "output":
+                    raise FeatureError(f"operator {name!r} writes {y!r} in place over {t!r}, a "
+                                       "graph output; joint_optimize cannot keep that valid in "
+                                       "another order")
+                for a in ([tt.producer] if tt.producer else []) + list(tt.consumers):
+                    if a != name and a in graph.ops and (a, name) not in out:
+                        out.append((a, name))
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -205,6 +425,33 @@ def _lifetime_interval(mdl, inst, b: int, position, T: int):
     consumer's step (an unread buffer only at its producer's step). Fixed-size when both ends
     are known integers. Used by both neighbourhood models, so they agree on lifetimes."""
     k = inst.kind[b]
+    if k == "grp":  # an alias group: the hull of its members' lifetimes
+        fs = [position(v) for v in inst.fops[b]]
+        if inst.fz[b]:
+            f = 0
+        elif all(isinstance(v, int) for v in fs):
+            f = min(fs)
+        elif len(fs) == 1:
+            f = fs[0]
+        else:
+            f = mdl.NewIntVar(0, T - 1, f"f{b}")
+            mdl.AddMinEquality(f, fs)
+        ls = [position(v) for v in inst.lops[b]]
+        if inst.lend[b]:
+            e = T - 1
+        elif not ls:
+            e = f
+        elif all(isinstance(v, int) for v in ls) and isinstance(f, int):
+            e = max(ls + [f])
+        else:
+            e = mdl.NewIntVar(0, T - 1, f"e{b}")
+            mdl.AddMaxEquality(e, ls + ([f] if isinstance(f, int) else []))
+            if not isinstance(f, int):
+                mdl.Add(e >= f)
+        if isinstance(f, int) and isinstance(e, int):
+            return mdl.NewFixedSizeIntervalVar(f, e + 1 - f, f"t{b}")
+        ln = mdl.NewIntVar(1, T, f"l{b}")
+        return mdl.NewIntervalVar(f, ln, e + 1, f"t{b}")
     f = 0 if k in ("in", "res") else position(inst.prod[b])
     if k == "res" or inst.out[b]:
         e = T - 1
@@ -225,9 +472,11 @@ def _lifetime_interval(mdl, inst, b: int, position, T: int):
 
 def _solve(inst: _Instance, pos: list[int], off: list[int], window: tuple[int, int],
            free_bufs: set[int], *, dtime: float | None, wall: float, seed: int, workers: int,
-           whole: bool = False):
+           whole: bool = False, pool: list[int] | None = None):
     """Re-optimise operators at steps ``window = [lo, hi)`` and the offsets of ``free_bufs``
-    (plus every buffer whose lifetime depends on a window operator), everything else fixed.
+    (plus every buffer whose lifetime depends on a window operator), everything else fixed;
+    pinned units keep their offsets. ``pool``: the pool of every unit (a problem with pools;
+    then the window is empty and ``free_bufs`` lie in one pool, whose buffers alone meet them).
 
     Returns ``(pos, off, objective_bound or None, deterministic_time, improved)``; ``pos``/``off``
     are the inputs when the solver found nothing.
@@ -271,6 +520,10 @@ def _solve(inst: _Instance, pos: list[int], off: list[int], window: tuple[int, i
         h_hi = max(h_hi, cur_last[b])
     fixed_near = [b for b in range(inst.m) if b not in active and inst.size[b] > 0
                   and cur_first[b] <= h_hi and cur_last[b] >= h_lo]
+    if pool is not None and active:
+        kp = pool[next(iter(active))]
+        fixed_near = [b for b in fixed_near if pool[b] == kp]
+        a = math.lcm(a, inst.pools[kp].alignment)
     tx, ay, dem = [], [], []
     top = mdl.NewIntVar(0, arena, "top")
     old_local = 0
@@ -284,8 +537,11 @@ def _solve(inst: _Instance, pos: list[int], off: list[int], window: tuple[int, i
         else:
             iv = mdl.NewFixedSizeIntervalVar(cur_first[b], cur_last[b] + 1 - cur_first[b],
                                              f"t{b}")
-        k = mdl.NewIntVar(0, max(0, (arena - s) // a), f"k{b}")
-        mdl.AddHint(k, off[b] // a)
+        if inst.pin[b] >= 0:  # a pin: its offset is fixed
+            k = mdl.NewConstant(inst.pin[b] // a)
+        else:
+            k = mdl.NewIntVar(0, max(0, (arena - s) // a), f"k{b}")
+            mdl.AddHint(k, off[b] // a)
         o = k * a if a != 1 else k
         mdl.Add(o + s <= top)
         tx.append(iv)
@@ -405,25 +661,235 @@ def _order_solve(inst: _Instance, pos, window: tuple[int, int], *, dtime, wall, 
     return npos, inst.peak(npos), dt
 
 
-def _replan(inst: _Instance, pos, planner: str, seconds: float) -> list[int] | None:
-    """Offsets (buffer order of ``inst``) of the order ``pos`` by ``planner`` (checked), or
-    ``None`` when it found no plan."""
+def _replan(inst: _Instance, pos, planner: str, seconds: float):
+    """Offsets (unit order of ``inst``) of the order ``pos`` planned by ``planner`` on
+    :meth:`_Instance.problem` (checked), or ``None`` when it found no plan within the pools'
+    capacities. With pools: ``(offsets, pools)``."""
     from planners.registry import PLANNERS, get_planner
 
     if seconds <= 0.05:
         return None
-    order = [None] * inst.n
-    for v, k in enumerate(pos):
-        order[k] = inst.names[v]
+    order = inst.order_of(pos)
     prob = inst.problem(order)
     cls = PLANNERS.get(planner)
     kw = {"time_limit": seconds} if cls is not None and "time_limit" in cls._param_names() else {}
     plan = get_planner(planner, **kw).plan(prob)
-    if plan.status in ("infeasible", "timeout", "skipped", "error"):
+    if plan.status in ("infeasible", "timeout", "skipped", "error", "over_capacity"):
         return None
-    check_plan(prob, plan.offsets)
+    check_plan(prob, plan.offsets, pools=plan.pools if inst.pools else None)
     by_id = {b.id: int(o) for b, o in zip(prob.buffers, plan.offsets)}
-    return [by_id[i] if s else 0 for i, s in zip(inst.ids, inst.size)]
+    off = [by_id[i] if s or inst.pin[u] >= 0 else 0
+           for u, (i, s) in enumerate(zip(inst.ids, inst.size))]
+    if not inst.pools:
+        return off
+    pk = {b.id: int(k) for b, k in zip(prob.buffers, plan.pools)}
+    return off, [pk[i] for i in inst.ids]
+
+
+def _cp_params(solver, workers: int, seed: int, wall: float, dtime: float | None) -> None:
+    prm = solver.parameters
+    prm.num_workers = workers
+    prm.random_seed = seed
+    prm.max_time_in_seconds = max(0.01, wall)
+    if dtime is not None:
+        prm.max_deterministic_time = dtime
+
+
+def _solve_pools_whole(inst: _Instance, pos, off, pool, *, dtime, wall, seed, workers):
+    """The whole model with pools (exact mode): positions of every operator, per unit a pool
+    (a Boolean per pool, exactly one; a pinned unit in the first pool, as
+    :func:`planners.feature_cpsat.solve_features` puts it) with optional time x address
+    rectangles per pool (``NoOverlap2D`` per pool), ``offset + size <= H_k <= capacity_k``; the
+    objective of :mod:`planners.feature_cpsat`: ``W x traffic + sum_k H_k`` with ``W = sum_k
+    UB_k + 1`` (traffic = ``sum size x cost(pool) x lifetime steps``, the lifetime following
+    the order). Hinted with ``(pos, off, pool)``. Returns ``(pos, off, pool, proved,
+    deterministic_time)``; the inputs when the solver found nothing."""
+    from ortools.sat.python import cp_model
+
+    n = T = inst.n
+    K = len(inst.pools)
+    mdl = cp_model.CpModel()
+    P = [mdl.NewIntVar(0, T - 1, f"p{v}") for v in range(n)]
+    for v in range(n):
+        mdl.AddHint(P[v], pos[v])
+        for u in inst.preds[v]:
+            mdl.Add(P[u] < P[v])
+    if n > 1:
+        mdl.AddAllDifferent(P)
+    worst = sum(-(-s // inst.alignment) * inst.alignment for s in inst.size)
+    palign = [q.alignment for q in inst.pools]
+    al = math.lcm(inst.alignment, *palign)
+    worst += al * inst.m + max([p + s for p, s in zip(inst.pin, inst.size) if p >= 0],
+                                default=0)
+    ub = [q.capacity if q.capacity is not None else worst for q in inst.pools]
+    H = [mdl.NewIntVar(0, ub[k], f"H{k}") for k in range(K)]
+    costs = [q.cost for q in inst.pools]
+    boxes = [([], []) for _ in range(K)]
+    X, lits, terms = [], [], []
+    for b in range(inst.m):
+        s = inst.size[b]
+        iv = _lifetime_interval(mdl, inst, b, lambda op: P[op], T)
+        cands = [0] if inst.pin[b] >= 0 else list(range(K))
+        if inst.pin[b] >= 0:
+            x = mdl.NewConstant(inst.pin[b])
+        else:
+            top = max(ub[k] for k in cands) - s
+            if top < 0:
+                return pos, off, pool, False, 0.0  # cannot fit anywhere: keep the start
+            kk = mdl.NewIntVar(0, top // al, f"k{b}")
+            x = mdl.NewIntVar(0, top, f"x{b}")
+            mdl.Add(x == al * kk)
+            mdl.AddHint(x, off[b])
+        X.append(x)
+        lit = {k: (mdl.NewBoolVar(f"q{b}_{k}") if len(cands) > 1 else None) for k in cands}
+        if len(cands) > 1:
+            mdl.AddExactlyOne(lit.values())
+            for k in cands:
+                mdl.AddHint(lit[k], pool[b] == k)
+        lits.append(lit)
+        for k, q in lit.items():
+            if s:
+                if q is None:
+                    tx = iv
+                    ay = mdl.NewFixedSizeIntervalVar(x, s, f"a{b}_{k}")
+                    mdl.Add(x + s <= H[k])
+                else:
+                    tx = mdl.NewOptionalIntervalVar(iv.StartExpr(), iv.SizeExpr(), iv.EndExpr(),
+                                                    q, f"t{b}_{k}")
+                    ay = mdl.NewOptionalFixedSizeIntervalVar(x, s, q, f"a{b}_{k}")
+                    mdl.Add(x + s <= H[k]).OnlyEnforceIf(q)
+                boxes[k][0].append(tx)
+                boxes[k][1].append(ay)
+            w = s * costs[k]
+            if w:
+                if q is None:
+                    terms.append(w * iv.SizeExpr())
+                else:
+                    c = mdl.NewIntVar(0, T, f"c{b}_{k}")
+                    mdl.Add(c >= iv.SizeExpr()).OnlyEnforceIf(q)
+                    terms.append(w * c)
+    for k in range(K):
+        if len(boxes[k][0]) > 1:
+            mdl.AddNoOverlap2D(boxes[k][0], boxes[k][1])
+    W = sum(ub) + 1
+    top_cost = T * sum(inst.size) * max(costs)
+    if not terms:
+        mdl.Minimize(sum(H))
+    elif W * (top_cost + 1) < 2**62:
+        mdl.Minimize(W * sum(terms) + sum(H))
+    else:  # pragma: no cover - int64 range: traffic alone (not the lexicographic optimum)
+        mdl.Minimize(sum(terms))
+    solver = cp_model.CpSolver()
+    _cp_params(solver, workers, seed, wall, dtime)
+    st = solver.Solve(mdl)
+    dt = solver.deterministic_time
+    if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return pos, off, pool, False, dt
+    npos = [solver.Value(P[v]) for v in range(n)]
+    noff = [solver.Value(X[b]) if inst.size[b] or inst.pin[b] >= 0 else 0 for b in range(inst.m)]
+    npool = [next(k for k, q in lits[b].items() if q is None or solver.Value(q))
+             for b in range(inst.m)]
+    proved = st == cp_model.OPTIMAL and (not terms or W * (top_cost + 1) < 2**62)
+    return npos, noff, npool, proved, dt
+
+
+def _pin_order(inst: _Instance, *, wall: float, seed: int, workers: int):
+    """An order in which the pinned units that meet in address never meet in time (CP-SAT:
+    positions, precedences, a ``NoOverlap2D`` of the pinned units' time x fixed address
+    rectangles, in the first pool), or the reason no order exists. Returns ``(pos, None)``,
+    ``(None, reason)`` (proved) or ``(None, None)`` (nothing found in time)."""
+    from ortools.sat.python import cp_model
+
+    n = T = inst.n
+    mdl = cp_model.CpModel()
+    P = [mdl.NewIntVar(0, T - 1, f"p{v}") for v in range(n)]
+    for v in range(n):
+        for u in inst.preds[v]:
+            mdl.Add(P[u] < P[v])
+    if n > 1:
+        mdl.AddAllDifferent(P)
+    pinned = [b for b in range(inst.m) if inst.pin[b] >= 0 and inst.size[b]]
+    tx = [_lifetime_interval(mdl, inst, b, lambda op: P[op], T) for b in pinned]
+    ay = [mdl.NewFixedSizeIntervalVar(inst.pin[b], inst.size[b], f"a{b}") for b in pinned]
+    if len(pinned) > 1:
+        mdl.AddNoOverlap2D(tx, ay)
+    solver = cp_model.CpSolver()
+    _cp_params(solver, workers, seed, wall, None)
+    st = solver.Solve(mdl)
+    if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return [solver.Value(P[v]) for v in range(n)], None
+    if st == cp_model.INFEASIBLE:
+        names = [inst.ids[b] for b in pinned]
+        return None, (f"pins: no operator order keeps the pinned buffers {names} apart (each "
+                      "order has two of them live at a common step over common bytes)")
+    return None, None
+
+
+def _lns_pools(inst: _Instance, pos, off, pool, *, deadline, dtime_total, planner, window,
+               band, rng, seed, workers, t0, trace):
+    """Large-neighbourhood search with pools (anytime mode): alternately (1) the order
+    neighbourhood of :func:`_order_solve` on a shadow order, re-planned by the pool-aware
+    ``planner`` whenever its peak falls, adopted when ``(traffic, total arena)`` falls; (2) an
+    address band inside one pool with the order and the pool assignment fixed (:func:`_solve`,
+    the traffic unchanged, that pool's arena never above its old one). Returns ``(pos, off,
+    pool, iterations, improvements, deterministic time)``."""
+    best = inst.objective(pos, off, pool)
+    opos, opeak = list(pos), inst.peak(pos)
+    planned_peak, ow = opeak, min(2 * window, inst.n)
+    iters = improvements = 0
+    dt_used = 0.0
+    nb = band
+    while True:
+        now = time.perf_counter()
+        if now >= deadline or (dtime_total is not None and dt_used >= dtime_total):
+            break
+        sub_dt = 1.0 if dtime_total is None else min(1.0, dtime_total - dt_used)
+        if iters % 2 == 0:
+            lo_k, hi_k = _peak_window(inst, opos, ow, rng)
+            opos2, pk, dt = _order_solve(inst, opos, (lo_k, hi_k), dtime=sub_dt,
+                                         wall=min(deadline - now, 5.0), seed=seed + iters,
+                                         workers=workers)
+            iters += 1
+            dt_used += max(dt, 0.02)  # every step costs something: a deterministic stop
+            if pk <= opeak:
+                opos, opeak = opos2, pk
+            if opeak < planned_peak:
+                planned_peak = opeak
+                got = _replan(inst, opos, planner, min(3.0, deadline - time.perf_counter()))
+                dt_used += 0.1  # a re-plan is charged too (its planner has no CP-SAT clock)
+                if got is not None:
+                    noff, npool = got
+                    obj = inst.objective(opos, noff, npool)
+                    if obj < best:
+                        pos, off, pool, best = list(opos), noff, npool, obj
+                        improvements += 1
+                        trace.append((round(time.perf_counter() - t0, 3), best[1]))
+            continue
+        used = sorted({pool[b] for b in range(inst.m) if inst.size[b]})
+        if not used:
+            break
+        k = rng.choice(used)
+        tops = [off[b] + inst.size[b] for b in range(inst.m) if inst.size[b] and pool[b] == k]
+        lo_k, hi_k, fb = _neighbourhood(inst, pos, off, max(tops), min(window, inst.n),
+                                        10 * inst.m, rng)
+        fb = sorted((b for b in fb if pool[b] == k and inst.pin[b] < 0),
+                    key=lambda b: (-(off[b] + inst.size[b]), b))[:nb]
+        iters += 1
+        if not fb:
+            dt_used += 0.02
+            continue
+        npos, noff, _, dt, _ = _solve(inst, pos, off, (lo_k, lo_k), set(fb), dtime=sub_dt,
+                                      wall=min(deadline - now, 5.0), seed=seed + iters,
+                                      workers=workers, pool=pool)
+        dt_used += max(dt, 0.02)
+        obj = inst.objective(pos, noff, pool)
+        if obj <= best:
+            if obj < best:
+                improvements += 1
+                trace.append((round(time.perf_counter() - t0, 3), obj[1]))
+            off, best = noff, obj
+        nb = min(nb + 4, 80) if dt < 0.2 * sub_dt else (max(nb - 4, 8) if dt >= sub_dt else nb)
+    return pos, off, pool, iters, improvements, dt_used
 
 
 # --------------------------------------------------------------------------------------------
@@ -434,7 +900,8 @@ def sequential_pairs(graph: Graph, schedulers: Sequence[str] | None = None,
                      planner: str | Sequence[str] = "telamalloc", *, time_limit: float = 10.0,
                      top: int = 3, unified: bool = False, include_inputs: bool = False,
                      alignment: int = 1, planner_params: dict | None = None,
-                     scheduler_params: dict | None = None) -> list[dict]:
+                     scheduler_params: dict | None = None, pins=None,
+                     pools=None) -> list[dict]:
     """The sequential (scheduler, planner) pairs the joint search starts from.
 
     Every scheduler in ``schedulers`` (registry names; ``None``: every registered one but
@@ -448,8 +915,16 @@ def sequential_pairs(graph: Graph, schedulers: Sequence[str] | None = None,
     order's peak that any scheduler proved, :attr:`Schedule.bound`). A scheduler that raises a
     ``MemplanError``/``ValueError`` is skipped; ``ValueError`` when no order at all was found or
     no planner planned one.
+
+    The problem of an order is that of :func:`joint_optimize`: with the graph's alias groups
+    (graph passes; an order that breaks an in-place decision is dropped), ``pins`` ({tensor:
+    offset}, bytes) and ``pools`` (preference order) -- the planner must honour them (its
+    ``_capabilities``); a plan above a pool's capacity is dropped. With pools the pairs are
+    ranked by ``(traffic, arena)`` and carry ``traffic`` (the traffic cost), ``arena`` (the sum
+    of the pools' arenas), ``arenas`` ({pool: bytes}) and ``pools`` ({tensor name: pool index}).
     """
     from planners import MemplanError
+    from planners.feature_cpsat import traffic_cost
     from planners.registry import PLANNERS, get_planner
 
     from .lifetimes import peak_live_bytes
@@ -480,6 +955,12 @@ def sequential_pairs(graph: Graph, schedulers: Sequence[str] | None = None,
                            "bound": sch.bound}
     if not orders:
         raise ValueError(f"graph {graph.name!r}: no scheduler of {names} found an order")
+    inst = _Instance(graph, unified, include_inputs, alignment, pins, pools)
+    if inst.after:  # orders that keep the in-place decisions valid
+        orders = {k: r for k, r in orders.items() if inst.precedence_ok(k) is None}
+        if not orders:
+            raise ValueError(f"graph {graph.name!r}: no scheduler of {names} found an order "
+                             "that keeps the in-place decisions valid")
     ranked = sorted(orders.values(), key=lambda r: r["peak"])
     chosen = ranked[:top]
     fo = next((r for r in ranked if r["scheduler"] == "file_order"), None)
@@ -488,8 +969,7 @@ def sequential_pairs(graph: Graph, schedulers: Sequence[str] | None = None,
     names_p = [planner] if isinstance(planner, str) else list(planner)
     out = []
     for r in chosen:
-        prob = lifetime_problem(graph, r["order"], unified=unified,
-                                include_inputs=include_inputs, alignment=alignment)
+        prob = inst.problem(r["order"])
         best = None
         for pname in names_p:
             pp = dict(planner_params or {})
@@ -497,18 +977,23 @@ def sequential_pairs(graph: Graph, schedulers: Sequence[str] | None = None,
             if cls is not None and "time_limit" in cls._param_names():
                 pp.setdefault("time_limit", max(0.05, time_limit / max(1, len(chosen))))
             plan = get_planner(pname, **pp).plan(prob)
-            if plan.status in ("infeasible", "timeout", "skipped", "error"):
+            if plan.status in ("infeasible", "timeout", "skipped", "error", "over_capacity"):
                 continue
-            check_plan(prob, plan.offsets)
-            if best is None or plan.arena_size < best[1].arena_size:
-                best = (pname, plan)
+            check_plan(prob, plan.offsets, pools=plan.pools if inst.pools else None)
+            key = (traffic_cost(prob, plan.pools) if inst.pools else 0, plan.arena_size)
+            if best is None or key < best[2]:
+                best = (pname, plan, key)
         if best is None:
             continue
-        out.append({**r, "planner": best[0], "arena": int(best[1].arena_size),
-                    "offsets": {b.id: int(o) for b, o in zip(prob.buffers, best[1].offsets)}})
+        rec = {**r, "planner": best[0], "arena": int(best[1].arena_size),
+               "offsets": {b.id: int(o) for b, o in zip(prob.buffers, best[1].offsets)}}
+        if inst.pools:
+            rec.update(traffic=int(best[2][0]), arenas=dict(best[1].arenas),
+                       pools={b.id: int(k) for b, k in zip(prob.buffers, best[1].pools)})
+        out.append(rec)
     if not out:
         raise ValueError(f"graph {graph.name!r}: no planner of {names_p} planned an order")
-    out.sort(key=lambda r: (r["arena"], r["peak"]))
+    out.sort(key=lambda r: (r.get("traffic", 0), r["arena"], r["peak"]))
     for r in out:
         r["order_bound"] = proved
     return out
@@ -534,6 +1019,8 @@ def joint_optimize(
     unified: bool = False,
     include_inputs: bool = False,
     alignment: int = 1,
+    pins: Mapping[str, int] | None = None,
+    pools: Sequence[Any] | None = None,
 ) -> JointResult:
     """Optimise the operator order and the offsets of ``graph`` together (module docstring).
 
@@ -583,12 +1070,44 @@ def joint_optimize(
     from .schedulers.base import cached_order_bound
 
     order_bound = int(cached_order_bound(graph)) if len(graph.ops) else 0  # CycleError first
-    inst = _Instance(graph, unified, include_inputs, alignment)
+    inst = _Instance(graph, unified, include_inputs, alignment, pins, pools)
+    if inst.after:
+        why = inst.precedence_ok(list(graph.ops))
+        if why is not None:
+            from planners.errors import FeatureError
+
+            raise FeatureError(f"graph {graph.name!r}: an in-place decision is not valid for "
+                               f"the stored order ({why}); joint_optimize cannot rebuild it")
     res_bytes = resident_bytes(graph, include_inputs) if unified else 0
     if start is None:
-        pairs = sequential_pairs(graph, schedulers, planner, time_limit=time_limit / 3,
-                                 unified=unified, include_inputs=include_inputs,
-                                 alignment=alignment)
+        try:
+            pairs = sequential_pairs(graph, schedulers, planner, time_limit=time_limit / 3,
+                                     unified=unified, include_inputs=include_inputs,
+                                     alignment=alignment, pins=pins, pools=pools)
+        except ValueError:
+            if not inst.pin_map:
+                raise
+            pairs = []
+        if not pairs:  # pins: an order that keeps them apart, or the proof that none does
+            ppos, reason = _pin_order(inst, wall=max(0.05, deadline - time.perf_counter()),
+                                      seed=seed, workers=workers)
+            if reason is not None:
+                return JointResult(None, None, None, None, order_bound + res_bytes,
+                                   "infeasible", {}, time.perf_counter() - t0,
+                                   {"reason": reason, "order_bound": order_bound})
+            got = None if ppos is None else _replan(
+                inst, ppos, planner if isinstance(planner, str) else list(planner)[0],
+                max(0.1, deadline - time.perf_counter()))
+            if got is None:
+                raise ValueError(f"graph {graph.name!r}: no planner of {planner} planned an "
+                                 "order with the pins" + ("" if ppos is None else
+                                                          " (within the pools' capacities)"))
+            noff, npool = got if inst.pools else (got, None)
+            order = inst.order_of(ppos)
+            pairs = [{"scheduler": "pins", "order": order, "offsets": dict(zip(inst.ids, noff)),
+                      "peak": None}]
+            if inst.pools:
+                pairs[0]["pools"] = dict(zip(inst.ids, npool))
         start = pairs[0]
         fo = next((p for p in pairs if p["scheduler"] == "file_order"), None)
         fo_arena = fo["arena"] if fo else None
@@ -596,25 +1115,64 @@ def joint_optimize(
         fo_arena = start.get("file_order_arena")
     # a scheduler's proved bound (exact_dp's optimum) holds for every order's peak too
     order_bound = max(order_bound, int(start.get("order_bound") or 0))
-    bound = order_bound + res_bytes
+    if inst.aliases:
+        # alias groups (in place) can hold less than the order's live bytes: only the largest
+        # group beside the residents bounds every order's arena
+        res_u = sum(s for u, s in enumerate(inst.size) if inst.fz[u] and inst.lend[u])
+        bound = res_u + max((s for u, s in enumerate(inst.size)
+                             if not (inst.fz[u] and inst.lend[u])), default=0)
+    else:
+        bound = order_bound + res_bytes
     order0 = list(start["order"])
     check_schedule(graph, order0)
+    if inst.after and inst.precedence_ok(order0) is not None:
+        raise ValueError(f"joint_optimize: the start order breaks an in-place decision "
+                         f"({inst.precedence_ok(order0)})")
     pos = [0] * inst.n
     for k, name in enumerate(order0):
         pos[inst.idx[name]] = k
-    off = [int(start["offsets"].get(i, 0)) if s else 0 for i, s in zip(inst.ids, inst.size)]
+    off = [int(start["offsets"].get(i, 0)) if s or p >= 0 else 0
+           for i, s, p in zip(inst.ids, inst.size, inst.pin)]
+    pool = [int(start["pools"][i]) for i in inst.ids] if inst.pools else None
     prob0 = inst.problem(order0)
-    check_plan(prob0, inst.offsets_in(prob0, off))
+    check_plan(prob0, inst.offsets_in(prob0, off), pools=inst.pools_in(prob0, pool) if pool
+               else None)
     arena = inst.arena(off)
+    obj0 = inst.objective(pos, off, pool)
     start_info = {"scheduler": start["scheduler"], "planner": start.get("planner", planner),
-                  "arena": arena, "peak": start.get("peak"), "file_order_arena": fo_arena}
+                  "arena": obj0[1], "peak": start.get("peak"), "file_order_arena": fo_arena}
+    if inst.pools:
+        start_info["traffic"] = obj0[0]
     rng = random.Random(seed)
-    trace = [(round(time.perf_counter() - t0, 3), arena)]
+    trace = [(round(time.perf_counter() - t0, 3), obj0[1])]
     iters = improvements = 0
     dt_used = 0.0
     mode = "exact" if inst.n <= exact_max_ops else "lns"
     phase_peak = None  # the peak the order phase reached (lns mode), bytes
-    if arena > bound and inst.n:
+    proved = False  # with pools: CP-SAT proved the whole model optimal
+    # no order's peak of live (alias-collapsed) bytes is below this (bytes)
+    peak_floor = 0 if inst.aliases else order_bound
+    # with aliases or pins every sub-solve costs at least this much of ``deterministic_time``
+    # (their bound is weaker, so the search may not stop at it: a deterministic stop)
+    dt_floor = 0.02 if inst.aliases or inst.features else 0.0
+    if inst.pools:
+        if inst.n and not (obj0[0] == 0 and obj0[1] <= bound):
+            pname = planner if isinstance(planner, str) else list(planner)[0]
+            if mode == "exact":
+                npos, noff, npool, proved, dt_used = _solve_pools_whole(
+                    inst, pos, off, pool, dtime=deterministic_time,
+                    wall=deadline - time.perf_counter(), seed=seed, workers=workers)
+                iters = 1
+                if inst.objective(npos, noff, npool) <= obj0:
+                    pos, off, pool = npos, noff, npool
+                else:
+                    proved = False
+            else:
+                pos, off, pool, iters, improvements, dt_used = _lns_pools(
+                    inst, pos, off, pool, deadline=deadline, dtime_total=deterministic_time,
+                    planner=pname, window=window, band=band_buffers, rng=rng, seed=seed,
+                    workers=workers, t0=t0, trace=trace)
+    elif arena > bound and inst.n:
         if mode == "exact":
             wall = deadline - time.perf_counter()
             npos, noff, b, dt, _ = _solve(inst, pos, off, (0, inst.n), set(range(inst.m)),
@@ -635,14 +1193,14 @@ def joint_optimize(
             # first the order alone for 40 % of the time (windows are cheap without addresses)
             phase_end = time.perf_counter() + 0.4 * (deadline - time.perf_counter())
             next_plan = time.perf_counter() + 0.1 * (deadline - t0)
-            while opeak > order_bound and time.perf_counter() < phase_end and (
+            while opeak > peak_floor and time.perf_counter() < phase_end and (
                     deterministic_time is None or dt_used < 0.4 * deterministic_time):
                 lo_k, hi_k = _peak_window(inst, opos, ow, rng)
                 opos2, pk, dt = _order_solve(inst, opos, (lo_k, hi_k), dtime=1.0,
                                              wall=min(phase_end - time.perf_counter(), 5.0),
                                              seed=seed + iters, workers=workers)
                 iters += 1
-                dt_used += dt
+                dt_used += max(dt, dt_floor)
                 if pk <= opeak:
                     opos, opeak = opos2, pk
                 ow = min(ow + 4, 120, inst.n) if dt < 0.2 else (max(ow - 4, 6) if dt >= 1.0
@@ -669,7 +1227,7 @@ def joint_optimize(
                 if now >= deadline or (deterministic_time is not None
                                        and dt_used >= deterministic_time):
                     break
-                if iters % 2 == 1 and opeak > order_bound:
+                if iters % 2 == 1 and opeak > peak_floor:
                     sub_dt = 1.0 if deterministic_time is None else min(
                         1.0, deterministic_time - dt_used)
                     lo_k, hi_k = _peak_window(inst, opos, ow, rng)
@@ -677,7 +1235,7 @@ def joint_optimize(
                                                  wall=min(deadline - now, 5.0),
                                                  seed=seed + iters, workers=workers)
                     iters += 1
-                    dt_used += dt
+                    dt_used += max(dt, dt_floor)
                     if pk <= opeak:
                         opos, opeak = opos2, pk
                     ow = min(ow + 4, 120, inst.n) if dt < 0.2 * sub_dt else (
@@ -700,7 +1258,7 @@ def joint_optimize(
                     inst, pos, off, (lo_k, hi_k), fb, dtime=sub_dt,
                     wall=min(deadline - now, 5.0), seed=seed + iters, workers=workers)
                 iters += 1
-                dt_used += dt
+                dt_used += max(dt, dt_floor)
                 na = inst.arena(noff)
                 if na <= arena:
                     pos, off = npos, noff
@@ -719,20 +1277,37 @@ def joint_optimize(
                         nb = max(nb - 4, 8)
                     elif w > 4:
                         w -= 2
-    arena = inst.arena(off)
-    if trace[-1][1] != arena:
-        trace.append((round(time.perf_counter() - t0, 3), arena))
-    order = [None] * inst.n
-    for v, k in enumerate(pos):
-        order[k] = inst.names[v]
+    obj = inst.objective(pos, off, pool)
+    if trace[-1][1] != obj[1]:
+        trace.append((round(time.perf_counter() - t0, 3), obj[1]))
+    order = inst.order_of(pos)
     check_schedule(graph, order)
+    if inst.after and inst.precedence_ok(order) is not None:  # pragma: no cover - by construction
+        raise AssertionError(f"joint_optimize: {inst.precedence_ok(order)}")
     prob = inst.problem(order)
     offsets = inst.offsets_in(prob, off)
-    check_plan(prob, offsets)
-    arena = int(max((int(o) + int(s) for o, s in zip(offsets, prob.sizes)), default=0))
-    if arena > start_info["arena"]:  # pragma: no cover - guarded by construction
-        raise AssertionError("joint_optimize: the arena rose above the starting pair's")
-    status = "optimal" if arena <= bound else "feasible"
+    pools_arr = inst.pools_in(prob, pool) if inst.pools else None
+    check_plan(prob, offsets, pools=pools_arr)
+    arenas: dict[str, int] = {}
+    if inst.pools:
+        from planners.feature_cpsat import traffic_cost
+        from planners.model import arena_top
+
+        arenas = {q.name: arena_top(offsets[pools_arr == k], prob.sizes[pools_arr == k])
+                  for k, q in enumerate(inst.pools)}
+        traffic = traffic_cost(prob, pools_arr)
+        arena = int(sum(arenas.values()))
+        if (traffic, arena) != obj:  # pragma: no cover - guarded by construction
+            raise AssertionError("joint_optimize: the objective differs from the checked plan's")
+    else:
+        traffic = 0
+        arena = int(max((int(o) + int(s) for o, s in zip(offsets, prob.sizes)), default=0))
+    if (traffic, arena) > obj0:  # pragma: no cover - guarded by construction
+        raise AssertionError("joint_optimize: the objective rose above the starting pair's")
+    if inst.pools:
+        status = "optimal" if proved or (traffic == 0 and arena <= bound) else "feasible"
+    else:
+        status = "optimal" if arena <= bound else "feasible"
     from .lifetimes import peak_live_bytes
     from .schedulers.base import decide_status
 
@@ -746,7 +1321,8 @@ def joint_optimize(
                        {"mode": mode, "iterations": iters, "improvements": improvements,
                         "trace": trace, "deterministic_time": round(dt_used, 4),
                         "order_bound": order_bound, "resident_bytes": res_bytes,
-                        "order_phase_peak": phase_peak})
+                        "order_phase_peak": phase_peak},
+                       pools=pools_arr, arenas=arenas, traffic=int(traffic))
 
 
 def _neighbourhood(inst: _Instance, pos, off, arena: int, w: int, band: int, rng: random.Random):
