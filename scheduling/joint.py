@@ -665,6 +665,7 @@ def _replan(inst: _Instance, pos, planner: str, seconds: float):
     """Offsets (unit order of ``inst``) of the order ``pos`` planned by ``planner`` on
     :meth:`_Instance.problem` (checked), or ``None`` when it found no plan within the pools'
     capacities. With pools: ``(offsets, pools)``."""
+    from planners.errors import CapacityError
     from planners.registry import PLANNERS, get_planner
 
     if seconds <= 0.05:
@@ -673,7 +674,10 @@ def _replan(inst: _Instance, pos, planner: str, seconds: float):
     prob = inst.problem(order)
     cls = PLANNERS.get(planner)
     kw = {"time_limit": seconds} if cls is not None and "time_limit" in cls._param_names() else {}
-    plan = get_planner(planner, **kw).plan(prob)
+    try:
+        plan = get_planner(planner, **kw).plan(prob)
+    except CapacityError:  # a pool below what its forced (pinned) buffers need
+        return None
     if plan.status in ("infeasible", "timeout", "skipped", "error", "over_capacity"):
         return None
     check_plan(prob, plan.offsets, pools=plan.pools if inst.pools else None)
@@ -800,6 +804,12 @@ def _pin_order(inst: _Instance, *, wall: float, seed: int, workers: int):
     ``(None, reason)`` (proved) or ``(None, None)`` (nothing found in time)."""
     from ortools.sat.python import cp_model
 
+    cap = inst.pools[0].capacity if inst.pools else None
+    for b in range(inst.m):
+        if inst.pin[b] >= 0 and cap is not None and inst.pin[b] + inst.size[b] > cap:
+            return None, (f"pins: buffer {inst.ids[b]!r} pinned at {inst.pin[b]} with "
+                          f"{inst.size[b]} bytes ends above the {cap}-byte capacity of pool "
+                          f"{inst.pools[0].name!r} (a pinned buffer is in the first pool)")
     n = T = inst.n
     mdl = cp_model.CpModel()
     P = [mdl.NewIntVar(0, T - 1, f"p{v}") for v in range(n)]
@@ -924,6 +934,7 @@ def sequential_pairs(graph: Graph, schedulers: Sequence[str] | None = None,
     of the pools' arenas), ``arenas`` ({pool: bytes}) and ``pools`` ({tensor name: pool index}).
     """
     from planners import MemplanError
+    from planners.errors import CapacityError
     from planners.feature_cpsat import traffic_cost
     from planners.registry import PLANNERS, get_planner
 
@@ -976,7 +987,10 @@ def sequential_pairs(graph: Graph, schedulers: Sequence[str] | None = None,
             cls = PLANNERS.get(pname)
             if cls is not None and "time_limit" in cls._param_names():
                 pp.setdefault("time_limit", max(0.05, time_limit / max(1, len(chosen))))
-            plan = get_planner(pname, **pp).plan(prob)
+            try:
+                plan = get_planner(pname, **pp).plan(prob)
+            except CapacityError:  # a pool below what its forced (pinned) buffers need
+                continue
             if plan.status in ("infeasible", "timeout", "skipped", "error", "over_capacity"):
                 continue
             check_plan(prob, plan.offsets, pools=plan.pools if inst.pools else None)
