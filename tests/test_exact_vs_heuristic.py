@@ -88,7 +88,8 @@ def test_exact_dp_pinned_graph_returns_best_of_order():
     # cheap orders stops at an order about 10.8 % above best_of's (critical_path wins there).
     g = random_layered(seed=0, n_ops=30, width=6)
     best = peak_live_bytes(g, schedule(g, "best_of").order)
-    old = schedule(g, "exact_dp", max_states=2000, time_limit=None, best_of_start=False)
+    old = schedule(g, "exact_dp", max_states=2000, time_limit=None, best_of_start=False,
+                   budget_search=False)
     assert old.status == "timeout" and peak_live_bytes(g, old.order) > best
     new = schedule(g, "exact_dp", max_states=2000, time_limit=None)
     assert new.info["peak_bytes"] == peak_live_bytes(g, new.order) <= best

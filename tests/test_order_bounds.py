@@ -23,6 +23,7 @@ from scheduling.schedulers.bounds import (
     order_bound_details,
     order_lower_bound,
 )
+from scheduling.schedulers.budget_search import BudgetSearch
 from scheduling.schedulers.memsim import MemoryModel
 
 
@@ -211,8 +212,9 @@ def chain_of_cells(n_cells: int, seed: int = 0, n_ops: int = 14) -> Graph:
 
 def test_divide_and_conquer_matches_the_whole_dp_with_far_fewer_states():
     g = chain_of_cells(3)
-    whole = schedule(g, "exact_dp", decompose=False, best_of_start=False, time_limit=None)
-    parts = schedule(g, "exact_dp", best_of_start=False, time_limit=None)
+    whole = schedule(g, "exact_dp", decompose=False, best_of_start=False, time_limit=None,
+                     budget_search=False)
+    parts = schedule(g, "exact_dp", best_of_start=False, time_limit=None, budget_search=False)
     assert whole.status == parts.status == "optimal"
     assert parts.info["peak_bytes"] == whole.info["peak_bytes"] == parts.bound
     assert peak_live_bytes(g, parts.order) == parts.info["peak_bytes"]
@@ -225,15 +227,15 @@ def test_divide_and_conquer_matches_the_whole_dp_with_far_fewer_states():
 
 def test_memo_limit_stops_the_whole_dp_but_not_the_segments():
     g = chain_of_cells(3, seed=4)
-    seg = schedule(g, "exact_dp", best_of_start=False, time_limit=None)
+    dp = {"best_of_start": False, "time_limit": None, "budget_search": False}
+    seg = schedule(g, "exact_dp", **dp)
     assert seg.status == "optimal" and seg.info["segments_searched"] == 3
     limit = seg.info["memo_peak_states"]  # enough for every segment, not for the whole graph
     assert limit < seg.info["states"]
-    whole = schedule(g, "exact_dp", decompose=False, best_of_start=False, time_limit=None,
-                     max_states=limit)
+    whole = schedule(g, "exact_dp", decompose=False, max_states=limit, **dp)
     assert whole.status == "timeout" and f"memo limit of {limit} states" in whole.info["reason"]
     assert whole.bound < whole.info["peak_bytes"]
-    parts = schedule(g, "exact_dp", best_of_start=False, time_limit=None, max_states=limit)
+    parts = schedule(g, "exact_dp", max_states=limit, **dp)
     assert parts.status == "optimal" and parts.info["peak_bytes"] == seg.info["peak_bytes"]
 
 
@@ -246,6 +248,54 @@ def test_exact_dp_on_a_wide_layered_graph_reports_timeout_with_a_bound_below_its
     assert s.status == ("optimal" if s.bound == s.info["peak_bytes"] else "timeout")
     if s.status == "timeout":
         assert "memo limit of 2000 states" in s.info["reason"]
+
+
+# -- budget search ---------------------------------------------------------------------------------
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_graphs(max_ops=8), st.booleans(), st.lists(st.integers(-3, 40), max_size=4))
+def test_budget_probes_agree_with_brute_force(g, with_cuts, offsets):
+    """A probe finds an order within the budget exactly when one exists, and a failed probe's
+    bound is above the budget and never above the optimum (floors memoised across probes)."""
+    opt = brute(g)
+    m = MemoryModel(g)
+    A = ancestor_matrix(m)
+    bs = BudgetSearch(m, A, complete_cuts(m, A) if with_cuts else ())
+    for budget in [opt - 1, opt, *(max(opt + d, 0) for d in offsets), opt // 2]:
+        r = bs.probe(budget, 10**6)
+        if budget >= opt:
+            assert r.status == "found" and m.is_topological(r.order)
+            assert r.peak == peak_live_bytes(g, m.to_names(r.order)) <= budget
+        else:
+            assert r.status == "failed" and budget < r.bound <= opt
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_graphs(max_ops=9), st.integers(1, 6))
+def test_a_stopped_exact_dp_claims_only_what_its_bound_proves(g, max_states):
+    """With a memo limit of a few states the searches stop: the result is optimal only when the
+    proved bound meets the peak, and that bound is never above the brute-force optimum."""
+    opt = brute(g)
+    s = schedule(g, "exact_dp", max_states=max_states, best_of_start=False, time_limit=None)
+    peak = peak_live_bytes(g, s.order)
+    assert s.info["peak_bytes"] == peak >= opt >= s.bound
+    assert s.status == ("optimal" if peak == s.bound else "timeout")
+    assert s.info["lower_bound"] <= opt
+
+
+def test_budget_search_proves_a_250_operator_optimum_at_the_closure_bound():
+    """moccasin_layered seed 1 at 250 operators: no heuristic reaches the closure bound, the
+    budget search's first probe does; the DP alone stops at its memo limit."""
+    g = moccasin_layered(seed=1, n_ops=250)
+    closure = order_bound_details(g)["closure"]
+    s = schedule(g, "exact_dp", best_of_start=False, time_limit=None)
+    assert s.status == "optimal" and s.info["peak_bytes"] == s.bound == closure
+    assert peak_live_bytes(g, s.order) == closure < s.info["initial_peak"]
+    assert s.info["budget_probes"] == 1 and s.info["budget_nodes"] <= 1000
+    again = schedule(g, "exact_dp", best_of_start=False, time_limit=None)
+    assert again.order == s.order  # deterministic
+    dp = schedule(g, "exact_dp", best_of_start=False, time_limit=None, budget_search=False,
+                  max_states=20_000)
+    assert dp.status == "timeout" and dp.bound == closure < dp.info["peak_bytes"]
 
 
 # -- one status rule -------------------------------------------------------------------------------

@@ -3,6 +3,7 @@ divided at the graph's cut points."""
 
 from __future__ import annotations
 
+import sys
 import time
 from numbers import Integral
 
@@ -13,6 +14,7 @@ from planners.params import OPTIONAL_POSITIVE_SECONDS, Interval
 from ..graph import Graph
 from .base import Scheduler, ScheduleResult
 from .bounds import CUT_MAX_OPS, ancestor_matrix, complete_cuts, order_bound_details
+from .budget_search import BudgetSearch
 from .list_base import list_schedule
 from .memsim import MemoryModel
 
@@ -120,6 +122,21 @@ class ExactDP(Scheduler):
     order lower bound of :mod:`.bounds`, raised by each segment optimum found) are not searched,
     and segments are searched largest initial peak first.
 
+    Budget search first
+    -------------------
+    Before the DP, with ``budget_search=True``, the decision search of :mod:`.budget_search`
+    (depth first, pruned by the closure bound of the operators already run, floors of failed
+    states memoised) runs rounds of probes, each probe expanding at most a number of states
+    that doubles every round from 1,000. A round first probes the proved bound ``L`` (an order
+    found there is optimal; a probe that fails raises ``L`` to the floor it proved, soundly, and
+    the round restarts there), then bisects the budgets between ``L + 1`` and ``ub - 1``: an
+    order found becomes the incumbent ``ub``, a failure raises ``L``, a probe that runs out of
+    states sends the bisection to the budgets above it (Serenity's adaptive soft budgeting, with
+    a proof in each failure). A failure at ``ub - 1`` proves the incumbent optimal. It stops
+    when ``L = ub``, after ``max_states`` expanded states in all,
+    or when its share of the time is spent (three quarters of what is left after the initial
+    orders); the DP below then starts from the incumbent and the bound it reached.
+
     The initial order is :func:`initial_order` (the best of all the toolkit's heuristics,
     ``genetic`` and ``anneal`` included), so the result is never worse than any of them; when a
     segment's search stops (time limit or memo limit) that segment keeps the initial order's
@@ -143,6 +160,9 @@ class ExactDP(Scheduler):
         worse than any; ``False`` (ablation) starts from ``min_live``, DFS and the stored order.
     decompose : bool, default True
         Divide at the complete cuts; ``False`` runs one DP over the whole graph (ablation).
+    budget_search : bool, default True
+        Run the budget search (above) before the DP; ``False`` (ablation) runs the DP alone.
+        Only for graphs of at most :data:`.bounds.CUT_MAX_OPS` operators.
 
     Returns (via :meth:`schedule`)
     ------------------------------
@@ -152,7 +172,11 @@ class ExactDP(Scheduler):
     (:func:`.bounds.order_lower_bound`), ``states`` (created in all segments),
     ``memo_peak_states`` (the most held at once, in one segment: the memory used), ``segments``,
     ``segments_searched``, ``largest_segment`` (operators), ``initial_peak``,
-    ``initial_winner`` and, when a search stopped, ``reason``.
+    ``initial_winner`` and, when a search stopped, ``reason``. With the budget search:
+    ``budget_nodes`` (states it expanded: with ``states``, the machine-independent measure of
+    the work), ``budget_flows`` (max-flows it solved), ``budget_probes``, ``budget_bound`` and
+    ``budget_peak`` (the proved bound and the incumbent's peak when it stopped, bytes) and
+    ``budget_seconds``.
 
     Raises
     ------
@@ -173,6 +197,7 @@ class ExactDP(Scheduler):
         "time_limit": OPTIONAL_POSITIVE_SECONDS,
         "best_of_start": ["boolean"],
         "decompose": ["boolean"],
+        "budget_search": ["boolean"],
     }
 
     def __init__(
@@ -181,11 +206,13 @@ class ExactDP(Scheduler):
         time_limit: float | None = 10.0,
         best_of_start: bool = True,
         decompose: bool = True,
+        budget_search: bool = True,
     ) -> None:
         self.max_states = max_states
         self.time_limit = time_limit
         self.best_of_start = best_of_start
         self.decompose = decompose
+        self.budget_search = budget_search
 
     def _schedule(self, graph: Graph) -> ScheduleResult:
         t0 = time.perf_counter()
@@ -206,7 +233,14 @@ class ExactDP(Scheduler):
                         largest_segment=n)
             return ScheduleResult(m.to_names(greedy), "optimal", info, bound=lb)
         deadline = None if self.time_limit is None else t0 + float(self.time_limit)
-        cuts = complete_cuts(m, A) if (self.decompose and A is not None) else []
+        all_cuts = complete_cuts(m, A) if A is not None else []
+        if self.budget_search and A is not None:
+            greedy, ub, lb = self._budget(m, A, all_cuts, greedy, ub, lb, deadline, info)
+            if ub <= lb:
+                info.update(lower_bound=lb, peak_bytes=ub, states=0, segments=len(all_cuts) + 1,
+                            segments_searched=0, largest_segment=n)
+                return ScheduleResult(m.to_names(greedy), "optimal", info, bound=lb)
+        cuts = all_cuts if self.decompose else []
         edges = [0, *cuts, n]
         segs = list(zip(edges[:-1], edges[1:], strict=True))
         prof = m.profile(greedy)
@@ -251,6 +285,53 @@ class ExactDP(Scheduler):
         if reasons and status != "optimal":
             info["reason"] = "; ".join(reasons)
         return ScheduleResult(m.to_names(order), status, info, bound=int(min(bound, peak)))
+
+    def _budget(self, m: MemoryModel, A: np.ndarray, cuts: list[int], order: list[int], ub: int,
+                lb: int, deadline: float | None, info: dict) -> tuple[list[int], int, int]:
+        """The budget search of the class docstring: ``(order, its peak, proved bound)``."""
+        t0 = time.perf_counter()
+        end = None if deadline is None else t0 + 0.75 * max(deadline - t0, 0.0)
+        probes = 0
+        try:
+            bs = BudgetSearch(m, A, cuts, max_memo=self.max_states)
+        except ValueError as e:  # sizes too large for int64 flow capacities
+            info["budget_skipped"] = str(e)
+            return order, ub, lb
+        cap = 1000
+        old_limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(old_limit, m.n + 1000))  # one frame per operator of the order
+        try:
+            while ub > lb and bs.nodes < self.max_states:
+                if end is not None and time.perf_counter() >= end:
+                    break
+                r = bs.probe(lb, min(cap, self.max_states - bs.nodes), end)
+                probes += 1
+                if r.status == "found":  # an order within the proved bound: optimal
+                    order, ub = r.order, int(r.peak)
+                    continue
+                if r.status == "failed":  # no order within lb: the bound rises; retry there
+                    lb = max(lb, int(r.bound))
+                    continue
+                soft = lb + 1  # bisect [soft, ub - 1]: budgets below soft stopped this round
+                while soft < ub and bs.nodes < self.max_states and (
+                        end is None or time.perf_counter() < end):
+                    target = (soft + ub - 1) // 2
+                    r = bs.probe(target, min(cap, self.max_states - bs.nodes), end)
+                    probes += 1
+                    if r.status == "found":  # a better incumbent
+                        order, ub = r.order, int(r.peak)
+                    elif r.status == "failed":  # nothing within target: the bound rises
+                        lb = max(lb, int(r.bound))
+                        soft = max(soft, lb)
+                    else:
+                        soft = target + 1
+                cap *= 2
+        finally:
+            sys.setrecursionlimit(old_limit)
+        info.update(budget_nodes=bs.nodes, budget_flows=bs.flows, budget_probes=probes,
+                    budget_bound=int(min(lb, ub)), budget_peak=int(ub),
+                    budget_seconds=round(time.perf_counter() - t0, 3))
+        return order, ub, lb
 
     def _search(self, m: MemoryModel, ops: list[int], seg: int, seg_of: np.ndarray, live0: int,
                 ub: int, deadline: float | None) -> _Part:

@@ -1,0 +1,274 @@
+"""Depth-first search for an operator order within a byte budget, pruned by the closure bound of
+the operators already run (the decision version of the order problem, used by ``exact_dp``).
+
+The question ``is there a topological order whose peak is at most B bytes?`` is answered by a
+depth-first search over down-sets ``S`` (the operators run so far, a bit mask), the iterative
+form of Serenity's adaptive soft budgeting (Ahn et al., MLSys 2020, section 3.3) with the
+conditional closure bound of :mod:`.bounds` (bound 4, ``C_S(v)``) as the pruning test.
+
+Soundness
+---------
+Write ``live(S)`` for the bytes live once exactly ``S`` has run (a function of ``S`` alone,
+:mod:`.memsim`'s convention). The search prunes a move ``S -> S + u`` when
+
+* ``live(S) + alloc(u) > B`` (the live bytes at ``u``'s step), or
+* ``C_{S+u}(v) > B`` for some operator ``v`` not in ``S + u``: every order that runs ``S + u``
+  before ``v`` has at least ``C_{S+u}(v)`` bytes live at ``v``'s step (bound 4 of
+  :mod:`.bounds` with ``S + u`` forced to run first).
+
+Each pruned move comes with a value, a lower bound on the peak of every order that makes it. A
+state's **floor** ``m(S)`` is the least such value over its moves (for a move into an already
+failed state: the larger of the move's own step and that state's floor). By induction on the
+states below ``S``, every order that has run exactly ``S`` and continues from it has a step with
+at least ``m(S)`` bytes live -- a fact that does not depend on ``B``, so floors are kept in one
+memo for every later search on the same graph (a state whose floor is above the budget is
+pruned at once). When the search from the empty set fails, ``m({})`` is a lower bound on the
+peak of every order: the proved bound rises to it, and it is above ``B``. When a state that is a
+complete cut (:func:`.bounds.complete_cuts`: every order runs exactly those operators first)
+fails, every order passes through it, so the search stops at once and its floor is a lower
+bound on every order's peak. A search stopped by its node or time budget claims nothing.
+
+The test ``C_{S+u}(v) > B`` needs a max-flow only when ``u`` leaves ``v``'s **witness**, a
+down-set ``D_v`` valid for ``v`` with ``S`` forced (holding ``S`` and ``v``'s ancestors, not
+``v`` nor a descendant) whose value ``live(D_v) + alloc(v)`` is at most ``B``; at the start it is
+the largest least-live set (:meth:`.bounds.ClosureCut.value`). While ``S + u`` is inside
+``D_v``, ``C_{S+u}(v) <= value(D_v) <= B``: nothing to do. Otherwise ``D_v + u`` is again valid
+(a union of down-sets; ``u`` is neither ``v`` nor its descendant, being ready before it), and
+its live bytes are those of ``D_v`` plus ``u``'s read or kept outputs (their readers, successors
+of ``u``, are outside ``D_v``) less ``u``'s inputs whose other readers are all in ``D_v`` (graph
+outputs stay): when that value is still at most ``B`` it becomes the witness, without a flow.
+Only when it is above ``B`` is ``C_{S+u}(v)`` solved, and the largest least-live set becomes the
+witness (or the move is pruned). Witnesses only decide when to solve, never what is proved.
+
+Moves are tried by increasing live bytes after the move (the greedy ``min_live`` rule), ties by
+operator index, so the search is deterministic for given budgets.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .bounds import ClosureCut
+from .memsim import MemoryModel
+
+__all__ = ["BudgetSearch", "Probe"]
+
+
+class _Stop(Exception):
+    """The node or time budget of one probe ran out."""
+
+
+class _CutFailed(Exception):
+    """A complete cut failed: ``floor`` bounds every order's peak."""
+
+    def __init__(self, floor: int) -> None:
+        super().__init__(floor)
+        self.floor = floor
+
+
+@dataclass
+class Probe:
+    """Outcome of one :meth:`BudgetSearch.probe`.
+
+    ``status`` is ``"found"`` (``order``, operator indices, has peak ``peak`` <= the budget),
+    ``"failed"`` (no order has peak <= the budget; ``bound``, bytes, is a lower bound on every
+    order's peak, above the budget) or ``"stopped"`` (budget of nodes or time spent; nothing
+    claimed, ``bound`` is ``None``). ``nodes``: states expanded; ``flows``: max-flows solved.
+    """
+
+    status: str
+    order: list[int] | None
+    peak: int | None
+    bound: int | None
+    nodes: int
+    flows: int
+
+
+class BudgetSearch:
+    """Depth-first decision search ``peak <= B?`` with closure pruning (module docstring).
+
+    Parameters
+    ----------
+    model : MemoryModel
+    ancestors : numpy bool array ``(n, n)``
+        :func:`.bounds.ancestor_matrix` of ``model``.
+    cuts : sequence of int, optional
+        Complete cuts as prefix lengths of ``model.topological()``
+        (:func:`.bounds.complete_cuts`).
+    max_memo : int, default 500_000
+        Most failed states whose floors are remembered (beyond it new ones are not stored,
+        which costs time, never soundness).
+
+    Raises
+    ------
+    ValueError
+        Sizes too large for the flow capacities (:class:`.bounds.ClosureCut`).
+    """
+
+    def __init__(self, model: MemoryModel, ancestors: np.ndarray, cuts=(),
+                 max_memo: int = 500_000) -> None:
+        self.m = model
+        self.n = model.n
+        self.A = ancestors
+        self.net = ClosureCut(model, ancestors)
+        self.memo: dict[int, int] = {}
+        self.max_memo = int(max_memo)
+        topo = model.topological()
+        self.cut_masks = set()
+        for k in cuts:
+            self.cut_masks.add(sum(1 << v for v in topo[:k]))
+        self.root = [self.net.value(v, largest=True) for v in range(self.n)]
+        keep = model.keep
+        # per operator: bytes its read or kept outputs add, and its inputs that it can free
+        # (size, the other readers) -- the witness repair of the module docstring
+        self._gain = (model.alloc - model.dead).tolist()
+        self._frees = []
+        for u in range(self.n):
+            fr = []
+            for t in model.ins[u]:
+                if not keep[t]:
+                    others = np.asarray([c for c in model.consumers[t] if c != u], np.int64)
+                    fr.append((int(model.size[t]), others))
+            self._frees.append(fr)
+        self.nodes = 0
+        self.flows = 0
+
+    def probe(self, budget: int, max_nodes: int, deadline: float | None = None) -> Probe:
+        """Search for an order with peak ``<= budget`` bytes, expanding at most ``max_nodes``
+        states (and stopping at ``deadline``, a :func:`time.perf_counter` value). Returns a
+        :class:`Probe`; counts add to ``self.nodes`` / ``self.flows``."""
+        m, n = self.m, self.n
+        B = int(budget)
+        nodes0, flows0 = self.nodes, self.flows
+        worst = max(c for c, _ in self.root) if n else 0
+        if worst > B:
+            return Probe("failed", None, None, worst, 0, 0)
+        if n == 0:
+            return Probe("found", [], 0, None, 0, 0)
+        self._B = B
+        self._limit = self.nodes + int(max_nodes)
+        self._deadline = deadline
+        self._Wd = np.array([D for _, D in self.root], dtype=bool)
+        self._Wv = np.array([c for c, _ in self.root], dtype=np.int64)
+        self._Sb = np.zeros(n, bool)
+        self._alloc = m.alloc.tolist()
+        self._dead = m.dead.tolist()
+        self._size = m.size.tolist()
+        self._keep = m.keep.tolist()
+        self._rem = m.n_consumers.tolist()
+        self._indeg = [len(p) for p in m.preds]
+        self._order: list[int] = []
+        ready = {v for v in range(n) if not self._indeg[v]}
+        try:
+            found, floor = self._dfs(0, 0, 0, ready)
+        except _Stop:
+            return Probe("stopped", None, None, None, self.nodes - nodes0, self.flows - flows0)
+        except _CutFailed as e:
+            found, floor = False, e.floor
+        if found:
+            order = list(self._order)
+            return Probe("found", order, m.peak(order), None, self.nodes - nodes0,
+                         self.flows - flows0)
+        return Probe("failed", None, None, int(floor), self.nodes - nodes0, self.flows - flows0)
+
+    def _dfs(self, S: int, live: int, pk: int, ready: set[int]) -> tuple[bool, int]:
+        """Extend the order from state ``S`` (``live`` bytes live, peak ``pk`` so far): ``(True,
+        0)`` when a complete order within the budget was reached (left in ``self._order``), else
+        ``(False, floor)`` (module docstring)."""
+        if len(self._order) == self.n:
+            return True, 0
+        self.nodes += 1
+        if self.nodes > self._limit or (
+                self._deadline is not None and time.perf_counter() > self._deadline):
+            raise _Stop
+        m, B, memo = self.m, self._B, self.memo
+        alloc, dead, size, keep, rem = self._alloc, self._dead, self._size, self._keep, self._rem
+        floor = None
+        moves = []
+        for u in ready:
+            at = live + alloc[u]
+            if at > B:
+                floor = at if floor is None or at < floor else floor
+                continue
+            fr = dead[u]
+            for t in m.ins[u]:
+                if rem[t] == 1 and not keep[t]:
+                    fr += size[t]
+            moves.append((at - fr, u, at))
+        moves.sort()
+        Sb, Wd = self._Sb, self._Wd
+        for after, u, at in moves:
+            S2 = S | (1 << u)
+            known = memo.get(S2)
+            if known is not None and known > B:
+                if S2 in self.cut_masks:
+                    raise _CutFailed(known)
+                val = known if known > at else at
+                floor = val if floor is None or val < floor else floor
+                continue
+            Sb[u] = True
+            saved = []
+            cut = None
+            Wv = self._Wv
+            broken = np.flatnonzero(~Wd[:, u] & ~Sb)
+            if broken.size:
+                val = Wv[broken] + self._gain[u]
+                for sz, others in self._frees[u]:
+                    if others.size:
+                        val -= sz * Wd[np.ix_(broken, others)].all(axis=1)
+                    else:
+                        val -= sz
+                fine = val <= B
+                rep = broken[fine]
+                saved.append((rep, Wv[rep].copy(), None))
+                Wd[rep, u] = True
+                Wv[rep] = val[fine]
+                for v in broken[~fine].tolist():
+                    self.flows += 1
+                    c, D = self.net.value(v, Sb, largest=True)
+                    if c > B:
+                        cut = c
+                        break
+                    saved.append((v, Wv[v], Wd[v].copy()))
+                    Wd[v] = D
+                    Wv[v] = c
+            if cut is None:
+                for t in m.ins[u]:
+                    rem[t] -= 1
+                nready = set(ready)
+                nready.discard(u)
+                for s in m.succs[u]:
+                    self._indeg[s] -= 1
+                    if not self._indeg[s]:
+                        nready.add(s)
+                self._order.append(u)
+                ok, sub = self._dfs(S2, after, pk if pk >= at else at, nready)
+                if ok:
+                    return True, 0
+                self._order.pop()
+                for s in m.succs[u]:
+                    self._indeg[s] += 1
+                for t in m.ins[u]:
+                    rem[t] += 1
+            else:
+                sub = cut
+                if len(memo) < self.max_memo:
+                    memo[S2] = max(memo.get(S2, 0), cut)
+            for v, old, row in reversed(saved):
+                Wv[v] = old
+                if row is None:
+                    Wd[v, u] = False
+                else:
+                    Wd[v] = row
+            Sb[u] = False
+            if S2 in self.cut_masks:  # every order runs exactly S2 first, then peaks >= sub
+                raise _CutFailed(sub)
+            val = sub if sub > at else at
+            floor = val if floor is None or val < floor else floor
+        assert floor is not None  # a state with no operator left returned above
+        if len(memo) < self.max_memo:
+            memo[S] = max(memo.get(S, 0), floor)
+        return False, floor
