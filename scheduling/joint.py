@@ -1130,11 +1130,14 @@ def joint_optimize(
     # a scheduler's proved bound (exact_dp's optimum) holds for every order's peak too
     order_bound = max(order_bound, int(start.get("order_bound") or 0))
     if inst.aliases:
-        # alias groups (in place) can hold less than the order's live bytes: only the largest
-        # group beside the residents bounds every order's arena
-        res_u = sum(s for u, s in enumerate(inst.size) if inst.fz[u] and inst.lend[u])
-        bound = res_u + max((s for u, s in enumerate(inst.size)
-                             if not (inst.fz[u] and inst.lend[u])), default=0)
+        # alias groups (in place) can hold less than the order's live bytes, so the order bound
+        # does not hold; in every order an operator's step holds the units it reads or writes
+        # and the residents (live throughout), and every unit is placed somewhere
+        res = {u for u in range(inst.m) if inst.fz[u] and inst.lend[u]}
+        res_u = sum(inst.size[u] for u in res)
+        bound = res_u + max([inst.size[u] for u in range(inst.m) if u not in res]
+                            + [sum(inst.size[u] for u in set(inst.uses[v]) - res)
+                               for v in range(inst.n)], default=0)
     else:
         bound = order_bound + res_bytes
     order0 = list(start["order"])

@@ -284,3 +284,62 @@ def test_lns_with_pools_pins_and_aliases_is_valid_and_deterministic():
     e = joint_optimize(g2, **kw)
     assert d.order == e.order and np.array_equal(d.offsets, e.offsets)
     check_plan(transformed_problem(g2, d.order), d.offsets)
+
+
+# -- the scheduler and the CLI ------------------------------------------------------------------
+
+
+def test_joint_scheduler_carries_pools_and_refuses_colliding_pins():
+    from scheduling.schedulers import schedule
+
+    pools = [MemoryPool("sram", 100, 1, 0), MemoryPool("psram", None, 1, 1)]
+    s = schedule(diamond(), "joint", time_limit=20, deterministic_time=5, pools=pools,
+                 pins={"B1": 0})
+    info = s.info
+    assert info["offsets"]["B1"] == 0 and info["pools"]["B1"] == "sram"
+    assert sum(info["arenas"].values()) == info["arena_bytes"]
+    best = brute(diamond(), pins={"B1": 0}, pools=pools)
+    assert (info["traffic"], info["arena_bytes"]) == best
+    with pytest.raises(ProblemError, match="pinned buffers \\['S', 'B1'\\]"):
+        schedule(diamond(), "joint", time_limit=20, pins={"S": 0, "B1": 5})
+
+
+def _cli_json(capsys, *argv):
+    import json
+
+    from experiments.cli import main
+
+    rc = main(["plan", *argv, "--json"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    return json.loads(out)
+
+
+def test_cli_joint_with_a_pipeline_validates_on_the_transformed_problem(tmp_path, capsys):
+    from experiments.cli.check import read_offsets
+    from experiments.cli.plan import _graph_and_kind
+
+    csv = tmp_path / "j.csv"
+    pipe = "simplify,views,fuse,inplace"
+    out = _cli_json(capsys, "mobilenet_v2", "--scheduler", "joint", "--planner", "joint",
+                    "--pipeline", pipe, "--time-limit", "20", "--scheduler-param",
+                    "deterministic_time=1", "--scheduler-param", "planner=greedy_by_size",
+                    "-o", str(csv))
+    g2, _ = run_pipeline(_graph_and_kind("mobilenet_v2")[0], pipe)
+    prob = transformed_problem(g2, out["order"])
+    assert prob.aliases  # the in-place and view groups of the passes
+    offs = read_offsets(csv, prob.ids)
+    check_plan(prob, offs)
+    assert out["valid"] and out["arena"] == int(max(o + s for o, s in zip(offs, prob.sizes)))
+    assert out["joint_bound"] <= out["arena"] <= out["start_arena"]
+    assert out["status"] == ("optimal" if out["arena"] == out["joint_bound"] else "feasible")
+
+
+def test_cli_joint_with_pools_gives_each_buffer_a_pool(capsys):
+    out = _cli_json(capsys, "mobilenet_v2", "--scheduler", "joint", "--planner", "joint",
+                    "--pools", "sram=512k,psram=inf", "--time-limit", "20",
+                    "--scheduler-param", "deterministic_time=1",
+                    "--scheduler-param", "planner=greedy")
+    assert out["valid"] and set(out["arenas"]) == {"sram", "psram"}
+    assert sum(out["arenas"].values()) == out["arena"] and out["arenas"]["sram"] <= 512 * 1024
+    assert out["joint_bound"] <= out["arena"] <= out["start_arena"]

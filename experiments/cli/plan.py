@@ -22,7 +22,7 @@ from experiments.cli.common import (
 )
 
 __all__ = ["COMMANDS", "add_parsers", "run", "pipeline_problem", "scheduled_problem",
-           "joint_plan", "planner_parameters"]
+           "joint_plan", "joint_pipeline_problem", "planner_parameters"]
 
 COMMANDS = ("plan", "rv64", "list")
 
@@ -287,18 +287,44 @@ def scheduled_problem(spec, scheduler, pipeline: str | None = None, overrides=No
     return transformed_problem(g2, unified=unified), sched, graph
 
 
+def joint_pipeline_problem(spec, scheduler, pipeline, overrides=None,
+                           size_attr: str = "cost_ram"):
+    """``--scheduler joint --planner joint --pipeline P``: the graph passes run first (stored
+    order), then the joint search orders the transformed graph, keeping its in-place decisions
+    valid (:mod:`scheduling.joint`). Returns ``(problem, schedule, transformed graph)``: the
+    problem is :func:`scheduling.transforms.transformed_problem` of the order (alias groups),
+    half-open ``[start, end)`` steps, bytes. Raises as :func:`scheduled_problem`."""
+    from experiments.cli.transforms import report_peak_refusals
+    from scheduling.schedule import check_schedule
+    from scheduling.transforms import run_pipeline, transformed_problem
+
+    what = _not_a_graph(spec)
+    if what:
+        raise ValueError(f"--scheduler joint: {spec} is {what}, not a graph")
+    graph, _ = _graph_and_kind(spec, overrides, size_attr)
+    g2, logs = run_pipeline(graph, pipeline, None)
+    report_peak_refusals(logs)
+    sched = scheduler.schedule(g2)
+    check_schedule(g2, sched.order)
+    return transformed_problem(g2, sched.order), sched, g2
+
+
 def joint_plan(problem, schedule, graph):
     """The joint optimiser's own offsets (:mod:`scheduling.joint`, scheduler ``joint``) as a
     :class:`planners.Plan` of ``problem``, validated by :func:`planners.validate.check_plan`.
 
     ``problem`` must be the lifetime problem the offsets were found for: the activations of
     ``schedule.order`` (:func:`scheduling.lifetimes.lifetime_problem`: graph inputs not in the
-    arena, no residents, the joint scheduler's ``alignment``), without aliases or pools; a
-    capacity is allowed. The status follows the joint rule: ``optimal`` exactly when the arena
-    (bytes) equals ``joint_bound``, a proved lower bound on the arena of every (order, layout)
-    pair (kept as the plan's ``best_bound``), else ``feasible`` (``over_capacity`` above a
-    capacity). ``lower_bound`` is ``problem``'s own (max live bytes of this order); ``seconds``
-    is 0 (the search time is the schedule's).
+    arena, no residents, the joint scheduler's ``alignment``), with the alias groups of
+    ``graph`` when it carries them (graph passes, :func:`joint_pipeline_problem`) and the
+    joint scheduler's pools when it had some (each buffer in the pool it chose); a capacity is
+    allowed without pools. The status follows the joint rule: without pools ``optimal`` exactly
+    when the arena (bytes) equals ``joint_bound``, a proved lower bound on the arena of every
+    (order, layout) pair (kept as the plan's ``best_bound``), else ``feasible``
+    (``over_capacity`` above a capacity); with pools the joint search's own status (``optimal``
+    when CP-SAT proved the traffic-then-total-arena optimum, or zero traffic at the bound).
+    ``lower_bound`` is ``problem``'s own (max live bytes of this order); ``seconds`` is 0 (the
+    search time is the schedule's).
 
     Raises
     ------
@@ -317,25 +343,31 @@ def joint_plan(problem, schedule, graph):
     from planners.errors import FeatureError
     from planners.model import arena_top
     from planners.validate import check_plan
-    from scheduling.lifetimes import lifetime_problem
 
     info = schedule.info
     if "joint_status" not in info or "offsets" not in info:
         raise ValueError(f"--planner joint takes the joint optimiser's own offsets: it needs "
                          f"--scheduler joint (got --scheduler {schedule.scheduler})")
     why = None
-    if problem.aliases:
-        why = "it has alias groups (graph passes)"
-    elif problem.features:
-        why = f"it uses {', '.join(sorted(problem.features))}"
+    jpools = schedule.params.get("pools") or None
+    own_pools = tuple(jpools or ())
+    if tuple(problem.pools) != own_pools:
+        why = (f"its pools {[q.name for q in problem.pools]} are not the joint search's "
+               f"{[q.name for q in own_pools]}")
+    elif problem.features - {"pools"}:
+        why = f"it uses {', '.join(sorted(problem.features - {'pools'}))}"
     else:
-        own = lifetime_problem(graph, schedule.order,
-                               alignment=int(schedule.params.get("alignment", 1)))
+        from scheduling.transforms import transformed_problem
+
+        own = transformed_problem(graph, schedule.order,
+                                  alignment=int(schedule.params.get("alignment", 1)))
+        if own.aliases != problem.aliases:
+            why = "its alias groups differ from those of the graph the joint search ordered"
         theirs = dict(zip(problem.ids, zip(problem.starts.tolist(), problem.ends.tolist(),
                                            problem.sizes.tolist(), problem.alignments.tolist())))
         mine = dict(zip(own.ids, zip(own.starts.tolist(), own.ends.tolist(),
                                      own.sizes.tolist(), own.alignments.tolist())))
-        if theirs != mine:
+        if why is None and theirs != mine:
             diff = sorted(set(theirs) ^ set(mine)) or sorted(
                 k for k in theirs if theirs[k] != mine[k])
             why = (f"buffer {diff[0]!r} differs (lifetime policy of the input: e.g. a TFLite "
@@ -347,20 +379,31 @@ def joint_plan(problem, schedule, graph):
             f"bytes, no aliases or pools), but problem {problem.name!r} is another one: {why}; "
             "plan the joint order with a registered planner instead (e.g. --planner telamalloc)")
     offs = np.array([int(info["offsets"][i]) for i in problem.ids], dtype=np.int64)
-    check_plan(problem, offs)
-    arena = arena_top(offs, problem.sizes)
+    pools = None
+    if problem.pools:
+        names = [q.name for q in problem.pools]
+        pools = np.array([names.index(info["pools"][i]) for i in problem.ids], dtype=np.int64)
+    check_plan(problem, offs, pools=pools)
+    if pools is not None:
+        arena = sum(arena_top(offs[pools == k], problem.sizes[pools == k])
+                    for k in range(len(names)))
+    else:
+        arena = arena_top(offs, problem.sizes)
     jb = int(info["joint_bound"])
     if arena < jb or arena != int(info["arena_bytes"]):
         raise RuntimeError(f"joint optimiser: arena {arena} bytes against its bound {jb} and "
                            f"reported arena {info['arena_bytes']} (a bug)")
     status = "optimal" if arena == jb else "feasible"
+    if pools is not None and info["joint_status"] == "optimal":
+        status = "optimal"  # proved by CP-SAT (traffic, then total arena), or zero traffic
     if status != info["joint_status"]:
         raise RuntimeError(f"joint optimiser: status {info['joint_status']!r} but arena {arena} "
                            f"and bound {jb} bytes give {status!r} (a bug)")
     if problem.capacity is not None and arena > problem.capacity:
         status = "over_capacity"
     return Plan(problem, offs, planner="joint", status=status, seconds=0.0,
-                lower_bound=lower_bound(problem), best_bound=jb, params=dict(schedule.params),
+                lower_bound=lower_bound(problem), best_bound=jb, pools=pools,
+                params={k: v for k, v in schedule.params.items() if k != "pools"},
                 info={k: info[k] for k in ("joint_bound", "start_scheduler", "start_arena",
                                            "mode", "iterations") if k in info})
 
@@ -391,14 +434,16 @@ def _cmd_plan(args) -> int:
                          "optimiser's are set with --scheduler-param NAME=VALUE")
     tflite = str(args.input).endswith(".tflite") or str(args.input).startswith(
         ("wakeword:", "mediapipe:"))
-    other = [flag for flag, on in (("--pipeline", pipeline is not None), ("--pools", bool(pools)),
-                                   ("--unified", args.unified),
+    other = [flag for flag, on in (("--unified", args.unified),
                                    ("a TFLite model (its arena holds the graph input, 16-byte "
                                     "aligned)", tflite)) if on]
     if joint and other:
         raise ValueError("--planner joint: the joint optimiser places the activations of the "
-                         f"graph as scheduled in one arena; with {other[0]} plan its "
+                         f"graph (inputs outside the arena); with {other[0]} plan its "
                          "order with a registered planner (e.g. --planner telamalloc)")
+    if joint and pipeline is not None and pools:
+        raise ValueError("--planner joint: --pipeline with --pools is not supported (the "
+                         "interval model refuses alias groups with pools); drop one of them")
     if args.scheduler is not None:  # graph -> scheduler -> checked order -> lifetimes
         from experiments.cli.schedule import make_scheduler
 
@@ -408,9 +453,16 @@ def _cmd_plan(args) -> int:
                              " schedulers need a model (.onnx, .tflite, node-link .json or a "
                              "graph workload name)")
         scheduler = make_scheduler(args.scheduler, dict(args.scheduler_param), time_limit_of(args))
-        problem, sched, graph = scheduled_problem(args.input, scheduler, pipeline,
-                                                  parse_overrides(args.override), args.unified,
-                                                  args.size_attr)
+        if joint and pools:  # the joint search assigns the pools itself
+            scheduler.set_params(pools=list(pools))
+        if joint and pipeline is not None:  # passes first, then the joint search keeps them valid
+            problem, sched, graph = joint_pipeline_problem(args.input, scheduler, pipeline,
+                                                           parse_overrides(args.override),
+                                                           args.size_attr)
+        else:
+            problem, sched, graph = scheduled_problem(args.input, scheduler, pipeline,
+                                                      parse_overrides(args.override),
+                                                      args.unified, args.size_attr)
         if cap != "auto":
             problem = problem.with_capacity(cap)
         if pools:
@@ -476,6 +528,8 @@ def _cmd_plan(args) -> int:
         # with --pipeline both describe the scheduled graph before the passes, which may lower
         # the live bytes (fusion, in-place): the keys say so rather than sit above the arena
         tail = "" if pipeline is None else "_before_pipeline"
+        if joint and pipeline is not None:  # the joint search ordered the transformed graph
+            tail = "_without_aliases"
         out["order_bound" + tail] = sched.bound
         out["peak_bytes" + tail] = peak_live_bytes(graph, sched.order)
         out["schedule_seconds"] = round(sched.seconds, 6)
