@@ -12,9 +12,7 @@ of OLLA / MODeL (ICML 2023), which solve order and addresses in one ILP:
   with ``include_inputs`` from step 0 to its last consumer, a resident (``unified``: graph inputs
   and read weights) on ``[0, T)``; one offset variable per buffer, a multiple of the alignment;
   no two buffers overlap in time x address (``AddNoOverlap2D``); the objective is the arena
-  (highest ``offset + size``, bytes). The lifetime model has no in-place aliases
-  (:mod:`scheduling.lifetimes` declares none), so neither has this one; pools and pins are not
-  features of a graph's lifetime problem and are not modelled.
+  (highest ``offset + size``, bytes). The features below change the model as stated there.
 * **exact** on small graphs (``<= exact_max_ops`` operators): the whole model, hinted with the
   best sequential pair; its status is ``optimal`` only when the arena equals the proved bound.
 * **anytime** beyond: it starts from the best (scheduler, planner) pair -- every given scheduler's
@@ -28,14 +26,55 @@ of OLLA / MODeL (ICML 2023), which solve order and addresses in one ILP:
   when that shadow order's peak falls below the arena it is planned by ``planner`` and adopted
   if its arena is lower. The result is never worse than the starting pair.
 
+Features of the problem (each also in the starting pairs, :func:`sequential_pairs`):
+
+* **in-place aliases** -- a graph after the ``inplace`` pass (or any pipeline:
+  :mod:`scheduling.transforms`) carries alias annotations; an alias group (views, in-place
+  results, concat slices written in place) is one unit of the model at its root's offset (a
+  member at root + delta, as :meth:`planners.Problem.collapse` expands it), live over the hull
+  of its members' order-dependent lifetimes (``AddMinEquality`` on the producers' positions,
+  ``AddMaxEquality`` on the readers'). Views and concat slices move no data, so every order
+  keeps them valid; an in-place result ``y`` written over ``x`` is valid only while the bytes it
+  overwrites are dead, so every other member of ``x``'s group meeting ``y``'s bytes (not aliased
+  through ``y``) has its producer and readers run before the in-place operator -- a precedence
+  in every (sub-)model and a filter on the starting orders (the rule the pass checked on the
+  stored order; a stored order that breaks it, an overwritten graph output or an annotation of
+  another shape raise :class:`planners.errors.FeatureError`). The result validates on
+  :func:`scheduling.transforms.transformed_problem` of its order.
+* **pins** (``{tensor: offset}``, bytes, a multiple of the alignment and of every pool's): the
+  offset is a constant in every sub-model and the starting pairs are planned by a planner that
+  honours pins (``_capabilities["pins"] == "native"``: ``telamalloc``, ``greedy``, ``cpsat``,
+  ... -- ``memplan list``). When no starting pair exists a CP-SAT model of the order and the
+  pinned units alone finds an order that keeps them apart, or proves none does: the status is
+  then ``infeasible`` with the reason in ``info["reason"]`` (one line) and no plan.
+* **pools** (:class:`planners.MemoryPool`, preference order): every unit gets a pool and an
+  offset in it; the objective is :mod:`planners.feature_cpsat`'s, the **traffic cost** (``sum
+  size x cost(pool) x lifetime steps``, the lifetime following the order) first, then the sum
+  of the pools' arenas, so a result compares with the sequential (order, pool-aware planner)
+  pairs it starts from and is never worse. Exact mode: the whole model with optional intervals
+  per pool (a pinned unit in the first pool, as the feature model puts it). Anytime mode: order
+  neighbourhoods (the shadow order of the peak) re-planned by the pool-aware ``planner``,
+  alternating with address bands inside one pool, the order and the assignment fixed.
+  Pools or pins do not combine with alias groups (the interval model refuses them together).
+
 The **bound** (bytes) is the larger of the order bound (``resident bytes +``
 :func:`scheduling.schedulers.bounds.order_lower_bound`, a lower bound on every order's peak of
 live bytes, hence on every arena) and the layout bound that CP-SAT proved on the whole model
 (exact mode). The status is ``optimal`` exactly when ``arena <= bound``, else ``feasible``.
+With pins the same holds (a pin only restricts the layouts). With **alias groups** the order
+bound does not hold (an in-place group holds less than its members' live bytes): the bound is
+the residents plus the largest working set of an operator (the units it reads or writes, live
+at its step in every order) or the largest unit, raised by the whole model's proved bound (over
+the orders that keep the in-place decisions valid). With **pools** ``arena`` is the sum of the
+pools' arenas and ``bound`` the order bound (at every step the live bytes of all pools fit in
+the sum of their arenas); it bounds the total arena only, not the traffic, so the status is
+``optimal`` only when CP-SAT proved the whole model's optimum (exact mode) or the traffic is 0
+and the total arena is at the bound; no per-pool bound is stated.
 
 Every result is checked by the independent validators: the order by
-:func:`scheduling.schedule.check_schedule`, the offsets by :func:`planners.validate.check_plan` on
-:func:`scheduling.lifetimes.lifetime_problem` of that order.
+:func:`scheduling.schedule.check_schedule` (and the in-place precedences), the offsets by
+:func:`planners.validate.check_plan` (with the pools and their capacities) on the problem of
+that order: :func:`scheduling.lifetimes.lifetime_problem` with the alias groups, pins and pools.
 
 Determinism: with ``workers=1``, a fixed ``seed`` and a ``deterministic_time`` budget (CP-SAT's
 deterministic time units, summed over sub-solves) the result does not depend on the machine's
@@ -1063,16 +1102,28 @@ def joint_optimize(
         Initial operators per order window and buffers per address band of the neighbourhoods.
     unified, include_inputs, alignment
         The lifetime policy of :func:`scheduling.lifetimes.lifetime_problem`.
+    pins : mapping or None
+        ``{tensor name: offset}`` (bytes) fixed in every model (module docstring).
+    pools : sequence of MemoryPool or None
+        Memories in preference order; objective traffic cost, then the sum of the pools'
+        arenas (module docstring). A ``start`` pair then carries ``pools`` ({tensor: index}).
 
     Returns
     -------
     JointResult
+        ``status`` ``infeasible`` (no plan, ``info["reason"]``) when pins collide in every order.
 
     Raises
     ------
     ValueError
         ``time_limit`` not > 0, ``workers`` < 1, ``alignment`` < 1 or a start pair that is not
-        a valid (order, plan) pair of this graph (the validators' message).
+        a valid (order, plan) pair of this graph (the validators' message), or one that breaks
+        an in-place decision.
+    planners.errors.ProblemError
+        A pin of a tensor that is not a buffer, or at a negative or misaligned offset.
+    planners.errors.FeatureError
+        Alias groups with pins or pools, or an alias annotation that cannot be kept valid in
+        another order (module docstring).
     """
     if not time_limit > 0:
         raise ValueError(f"joint_optimize: time_limit must be > 0 seconds, got {time_limit!r}")
@@ -1150,6 +1201,9 @@ def joint_optimize(
         pos[inst.idx[name]] = k
     off = [int(start["offsets"].get(i, 0)) if s or p >= 0 else 0
            for i, s, p in zip(inst.ids, inst.size, inst.pin)]
+    if inst.pools and "pools" not in start:
+        raise ValueError("joint_optimize: with pools a start pair needs 'pools' ({tensor name: "
+                         "pool index})")
     pool = [int(start["pools"][i]) for i in inst.ids] if inst.pools else None
     prob0 = inst.problem(order0)
     check_plan(prob0, inst.offsets_in(prob0, off), pools=inst.pools_in(prob0, pool) if pool
