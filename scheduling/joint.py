@@ -68,8 +68,10 @@ at its step in every order) or the largest unit, raised by the whole model's pro
 the orders that keep the in-place decisions valid). With **pools** ``arena`` is the sum of the
 pools' arenas and ``bound`` the order bound (at every step the live bytes of all pools fit in
 the sum of their arenas); it bounds the total arena only, not the traffic, so the status is
-``optimal`` only when CP-SAT proved the whole model's optimum (exact mode) or the traffic is 0
-and the total arena is at the bound; no per-pool bound is stated.
+``optimal`` only when CP-SAT proved the whole model's optimum (exact mode; not claimed when the
+pools' alignments differ, the model using their lcm, nor with pins and several pools, a pinned
+unit being kept in the first pool) or the traffic is 0 and the total arena is at the bound; no
+per-pool bound is stated.
 
 Every result is checked by the independent validators: the order by
 :func:`scheduling.schedule.check_schedule` (and the in-place precedences), the offsets by
@@ -832,7 +834,12 @@ def _solve_pools_whole(inst: _Instance, pos, off, pool, *, dtime, wall, seed, wo
     noff = [solver.Value(X[b]) if inst.size[b] or inst.pin[b] >= 0 else 0 for b in range(inst.m)]
     npool = [next(k for k, q in lits[b].items() if q is None or solver.Value(q))
              for b in range(inst.m)]
-    proved = st == cp_model.OPTIMAL and (not terms or W * (top_cost + 1) < 2**62)
+    # a proof of the real problem only when the model restricted nothing: one grid for every
+    # pool (the lcm of the alignments is conservative otherwise) and no pinned unit kept in the
+    # first pool by convention while other pools exist
+    proved = (st == cp_model.OPTIMAL and (not terms or W * (top_cost + 1) < 2**62)
+              and all(math.lcm(inst.alignment, a) == al for a in palign)
+              and (K == 1 or not any(p >= 0 for p in inst.pin)))
     return npos, noff, npool, proved, dt
 
 
