@@ -37,11 +37,17 @@ the largest least-live set (:meth:`.bounds.ClosureCut.value`). While ``S + u`` i
 its live bytes are those of ``D_v`` plus ``u``'s read or kept outputs (their readers, successors
 of ``u``, are outside ``D_v``) less ``u``'s inputs whose other readers are all in ``D_v`` (graph
 outputs stay): when that value is still at most ``B`` it becomes the witness, without a flow.
-Only when it is above ``B`` is ``C_{S+u}(v)`` solved, and the largest least-live set becomes the
-witness (or the move is pruned). Witnesses only decide when to solve, never what is proved.
+Otherwise the last few sets the flows found for ``v`` (:data:`_POOL`, kept across probes) are
+tried: one that holds ``S + u`` and whose value is at most ``B`` is a witness too. Only when
+none fits is ``C_{S+u}(v)`` solved, and the largest least-live set becomes the witness (or the
+move is pruned). Witnesses only decide when to solve, never what is proved.
 
-Moves are tried by increasing live bytes after the move (the greedy ``min_live`` rule), ties by
-operator index, so the search is deterministic for given budgets.
+Moves are tried by increasing look-ahead value: the larger of the move's step and the largest
+witness value after it, as far as the repairs above tell without a flow (with
+``lookahead=False``: by live bytes after the move, the greedy ``min_live`` rule), then by live
+bytes after the move and operator index, so the search is deterministic for given budgets. The
+look-ahead finds orders within tight budgets in fewer states (``moccasin_layered`` seed 2, 250
+operators, budget 266,000 bytes: 627 states instead of 12,514).
 """
 
 from __future__ import annotations
@@ -55,6 +61,9 @@ from .bounds import ClosureCut
 from .memsim import MemoryModel
 
 __all__ = ["BudgetSearch", "Probe"]
+
+#: Sets remembered per operator (the witness pool of the module docstring).
+_POOL = 8
 
 
 class _Stop(Exception):
@@ -101,6 +110,8 @@ class BudgetSearch:
     max_memo : int, default 500_000
         Most failed states whose floors are remembered (beyond it new ones are not stored,
         which costs time, never soundness).
+    lookahead : bool, default True
+        Order the moves by their look-ahead value (module docstring).
 
     Raises
     ------
@@ -109,7 +120,7 @@ class BudgetSearch:
     """
 
     def __init__(self, model: MemoryModel, ancestors: np.ndarray, cuts=(),
-                 max_memo: int = 500_000) -> None:
+                 max_memo: int = 500_000, lookahead: bool = True) -> None:
         self.m = model
         self.n = model.n
         self.A = ancestors
@@ -121,6 +132,9 @@ class BudgetSearch:
         for k in cuts:
             self.cut_masks.add(sum(1 << v for v in topo[:k]))
         self.root = [self.net.value(v, largest=True) for v in range(self.n)]
+        # per operator, the last few sets the flows found for it (each valid for any forced set
+        # inside it, with its value): reused instead of a flow when one still fits
+        self._pool: list[list[tuple[np.ndarray, int]]] = [[] for _ in range(self.n)]
         keep = model.keep
         # per operator: bytes its read or kept outputs add, and its inputs that it can free
         # (size, the other readers) -- the witness repair of the module docstring
@@ -135,6 +149,7 @@ class BudgetSearch:
             self._frees.append(fr)
         self.nodes = 0
         self.flows = 0
+        self.lookahead = bool(lookahead)
 
     def probe(self, budget: int, max_nodes: int, deadline: float | None = None) -> Probe:
         """Search for an order with peak ``<= budget`` bytes, expanding at most ``max_nodes``
@@ -198,8 +213,27 @@ class BudgetSearch:
                 if rem[t] == 1 and not keep[t]:
                     fr += size[t]
             moves.append((at - fr, u, at))
-        moves.sort()
         Sb, Wd = self._Sb, self._Wd
+        if self.lookahead and len(moves) > 1:
+            look = []
+            for after, u, at in moves:
+                Sb[u] = True
+                broken = np.flatnonzero(~Wd[:, u] & ~Sb)
+                h = 0
+                if broken.size:
+                    val = self._Wv[broken] + self._gain[u]
+                    for sz, others in self._frees[u]:
+                        if others.size:
+                            val -= sz * Wd[np.ix_(broken, others)].all(axis=1)
+                        else:
+                            val -= sz
+                    h = int(val.max())
+                Sb[u] = False
+                look.append((max(h, at), after, u, at))
+            look.sort()
+            moves = [(a, u, t) for _, a, u, t in look]
+        else:
+            moves.sort()
         for after, u, at in moves:
             S2 = S | (1 << u)
             known = memo.get(S2)
@@ -227,11 +261,19 @@ class BudgetSearch:
                 Wd[rep, u] = True
                 Wv[rep] = val[fine]
                 for v in broken[~fine].tolist():
-                    self.flows += 1
-                    c, D = self.net.value(v, Sb, largest=True)
-                    if c > B:
-                        cut = c
-                        break
+                    pool = self._pool[v]
+                    for D, c in pool:  # a set found for v before, still valid and within B
+                        if c <= B and not (Sb & ~D).any():
+                            break
+                    else:
+                        self.flows += 1
+                        c, D = self.net.value(v, Sb, largest=True)
+                        if c > B:
+                            cut = c
+                            break
+                        pool.append((D, c))
+                        if len(pool) > _POOL:
+                            pool.pop(0)
                     saved.append((v, Wv[v], Wd[v].copy()))
                     Wd[v] = D
                     Wv[v] = c
