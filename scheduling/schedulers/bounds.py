@@ -202,11 +202,10 @@ class ClosureCut:
                                          np.asarray(caps, np.int64))
         # upper(v): the tensors produced by ancestors of v that are kept or have a reader that is
         # not an ancestor of v (exactly live(anc(v)))
-        cnt = np.zeros((model.m, n), np.float32)
+        freed = np.zeros((model.m, n), bool)  # every reader of t is an ancestor of v
         for t in range(model.m):
-            cnt[t, model.consumers[t]] = 1.0
-        inside = cnt @ A.T.astype(np.float32)  # inside[t, v]: readers of t that are ancestors of v
-        freed = (inside == model.n_consumers[:, None]) & ~model.keep[:, None]
+            if model.consumers[t] and not model.keep[t]:
+                freed[t] = A[:, model.consumers[t]].all(axis=1)
         P = A.T[model.producer] if model.m else np.zeros((0, n), bool)
         lv = size @ (P & ~freed).astype(np.int64) if model.m else np.zeros(n, np.int64)
         self.upper = (model.alloc + lv).astype(np.int64)
