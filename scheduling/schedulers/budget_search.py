@@ -62,7 +62,8 @@ from .memsim import MemoryModel
 
 __all__ = ["BudgetSearch", "Probe"]
 
-#: Sets remembered per operator (the witness pool of the module docstring).
+#: Sets remembered per operator (the witness pool of the module docstring), fewer when the
+#: pools of ``n`` operators would hold more than ``2**24`` bytes (``n * n`` per set each).
 _POOL = 8
 
 
@@ -135,6 +136,7 @@ class BudgetSearch:
         # per operator, the last few sets the flows found for it (each valid for any forced set
         # inside it, with its value): reused instead of a flow when one still fits
         self._pool: list[list[tuple[np.ndarray, int]]] = [[] for _ in range(self.n)]
+        self._pool_max = max(1, min(_POOL, 2**24 // max(self.n * self.n, 1)))  # <= 16 MiB
         keep = model.keep
         # per operator: bytes its read or kept outputs add, and its inputs that it can free
         # (size, the other readers) -- the witness repair of the module docstring
@@ -272,7 +274,7 @@ class BudgetSearch:
                             cut = c
                             break
                         pool.append((D, c))
-                        if len(pool) > _POOL:
+                        if len(pool) > self._pool_max:
                             pool.pop(0)
                     saved.append((v, Wv[v], Wd[v].copy()))
                     Wd[v] = D

@@ -127,13 +127,14 @@ class ExactDP(Scheduler):
     Before the DP, with ``budget_search=True``, the decision search of :mod:`.budget_search`
     (depth first, pruned by the closure bound of the operators already run, floors of failed
     states memoised) runs rounds of probes, each probe expanding at most a number of states
-    that doubles every round from 1,000. A round first probes the proved bound ``L`` (an order
+    that doubles every round from ``1,000 + 2n``. A round first probes the proved bound ``L`` (an order
     found there is optimal; a probe that fails raises ``L`` to the floor it proved, soundly, and
     the round restarts there), then bisects the budgets between ``L + 1`` and ``ub - 1``: an
     order found becomes the incumbent ``ub``, a failure raises ``L``, a probe that runs out of
     states sends the bisection to the budgets above it (Serenity's adaptive soft budgeting, with
     a proof in each failure). A failure at ``ub - 1`` proves the incumbent optimal. It stops
-    when ``L = ub``, after ``max_states`` expanded states in all,
+    when ``L = ub``, after ``max_states`` expanded states in all (a probe also stops after a
+    third of the search's time left),
     or when its share of the time is spent (three quarters of what is left after the initial
     orders); the DP below then starts from the incumbent and the bound it reached.
 
@@ -297,14 +298,21 @@ class ExactDP(Scheduler):
         except ValueError as e:  # sizes too large for int64 flow capacities
             info["budget_skipped"] = str(e)
             return order, ub, lb
-        cap = 1000
+        cap = 1000 + 2 * m.n  # a probe needs n states to reach a whole order
+
+        def share() -> float | None:  # a probe's deadline: a third of the time left at most
+            if end is None:
+                return None
+            now = time.perf_counter()
+            return now + max(end - now, 0.0) / 3
+
         old_limit = sys.getrecursionlimit()
         sys.setrecursionlimit(max(old_limit, m.n + 1000))  # one frame per operator of the order
         try:
             while ub > lb and bs.nodes < self.max_states:
                 if end is not None and time.perf_counter() >= end:
                     break
-                r = bs.probe(lb, min(cap, self.max_states - bs.nodes), end)
+                r = bs.probe(lb, min(cap, self.max_states - bs.nodes), share())
                 probes += 1
                 if r.status == "found":  # an order within the proved bound: optimal
                     order, ub = r.order, int(r.peak)
@@ -316,7 +324,7 @@ class ExactDP(Scheduler):
                 while soft < ub and bs.nodes < self.max_states and (
                         end is None or time.perf_counter() < end):
                     target = (soft + ub - 1) // 2
-                    r = bs.probe(target, min(cap, self.max_states - bs.nodes), end)
+                    r = bs.probe(target, min(cap, self.max_states - bs.nodes), share())
                     probes += 1
                     if r.status == "found":  # a better incumbent
                         order, ub = r.order, int(r.peak)
