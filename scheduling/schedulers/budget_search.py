@@ -31,7 +31,8 @@ bound on every order's peak. A search stopped by its node or time budget claims 
 The test ``C_{S+u}(v) > B`` needs a max-flow only when ``u`` leaves ``v``'s **witness**, a
 down-set ``D_v`` valid for ``v`` with ``S`` forced (holding ``S`` and ``v``'s ancestors, not
 ``v`` nor a descendant) whose value ``live(D_v) + alloc(v)`` is at most ``B``; at the start it is
-the largest least-live set (:meth:`.bounds.ClosureCut.value`). While ``S + u`` is inside
+``v``'s ancestors when their value (:attr:`.bounds.ClosureCut.upper`) is at most ``B``, else the
+largest least-live set (:meth:`.bounds.ClosureCut.value`, one flow per such operator and graph). While ``S + u`` is inside
 ``D_v``, ``C_{S+u}(v) <= value(D_v) <= B``: nothing to do. Otherwise ``D_v + u`` is again valid
 (a union of down-sets; ``u`` is neither ``v`` nor its descendant, being ready before it), and
 its live bytes are those of ``D_v`` plus ``u``'s read or kept outputs (their readers, successors
@@ -52,6 +53,7 @@ operators, budget 266,000 bytes: 627 states instead of 12,514).
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass
 
@@ -132,7 +134,9 @@ class BudgetSearch:
         self.cut_masks = set()
         for k in cuts:
             self.cut_masks.add(sum(1 << v for v in topo[:k]))
-        self.root = [self.net.value(v, largest=True) for v in range(self.n)]
+        # root witnesses: anc(v) (value upper(v)) until a probe's budget is below upper(v);
+        # then the flow's C(v) and largest least-live set, computed once
+        self._root: dict[int, tuple[int, np.ndarray]] = {}
         # per operator, the last few sets the flows found for it (each valid for any forced set
         # inside it, with its value): reused instead of a flow when one still fits
         self._pool: list[list[tuple[np.ndarray, int]]] = [[] for _ in range(self.n)]
@@ -160,16 +164,24 @@ class BudgetSearch:
         m, n = self.m, self.n
         B = int(budget)
         nodes0, flows0 = self.nodes, self.flows
-        worst = max(c for c, _ in self.root) if n else 0
-        if worst > B:
-            return Probe("failed", None, None, worst, 0, 0)
         if n == 0:
             return Probe("found", [], 0, None, 0, 0)
+        upper = self.net.upper
+        for v in np.flatnonzero(upper > B).tolist():
+            if v not in self._root:
+                self.flows += 1
+                self._root[v] = self.net.value(v, largest=True)
+        Wd = self.A.copy()  # anc(v): a valid set for v with nothing run, of value upper(v)
+        Wv = upper.copy()
+        for v, (c, D) in self._root.items():
+            Wd[v], Wv[v] = D, c
+        worst = int(Wv.max())
+        if worst > B:  # some C(v) > B (every entry above B is a flow's C(v))
+            return Probe("failed", None, None, worst, 0, self.flows - flows0)
         self._B = B
         self._limit = self.nodes + int(max_nodes)
         self._deadline = deadline
-        self._Wd = np.array([D for _, D in self.root], dtype=bool)
-        self._Wv = np.array([c for c, _ in self.root], dtype=np.int64)
+        self._Wd, self._Wv = Wd, Wv
         self._Sb = np.zeros(n, bool)
         self._alloc = m.alloc.tolist()
         self._dead = m.dead.tolist()
@@ -179,12 +191,16 @@ class BudgetSearch:
         self._indeg = [len(p) for p in m.preds]
         self._order: list[int] = []
         ready = {v for v in range(n) if not self._indeg[v]}
+        old_limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(old_limit, n + 1000))  # one frame per operator of the order
         try:
             found, floor = self._dfs(0, 0, 0, ready)
         except _Stop:
             return Probe("stopped", None, None, None, self.nodes - nodes0, self.flows - flows0)
         except _CutFailed as e:
             found, floor = False, e.floor
+        finally:
+            sys.setrecursionlimit(old_limit)
         if found:
             order = list(self._order)
             return Probe("found", order, m.peak(order), None, self.nodes - nodes0,

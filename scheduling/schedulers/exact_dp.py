@@ -3,7 +3,6 @@ divided at the graph's cut points."""
 
 from __future__ import annotations
 
-import sys
 import time
 from numbers import Integral
 
@@ -306,36 +305,31 @@ class ExactDP(Scheduler):
             now = time.perf_counter()
             return now + max(end - now, 0.0) / 3
 
-        old_limit = sys.getrecursionlimit()
-        sys.setrecursionlimit(max(old_limit, m.n + 1000))  # one frame per operator of the order
-        try:
-            while ub > lb and bs.nodes < self.max_states:
-                if end is not None and time.perf_counter() >= end:
-                    break
-                r = bs.probe(lb, min(cap, self.max_states - bs.nodes), share())
+        while ub > lb and bs.nodes < self.max_states:
+            if end is not None and time.perf_counter() >= end:
+                break
+            r = bs.probe(lb, min(cap, self.max_states - bs.nodes), share())
+            probes += 1
+            if r.status == "found":  # an order within the proved bound: optimal
+                order, ub = r.order, int(r.peak)
+                continue
+            if r.status == "failed":  # no order within lb: the bound rises; retry there
+                lb = max(lb, int(r.bound))
+                continue
+            soft = lb + 1  # bisect [soft, ub - 1]: budgets below soft stopped this round
+            while soft < ub and bs.nodes < self.max_states and (
+                    end is None or time.perf_counter() < end):
+                target = (soft + ub - 1) // 2
+                r = bs.probe(target, min(cap, self.max_states - bs.nodes), share())
                 probes += 1
-                if r.status == "found":  # an order within the proved bound: optimal
+                if r.status == "found":  # a better incumbent
                     order, ub = r.order, int(r.peak)
-                    continue
-                if r.status == "failed":  # no order within lb: the bound rises; retry there
+                elif r.status == "failed":  # nothing within target: the bound rises
                     lb = max(lb, int(r.bound))
-                    continue
-                soft = lb + 1  # bisect [soft, ub - 1]: budgets below soft stopped this round
-                while soft < ub and bs.nodes < self.max_states and (
-                        end is None or time.perf_counter() < end):
-                    target = (soft + ub - 1) // 2
-                    r = bs.probe(target, min(cap, self.max_states - bs.nodes), share())
-                    probes += 1
-                    if r.status == "found":  # a better incumbent
-                        order, ub = r.order, int(r.peak)
-                    elif r.status == "failed":  # nothing within target: the bound rises
-                        lb = max(lb, int(r.bound))
-                        soft = max(soft, lb)
-                    else:
-                        soft = target + 1
-                cap *= 2
-        finally:
-            sys.setrecursionlimit(old_limit)
+                    soft = max(soft, lb)
+                else:
+                    soft = target + 1
+            cap *= 2
         info.update(budget_nodes=bs.nodes, budget_flows=bs.flows, budget_probes=probes,
                     budget_bound=int(min(lb, ub)), budget_peak=int(ub),
                     budget_seconds=round(time.perf_counter() - t0, 3))
