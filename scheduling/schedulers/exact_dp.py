@@ -133,9 +133,10 @@ class ExactDP(Scheduler):
     states sends the bisection to the budgets above it (Serenity's adaptive soft budgeting, with
     a proof in each failure). A failure at ``ub - 1`` proves the incumbent optimal. It stops
     when ``L = ub``, after ``max_states`` expanded states in all (a probe also stops after a
-    third of the search's time left),
-    or when its share of the time is spent (three quarters of what is left after the initial
-    orders); the DP below then starts from the incumbent and the bound it reached.
+    third of the search's time left), or when its share of the time is spent (two fifths of
+    what is left after the initial orders); the DP below then starts from the incumbent and the
+    bound it reached, and when the DP stops without a proof the budget search resumes with the
+    time left (its memo kept), keeping the better order and the larger bound.
 
     The initial order is :func:`initial_order` (the best of all the toolkit's heuristics,
     ``genetic`` and ``anneal`` included), so the result is never worse than any of them; when a
@@ -234,8 +235,16 @@ class ExactDP(Scheduler):
             return ScheduleResult(m.to_names(greedy), "optimal", info, bound=lb)
         deadline = None if self.time_limit is None else t0 + float(self.time_limit)
         all_cuts = complete_cuts(m, A) if A is not None else []
+        bs = None
         if self.budget_search and A is not None:
-            greedy, ub, lb = self._budget(m, A, all_cuts, greedy, ub, lb, deadline, info)
+            try:
+                bs = BudgetSearch(m, A, all_cuts, max_memo=self.max_states)
+            except ValueError as e:  # sizes too large for int64 flow capacities
+                info["budget_skipped"] = str(e)
+        if bs is not None:
+            now = time.perf_counter()
+            end = None if deadline is None else now + 0.4 * max(deadline - now, 0.0)
+            greedy, ub, lb = self._budget(bs, m, greedy, ub, lb, end, info)
             if ub <= lb:
                 info.update(lower_bound=lb, peak_bytes=ub, states=0, segments=len(all_cuts) + 1,
                             segments_searched=0, largest_segment=n)
@@ -277,6 +286,13 @@ class ExactDP(Scheduler):
                 reasons.append(f"segment {i} ({b - a} operators): {res.stopped}")
         order = [v for part in chosen for v in part]
         peak = max(peaks)
+        if bs is not None and peak > bound and (deadline is None or
+                                                time.perf_counter() < deadline):
+            # the budget search again, with the time the DP left (its memo of floors kept)
+            o2, p2, lb2 = self._budget(bs, m, order, peak, bound, deadline, info)
+            bound = max(bound, lb2)
+            if p2 < peak:
+                order, peak = o2, p2
         info.update(lower_bound=int(min(bound, peak)), peak_bytes=peak, states=states,
                     memo_peak_states=memo_peak,
                     segments=len(segs), segments_searched=searched,
@@ -286,17 +302,13 @@ class ExactDP(Scheduler):
             info["reason"] = "; ".join(reasons)
         return ScheduleResult(m.to_names(order), status, info, bound=int(min(bound, peak)))
 
-    def _budget(self, m: MemoryModel, A: np.ndarray, cuts: list[int], order: list[int], ub: int,
-                lb: int, deadline: float | None, info: dict) -> tuple[list[int], int, int]:
-        """The budget search of the class docstring: ``(order, its peak, proved bound)``."""
+    def _budget(self, bs: BudgetSearch, m: MemoryModel, order: list[int], ub: int, lb: int,
+                end: float | None, info: dict) -> tuple[list[int], int, int]:
+        """The budget search of the class docstring until ``end`` (a :func:`time.perf_counter`
+        value or ``None``): ``(order, its peak, proved bound)``; ``info``'s ``budget_*`` keys
+        accumulate over calls."""
         t0 = time.perf_counter()
-        end = None if deadline is None else t0 + 0.75 * max(deadline - t0, 0.0)
         probes = 0
-        try:
-            bs = BudgetSearch(m, A, cuts, max_memo=self.max_states)
-        except ValueError as e:  # sizes too large for int64 flow capacities
-            info["budget_skipped"] = str(e)
-            return order, ub, lb
         cap = 1000 + 2 * m.n  # a probe needs n states to reach a whole order
 
         def share() -> float | None:  # a probe's deadline: a third of the time left at most
@@ -330,9 +342,11 @@ class ExactDP(Scheduler):
                 else:
                     soft = target + 1
             cap *= 2
-        info.update(budget_nodes=bs.nodes, budget_flows=bs.flows, budget_probes=probes,
+        info.update(budget_nodes=bs.nodes, budget_flows=bs.flows,
+                    budget_probes=info.get("budget_probes", 0) + probes,
                     budget_bound=int(min(lb, ub)), budget_peak=int(ub),
-                    budget_seconds=round(time.perf_counter() - t0, 3))
+                    budget_seconds=round(info.get("budget_seconds", 0.0)
+                                         + time.perf_counter() - t0, 3))
         return order, ub, lb
 
     def _search(self, m: MemoryModel, ops: list[int], seg: int, seg_of: np.ndarray, live0: int,
