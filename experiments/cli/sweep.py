@@ -14,7 +14,6 @@ and PDF; add ``svg`` for vector figures for the web).
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -151,9 +150,10 @@ def _run(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Stand-alone entry point (``python -m experiments.cli.sweep``)."""
+    from experiments.cli.app import OneLineParser  # usage errors as one line, as `memplan`
     from planners import MemplanError
 
-    ap = argparse.ArgumentParser(prog="memplan")
+    ap = OneLineParser(prog="memplan")
     add_parsers(ap.add_subparsers(dest="command", required=True))
     args = ap.parse_args(argv)
     try:
