@@ -85,3 +85,58 @@ def test_help_and_version_still_exit_0(capsys):
     assert rc == 0 and out.startswith("usage: memplan schedule")
     rc, _, err = run(capsys, "--version")  # argparse's exit message goes to stderr
     assert rc == 0 and err.startswith("memplan ") and "error" not in err
+
+
+# -- 1. a CSV's offset column read as pins: plan, view and compare say so -------------------------
+
+@pytest.fixture
+def solved_csv(tmp_path, capsys):
+    """seed002_ex5.1 planned by first_fit (arena 880; the free optimum is 780), offsets written."""
+    path = tmp_path / "ff.csv"
+    rc, out, _ = run(capsys, "plan", "seed002_ex5.1", "--planner", "first_fit", "-o", str(path))
+    assert rc == 0 and "arena        880" in out
+    return path
+
+
+def _field(out: str, key: str) -> str:
+    return next(line.split(None, 1)[1] for line in out.splitlines() if line.split()[0] == key)
+
+
+def test_plan_notes_pins_from_offset_column(capsys, solved_csv):
+    rc, out, err = run(capsys, "plan", str(solved_csv), "--planner", "cpsat")
+    assert rc == 0
+    assert _field(out, "arena") == "880" and _field(out, "status") == "optimal"
+    assert _field(out, "features") == "['pins']"
+    assert err.splitlines() == [
+        f"memplan: note: 5 of 5 buffers are pinned by the offset column of {solved_csv} (fixed "
+        "positions, MiniMalloc's reading); --ignore-offsets re-plans them"]
+    rc, out, err = run(capsys, "plan", str(solved_csv), "--planner", "cpsat", "--ignore-offsets")
+    assert rc == 0 and _field(out, "arena") == "780" and "features" not in out
+    assert len(err.splitlines()) == 1
+    assert "ignoring the given offsets" in err and "pinned" not in err
+
+
+def test_plan_without_offset_column_has_no_note(capsys):
+    rc, out, err = run(capsys, "plan", "seed002_ex5.1", "--planner", "cpsat")
+    assert rc == 0 and _field(out, "arena") == "780" and err == ""
+
+
+def test_partial_offsets_counted(capsys, tmp_path):
+    path = tmp_path / "pin.csv"
+    path.write_text("id,lower,upper,size,offset\na,0,2,60,20\nb,0,2,40,\nc,0,3,50,-1\n")
+    rc, out, err = run(capsys, "plan", str(path))
+    assert rc == 0 and "1 of 3 buffers are pinned" in err and "--ignore-offsets" in err
+    rc, out, err = run(capsys, "view", str(path), "-o", str(tmp_path / "v.html"))
+    assert rc == 0
+    assert "1 of 3 buffers are pinned" in err and "view keeps them there" in err
+    assert f"memplan plan {path} --ignore-offsets" in err
+
+
+def test_compare_notes_pins(capsys, tmp_path, solved_csv):
+    rc, out, err = run(capsys, "compare", "--workloads", str(solved_csv), "seed000", "--planners",
+                       "greedy_by_size", "--out", str(tmp_path / "c"), "--no-plots", "--quiet")
+    assert rc == 0
+    notes = [x for x in err.splitlines() if "pinned" in x]
+    assert notes == [f"memplan: note: 5 of 5 buffers are pinned by the offset column of "
+                     f"{solved_csv} (fixed positions, MiniMalloc's reading); compare keeps them "
+                     f"there (`memplan plan {solved_csv} --ignore-offsets` plans every buffer)"]

@@ -30,7 +30,7 @@ from collections import Counter
 from pathlib import Path
 
 __all__ = ["COMMANDS", "add_parsers", "run", "read_offsets", "check_report",
-           "note_offsets_ignored"]
+           "note_offsets_ignored", "note_offsets_pinned"]
 
 #: Sub-command names handled by :func:`run`.
 COMMANDS = ("check",)
@@ -81,6 +81,22 @@ def note_offsets_ignored(path: str | Path, file=None) -> None:
     if has:
         print(f"memplan: note: {p} has an offset column; plan re-plans it, ignoring the given "
               f"offsets (use `memplan check {p}` to validate them)", file=file or sys.stderr)
+
+
+def note_offsets_pinned(path: str | Path, problem, command: str = "plan", file=None) -> None:
+    """For ``plan``, ``view`` and ``compare``: one line on ``file`` (default stderr) when
+    ``problem``, read from the CSV ``path``, has buffers pinned by the file's ``offset`` column
+    (MiniMalloc's reading: a given offset is a fixed position), naming how many, so an arena
+    above the unpinned optimum is not taken for the planner's own result. ``plan`` has
+    ``--ignore-offsets``, which re-plans them; the other commands read the column as pins."""
+    if not str(path).endswith(".csv") or problem is None or "pins" not in problem.features:
+        return
+    k = int((problem.pins >= 0).sum())
+    how = ("--ignore-offsets re-plans them" if command == "plan" else
+           f"{command} keeps them there (`memplan plan {path} --ignore-offsets` "
+           "plans every buffer)")
+    print(f"memplan: note: {k} of {problem.n} buffers are pinned by the offset column of {path} "
+          f"(fixed positions, MiniMalloc's reading); {how}", file=file or sys.stderr)
 
 
 def read_offsets(path: str | Path, ids: list[str]) -> list[int]:

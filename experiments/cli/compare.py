@@ -135,6 +135,11 @@ def compare_planners(args) -> int:
     problems = resolve_problems(split_list(args.workloads), minimalloc_dir=args.minimalloc_dir,
                                 size_attr=args.size_attr, overrides=args.override,
                                 pools=pools)  # a CSV's own 'pools' column is read with them
+    from experiments.cli.check import note_offsets_pinned
+    from experiments.workloads import workload_key
+
+    for spec in split_list(args.workloads) or []:  # a CSV's offset column: pins (MiniMalloc's)
+        note_offsets_pinned(spec, problems.get(workload_key(spec)), "compare")
     if pools:  # every problem must take the pools: an error before anything runs or is written
         from planners.errors import ProblemError
 

@@ -410,7 +410,7 @@ def joint_plan(problem, schedule, graph):
 
 def _cmd_plan(args) -> int:
     from experiments import metrics
-    from experiments.cli.check import note_offsets_ignored
+    from experiments.cli.check import note_offsets_ignored, note_offsets_pinned
     from experiments.harness import planner_for
     from experiments.workloads import load_problem, parse_overrides
     from planners import write_minimalloc_csv
@@ -479,6 +479,8 @@ def _cmd_plan(args) -> int:
 
         problem = read_minimalloc_csv(args.input, capacity=None if pools else cap, pools=pools,
                                       offsets="ignore" if args.ignore_offsets else "fixed")
+        if not args.ignore_offsets:
+            note_offsets_pinned(args.input, problem)
     else:
         problem = load_problem(args.input, capacity=cap, unified=args.unified,
                                overrides=parse_overrides(args.override),

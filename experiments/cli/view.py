@@ -141,6 +141,9 @@ def load_view(spec: str, planners: list[str] | None, time_limit: float | None = 
                 problem = problem.with_pools(pools)
         elif spec.endswith(".csv"):  # MiniMalloc's dialect, with a 'pools' column
             problem = read_minimalloc_csv(path, capacity=None if pools else "auto", pools=pools)
+            from experiments.cli.check import note_offsets_pinned
+
+            note_offsets_pinned(spec, problem, "view")
         else:
             problem = load_problem(spec, capacity="auto", overrides=overrides,
                                    size_attr=size_attr)
