@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # pandas is imported where a DataFrame is built: `memplan pla
 
 __all__ = ["RECORD_COLUMNS", "INT_COLUMNS", "POOL_COLUMNS", "records_frame", "run_one", "compare",
            "planner_for", "pools_text", "arena_columns", "default_planners", "planner_family", "params_for", "check_params_used", "warm_up",
-           "TIMING_REPEATS", "REPEAT_BELOW", "DEFAULT_TIME_LIMIT"]
+           "TIMING_REPEATS", "REPEAT_BELOW", "DEFAULT_TIME_LIMIT", "pools_fit"]
 
 #: Columns of a comparison record, in order.
 RECORD_COLUMNS = [
@@ -76,6 +76,20 @@ INT_COLUMNS = ("buffers", "capacity", "lower_bound", "naive", "arena", "best_bou
 #: ``fits`` says whether every pool's arena is within its capacity (status ``over_capacity``
 #: otherwise). A comparison without pools has none of these columns.
 POOL_COLUMNS = ("pools", "arenas")
+
+
+def pools_fit(arenas: dict, pools) -> bool:
+    """Whether every pool's arena is within its capacity: ``arenas`` bytes per pool name
+    (:attr:`planners.Plan.arenas`), ``pools`` the problem's :class:`planners.model.MemoryPool`
+    (an unbounded pool, capacity ``None``, always fits). The ``fits`` of a record with pools
+    (:func:`run_one`) and of ``memplan plan --pools``.
+
+    >>> from planners.model import MemoryPool
+    >>> pools = [MemoryPool("sram", 100), MemoryPool("dram", None)]
+    >>> pools_fit({"sram": 100, "dram": 5000}, pools), pools_fit({"sram": 120, "dram": 0}, pools)
+    (True, False)
+    """
+    return all(q.capacity is None or arenas[q.name] <= q.capacity for q in pools)
 
 
 def pools_text(pools) -> str:
@@ -282,8 +296,7 @@ def run_one(
                 arenas = plan.arenas
                 rec["arenas"] = json.dumps(arenas, separators=(",", ":"))
                 rec.update({"arena_" + k: int(v) for k, v in arenas.items()})
-                rec["fits"] = all(q.capacity is None or arenas[q.name] <= q.capacity
-                                  for q in problem.pools)
+                rec["fits"] = pools_fit(arenas, problem.pools)
                 rec["pool_of"] = plan.pools.tolist()
             # the one rule (planners.model.is_proved_optimal), already applied to the status
             rec["proved"] = plan.status == "optimal"

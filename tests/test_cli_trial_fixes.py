@@ -4,6 +4,8 @@ plan's ``fits`` with pools, and wording of view's panels and plan's status scope
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from experiments.cli.app import main
@@ -140,3 +142,72 @@ def test_compare_notes_pins(capsys, tmp_path, solved_csv):
     assert notes == [f"memplan: note: 5 of 5 buffers are pinned by the offset column of "
                      f"{solved_csv} (fixed positions, MiniMalloc's reading); compare keeps them "
                      f"there (`memplan plan {solved_csv} --ignore-offsets` plans every buffer)"]
+
+
+# -- 2. --capacity with --pools: refused (each pool has its own capacity) -------------------------
+
+def test_capacity_with_pools_is_refused(capsys, tmp_path):
+    plan_csv = tmp_path / "c.csv"
+    rc, out, _ = run(capsys, "plan", "seed000", "--pools", POOLS, "-o", str(plan_csv))
+    assert rc == 0 and _field(out, "arena") == "352256"
+    for argv in (("check", str(plan_csv), "--pools", POOLS, "--capacity", "1000"),
+                 ("plan", "seed000", "--pools", POOLS, "--capacity", "5"),
+                 ("plan", str(plan_csv), "--pools", POOLS, "--capacity", "5",
+                  "--ignore-offsets")):
+        rc, out, err = run(capsys, *argv)
+        one_line_error(rc, err, f"--capacity {argv[-1] if argv[-1].isdigit() else 5} with "
+                       "--pools", "each pool has its own capacity")
+        assert out == ""
+    # without --capacity the check is what it was; no arena capacity is printed for pools
+    rc, out, _ = run(capsys, "check", str(plan_csv), "--pools", POOLS)
+    assert rc == 0
+    assert _field(out, "arena") == "352256" and _field(out, "valid") == "True"
+    assert _field(out, "capacity") == "-"
+    # --capacity without --pools still applies
+    rc, out, _ = run(capsys, "plan", "seed002_ex5.1", "--capacity", "779")
+    assert rc == 2
+
+
+def test_check_report_refuses_capacity_with_pools(tmp_path):
+    from experiments.cli.check import check_report
+    from experiments.cli.common import parse_pools
+    from planners.errors import ProblemError
+
+    with pytest.raises(ProblemError, match="each pool has its own capacity"):
+        check_report(tmp_path / "x.csv", 1000, parse_pools(POOLS))
+
+
+# -- 3. plan --pools fills fits: every pool within its capacity ----------------------------------
+
+PINPOOL = "id,lower,upper,size,offset,pools\na,0,2,60,20,sram\nb,0,2,40,,sram\nc,0,3,50,,\n"
+
+
+def test_plan_pools_fits(capsys, tmp_path):
+    path = tmp_path / "pinpool.csv"
+    path.write_text(PINPOOL)
+    argv = ("plan", str(path), "--planner", "greedy_by_size", "--pools", "sram=100,dram=1k")
+    rc, out, err = run(capsys, *argv)
+    assert rc == 1
+    assert _field(out, "status") == "over_capacity" and _field(out, "fits") == "False"
+    assert _field(out, "arenas") == "{'sram': 120, 'dram': 50}"
+    assert "sram 120 > 100" in err
+    rc, out, _ = run(capsys, *argv, "--json")
+    rec = json.loads(out)
+    assert rec["fits"] is False and rec["arena"] == 170 and rec["capacity"] is None
+    rc, out, _ = run(capsys, "plan", "seed000", "--pools", POOLS, "--json")
+    rec = json.loads(out)
+    assert rc == 0 and rec["fits"] is True and rec["arena"] == 352256
+    assert rec["arenas"] == {"sram": 262144, "psram": 90112}
+
+
+def test_plan_fits_agrees_with_compare(capsys, tmp_path):
+    import csv
+
+    path = tmp_path / "pinpool.csv"
+    path.write_text(PINPOOL)
+    out_dir = tmp_path / "c"
+    rc, _, _ = run(capsys, "compare", "--workloads", str(path), "--planners", "greedy_by_size",
+                   "--pools", "sram=100,dram=1k", "--out", str(out_dir), "--no-plots", "--quiet")
+    assert rc == 0
+    (row,) = list(csv.DictReader((out_dir / "compare.csv").open()))
+    assert row["fits"] == "False" and row["status"] == "over_capacity" and row["arena"] == "170"

@@ -165,11 +165,13 @@ def check_report(path: str | Path, capacity: int | None = None, pools=None) -> d
     ProblemError
         A malformed file (see :func:`planners.read_minimalloc_csv` and :func:`read_offsets`).
     """
+    from experiments.cli.common import refuse_capacity_with_pools
     from planners import lower_bound, read_minimalloc_csv
     from planners.errors import ProblemError
     from planners.io import capacity_from_name, csv_dict_reader
     from planners.validate import plan_violations
 
+    refuse_capacity_with_pools(capacity, pools)  # each pool has its own capacity
     if str(path).endswith(".pte"):  # ExecuTorch's own plan (the extra [executorch])
         from experiments.runtimes.executorch import read_plan
 
@@ -191,6 +193,8 @@ def check_report(path: str | Path, capacity: int | None = None, pools=None) -> d
     problem = read_minimalloc_csv(path, capacity=None, offsets="ignore", pools=pools)
     offsets = read_offsets(path, problem.ids)
     cap = capacity if capacity is not None else capacity_from_name(path)
+    if problem.pools:  # each pool has its own capacity, checked per pool: no arena capacity
+        cap = None
     pool_of = read_pools(path, problem) if problem.pools else None
     violations = plan_violations(problem, offsets, None if problem.pools else cap, pool_of)
     sizes = problem.sizes.tolist()

@@ -7,7 +7,7 @@ import argparse
 __all__ = ["split_list", "positive_seconds", "capacity_bytes", "package_version", "os_error_text",
            "parse_pools", "add_pool_flags", "parse_param", "add_param_flag", "DEFAULT_TIME_LIMIT",
            "DEFAULT_PIPELINE", "parse_pipeline", "add_pipeline_flag", "add_time_limit_flag",
-           "note_time_limit", "params_of", "time_limit_of"]
+           "note_time_limit", "params_of", "time_limit_of", "refuse_capacity_with_pools"]
 
 #: The one solver time limit (seconds) of every command that plans or schedules (``plan``,
 #: ``view``, ``export``, ``compare``, ``budget``, ``schedule``; a sweep config's ``time_limit``
@@ -138,6 +138,18 @@ def parse_pools(text: str | None):
             " kmg".index(m.group(3).lower() or " "))
         out.append(MemoryPool(m.group(1), cap, int(m.group(4) or 1)))
     return tuple(out)
+
+
+def refuse_capacity_with_pools(capacity, pools) -> None:
+    """``--capacity`` and ``--pools`` together: each pool has its own capacity (``NAME=BYTES``),
+    so one arena capacity has nothing to apply to; raises :class:`planners.errors.ProblemError`
+    (one ``memplan: error:`` line) rather than print a capacity that was not checked."""
+    if capacity is not None and pools:
+        from planners.errors import ProblemError
+
+        raise ProblemError(f"--capacity {capacity} with --pools: each pool has its own capacity "
+                           "(NAME=BYTES in --pools), so an arena capacity applies to none of "
+                           "them; drop --capacity or --pools")
 
 
 def add_pool_flags(parser, ignore_offsets: bool = True) -> None:

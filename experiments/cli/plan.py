@@ -18,6 +18,7 @@ from experiments.cli.common import (
     parse_param,
     parse_pipeline,
     parse_pools,
+    refuse_capacity_with_pools,
     time_limit_of,
 )
 
@@ -416,6 +417,7 @@ def _cmd_plan(args) -> int:
     from planners import write_minimalloc_csv
 
     pools = parse_pools(args.pools)
+    refuse_capacity_with_pools(args.capacity, pools)
     if args.ignore_offsets:
         note_offsets_ignored(args.input)
     cap = args.capacity if args.capacity is not None else "auto"
@@ -500,6 +502,10 @@ def _cmd_plan(args) -> int:
         plan = planner.plan(problem)
     valid = plan.status not in ("infeasible", "timeout", "skipped")
     fits = metrics.fits(plan.arena_size if valid else None, problem.capacity)
+    if problem.pools and valid:  # every pool within its capacity, as compare's records say
+        from experiments.harness import pools_fit
+
+        fits = pools_fit(plan.arenas, problem.pools)
     written = None
     if args.output and valid:
         write_minimalloc_csv(problem, args.output, plan)
