@@ -211,3 +211,32 @@ def test_plan_fits_agrees_with_compare(capsys, tmp_path):
     assert rc == 0
     (row,) = list(csv.DictReader((out_dir / "compare.csv").open()))
     assert row["fits"] == "False" and row["status"] == "over_capacity" and row["arena"] == "170"
+
+
+# -- 5. a scheduler without a time limit: noted once, in the planners' words ----------------------
+
+def test_schedule_notes_scheduler_without_time_limit(capsys):
+    rc, out, err = run(capsys, "schedule", "mobilenet_v2", "--scheduler", "min_live",
+                       "--time-limit", "3", "--json")
+    assert rc == 0 and json.loads(out)["scheduler"] == "min_live"
+    assert err.splitlines() == ["memplan: note: scheduler 'min_live' has no time limit; "
+                                "--time-limit 3 s ignored for it"]
+    rc, out_default, err = run(capsys, "schedule", "mobilenet_v2", "--scheduler", "min_live",
+                               "--json")
+    assert rc == 0 and err == ""  # the default limit is never noted
+    assert json.loads(out_default)["peak_bytes"] == json.loads(out)["peak_bytes"]
+
+
+def test_plan_scheduler_notes_each_component_once(capsys):
+    rc, out, err = run(capsys, "plan", "mobilenet_v2", "--scheduler", "min_live",
+                       "--time-limit", "3")
+    assert rc == 0
+    assert err.splitlines() == [
+        "memplan: note: scheduler 'min_live' has no time limit; --time-limit 3 s ignored for it",
+        "memplan: note: planner 'greedy_by_size' has no time limit; --time-limit 3 s ignored "
+        "for it"]
+    rc, out, err = run(capsys, "plan", "mobilenet_v2", "--scheduler", "dfs", "--planner",
+                       "cpsat", "--time-limit", "3")
+    assert rc == 0
+    assert err.splitlines() == [
+        "memplan: note: scheduler 'dfs' has no time limit; --time-limit 3 s ignored for it"]

@@ -93,19 +93,25 @@ def add_pipeline_flag(parser) -> None:
                              "(the model as written), the same on every command")
 
 
-def note_time_limit(names, time_limit, params=None, explicit: bool = True, file=None) -> None:
+def note_time_limit(names, time_limit, params=None, explicit: bool = True, file=None,
+                    kind: str = "planner") -> None:
     """One line on ``file`` (stderr) when ``--time-limit`` was given but a named planner takes
     no time limit (a heuristic): ``memplan: note: planner 'naive' has no time limit; --time-limit
-    ignored``. ``explicit``: whether the user gave the flag (the default limit is never noted)."""
+    ignored``. ``explicit``: whether the user gave the flag (the default limit is never noted).
+    ``kind="scheduler"``: the names are schedulers (``schedule``, ``plan --scheduler``), in the
+    same words (``scheduler 'min_live' has no time limit; ...``)."""
     import sys
 
-    from planners.registry import PLANNERS
+    if kind == "scheduler":
+        from scheduling.schedulers import SCHEDULERS as registry
+    else:
+        from planners.registry import PLANNERS as registry
 
     if not explicit or time_limit is None:
         return
-    deaf = [n for n in names if n in PLANNERS and "time_limit" not in PLANNERS[n]._param_names()]
+    deaf = [n for n in names if n in registry and "time_limit" not in registry[n]._param_names()]
     if deaf:
-        what = "planner " if len(deaf) == 1 else "planners "
+        what = f"{kind} " if len(deaf) == 1 else f"{kind}s "
         print(f"memplan: note: {what}{', '.join(map(repr, deaf))} "
               f"{'has' if len(deaf) == 1 else 'have'} no time limit; --time-limit "
               f"{time_limit:g} s ignored for {'it' if len(deaf) == 1 else 'them'}",

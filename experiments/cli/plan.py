@@ -455,6 +455,7 @@ def _cmd_plan(args) -> int:
                              " schedulers need a model (.onnx, .tflite, node-link .json or a "
                              "graph workload name)")
         scheduler = make_scheduler(args.scheduler, dict(args.scheduler_param), time_limit_of(args))
+        note_time_limit([args.scheduler], args.time_limit, kind="scheduler")
         if joint and pools:  # the joint search assigns the pools itself
             scheduler.set_params(pools=list(pools))
         if joint and pipeline is not None:  # passes first, then the joint search keeps them valid

@@ -29,7 +29,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from experiments.cli.common import add_param_flag, add_time_limit_flag, parse_param, time_limit_of
+from experiments.cli.common import (
+    add_param_flag,
+    add_time_limit_flag,
+    note_time_limit,
+    parse_param,
+    time_limit_of,
+)
 
 __all__ = ["COMMANDS", "add_parsers", "run", "schedule_report", "make_scheduler", "parse_param"]
 
@@ -131,6 +137,7 @@ def run(args) -> int:
     """Run ``memplan schedule``; returns the exit status (0)."""
     rec = schedule_report(args.workload, args.scheduler, args.size_attr, time_limit_of(args),
                           dict(args.param))
+    note_time_limit([args.scheduler], args.time_limit, kind="scheduler")
     if args.json:
         print(json.dumps(rec))
     else:
