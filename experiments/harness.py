@@ -298,7 +298,9 @@ def run_one(
                 rec.update({"arena_" + k: int(v) for k, v in arenas.items()})
                 rec["fits"] = pools_fit(arenas, problem.pools)
                 rec["pool_of"] = plan.pools.tolist()
-            # the one rule (planners.model.is_proved_optimal), already applied to the status
+            # the one rule (planners.model.is_proved_optimal), already applied to the status;
+            # with pools an arena at the bound alone proves nothing (the objective is the
+            # traffic cost first): proved only when the method proved it (planners/base.py)
             rec["proved"] = plan.status == "optimal"
     except InvalidPlanError as e:  # a planner bug: record it loudly
         rec["error"] = f"invalid plan: {e}"

@@ -157,6 +157,14 @@ class Planner(Configurable):
         the status ``over_capacity`` (the layout itself is validated without the pools'
         capacities, as a single arena is).
 
+        Status: one rule for ``optimal`` (:func:`planners.model.is_proved_optimal`): an arena
+        equal to the best proved bound is promoted to ``optimal`` (the method's word kept in
+        ``info["solver_claim"]``), and a method's ``optimal`` above it becomes ``feasible``. With
+        pools only the second half applies: the objective is the traffic cost first and the
+        total arena second (:mod:`planners.feature_cpsat`), so an arena at the bound does not
+        prove it; ``optimal`` then needs the method's own proof (CP-SAT's ``OPTIMAL``) and an
+        arena at the bound, and a heuristic at the bound keeps its status.
+
         Raises
         ------
         ParameterError

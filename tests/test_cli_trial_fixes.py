@@ -240,3 +240,19 @@ def test_plan_scheduler_notes_each_component_once(capsys):
     assert rc == 0
     assert err.splitlines() == [
         "memplan: note: scheduler 'dfs' has no time limit; --time-limit 3 s ignored for it"]
+
+
+# -- 4. the status rule with pools, as README states it -------------------------------------------
+
+def test_pool_status_rule_as_documented(capsys):
+    got = {}
+    for planner in ("greedy_by_size", "cpsat"):
+        rc, out, _ = run(capsys, "plan", "seed000", "--pools", POOLS, "--planner", planner,
+                         "--json")
+        rec = json.loads(out)
+        assert rc == 0 and rec["arena"] == rec["best_bound"] == rec["lower_bound"] == 352256
+        got[planner] = rec["status"]
+    # an arena at the bound is not promoted with pools (the traffic cost comes first)
+    assert got == {"greedy_by_size": "heuristic", "cpsat": "optimal"}
+    rc, out, _ = run(capsys, "plan", "seed000", "--planner", "greedy_by_size", "--json")
+    assert json.loads(out)["status"] == "optimal"  # one arena: the bound proves it
