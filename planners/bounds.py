@@ -25,6 +25,7 @@ import math
 import numpy as np
 
 from .model import Problem
+from .placement import pin_pools
 
 __all__ = ["live_profile", "lower_bound", "naive_arena", "peak_step", "pool_lower_bounds",
            "arena_quantum"]
@@ -64,8 +65,11 @@ def pool_lower_bounds(problem: Problem) -> dict[str, int]:
     """``{pool name: bytes}``: a lower bound on each pool's arena in any valid plan of a problem
     with pools: the max live bytes of the buffers that can go to that pool only (their
     candidates name just it; gaps counted as :meth:`Problem.pieces` does), and the top of every
-    pinned buffer forced there (a pinned buffer goes to its first candidate pool, or the first
-    pool). Colocation groups are merged first (:meth:`Problem.collapse`). ``{}`` without pools.
+    pinned buffer forced there. A pinned buffer may go to any candidate pool that holds it
+    (:func:`planners.placement.pin_pools`), so it counts as forced only when exactly one of its
+    candidate pools has an alignment dividing the pin (the capacity is left out: the bound then
+    holds for every layout, over capacity or not, and the exact planners prove the rest).
+    Colocation groups are merged first (:meth:`Problem.collapse`). ``{}`` without pools.
     """
     if not problem.pools:
         return {}
@@ -74,8 +78,8 @@ def pool_lower_bounds(problem: Problem) -> dict[str, int]:
     forced: dict[int, list[int]] = {k: [] for k in range(len(problem.pools))}
     pins = problem.pins
     for i in range(problem.n):
-        c = problem.candidate_pools(i)
-        if len(c) == 1 or pins[i] >= 0:
+        c = pin_pools(problem, i, capacity=False) if pins[i] >= 0 else problem.candidate_pools(i)
+        if len(c) == 1:
             forced[c[0]].append(i)
     out = {}
     for k, q in enumerate(problem.pools):

@@ -185,7 +185,9 @@ class ExactSearch(Planner):
     Parameters
     ----------
     capacity : int or None
-        Capacity in bytes; ``None`` takes ``problem.capacity``. One of them is required.
+        Capacity in bytes; ``None`` takes ``problem.capacity``. One of them is required for a
+        plain problem; a problem with compiler features and neither (nor pools) is minimised
+        by the CP-SAT feature model instead (the least arena, status ``optimal`` when proved).
     time_limit : float
         Seconds for the whole call (heuristics included) before giving up with status
         ``"timeout"``.
@@ -314,10 +316,15 @@ class ExactSearch(Planner):
 
     def _solve(self, problem: Problem) -> SolveResult:
         cap = self.capacity if self.capacity is not None else problem.capacity
-        if problem.features and (cap is not None or problem.pools):
+        if problem.features:
             # the compiled core packs plain rectangles only: pins, gaps and pools are decided by
             # the complete CP-SAT feature model (planners.feature_cpsat), which proves
-            # infeasibility as the search does
+            # infeasibility as the search does. Without a capacity (and without pools, whose
+            # capacities apply) there is no question to decide: the model finds the least
+            # arena (or the best within the time limit), never "infeasible" for a capacity
+            # nobody gave.
+            if cap is None and not problem.pools:
+                return solve_features(problem, None, "minimize", self.time_limit)
             return solve_features(problem, cap, "decide", self.time_limit)
         if cap is None:
             raise ProblemError(

@@ -7,19 +7,26 @@ infeasibility where pins (or pool capacities) make a capacity impossible.
 
 Model (OR-Tools CP-SAT, ``NoOverlap2D``):
 
-* an offset ``x_i = a_i k_i`` per buffer (``a_i``: its alignment, with pools the lcm with every
-  candidate pool's alignment, which is conservative when the candidates' alignments differ);
-  a pinned buffer has ``x_i`` fixed; a hint is a solver hint (``AddHint``);
+* an offset ``x_i`` per buffer; in each pool ``k`` it may go to, ``x_i = lcm(a_i, A_k) k_ik``
+  (``a_i``: its alignment, ``A_k``: the pool's), enforced only when the buffer is in pool ``k``,
+  so mixed pool alignments are modelled exactly; a pinned buffer has ``x_i`` fixed and may go
+  to any candidate pool that holds it (:func:`planners.placement.pin_pools`: alignment divides
+  the pin, capacity holds ``pin + size``); a hint is a solver hint (``AddHint``);
 * each piece ``[t0, t1) x [lo, hi)`` of a buffer (:meth:`planners.model.Problem.pieces`: gaps
   take nothing or their window) is a rectangle at ``x_i + lo``; per pool one ``NoOverlap2D``
   over the pieces present in it;
-* pools: a Boolean ``p_ik`` per candidate pool (exactly one true; a pinned buffer is in its first
-  candidate), optional intervals present iff ``p_ik``, ``x_i + top_i <= H_k <= capacity_k``;
+* pools: a Boolean ``p_ik`` per candidate pool (exactly one true), optional intervals present
+  iff ``p_ik``, ``x_i + top_i <= H_k <= capacity_k``;
 * objective: without pools the arena ``H`` (``mode="minimize"``) or nothing (``"decide"``: any
   plan with ``H <= capacity``); with pools ``W * sum_i accesses_i size_i cost(pool_i) + sum_k
   H_k`` with ``W = sum_k UB_k + 1``, i.e. the traffic cost first (bytes placed in slow pools
   weighted by their accesses, :mod:`planners.tiers`'s traffic model; ``accesses_i`` = the
-  lifetime in steps, one access per step) and then the total arena.
+  lifetime in steps, one access per step; ``cost`` = :attr:`planners.model.Problem.pool_costs`,
+  the pools' ranks in the preference order when no costs are given) and then the total arena.
+
+Infeasibility is proved before the model when pins collide in every choice of their pools
+(:func:`planners.placement.assign_pins`) or a buffer fits none of its pools (``info["proof"]``,
+one line), else by CP-SAT.
 
 Statuses: ``optimal`` (proved), ``feasible``, ``infeasible`` (proved: no plan within the
 capacities, ``best_bound = capacity + 1`` for one arena) or ``timeout``.
@@ -35,17 +42,19 @@ import numpy as np
 
 from .bounds import lower_bound
 from .model import Problem, SolveResult
-from .placement import pinned_conflict, place_features
+from .placement import assign_pins, pin_pools, place_features
 
 __all__ = ["solve_features", "traffic_cost"]
 
 
 def traffic_cost(problem: Problem, pools: np.ndarray) -> int:
     """``sum_i accesses_i x size_i x cost(pool_i)`` (module docstring; accesses = lifetime in
-    steps), the cost the pool assignment minimises."""
+    steps; costs :attr:`planners.model.Problem.pool_costs`, each pool's rank in the preference
+    order when no pool has a cost), the cost the pool assignment minimises. ``pools``: the pool
+    index per buffer."""
     if not problem.pools:
         return 0
-    cost = np.array([q.cost for q in problem.pools], np.int64)[pools]
+    cost = np.array(problem.pool_costs, np.int64)[pools]
     return int(((problem.ends - problem.starts) * problem.sizes * cost).sum())
 
 
@@ -67,11 +76,11 @@ def solve_features(problem: Problem, capacity: int | None, mode: str, time_limit
     t0 = time.perf_counter()
     n = problem.n
     info: dict[str, Any] = {"engine": "cpsat-features", "mode": mode}
-    conflict = pinned_conflict(problem)
-    if conflict is not None:
-        info["proof"] = f"pinned buffers {conflict[0]!r} and {conflict[1]!r} collide"
-        bb = None if capacity is None or problem.pools else int(capacity) + 1
-        return SolveResult(None, "infeasible", best_bound=bb, info=info)
+    bb_inf = None if capacity is None or problem.pools else int(capacity) + 1
+    _, _, proof = assign_pins(problem)
+    if proof is not None:  # pins that collide in every choice of pools, or fit none
+        info["proof"] = proof
+        return SolveResult(None, "infeasible", best_bound=bb_inf, info=info)
     own, st, en, lo, hi = problem.pieces()
     tops = np.zeros(n, np.int64)
     np.maximum.at(tops, own, hi)
@@ -82,47 +91,57 @@ def solve_features(problem: Problem, capacity: int | None, mode: str, time_limit
         problem, np.lexsort((np.arange(n), -problem.sizes)), "first")
     worst = int(problem.aligned_sizes.sum() + problem.alignments.sum())
     pins = problem.pins.tolist()
+    pinned = [i for i in range(n) if pins[i] >= 0]
+    may = {i: pin_pools(problem, i, capacity=False) for i in pinned}
     ub = []
     for k in range(npools):
-        pinned_top = max([pins[i] + int(tops[i]) for i in range(n) if pins[i] >= 0
-                          and (not problem.pools or problem.candidate_pools(i)[0] == k)],
-                         default=0)
+        pinned_top = max([pins[i] + int(tops[i]) for i in pinned if k in may[i]], default=0)
         u = caps[k] if caps[k] is not None else worst + pinned_top
         ub.append(int(u))
     m = cp_model.CpModel()
-    cands = [problem.candidate_pools(i) if problem.pools else [0] for i in range(n)]
+    # each buffer's pools: those whose room (and, for a pin, alignment) can hold it
+    cands = []
     for i in range(n):
         if pins[i] >= 0:
-            cands[i] = cands[i][:1]
+            c = [k for k in pin_pools(problem, i)
+                 if tops[i] == 0 or pins[i] + int(tops[i]) <= ub[k]]
+        else:
+            c = [k for k in (problem.candidate_pools(i) if problem.pools else [0])
+                 if ub[k] >= int(tops[i])]
+        if not c:
+            what = (f"fixed at offset {pins[i]} ({int(problem.sizes[i])} bytes)" if pins[i] >= 0
+                    else f"({int(tops[i])} bytes)")
+            info["proof"] = (f"buffer {problem.ids[i]!r} {what} fits in none of its candidate "
+                             "pools (alignment, capacity)" if problem.pools
+                             else f"buffer {problem.ids[i]!r} {what} exceeds the capacity")
+            return SolveResult(None, "infeasible",
+                               best_bound=None if problem.pools else int(ub[0]) + 1, info=info)
+        cands.append(c)
     al = problem.alignments.tolist()
     palign = [q.alignment for q in problem.pools] or [1]
     x, pres = [], []
     for i in range(n):
-        a = al[i]
-        for k in cands[i]:
-            a = math.lcm(a, palign[k])
-        if pins[i] >= 0:
-            x.append(m.NewConstant(pins[i]))
-        else:
-            top_ub = max(ub[k] for k in cands[i]) - int(tops[i])
-            if top_ub < 0:
-                x.append(None)
-            else:
-                kk = m.NewIntVar(0, top_ub // a, f"k{i}")
-                xi = m.NewIntVar(0, top_ub, f"x{i}")
-                m.Add(xi == a * kk)
-                x.append(xi)
         if len(cands[i]) == 1:
             pres.append({cands[i][0]: None})
         else:
             lits = {k: m.NewBoolVar(f"p{i}_{k}") for k in cands[i]}
             m.AddExactlyOne(lits.values())
             pres.append(lits)
-    if any(v is None for v in x):
-        i = next(i for i, v in enumerate(x) if v is None)
-        info["proof"] = f"buffer {problem.ids[i]!r} ({int(tops[i])} bytes) exceeds every capacity"
-        return SolveResult(None, "infeasible",
-                           best_bound=None if problem.pools else int(ub[0]) + 1, info=info)
+        if pins[i] >= 0:
+            x.append(m.NewConstant(pins[i]))
+            continue
+        top_ub = max(ub[k] for k in cands[i]) - int(tops[i])
+        xi = m.NewIntVar(0, top_ub, f"x{i}")
+        # exact per pool: a multiple of lcm(buffer, pool) alignment in the pool it is in
+        for k, lit in pres[i].items():
+            a = math.lcm(al[i], palign[k])
+            if a == 1:
+                continue
+            kk = m.NewIntVar(0, (ub[k] - int(tops[i])) // a, f"k{i}_{k}")
+            c = m.Add(xi == a * kk)
+            if lit is not None:
+                c.OnlyEnforceIf(lit)
+        x.append(xi)
     H = [m.NewIntVar(0, ub[k], f"H{k}") for k in range(npools)]
     boxes: list[tuple[list, list]] = [([], []) for _ in range(npools)]
     for r, (i, t0_, t1_, lo_, hi_) in enumerate(zip(own.tolist(), st.tolist(), en.tolist(),
@@ -148,7 +167,7 @@ def solve_features(problem: Problem, capacity: int | None, mode: str, time_limit
             m.AddNoOverlap2D(boxes[k][0], boxes[k][1])
     lb = lower_bound(problem)
     if problem.pools:
-        costs = [q.cost for q in problem.pools]
+        costs = problem.pool_costs
         acc = ((problem.ends - problem.starts) if accesses is None
                else np.asarray(accesses, np.int64)).tolist()
         sz = problem.sizes.tolist()

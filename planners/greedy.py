@@ -552,12 +552,16 @@ class GreedyPlanner(Planner):
         (used by the Python engine only). A problem with compiler features (pins, hints, gaps,
         pools) is placed by :func:`planners.placement.place_features` in the same order and fit
         (``info["engine"] == "features"``); two colliding pinned buffers are reported
-        ``infeasible`` (a proof: neither can move)."""
+        ``infeasible`` (a proof: neither can move) when no choice of their candidate pools separates
+        them (:func:`planners.placement.assign_pins`)."""
         if problem.features:
             fp = place_features(problem, _resolve_order(problem, self.order), self.fit)
             info = {"order": _label(self.order), "fit": self.fit, "engine": "features"}
-            if fp.conflict is not None:
-                info["proof"] = f"pinned buffers {fp.conflict[0]!r} and {fp.conflict[1]!r} collide"
+            if fp.conflict is not None:  # pins colliding in every pool choice (a proof)
+                if fp.proof is None:
+                    info["stopped_by"] = "pin search limit"
+                    return SolveResult(None, "timeout", info=info)
+                info["proof"] = fp.proof
                 return SolveResult(None, "infeasible", info=info)
             return SolveResult(fp.offsets, "heuristic", info=info,
                                pools=fp.pools if problem.pools else None)

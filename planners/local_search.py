@@ -555,9 +555,11 @@ class LocalSearch(Planner):
                 perm = np.asarray(ORDERS[name](problem), np.int64)
                 sc, fp = score(perm, fit)
                 if fp.conflict is not None:
-                    a, b = fp.conflict
+                    if fp.proof is None:
+                        return SolveResult(None, "timeout", info={
+                            "stopped_by": "pin search limit", "engine": "features"})
                     return SolveResult(None, "infeasible", info={
-                        "proof": f"pinned buffers {a!r} and {b!r} collide", "engine": "features"})
+                        "proof": fp.proof, "engine": "features"})
                 if best is None or sc < best[0]:
                     best = (sc, perm, fit, fp)
         sc, perm, fit, fp = best

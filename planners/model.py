@@ -150,8 +150,12 @@ class MemoryPool:
     bytes (``None``: unbounded) and an offset ``alignment`` in bytes that every buffer placed in
     it also obeys (TVM's ``PoolInfo`` with ``size_hint_bytes``, ExecuTorch's ``mem_id`` arenas, a
     fast SRAM/TCM beside a slow PSRAM/DRAM). Offsets are relative to the pool's base.
-    ``accesses_cost`` is the cost weight of one byte accessed in this pool (the pool assignment
-    of :mod:`planners.multipool` minimises ``sum(accesses x bytes x cost)``; 0 for the fastest).
+    ``cost`` is the cost weight of one byte accessed in this pool (the pool assignment of
+    :mod:`planners.feature_cpsat` minimises ``sum(accesses x bytes x cost)``; 0 for the
+    fastest). When every pool of a problem has cost 0 (the default, and ``--pools``), each
+    pool's cost is its rank in the preference order (0 for the first, 1 for the next, ...;
+    :attr:`Problem.pool_costs`), so the order is a preference; equal non-zero costs state
+    "no preference".
 
     Raises :class:`ProblemError` on an empty name, a negative capacity, an alignment below 1 or
     a negative cost.
@@ -181,6 +185,13 @@ class MemoryPool:
         if c < 0:
             raise ProblemError(f"{item}: cost must be >= 0, got {c}")
         object.__setattr__(self, "cost", c)
+
+
+def pool_costs(pools) -> list[int]:
+    """The costs the planners minimise for ``pools`` (:class:`MemoryPool`, preference order):
+    their own ``cost`` when some is non-zero, else each pool's rank (0 for the first)."""
+    given = [q.cost for q in pools]
+    return given if any(given) else list(range(len(given)))
 
 
 def _as_gaps(raw, item: str, start: int, end: int, size: int) -> tuple[Gap, ...]:
@@ -238,7 +249,10 @@ class Buffer:
         ``resident`` buffers (weights, inputs kept for the whole run) come first in seed 000's layout.
     offset : int or None
         A fixed offset (bytes, a **pin**: pinned I/O or DMA buffers, MiniMalloc ``Buffer.offset``);
-        every plan must place the buffer exactly there (in its pool). ``None``: free.
+        every plan must place the buffer exactly there (in its pool). With pools it may go to
+        any of its candidate pools whose alignment divides the pin and whose capacity holds
+        ``pin + size`` (:func:`planners.placement.pin_pools`); the planners choose among them.
+        ``None``: free.
     hint : int or None
         A preferred offset (bytes; MiniMalloc ``hint``, XLA's preferred offsets): planners that
         handle hints try it first; a plan elsewhere is still valid.
@@ -701,6 +715,14 @@ class Problem:
         if not c:
             return list(range(len(self.pools)))
         return [k for k, q in enumerate(self.pools) if q.name in c]
+
+    @property
+    def pool_costs(self) -> list[int]:
+        """The cost per byte and access of each pool (preference order) that the planners
+        minimise: :attr:`MemoryPool.cost` when some pool has a non-zero cost, else each pool's
+        rank in the preference order (0, 1, 2, ...), so the preference order counts even when
+        no costs are given. ``[]`` without pools."""
+        return pool_costs(self.pools)
 
     def pieces(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The space a buffer takes, as rectangles relative to its offset: arrays ``owner``

@@ -6,7 +6,8 @@ candidates and an offset inside it. Two assignments:
 
 * :func:`spill_assignment` -- the greedy **spill policy** of ExecuTorch's banked greedy
   (``exir/memory_planning.py``, one arena per ``mem_id``) and TVM's USMP greedy
-  (``size_hint_bytes`` per pool): buffers in decreasing size (pins first), each to the first
+  (``size_hint_bytes`` per pool): buffers in decreasing size (pins first, each in the first
+  candidate pool that holds it where it meets no other pin), each to the first
   candidate pool where it fits below the pool's capacity (:func:`planners.placement.place_features`).
   :func:`plan_pools` uses it for every planner whose ``_capabilities["pools"]`` is ``spill``: the
   planner then plans each pool on its own (capacity the pool's), and a pool it cannot fit keeps
@@ -62,7 +63,8 @@ def plan_pools(planner, problem: Problem):
     """Plan a problem with pools with any planner: :func:`spill_assignment`, then
     ``planner.plan`` per pool. Returns a :class:`planners.base.SolveResult` with ``pools``.
 
-    Status: ``infeasible`` only when two pinned buffers collide (a proof: neither can move);
+    Status: ``infeasible`` only when pinned buffers collide in every choice of their pools (a
+    proof: pins cannot move; :func:`planners.placement.assign_pins`);
     else ``feasible`` when every pool was planned by an exact method (``optimal``/``feasible``;
     the assignment itself is heuristic), otherwise ``heuristic``. ``info["pools"]`` holds, per
     pool, the planner's status and arena or why the spill's offsets were kept.
@@ -70,10 +72,10 @@ def plan_pools(planner, problem: Problem):
     from .errors import MemplanError
 
     sp = spill_assignment(problem)
-    if sp.conflict is not None:
-        a, b = sp.conflict
-        return SolveResult(None, "infeasible", info={
-            "proof": f"pinned buffers {a!r} and {b!r} collide at a common step"})
+    if sp.conflict is not None:  # pins colliding in every choice of pools (a proof)
+        if sp.proof is None:
+            return SolveResult(None, "timeout", info={"stopped_by": "pin search limit"})
+        return SolveResult(None, "infeasible", info={"proof": sp.proof})
     off = sp.offsets.copy()
     info: dict[str, Any] = {"assignment": "spill", "pools": {}}
     exact = True

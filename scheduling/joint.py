@@ -52,7 +52,8 @@ Features of the problem (each also in the starting pairs, :func:`sequential_pair
   size x cost(pool) x lifetime steps``, the lifetime following the order) first, then the sum
   of the pools' arenas, so a result compares with the sequential (order, pool-aware planner)
   pairs it starts from and is never worse. Exact mode: the whole model with optional intervals
-  per pool (a pinned unit in the first pool, as the feature model puts it). Anytime mode: order
+  per pool (a pinned unit in the first pool: a restriction of this model, the planners let a
+  pin take any pool that holds it, :func:`planners.placement.pin_pools`). Anytime mode: order
   neighbourhoods (the shadow order of the peak) re-planned by the pool-aware ``planner``,
   alternating with address bands inside one pool, the order and the assignment fixed.
   Pools or pins do not combine with alias groups (the interval model refuses them together).
@@ -95,7 +96,7 @@ from typing import Any
 
 import numpy as np
 
-from planners.model import Problem
+from planners.model import Problem, pool_costs
 from planners.validate import check_plan
 
 from .graph import Graph
@@ -332,7 +333,7 @@ class _Instance:
         if not self.pools:
             return 0, self.arena(off)
         first, last = self.lifetimes(pos)
-        cost = [q.cost for q in self.pools]
+        cost = pool_costs(self.pools)  # ranks in the preference order when no costs given
         tr = sum((e + 1 - f) * s * cost[k] for f, e, s, k in zip(first, last, self.size, pool))
         tops = [0] * len(self.pools)
         for o, s, k in zip(off, self.size, pool):
@@ -742,8 +743,8 @@ def _cp_params(solver, workers: int, seed: int, wall: float, dtime: float | None
 
 def _solve_pools_whole(inst: _Instance, pos, off, pool, *, dtime, wall, seed, workers):
     """The whole model with pools (exact mode): positions of every operator, per unit a pool
-    (a Boolean per pool, exactly one; a pinned unit in the first pool, as
-    :func:`planners.feature_cpsat.solve_features` puts it) with optional time x address
+    (a Boolean per pool, exactly one; a pinned unit in the first pool, a restriction:
+    :func:`planners.feature_cpsat.solve_features` lets it take any pool that holds it) with optional time x address
     rectangles per pool (``NoOverlap2D`` per pool), ``offset + size <= H_k <= capacity_k``; the
     objective of :mod:`planners.feature_cpsat`: ``W x traffic + sum_k H_k`` with ``W = sum_k
     UB_k + 1`` (traffic = ``sum size x cost(pool) x lifetime steps``, the lifetime following
@@ -768,7 +769,7 @@ def _solve_pools_whole(inst: _Instance, pos, off, pool, *, dtime, wall, seed, wo
                                 default=0)
     ub = [q.capacity if q.capacity is not None else worst for q in inst.pools]
     H = [mdl.NewIntVar(0, ub[k], f"H{k}") for k in range(K)]
-    costs = [q.cost for q in inst.pools]
+    costs = pool_costs(inst.pools)
     boxes = [([], []) for _ in range(K)]
     X, lits, terms = [], [], []
     for b in range(inst.m):
@@ -847,15 +848,17 @@ def _pin_order(inst: _Instance, *, wall: float, seed: int, workers: int):
     """An order in which the pinned units that meet in address never meet in time (CP-SAT:
     positions, precedences, a ``NoOverlap2D`` of the pinned units' time x fixed address
     rectangles, in the first pool), or the reason no order exists. Returns ``(pos, None)``,
-    ``(None, reason)`` (proved) or ``(None, None)`` (nothing found in time)."""
+    ``(None, reason)`` (proved: with several pools only that a pin fits no pool) or
+    ``(None, None)`` (nothing found in time, or not separable within the first pool)."""
     from ortools.sat.python import cp_model
 
-    cap = inst.pools[0].capacity if inst.pools else None
-    for b in range(inst.m):
-        if inst.pin[b] >= 0 and cap is not None and inst.pin[b] + inst.size[b] > cap:
+    for b in range(inst.m):  # a pin may take any pool whose alignment and capacity hold it
+        if inst.pin[b] >= 0 and inst.size[b] and inst.pools and not any(
+                inst.pin[b] % q.alignment == 0 and (q.capacity is None or inst.pin[b]
+                                                    + inst.size[b] <= q.capacity)
+                for q in inst.pools):
             return None, (f"pins: buffer {inst.ids[b]!r} pinned at {inst.pin[b]} with "
-                          f"{inst.size[b]} bytes ends above the {cap}-byte capacity of pool "
-                          f"{inst.pools[0].name!r} (a pinned buffer is in the first pool)")
+                          f"{inst.size[b]} bytes fits no pool (alignment, capacity)")
     n = T = inst.n
     mdl = cp_model.CpModel()
     P = [mdl.NewIntVar(0, T - 1, f"p{v}") for v in range(n)]
@@ -874,7 +877,8 @@ def _pin_order(inst: _Instance, *, wall: float, seed: int, workers: int):
     st = solver.Solve(mdl)
     if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return [solver.Value(P[v]) for v in range(n)], None
-    if st == cp_model.INFEASIBLE:
+    # with several pools not a proof: pins that meet here may go to different pools
+    if st == cp_model.INFEASIBLE and len(inst.pools) <= 1:
         names = [inst.ids[b] for b in pinned]
         return None, (f"pins: no operator order keeps the pinned buffers {names} apart (each "
                       "order has two of them live at a common step over common bytes)")
