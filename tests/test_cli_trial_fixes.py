@@ -256,3 +256,41 @@ def test_pool_status_rule_as_documented(capsys):
     assert got == {"greedy_by_size": "heuristic", "cpsat": "optimal"}
     rc, out, _ = run(capsys, "plan", "seed000", "--planner", "greedy_by_size", "--json")
     assert json.loads(out)["status"] == "optimal"  # one arena: the bound proves it
+
+
+# -- 7. wording: view's panels per pool; what each status of plan --scheduler is about -----------
+
+def test_view_counts_plans_and_pool_panels(capsys, tmp_path):
+    html = tmp_path / "v.html"
+    rc, out, _ = run(capsys, "view", "seed000", "--pools", POOLS, "--planner",
+                     "greedy_by_size,best_fit", "-o", str(html))
+    assert rc == 0
+    assert f"wrote {html}: 2 plan(s) in 4 panels (one per pool), 16 rectangles" in out
+    rc, out, _ = run(capsys, "view", "seed000", "--planner", "greedy_by_size,best_fit", "-o",
+                     str(html))
+    assert rc == 0 and f"wrote {html}: 2 plan(s), 16 rectangles" in out
+
+
+def test_plan_scheduler_says_what_each_status_is_about(capsys):
+    # gen:randwire under min_live: CP-SAT proves the plan of that order optimal (arena = max
+    # live bytes of its lifetimes) while the order's peak is above the bound over all orders
+    argv = ("plan", "gen:randwire", "--scheduler", "min_live", "--planner", "cpsat")
+    rc, out, _ = run(capsys, *argv, "--json")
+    rec = json.loads(out)
+    assert rc == 0 and rec["status"] == "optimal" and rec["schedule_status"] == "heuristic"
+    assert rec["arena"] == rec["best_bound"] == rec["peak_bytes"] == 611424
+    assert rec["order_bound"] == 472214  # the reading that looked like a contradiction
+    assert rec["status_scope"] == (
+        "status: the plan of this order's lifetimes (arena vs best_bound); schedule_status, "
+        "order_bound: this order's peak vs every order's (another order may plan smaller)")
+    assert list(rec).index("status_scope") == list(rec).index("status") + 1
+    rc, out, _ = run(capsys, *argv)
+    assert rc == 0 and "status_scope     status: the plan of this order's lifetimes" in out
+    # with --pipeline the order keys are named for it, and the scope names them
+    rc, out, _ = run(capsys, *argv, "--pipeline", "simplify", "--json")
+    rec = json.loads(out)
+    assert rc == 0 and "order_bound_before_pipeline" in rec
+    assert "schedule_status, order_bound_before_pipeline: " in rec["status_scope"]
+    # without a scheduler there is one status only, and no scope line
+    rc, out, _ = run(capsys, "plan", "seed000", "--json")
+    assert rc == 0 and "status_scope" not in json.loads(out)

@@ -540,6 +540,19 @@ def _cmd_plan(args) -> int:
         if joint and pipeline is not None:  # the joint search ordered the transformed graph
             tail = "_without_aliases"
         out["order_bound" + tail] = sched.bound
+        # two statuses side by side read as a contradiction (status optimal, arena above the
+        # order bound) unless each says what it is about: one line after status, one field
+        if joint:
+            scope = ("status: the joint plan's arena vs best_bound (joint_bound), a bound over "
+                     "every (order, layout) pair")
+        else:
+            scope = (f"status: the plan of this order's lifetimes (arena vs best_bound); "
+                     f"schedule_status, order_bound{tail}: this order's peak vs every order's "
+                     "(another order may plan smaller)")
+        keys = list(out)
+        at = keys.index("status") + 1
+        out = {**{k: out[k] for k in keys[:at]}, "status_scope": scope,
+               **{k: out[k] for k in keys[at:]}}
         out["peak_bytes" + tail] = peak_live_bytes(graph, sched.order)
         out["schedule_seconds"] = round(sched.seconds, 6)
         if args.scheduler_param:

@@ -184,16 +184,21 @@ def run(args) -> int:
     from experiments.workloads import parse_overrides
 
     pipeline = parse_pipeline(args.pipeline)
+    pools = parse_pools(args.pools)
     plans, graph, violations = load_view(
         str(args.input), _split(args.planner), time_limit_of(args),
-        parse_overrides(args.override), args.size_attr, parse_pools(args.pools),
+        parse_overrides(args.override), args.size_attr, pools,
         params_of(args), pipeline)
     note_time_limit(_split(args.planner) or ["greedy_by_size"], args.time_limit)
     fig = plan_explorer(plans, graph=graph, violations=violations,
                         title=args.title or str(args.input))
     out = write_html(fig, args.output)
     n = sum(p.problem.n for p in plans.values())
-    print(f"wrote {out}: {len(plans)} plan(s), {n} rectangles (time limit "
+    drawn = f"{len(plans)} plan(s)"
+    if pools:  # one panel per pool of each plan (labels "PLAN: POOL (capacity ...)")
+        drawn = (f"{len({k.split(': ', 1)[0] for k in plans})} plan(s) in {len(plans)} panels "
+                 f"(one per pool)")
+    print(f"wrote {out}: {drawn}, {n} rectangles (time limit "
           f"{time_limit_of(args):g} s, pipeline {pipeline or 'none'})")
     bad = violations.get("given") or []
     if bad:
