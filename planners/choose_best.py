@@ -14,6 +14,7 @@ from numbers import Integral
 
 from .base import Planner, SolveResult
 from .catalogue import get_planner, planner_names
+from .errors import FeatureError
 from .greedy import GreedyPlanner, arena_of, placement_edges, resolve_engine
 from .model import Problem
 from .params import (
@@ -66,6 +67,15 @@ class ChooseBest(Planner):
     ``arenas``). The status is the winner's (``heuristic`` for greedy members). A member that returns
     no offsets (infeasible / timeout) is skipped; if all do, the status of the first is returned.
 
+    Compiler features (pins, hints, gaps, pools, colocations): ``choose_best`` declares them all
+    ``native`` and hands each member the problem as given through the member's own
+    :meth:`Planner.plan`, so each member's capability gate applies (a member that handles gaps
+    keeps them, one that does not relaxes them for itself only); the winner is the valid plan
+    that fits its pools' capacities (status not ``over_capacity``), then has the smallest arena
+    (the total over the pools), ties to the first. A member that refuses a feature is skipped
+    (``info["refused"]``); only when every member refuses does ``choose_best`` raise the
+    :class:`~planners.errors.FeatureError` of the first.
+
     Raises
     ------
     ParameterError
@@ -81,6 +91,9 @@ class ChooseBest(Planner):
 
     name = "choose_best"
     family = "greedy"
+    #: each member applies its own capabilities (class docstring): the problem is passed as given
+    _capabilities = {"pins": "native", "hints": "native", "gaps": "native", "pools": "native",
+                     "colocations": "native"}
     _parameter_constraints = {
         "planners": [SequenceOf(StrOptions(_registered_planners), InstanceOf(Planner), callable)],
         "workers": [Interval(Integral, 1, None), None],
@@ -122,6 +135,47 @@ class ChooseBest(Planner):
                 pool.shutdown(wait=True, cancel_futures=True)
         return results
 
+    def _solve_features(self, problem: Problem, resolved: list) -> SolveResult:
+        """Compiler features: every member plans ``problem`` through its own
+        :meth:`Planner.plan` (its capability gate, its validation); the best valid plan by
+        ``(over capacity, arena)`` wins (class docstring)."""
+        best = None
+        arenas: dict[str, int | None] = {}
+        refused: dict[str, str] = {}
+        first_fail = first_refusal = None
+        for planner in resolved:
+            label = planner.name
+            if label in arenas or label in refused:
+                label = f"{label}#{len(arenas) + len(refused)}"
+            try:
+                plan = planner.plan(problem)
+            except FeatureError as e:
+                refused[label] = str(e)
+                first_refusal = first_refusal or e
+                continue
+            if plan.status in ("infeasible", "timeout", "skipped"):
+                arenas[label] = None
+                first_fail = first_fail or plan
+                continue
+            arenas[label] = plan.arena_size
+            key = (plan.status == "over_capacity", plan.arena_size)
+            if best is None or key < best[0]:
+                best = (key, label, plan)
+        if best is None and first_fail is None:
+            raise FeatureError(f"planner 'choose_best': every member refuses problem "
+                               f"{problem.name!r}; the first: {first_refusal}")
+        extra = {"arenas": arenas}
+        if refused:
+            extra["refused"] = refused
+        if best is None:
+            return SolveResult(None, first_fail.status, info={**first_fail.info, **extra})
+        _, label, plan = best
+        info = dict(plan.info)
+        info.update(extra, chosen=label)
+        status = "heuristic" if plan.status == "over_capacity" else plan.status
+        bound = plan.best_bound if plan.best_bound > plan.lower_bound else None
+        return SolveResult(plan.offsets, status, bound, info, pools=plan.pools)
+
     def _solve(self, problem: Problem) -> SolveResult:
         members = list(self.planners)
         best = None
@@ -130,6 +184,8 @@ class ChooseBest(Planner):
         resolved = [get_planner(m) for m in members]
         for p in resolved:  # members run through _solve, not plan(): check their rules here
             validate_params(p)
+        if problem.features:
+            return self._solve_features(problem, resolved)
         for planner, res in zip(resolved, self._run_members(problem, resolved), strict=True):
             label = planner.name
             if label in arenas:  # same planner twice with other params: keep both records

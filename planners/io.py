@@ -8,7 +8,8 @@ Format (MiniMalloc, google/minimalloc): a header ``id,lower,upper,size`` and one
 **MiniMalloc's full dialect** (``src/converter.cc``, ``FromCsv``/``ToCsv``): header aliases
 ``buffer`` and ``buffer_id`` for ``id``, ``start`` and ``begin`` for ``lower``, and ``end`` for
 ``upper`` with an **inclusive** end (``upper = end + 1``, also for the gaps' upper ends); optional
-columns ``hint`` (a preferred offset; negative or empty: none), ``gaps`` (space-separated
+columns ``hint`` (a preferred offset; ``-1`` or empty: none, another negative value is
+refused), ``gaps`` (space-separated
 ``lower-upper`` or ``lower-upper@lo:hi``: a sub-interval of the lifetime in which the buffer takes
 nothing, or only the window ``[lo, hi)`` of its range; :class:`~planners.model.Gap`) and
 ``offset``: on input a **fixed position** (a pin) unless ``offsets="ignore"`` (empty or ``-1``:
@@ -597,7 +598,10 @@ def read_minimalloc_csv(
         if special:
             if "hint" in header and str(row.get("hint") or "").strip():
                 h = _int_field(row, "hint", where)
-                extra["hint"] = h if h >= 0 else None  # MiniMalloc: a negative hint is none
+                if h < -1:  # MiniMalloc writes -1 (or nothing) for "no hint"
+                    raise ProblemError(f"{where}: buffer {bid!r}: hint must be >= 0 bytes, or -1 "
+                                       f"or empty for none, got {h}")
+                extra["hint"] = None if h == -1 else h
             if "gaps" in header:
                 extra["gaps"] = _parse_gaps(str(row.get("gaps") or ""), addend, where)
             if "pools" in header:

@@ -510,6 +510,11 @@ def _union_rects(rects: list[tuple[int, int, int, int]]) -> list[tuple[int, int,
     return out
 
 
+def _pool_name(names: list[str], k: int) -> str:
+    """Pool ``k`` by name (``'sram'``), or its index when out of range."""
+    return repr(names[k]) if 0 <= k < len(names) else str(k)
+
+
 def _feature_violations(problem: Problem, off: np.ndarray, capacity, pools,
                         first: bool, pool_capacities: bool = True) -> list[Violation]:
     """Rules 1-9 of the module docstring for a problem with compiler features, on offsets
@@ -587,9 +592,14 @@ def _feature_violations(problem: Problem, off: np.ndarray, capacity, pools,
         grouped.update(m)
         for j in m[1:]:
             if offl[j] != offl[m[0]] or pool[j] != pool[m[0]]:
+                if problem.pools:
+                    msg = (f"must share one offset and pool: {offl[m[0]]} in pool "
+                           f"{_pool_name(names, pool[m[0]])} vs {offl[j]} in pool "
+                           f"{_pool_name(names, pool[j])}")
+                else:
+                    msg = f"must share one offset: {offl[m[0]]} vs {offl[j]}"
                 if add("colocation", (ids[m[0]], ids[j]), f"colocated buffers {ids[m[0]]!r} and "
-                       f"{ids[j]!r} must share one offset and pool: {offl[m[0]]} in pool "
-                       f"{pool[m[0]]} vs {offl[j]} in pool {pool[j]}"):
+                       f"{ids[j]!r} {msg}"):
                     return out
         rects = [r for j in m for r in _rects_of(bufs[j].start, bufs[j].end, sizes[j],
                                                  bufs[j].gaps)]
