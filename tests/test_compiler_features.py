@@ -8,6 +8,7 @@ import pytest
 
 from planners import Buffer, Problem
 from planners.bounds import lower_bound, pool_lower_bounds
+from planners.feature_cpsat import traffic_cost
 from planners.errors import CapacityError, FeatureError, InvalidPlanError, ProblemError
 from planners.model import Gap, MemoryPool
 from planners.registry import PLANNERS, get_planner
@@ -366,3 +367,127 @@ def test_tiers_cpsat_is_the_pool_model_and_optimal():
     t = assign_tiers(p, cap, acc, method="cpsat", time_limit=10.0)
     assert (t.status, t.dram_traffic) == ("optimal", best)
     assert t.dram_traffic <= assign_tiers(p, cap, acc, method="greedy").dram_traffic
+
+
+# -- pins across pools, exact pool alignments, preference costs (new-user trial) ----------------
+def _planners_with_pins():
+    return ("cpsat", "exact_search", "minimize", "greedy_by_size", "local_search", "telamalloc",
+            "choose_best")
+
+
+def _planner(name: str, seconds: float = 5.0):
+    """``name`` with a time limit when it takes one."""
+    cls = PLANNERS[name]
+    return cls(time_limit=seconds) if "time_limit" in cls().get_params() else cls()
+
+
+@pytest.mark.parametrize("name", _planners_with_pins())
+def test_a_pin_goes_to_a_later_pool_that_holds_it(name):
+    """'a' pinned at 80 with 60 B ends at 140 > sram's 100 B, so only psram holds it (the
+    validator accepts it there); 'b' then takes sram at 0. Was: CapacityError (pins forced
+    into their first pool). Traffic: a in psram (rank cost 1) x 60 B x 2 steps = 120."""
+    pools = [MemoryPool("sram", 100), MemoryPool("psram", 1024)]
+    p = Problem([Buffer("a", 0, 2, 60, offset=80), Buffer("b", 0, 2, 40)], pools=pools)
+    assert pool_lower_bounds(p) == {"sram": 0, "psram": 0}
+    r = _planner(name).plan(p)
+    check_plan(p, r.offsets, pools=r.pools)
+    assert r.pools.tolist() == [1, 0] and r.offsets.tolist() == [80, 0]
+    assert r.arenas == {"sram": 40, "psram": 140}
+
+
+@pytest.mark.parametrize("name", _planners_with_pins())
+def test_a_pin_skips_a_pool_whose_alignment_does_not_divide_it(name):
+    """'a' pinned at 20 is not a multiple of sram's alignment 16: it goes to psram (align 1)
+    at 20, 'b' to sram at 0 (was: the planner's own plan failing validation)."""
+    pools = [MemoryPool("sram", 256 * 1024, 16), MemoryPool("psram", 8 << 20)]
+    p = Problem([Buffer("a", 0, 2, 60, offset=20), Buffer("b", 0, 2, 40)], pools=pools)
+    r = _planner(name).plan(p)
+    check_plan(p, r.offsets, pools=r.pools)
+    assert r.pools.tolist() == [1, 0] and r.arenas == {"sram": 40, "psram": 80}
+
+
+def test_pins_backtrack_and_infeasible_pins_are_proved_in_one_line():
+    """'x' may go to sram or psram, 'y' (same bytes and steps) only to sram: the search takes
+    the most constrained pin first, so y gets sram and x psram. Three pins on the same bytes
+    and steps in two pools collide in every choice; a pin no pool's alignment divides fits
+    none: both infeasible with a one-line proof, for the greedy and the exact planners."""
+    pools = [MemoryPool("sram", 256, 16), MemoryPool("psram", 256, 16)]
+    p = Problem([Buffer("x", 0, 2, 32, offset=0), Buffer("y", 0, 2, 32, offset=16,
+                                                         pools=("sram",))], pools=pools)
+    for name in ("greedy_by_size", "cpsat", "exact_search"):
+        r = get_planner(name).plan(p)
+        assert r.pools.tolist() == [1, 0], name
+    three = Problem([Buffer(c, 0, 2, 32, offset=0) for c in "uvw"], pools=pools)
+    odd = Problem([Buffer("o", 0, 2, 32, offset=8)], pools=pools)
+    for q, why in ((three, "pinned buffers 'u', 'v', 'w' collide in every choice"),
+                   (odd, "fixed offset 8 is not a multiple of the alignment of any")):
+        for name in ("greedy_by_size", "cpsat", "exact_search", "minimize", "local_search"):
+            r = _planner(name).plan(q)
+            assert r.status == "infeasible" and why in r.info["proof"], name
+            assert len(r.info["proof"].splitlines()) == 1
+
+
+def test_feature_model_alignment_is_exact_per_pool():
+    """Three 10-byte buffers live together, equal pool costs (no preference): sram (10 B,
+    alignment 16) takes one, psram (alignment 1) two at 0 and 10: 30 = max live, optimal.
+    The old model put every buffer with both candidates on the lcm grid (16): 10 + 26 = 36."""
+    pools = [MemoryPool("sram", 10, 16, cost=1), MemoryPool("psram", None, 1, cost=1)]
+    p = Problem([Buffer(c, 0, 2, 10) for c in "xyz"], pools=pools)
+    for name in ("cpsat", "exact_search", "minimize"):
+        r = get_planner(name).plan(p)
+        assert r.status == "optimal" and r.arena_size == 30 == lower_bound(p), name
+        assert sorted(r.arenas.values()) == [10, 20]
+
+
+def test_preference_order_is_the_default_cost():
+    """No costs given (every pool's cost 0, as --pools gives): each pool costs its rank, so
+    the exact planners fill sram first; given costs are kept; equal costs mean no preference."""
+    assert Problem([Buffer("a", 0, 1, 8)], pools=[SRAM, PSRAM]).pool_costs == [0, 1]
+    given = [MemoryPool("sram", 256, 16), MemoryPool("psram", None, cost=3)]
+    assert Problem([Buffer("a", 0, 1, 8)], pools=given).pool_costs == [0, 3]
+    pools = [MemoryPool("sram", 64), MemoryPool("psram", None)]
+    p = Problem([Buffer("a", 0, 2, 32), Buffer("b", 1, 3, 32), Buffer("c", 1, 2, 16)],
+                pools=pools)
+    spill = get_planner("greedy_by_size").plan(p)
+    for name in ("cpsat", "exact_search", "minimize"):
+        r = get_planner(name).plan(p)
+        # a and b (64 B at step 1) fill sram, c (16 B x 1 step x cost 1) goes to psram
+        assert r.arenas == {"sram": 64, "psram": 16} and r.info["traffic_cost"] == 16, name
+        assert r.info["traffic_cost"] <= traffic_cost(p, spill.pools)
+
+
+def test_exact_search_without_capacity_minimises_a_feature_problem():
+    """No capacity given: exact_search finds the least arena (120: 'a' pinned at [20, 80),
+    'b' 40 B above it) instead of deciding the lower bound 100 as a capacity."""
+    p = Problem([Buffer("a", 0, 2, 60, offset=20), Buffer("b", 0, 2, 40)])
+    r = get_planner("exact_search").plan(p)
+    assert r.status == "optimal" and r.arena_size == 120 and r.best_bound == 120
+    assert r.offsets.tolist() == [20, 80]
+
+
+def test_choose_best_keeps_the_colocation_gap():
+    """XLA's Colocated (heap_simulator_test.cc): a [0,2) 40 B and c [4,6) 40 B share one offset,
+    b [2,4) 20 B lives between: 40 B suffice. Every default member alone gives 40; choose_best
+    gave 60 when it relaxed the merged group's gap before its members saw it."""
+    p = Problem([Buffer("a", 0, 2, 40), Buffer("b", 2, 4, 20), Buffer("c", 4, 6, 40)],
+                colocations=[("a", "c")], name="Colocated")
+    from planners.choose_best import DEFAULT_CANDIDATES
+
+    assert {get_planner(m).plan(p).arena_size for m in DEFAULT_CANDIDATES} == {40}
+    r = get_planner("choose_best").plan(p)
+    check_plan(p, r.offsets)
+    assert r.arena_size == 40 and r.status == "optimal" and r.offsets[0] == r.offsets[2]
+    # a member that refuses a feature is skipped; all refusing is one FeatureError
+    q = Problem([Buffer("a", 0, 2, 8, offset=0), Buffer("b", 0, 2, 8)])
+    r = get_planner("choose_best", planners=("naive", "greedy_by_size")).plan(q)
+    assert r.info["chosen"] == "greedy_by_size" and "naive" in r.info["refused"]
+    with pytest.raises(FeatureError, match="every member refuses"):
+        get_planner("choose_best", planners=("naive",)).plan(q)
+
+
+def test_colocation_message_without_pools_names_no_pool():
+    p = Problem([Buffer("a", 0, 2, 40), Buffer("b", 2, 4, 20), Buffer("c", 4, 6, 40)],
+                colocations=[("a", "c")])
+    with pytest.raises(InvalidPlanError) as e:
+        check_plan(p, [0, 40, 40])
+    assert "must share one offset: 0 vs 40" in str(e.value) and "pool" not in str(e.value)
