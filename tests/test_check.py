@@ -134,7 +134,9 @@ def test_plan_on_a_solved_csv_says_it_ignores_the_offsets(tmp_path, capsys):
     assert main(["plan", p, "--json"]) == 1
     out, err = capsys.readouterr()
     assert json.loads(out)["status"] == "infeasible"
-    assert err == ("memplan: error: planner 'greedy_by_size' proved problem 'solved' infeasible: "
+    assert err == (f"memplan: note: 2 of 2 buffers are pinned by the offset column of {p} "
+                   "(fixed positions, MiniMalloc's reading); --ignore-offsets re-plans them\n"
+                   "memplan: error: planner 'greedy_by_size' proved problem 'solved' infeasible: "
                    "pinned buffers 'a' and 'b' collide\n")
     assert main(["plan", p, "--json", "--ignore-offsets"]) == 0
     out, err = capsys.readouterr()
