@@ -201,7 +201,12 @@ def order_by_breadth(problem: Problem) -> np.ndarray:
     n = problem.n
     if n == 0:
         return np.zeros(0, np.int64)
-    times, live = live_profile(problem)
+    ptimes, plive = live_profile(problem)
+    # every lifetime end point is a segment end (with gaps the profile's own points may miss
+    # the ends of a zero-size buffer); for plain problems times == ptimes
+    times = np.unique(np.concatenate([problem.starts, problem.ends]))
+    at = np.searchsorted(ptimes, times, side="right") - 1
+    live = np.where(at >= 0, plive[np.maximum(at, 0)], 0)
     m = len(times)
     seg_order = np.lexsort((times, -live))
     seg_rank = np.empty(m, np.int64)

@@ -162,3 +162,16 @@ def test_random_feature_problems_round_trip(tmp_path):
                 write_minimalloc_csv(p, f, r)
                 s = read_minimalloc_csv(f, pools=pools if p.pools else None)
                 check_plan(s, r.offsets, pools=r.pools, pool_capacities=False)
+
+
+def test_csv_hint_minus_one_or_empty_is_none_other_negatives_are_refused(tmp_path):
+    """MiniMalloc writes -1 (or nothing) for "no hint": both read as none; -7 is refused in
+    one line naming file:line, as a negative offset is."""
+    ok = _write(tmp_path / "ok.csv", "id,lower,upper,size,hint\na,0,2,8,-1\nb,0,2,8,\nc,0,2,8,16\n")
+    assert [b.hint for b in read_minimalloc_csv(ok).buffers] == [None, None, 16]
+    bad = _write(tmp_path / "bad.csv", "id,lower,upper,size,hint\na,0,2,8,4\nb,0,2,8,-7\n")
+    with pytest.raises(ProblemError) as e:
+        read_minimalloc_csv(bad)
+    msg = str(e.value)
+    assert msg.startswith(f"{bad}:3: buffer 'b': hint must be >= 0") and "-7" in msg
+    assert len(msg.splitlines()) == 1
