@@ -294,3 +294,14 @@ def test_plan_scheduler_says_what_each_status_is_about(capsys):
     # without a scheduler there is one status only, and no scope line
     rc, out, _ = run(capsys, "plan", "seed000", "--json")
     assert rc == 0 and "status_scope" not in json.loads(out)
+
+
+def test_compare_schedulers_notes_named_components_without_time_limit(capsys, tmp_path):
+    rc, _, err = run(capsys, "compare", "--schedulers", "min_live,anneal", "--workloads",
+                     "squeezenet", "--planners", "greedy_by_size", "--time-limit", "1",
+                     "--out", str(tmp_path / "cs"), "--no-plots", "--quiet")
+    assert rc == 0
+    assert [x for x in err.splitlines() if "note" in x] == [
+        "memplan: note: scheduler 'min_live' has no time limit; --time-limit 1 s ignored for it",
+        "memplan: note: planner 'greedy_by_size' has no time limit; --time-limit 1 s ignored "
+        "for it"]

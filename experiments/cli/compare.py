@@ -225,6 +225,10 @@ def compare_schedulers(args) -> int:
         split_list(args.schedulers) or ["file_order", "dfs", "min_live", "earliest_free",
                                         "list_xla", "lpmf", "critical_path", "best_of"])
     planners = split_list(args.planners) or ["greedy_by_size"]
+    if split_list(args.schedulers):  # named ones, as compare_planners notes named planners
+        note_time_limit(schedulers, args.time_limit, kind="scheduler")
+    if split_list(args.planners):
+        note_time_limit(planners, args.time_limit)
     graphs = resolve_graphs(split_list(args.workloads), size_attr=args.size_attr,
                             overrides=args.override)
     out = Path(args.out)
