@@ -13,7 +13,8 @@ Commands
 
 Each command module has ``add_parsers(subparsers)``, ``COMMANDS`` and ``run(args) -> int`` and
 calls library functions; none builds tables or figures itself. Errors in the input (malformed
-CSV/ONNX, unknown names, impossible capacity) print one line ``memplan: error: ...`` on stderr and
+CSV/ONNX, unknown names, impossible capacity, and argument errors of any subcommand, through
+:class:`OneLineParser`) print one line ``memplan: error: ...`` on stderr and
 exit with status 2, without a traceback; so do results that cannot be written (a full disk, a
 read-only file system, a missing or non-folder parent of ``-o``: every write goes through
 :func:`planners.io.atomic_write` / :func:`~planners.io.atomic_output`, which leave no temporary
