@@ -340,3 +340,20 @@ def test_sweep_reads_a_csv_workloads_own_pools_column(tmp_path, capsys):
         pool_of = json.loads(r["pool_of"])
         assert pool_of[0] == 0 and pool_of[1] == 1  # a: sram only, b: psram only
         assert r["arena_sram"] + r["arena_psram"] == r["arena"]
+
+
+def test_cli_pools_prefer_the_first_pool_on_squeezenet():
+    """--pools gives every pool cost 0, so each pool costs its rank: cpsat fills the sram
+    (259,584 of 262,144 bytes) and its traffic cost (56,732,928, proved minimal) is at most the
+    greedy spill's (57,507,328). Before, cost 0 everywhere left the sram empty."""
+    from experiments.workloads import load_problem
+    from planners.feature_cpsat import traffic_cost
+    from planners.registry import get_planner
+
+    p = load_problem("squeezenet", capacity=None).with_pools(parse_pools("sram=256k:16,psram=8M"))
+    assert p.pool_costs == [0, 1]
+    g = get_planner("greedy_by_size").plan(p)
+    c = get_planner("cpsat", time_limit=10.0).plan(p)
+    check_plan(p, c.offsets, pools=c.pools)
+    assert c.arenas["sram"] > 0 and c.info["traffic_cost"] <= traffic_cost(p, g.pools)
+    assert (c.info["traffic_cost"], traffic_cost(p, g.pools)) == (56_732_928, 57_507_328)
