@@ -82,8 +82,9 @@ def solve_features(problem: Problem, capacity: int | None, mode: str, time_limit
         info["proof"] = proof
         return SolveResult(None, "infeasible", best_bound=bb_inf, info=info)
     own, st, en, lo, hi = problem.pieces()
-    tops = np.zeros(n, np.int64)
-    np.maximum.at(tops, own, hi)
+    # a buffer's top is offset + size, as Plan.arena_size and check_plan count it, also where its
+    # pieces stay lower (a gap window over its whole lifetime): one arena measure everywhere
+    tops = problem.sizes.astype(np.int64).copy()
     npools = max(1, len(problem.pools))
     caps = [q.capacity for q in problem.pools] or [capacity]
     # a valid plan from the greedy spill gives every unbounded pool an upper bound

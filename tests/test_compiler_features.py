@@ -668,3 +668,18 @@ def test_choose_best_is_at_most_every_member(p):
         assert r.status != "over_capacity" and r.arena_size <= min(fit)
     else:
         assert r.arena_size <= min(m.arena_size for m in ok)
+
+
+def test_feature_cpsat_counts_a_buffer_to_offset_plus_size_like_the_plan():
+    """A gap window over a buffer's whole lifetime keeps it low, but its top is still
+    ``offset + size`` for the arena (Plan.arena_size, check_plan): the exact model must not
+    prove a smaller arena than the plan it returns. By hand: a [0,4) 100 B whose whole lifetime
+    is the window [0,10), b [0,4) 50 B: a at 0, b at 10 gives max(100, 60) = 100, and
+    x_a + 100 >= 100 bounds every plan."""
+    from planners.model import Gap
+
+    p = Problem([Buffer("a", 0, 4, 100, gaps=(Gap(0, 4, (0, 10)),)), Buffer("b", 0, 4, 50)])
+    for name in ("cpsat", "exact_search", "minimize"):
+        pl = get_planner(name).plan(p)
+        assert pl.arena_size == 100 and pl.status == "optimal", name
+        assert pl.best_bound is None or pl.best_bound <= pl.arena_size, name
