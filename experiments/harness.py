@@ -161,8 +161,12 @@ def default_planners() -> list[str]:
     return [n for n, c in PLANNERS.items() if c.__dict__.get("in_default_comparison", True)]
 
 
-def _needs_capacity(planner) -> bool:
-    return bool(getattr(planner, "requires_capacity", False))
+def _needs_capacity(planner, problem=None) -> bool:
+    """Whether ``planner`` needs a capacity for ``problem`` (:meth:`planners.base.Planner.needs_capacity`;
+    any problem when ``problem`` is ``None``)."""
+    if problem is None or not hasattr(planner, "needs_capacity"):
+        return bool(getattr(planner, "requires_capacity", False))
+    return bool(planner.needs_capacity(problem))
 
 
 #: The one solver time limit (seconds) of every command and sweep config; see
@@ -267,7 +271,7 @@ def run_one(
         rec["params"] = json.dumps(planner.get_params(), sort_keys=True, default=str)
         if problem.pools:  # each pool's own capacity; the spill assigns unbounded ones
             target = problem
-        elif _needs_capacity(planner):
+        elif _needs_capacity(planner, problem):
             target = problem if problem.capacity is not None else problem.with_capacity(lb)
         else:
             target = problem.with_capacity(None)

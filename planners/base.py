@@ -97,6 +97,14 @@ class Planner(Configurable):
     #: need a capacity (e.g. ``exact_search``); the harness then passes the problem's capacity, or
     #: the lower bound when it has none.
     requires_capacity: bool = False
+
+    def needs_capacity(self, problem) -> bool:
+        """Whether planning ``problem`` (a :class:`planners.Problem`) needs a capacity in bytes:
+        :attr:`requires_capacity` unless the planner minimises this kind of problem itself
+        (e.g. ``exact_search`` on a problem with compiler features). The harness and
+        ``memplan plan`` give such a problem without a capacity its lower bound."""
+        return bool(self.requires_capacity)
+
     #: Family label used by benchmarks and plots ("greedy", "exact", "colouring", ...).
     family: str = "baseline"
     #: False for configurable engines whose default duplicates a named planner (e.g. ``greedy``);

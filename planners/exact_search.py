@@ -265,6 +265,12 @@ class ExactSearch(Planner):
     #: decided by the CP-SAT feature model (:mod:`planners.feature_cpsat`)
     _capabilities = {"pins": "native", "hints": "native", "gaps": "native", "pools": "native"}
     requires_capacity = True
+
+    def needs_capacity(self, problem) -> bool:
+        """A plain problem needs a capacity (the decision problem); one with compiler features
+        (:attr:`planners.Problem.features`) and none is minimised by the feature model."""
+        return not problem.features
+
     _parameter_constraints = {
         "capacity": [Interval(Integral, 0, None), None],
         "time_limit": [POSITIVE_SECONDS],

@@ -177,3 +177,21 @@ def test_csv_hint_minus_one_or_empty_is_none_other_negatives_are_refused(tmp_pat
     msg = str(e.value)
     assert msg.startswith(f"{bad}:3: buffer 'b': hint must be >= 0") and "-7" in msg
     assert len(msg.splitlines()) == 1
+
+
+def test_exact_search_without_capacity_minimises_a_pinned_problem_from_the_cli(tmp_path, capsys):
+    """No --capacity: a plain problem is decided at its lower bound, but a problem with pins is
+    minimised (a at 20 pinned, b beside it: 120 B optimal), never 'infeasible at 100', a
+    capacity the user did not give; compare records the same."""
+    import pandas as pd
+
+    src = tmp_path / "inf1.csv"
+    src.write_text("id,lower,upper,size,offset\na,0,2,60,20\nb,0,2,40,\n")
+    assert main(["plan", str(src), "--planner", "exact_search", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["arena"], out["status"], out["capacity"]) == (120, "optimal", None)
+    assert main(["compare", "--workloads", str(src), "--planners", "exact_search",
+                 "--out", str(tmp_path / "c"), "--quiet", "--no-plots"]) == 0
+    capsys.readouterr()
+    rec = pd.read_csv(tmp_path / "c" / "compare.csv").iloc[0]
+    assert (rec["arena"], rec["status"]) == (120, "optimal")

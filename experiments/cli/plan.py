@@ -495,8 +495,7 @@ def _cmd_plan(args) -> int:
     else:
         planner = planner_for(args.planner, time_limit_of(args), params_of(args))
         note_time_limit([args.planner], args.time_limit, params_of(args))
-        if getattr(planner, "requires_capacity", False) and problem.capacity is None \
-                and not problem.pools:
+        if planner.needs_capacity(problem) and problem.capacity is None and not problem.pools:
             from planners import lower_bound
 
             problem = problem.with_capacity(lower_bound(problem))
