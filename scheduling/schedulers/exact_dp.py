@@ -135,8 +135,9 @@ class ExactDP(Scheduler):
     when ``L = ub``, after ``max_states`` expanded states in all (a probe also stops after a
     third of the search's time left), or when its share of the time is spent (two fifths of
     what is left after the initial orders); the DP below then starts from the incumbent and the
-    bound it reached, and when the DP stops without a proof the budget search resumes with the
-    time left (its memo kept), keeping the better order and the larger bound.
+    bound it reached (with three fifths of the time left), and when the DP stops without a
+    proof the budget search resumes with the time left (its memo kept), keeping the better
+    order and the larger bound.
 
     The initial order is :func:`initial_order` (the best of all the toolkit's heuristics,
     ``genetic`` and ``anneal`` included), so the result is never worse than any of them; when a
@@ -249,6 +250,10 @@ class ExactDP(Scheduler):
                 info.update(lower_bound=lb, peak_bytes=ub, states=0, segments=len(all_cuts) + 1,
                             segments_searched=0, largest_segment=n)
                 return ScheduleResult(m.to_names(greedy), "optimal", info, bound=lb)
+        dp_deadline = deadline
+        if bs is not None and deadline is not None:  # leave the resumed budget search a share
+            now = time.perf_counter()
+            dp_deadline = now + 0.6 * max(deadline - now, 0.0)
         cuts = all_cuts if self.decompose else []
         edges = [0, *cuts, n]
         segs = list(zip(edges[:-1], edges[1:], strict=True))
@@ -270,9 +275,9 @@ class ExactDP(Scheduler):
                 continue  # this segment cannot raise the peak above what is proved necessary
             a, b = segs[i]
             part_deadline = None
-            if deadline is not None:  # an equal share of what is left for each segment to search
+            if dp_deadline is not None:  # an equal share of what is left for each segment
                 waiting = sum(1 for j in todo[k:] if peaks[j] > bound)
-                left = deadline - time.perf_counter()
+                left = dp_deadline - time.perf_counter()
                 part_deadline = time.perf_counter() + max(left, 0.0) / waiting
             res = self._search(m, chosen[i], i, seg_of, int(before[a]), peaks[i], part_deadline)
             searched += 1
@@ -289,7 +294,7 @@ class ExactDP(Scheduler):
         if bs is not None and peak > bound and (deadline is None or
                                                 time.perf_counter() < deadline):
             # the budget search again, with the time the DP left (its memo of floors kept)
-            o2, p2, lb2 = self._budget(bs, m, order, peak, bound, deadline, info)
+            o2, p2, lb2 = self._budget(bs, m, order, peak, bound, deadline, info, resume=True)
             bound = max(bound, lb2)
             if p2 < peak:
                 order, peak = o2, p2
@@ -303,10 +308,11 @@ class ExactDP(Scheduler):
         return ScheduleResult(m.to_names(order), status, info, bound=int(min(bound, peak)))
 
     def _budget(self, bs: BudgetSearch, m: MemoryModel, order: list[int], ub: int, lb: int,
-                end: float | None, info: dict) -> tuple[list[int], int, int]:
+                end: float | None, info: dict, resume: bool = False) -> tuple[list[int], int, int]:
         """The budget search of the class docstring until ``end`` (a :func:`time.perf_counter`
         value or ``None``): ``(order, its peak, proved bound)``; ``info``'s ``budget_*`` keys
-        accumulate over calls."""
+        accumulate over calls. ``resume``: the first round skips the probe at the bound (the
+        first call made it with the same number of states)."""
         t0 = time.perf_counter()
         probes = 0
         cap = 1000 + 2 * m.n  # a probe needs n states to reach a whole order
@@ -320,14 +326,16 @@ class ExactDP(Scheduler):
         while ub > lb and bs.nodes < self.max_states:
             if end is not None and time.perf_counter() >= end:
                 break
-            r = bs.probe(lb, min(cap, self.max_states - bs.nodes), share())
-            probes += 1
-            if r.status == "found":  # an order within the proved bound: optimal
-                order, ub = r.order, int(r.peak)
-                continue
-            if r.status == "failed":  # no order within lb: the bound rises; retry there
-                lb = max(lb, int(r.bound))
-                continue
+            if not resume:
+                r = bs.probe(lb, min(cap, self.max_states - bs.nodes), share())
+                probes += 1
+                if r.status == "found":  # an order within the proved bound: optimal
+                    order, ub = r.order, int(r.peak)
+                    continue
+                if r.status == "failed":  # no order within lb: the bound rises; retry there
+                    lb = max(lb, int(r.bound))
+                    continue
+            resume = False
             soft = lb + 1  # bisect [soft, ub - 1]: budgets below soft stopped this round
             while soft < ub and bs.nodes < self.max_states and (
                     end is None or time.perf_counter() < end):
