@@ -52,8 +52,8 @@ Features of the problem (each also in the starting pairs, :func:`sequential_pair
   size x cost(pool) x lifetime steps``, the lifetime following the order) first, then the sum
   of the pools' arenas, so a result compares with the sequential (order, pool-aware planner)
   pairs it starts from and is never worse. Exact mode: the whole model with optional intervals
-  per pool (a pinned unit in the first pool: a restriction of this model, the planners let a
-  pin take any pool that holds it, :func:`planners.placement.pin_pools`). Anytime mode: order
+  per pool, each with its own offset grid, a pinned unit in any pool whose grid and capacity
+  hold its pin (the rule of :func:`planners.placement.pin_pools`). Anytime mode: order
   neighbourhoods (the shadow order of the peak) re-planned by the pool-aware ``planner``,
   alternating with address bands inside one pool, the order and the assignment fixed.
   Pools or pins do not combine with alias groups (the interval model refuses them together).
@@ -69,10 +69,8 @@ at its step in every order) or the largest unit, raised by the whole model's pro
 the orders that keep the in-place decisions valid). With **pools** ``arena`` is the sum of the
 pools' arenas and ``bound`` the order bound (at every step the live bytes of all pools fit in
 the sum of their arenas); it bounds the total arena only, not the traffic, so the status is
-``optimal`` only when CP-SAT proved the whole model's optimum (exact mode; not claimed when the
-pools' alignments differ, the model using their lcm, nor with pins and several pools, a pinned
-unit being kept in the first pool) or the traffic is 0 and the total arena is at the bound; no
-per-pool bound is stated.
+``optimal`` only when CP-SAT proved the whole model's optimum (exact mode) or the traffic is 0
+and the total arena is at the bound; no per-pool bound is stated.
 
 Every result is checked by the independent validators: the order by
 :func:`scheduling.schedule.check_schedule` (and the in-place precedences), the offsets by
@@ -214,11 +212,13 @@ class _Instance:
                 raise ProblemError(f"graph {graph.name!r}: pin of {t!r}: not a buffer of the "
                                    f"lifetime problem (buffers: activations"
                                    f"{', graph inputs' if include_inputs else ''})")
-            pa = math.lcm(alignment, *[q.alignment for q in self.pools])
-            if isinstance(o, bool) or not isinstance(o, (int, np.integer)) or o < 0 or o % pa:
+            # the buffer's own alignment; which pools' grids hold the pin decides where it may
+            # go (none: reported infeasible, as the planners do)
+            if isinstance(o, bool) or not isinstance(o, (int, np.integer)) or o < 0 \
+                    or o % alignment:
                 raise ProblemError(f"graph {graph.name!r}: pin of {t!r}: offset must be an "
                                    f"integer >= 0 bytes and a multiple of the alignment "
-                                   f"{pa} (with the pools'), got {o!r}")
+                                   f"{alignment}, got {o!r}")
         members: list[list[tuple[str, int]]]
         if self.aliases:
             ap = Problem(p.buffers, alignment=p.alignment, name=p.name, aliases=self.aliases)
@@ -743,8 +743,9 @@ def _cp_params(solver, workers: int, seed: int, wall: float, dtime: float | None
 
 def _solve_pools_whole(inst: _Instance, pos, off, pool, *, dtime, wall, seed, workers):
     """The whole model with pools (exact mode): positions of every operator, per unit a pool
-    (a Boolean per pool, exactly one; a pinned unit in the first pool, a restriction:
-    :func:`planners.feature_cpsat.solve_features` lets it take any pool that holds it) with optional time x address
+    (a Boolean per pool, exactly one; a pinned unit may take any pool whose grid and capacity
+    hold its pin, as in :func:`planners.feature_cpsat.solve_features`; the offset a multiple of
+    ``lcm(alignment, pool alignment)`` of the pool it is in) with optional time x address
     rectangles per pool (``NoOverlap2D`` per pool), ``offset + size <= H_k <= capacity_k``; the
     objective of :mod:`planners.feature_cpsat`: ``W x traffic + sum_k H_k`` with ``W = sum_k
     UB_k + 1`` (traffic = ``sum size x cost(pool) x lifetime steps``, the lifetime following
@@ -775,16 +776,22 @@ def _solve_pools_whole(inst: _Instance, pos, off, pool, *, dtime, wall, seed, wo
     for b in range(inst.m):
         s = inst.size[b]
         iv = _lifetime_interval(mdl, inst, b, lambda op: P[op], T)
-        cands = [0] if inst.pin[b] >= 0 else list(range(K))
+        # each pool's own grid: the offset is a multiple of lcm(alignment, pool alignment) only
+        # in the pool the unit is in; a pinned unit may take every pool whose grid and capacity
+        # hold its pin (the rule of planners.placement.pin_pools)
+        grid = [math.lcm(inst.alignment, a) for a in palign]
         if inst.pin[b] >= 0:
+            cands = [k for k in range(K) if inst.pin[b] % grid[k] == 0
+                     and inst.pin[b] + s <= ub[k]]
+            if not cands:
+                return pos, off, pool, False, 0.0  # no pool holds the pin: keep the start
             x = mdl.NewConstant(inst.pin[b])
         else:
-            top = max(ub[k] for k in cands) - s
-            if top < 0:
+            cands = [k for k in range(K) if ub[k] >= s]
+            if not cands:
                 return pos, off, pool, False, 0.0  # cannot fit anywhere: keep the start
-            kk = mdl.NewIntVar(0, top // al, f"k{b}")
+            top = max(ub[k] for k in cands) - s
             x = mdl.NewIntVar(0, top, f"x{b}")
-            mdl.Add(x == al * kk)
             mdl.AddHint(x, off[b])
         X.append(x)
         lit = {k: (mdl.NewBoolVar(f"q{b}_{k}") if len(cands) > 1 else None) for k in cands}
@@ -792,6 +799,12 @@ def _solve_pools_whole(inst: _Instance, pos, off, pool, *, dtime, wall, seed, wo
             mdl.AddExactlyOne(lit.values())
             for k in cands:
                 mdl.AddHint(lit[k], pool[b] == k)
+        if inst.pin[b] < 0:
+            for k, q in lit.items():
+                kk = mdl.NewIntVar(0, top // grid[k], f"k{b}_{k}")
+                c = mdl.Add(x == grid[k] * kk)
+                if q is not None:
+                    c.OnlyEnforceIf(q)
         lits.append(lit)
         for k, q in lit.items():
             if s:
@@ -835,12 +848,9 @@ def _solve_pools_whole(inst: _Instance, pos, off, pool, *, dtime, wall, seed, wo
     noff = [solver.Value(X[b]) if inst.size[b] or inst.pin[b] >= 0 else 0 for b in range(inst.m)]
     npool = [next(k for k, q in lits[b].items() if q is None or solver.Value(q))
              for b in range(inst.m)]
-    # a proof of the real problem only when the model restricted nothing: one grid for every
-    # pool (the lcm of the alignments is conservative otherwise) and no pinned unit kept in the
-    # first pool by convention while other pools exist
-    proved = (st == cp_model.OPTIMAL and (not terms or W * (top_cost + 1) < 2**62)
-              and all(math.lcm(inst.alignment, a) == al for a in palign)
-              and (K == 1 or not any(p >= 0 for p in inst.pin)))
+    # a proof of the real problem: every pool keeps its own grid and a pin may take any pool
+    # that holds it, so the model restricts nothing (only the int64 fallback objective does)
+    proved = st == cp_model.OPTIMAL and (not terms or W * (top_cost + 1) < 2**62)
     return npos, noff, npool, proved, dt
 
 

@@ -72,12 +72,17 @@ def checked(g, r, pins=None, pools=None):
     return 0, int(max((o + s for o, s in zip(r.offsets, prob.sizes)), default=0))
 
 
-def two_pools(g, frac: float):
-    """A fast pool holding ``frac`` of the file order's peak (cost 0), a slow one (cost 1)."""
+def two_pools(g, frac: float, aligns: tuple[int, int] = (1, 1)):
+    """A fast pool holding ``frac`` of the file order's peak (cost 0), a slow one (cost 1), with
+    the offset alignments ``aligns`` (bytes; different ones give each pool its own grid)."""
     from scheduling.lifetimes import peak_live_bytes
 
     cap = int(peak_live_bytes(g, list(g.ops)) * frac)
-    return [MemoryPool("sram", cap, 1, 0), MemoryPool("psram", None, 1, 1)]
+    return [MemoryPool("sram", cap, aligns[0], 0), MemoryPool("psram", None, aligns[1], 1)]
+
+
+#: Pool alignments drawn by the property tests: one grid, and two different grids.
+ALIGNS = [(1, 1), (16, 1), (4, 8)]
 
 
 # -- pools --------------------------------------------------------------------------------------
@@ -99,9 +104,9 @@ def test_pools_on_the_diamond_match_brute_force_by_hand():
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(random_graphs(max_ops=5), st.sampled_from([0.3, 0.6, 1.0]))
-def test_exact_joint_with_pools_equals_brute_force(g, frac):
-    pools = two_pools(g, frac)
+@given(random_graphs(max_ops=5), st.sampled_from([0.3, 0.6, 1.0]), st.sampled_from(ALIGNS))
+def test_exact_joint_with_pools_equals_brute_force(g, frac, aligns):
+    pools = two_pools(g, frac, aligns)
     best = brute(g, pools=pools)
     pairs = sequential_pairs(g, START, "telamalloc", time_limit=2, pools=pools)
     r = joint_optimize(g, pools=pools, **KW)
@@ -122,7 +127,8 @@ def test_exact_joint_with_pins_equals_brute_force(g, data):
     assume(ids)
     t = data.draw(st.sampled_from(ids))
     pins = {t: data.draw(st.sampled_from([0, 8, 40]))}
-    pools = two_pools(g, 0.6) if data.draw(st.booleans()) else None
+    pools = two_pools(g, 0.6, data.draw(st.sampled_from(ALIGNS))) if data.draw(st.booleans()) \
+        else None
     best = brute(g, pins=pins, pools=pools)
     r = joint_optimize(g, pins=pins, pools=pools, **KW)
     if best is None:
