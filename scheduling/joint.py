@@ -605,12 +605,7 @@ def _solve(inst: _Instance, pos: list[int], off: list[int], window: tuple[int, i
         mdl.Add(top <= old_local)
         mdl.Minimize(top)
     solver = cp_model.CpSolver()
-    prm = solver.parameters
-    prm.num_workers = workers
-    prm.random_seed = seed
-    prm.max_time_in_seconds = max(0.01, wall)
-    if dtime is not None:
-        prm.max_deterministic_time = dtime
+    _cp_params(solver, workers, seed, wall, dtime)
     st = solver.Solve(mdl)
     dt = solver.deterministic_time
     if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -688,11 +683,7 @@ def _order_solve(inst: _Instance, pos, window: tuple[int, int], *, dtime, wall, 
     mdl.AddCumulative(ivs, dem, cap)
     mdl.Minimize(cap)
     solver = cp_model.CpSolver()
-    prm = solver.parameters
-    prm.num_workers, prm.random_seed = workers, seed
-    prm.max_time_in_seconds = max(0.01, wall)
-    if dtime is not None:
-        prm.max_deterministic_time = dtime
+    _cp_params(solver, workers, seed, wall, dtime)
     st = solver.Solve(mdl)
     dt = solver.deterministic_time
     if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -733,6 +724,8 @@ def _replan(inst: _Instance, pos, planner: str, seconds: float):
 
 
 def _cp_params(solver, workers: int, seed: int, wall: float, dtime: float | None) -> None:
+    """Set a CP-SAT solver's workers, seed, wall-clock limit (seconds, at least 0.01) and, when
+    given, its deterministic-time budget: every sub-solve of this module the same way."""
     prm = solver.parameters
     prm.num_workers = workers
     prm.random_seed = seed
