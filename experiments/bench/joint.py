@@ -178,7 +178,8 @@ def draw_figure(df: pd.DataFrame, out: Path) -> list[Path]:
             ax.plot(range(len(wls)), d.arena_bytes / d.bound_bytes, m, color=c, label=p,
                     markersize=5 + 2 * (2 - i), linestyle="none")
         ax.set_xticks(range(len(wls)))
-        ax.set_xticklabels([short_label(w) for w in wls], rotation=70, fontsize=7)
+        # the registry prefix ("wakeword:") dropped: the names after it are unique and short
+        ax.set_xticklabels([short_label(w.split(":")[-1]) for w in wls], rotation=70, fontsize=7)
         ax.axhline(1.0, color="0.5", lw=0.8)
         ax.set_ylabel("arena / proved lower bound")
         ax.set_title("Order and layout: sequential pairs vs joint")
