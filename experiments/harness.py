@@ -34,6 +34,9 @@ from planners.registry import PLANNERS, check_planner_names, planner_for
 if TYPE_CHECKING:  # pandas is imported where a DataFrame is built: `memplan plan` starts fast
     import pandas as pd
 
+from experiments.records import arena_columns  # noqa: F401  (re-exported)
+from planners.io import pools_text  # noqa: F401  (re-exported)
+
 __all__ = ["RECORD_COLUMNS", "INT_COLUMNS", "POOL_COLUMNS", "records_frame", "run_one", "compare",
            "planner_for", "pools_text", "arena_columns", "default_planners", "planner_family", "params_for", "check_params_used", "warm_up",
            "TIMING_REPEATS", "REPEAT_BELOW", "DEFAULT_TIME_LIMIT", "pools_fit"]
@@ -90,43 +93,6 @@ def pools_fit(arenas: dict, pools) -> bool:
     (True, False)
     """
     return all(q.capacity is None or arenas[q.name] <= q.capacity for q in pools)
-
-
-def pools_text(pools) -> str:
-    """``pools`` (:class:`planners.model.MemoryPool`, preference order) as canonical ``--pools``
-    text: ``NAME=BYTES[:ALIGN]`` joined by commas, ``BYTES`` exact with the largest binary suffix
-    that divides it (``k``/``M``/``G``, 1k = 1024 bytes) or ``inf`` for an unbounded pool, the
-    alignment only when above 1. It reads back through
-    :func:`experiments.cli.common.parse_pools` to the same pools, and equal pools give equal
-    text (``256k`` and ``262144`` alike). ``""`` for no pools.
-
-    >>> from planners.model import MemoryPool
-    >>> pools_text([MemoryPool("sram", 262144, 16), MemoryPool("psram", 8 << 20),
-    ...             MemoryPool("dram", None), MemoryPool("odd", 1000)])
-    'sram=256k:16,psram=8M,dram=inf,odd=1000'
-    """
-    def size(b: int | None) -> str:
-        if b is None:
-            return "inf"
-        for k, suffix in ((3, "G"), (2, "M"), (1, "k")):
-            if b and b % 1024 ** k == 0:
-                return f"{b // 1024 ** k}{suffix}"
-        return str(b)
-
-    return ",".join(f"{q.name}={size(q.capacity)}"
-                    + (f":{int(q.alignment)}" if int(q.alignment) > 1 else "")
-                    for q in pools or ())
-
-
-def arena_columns(records: Sequence[dict[str, Any]]) -> list[str]:
-    """The ``arena_NAME`` columns of ``records`` (one per pool named in any record's ``pools``
-    text, in order of first appearance); ``[]`` when no record has pools."""
-    names: dict[str, None] = {}
-    for r in records:
-        for item in str(r.get("pools") or "").split(","):
-            if item:
-                names.setdefault("arena_" + item.split("=", 1)[0], None)
-    return list(names)
 
 
 def records_frame(records: Sequence[dict[str, Any]]) -> pd.DataFrame:

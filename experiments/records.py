@@ -31,7 +31,7 @@ __all__ = ["atomic_write", "write_csv", "write_parquet", "PLANS_FILE", "plan_ent
            "write_plans",
            "read_plans", "store_problem", "load_problem_csv", "external_source",
            "write_stored_problem", "problem_csv_text", "SHARED_DIR", "REPO", "SCHED_PLANS_FILE",
-           "write_schedules", "read_schedules"]
+           "write_schedules", "read_schedules", "arena_columns"]
 
 #: The side file of ``compare.csv`` with every run's offsets and the stored problems.
 PLANS_FILE = "compare_plans.json"
@@ -289,3 +289,14 @@ def read_schedules(out, name: str = SCHED_PLANS_FILE) -> dict[str, dict[str, tup
         p = load_problem_csv(out / r["problem"], f"{r['workload']} ({r['scheduler']})")
         prof.setdefault(r["workload"], {})[r["scheduler"]] = live_profile(p)
     return prof
+
+
+def arena_columns(records: Sequence[dict[str, Any]]) -> list[str]:
+    """The ``arena_NAME`` columns of ``records`` (one per pool named in any record's ``pools``
+    text, in order of first appearance); ``[]`` when no record has pools."""
+    names: dict[str, None] = {}
+    for r in records:
+        for item in str(r.get("pools") or "").split(","):
+            if item:
+                names.setdefault("arena_" + item.split("=", 1)[0], None)
+    return list(names)

@@ -60,7 +60,7 @@ from .errors import OutputError, ProblemError
 from .model import Buffer, Plan, Problem
 
 __all__ = ["read_minimalloc_csv", "write_minimalloc_csv", "minimalloc_csv_text", "csv_dict_reader", "capacity_from_name", "atomic_write",
-           "atomic_output", "output_folder", "output_error", "OutputError"]
+           "atomic_output", "output_folder", "output_error", "OutputError", "parse_pools", "pools_text"]
 
 
 # -- writing results: one atomic-write helper and one error -------------------------------------
@@ -752,3 +752,54 @@ def write_minimalloc_csv(problem: Problem, path: str | Path, plan: Plan | None =
     full disk, a read-only file system, or a parent folder that is missing or not a folder.
     """
     atomic_write(path, minimalloc_csv_text(problem, plan))
+
+
+def parse_pools(text: str | None):
+    """``--pools NAME=BYTES[:ALIGN],...`` in preference order as a tuple of
+    :class:`planners.model.MemoryPool` (``None`` when not given). ``BYTES`` is an integer or
+    ``inf`` (unbounded) with an optional ``k``/``M``/``G`` suffix (binary: 1k = 1024 bytes);
+    ``ALIGN`` bytes (default 1). Raises :class:`planners.errors.ProblemError` naming the item.
+
+    >>> [(q.name, q.capacity, q.alignment) for q in parse_pools("sram=256k:16,psram=8M")]
+    [('sram', 262144, 16), ('psram', 8388608, 1)]
+    """
+    from .model import MemoryPool
+
+    if text is None:
+        return None
+    out = []
+    for item in (x.strip() for x in text.split(",")):
+        m = re.fullmatch(r"([^=,\s]+)=(inf|\d+)([kKmMgG]?)(?::(\d+))?", item)
+        if not m:
+            raise ProblemError(f"--pools {item!r}: expected NAME=BYTES[:ALIGN] (e.g. sram=256k:16), "
+                               "comma-separated in preference order")
+        cap = None if m.group(2) == "inf" else int(m.group(2)) * 1024 ** (
+            " kmg".index(m.group(3).lower() or " "))
+        out.append(MemoryPool(m.group(1), cap, int(m.group(4) or 1)))
+    return tuple(out)
+
+
+def pools_text(pools) -> str:
+    """``pools`` (:class:`planners.model.MemoryPool`, preference order) as canonical ``--pools``
+    text: ``NAME=BYTES[:ALIGN]`` joined by commas, ``BYTES`` exact with the largest binary suffix
+    that divides it (``k``/``M``/``G``, 1k = 1024 bytes) or ``inf`` for an unbounded pool, the
+    alignment only when above 1. It reads back through
+    :func:`parse_pools` to the same pools, and equal pools give equal
+    text (``256k`` and ``262144`` alike). ``""`` for no pools.
+
+    >>> from planners.model import MemoryPool
+    >>> pools_text([MemoryPool("sram", 262144, 16), MemoryPool("psram", 8 << 20),
+    ...             MemoryPool("dram", None), MemoryPool("odd", 1000)])
+    'sram=256k:16,psram=8M,dram=inf,odd=1000'
+    """
+    def size(b: int | None) -> str:
+        if b is None:
+            return "inf"
+        for k, suffix in ((3, "G"), (2, "M"), (1, "k")):
+            if b and b % 1024 ** k == 0:
+                return f"{b // 1024 ** k}{suffix}"
+        return str(b)
+
+    return ",".join(f"{q.name}={size(q.capacity)}"
+                    + (f":{int(q.alignment)}" if int(q.alignment) > 1 else "")
+                    for q in pools or ())

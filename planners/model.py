@@ -55,7 +55,7 @@ import numpy as np
 from .errors import InvalidPlanError, ProblemError
 
 __all__ = ["Buffer", "Gap", "MemoryPool", "Problem", "Plan", "STATUSES", "KINDS", "FEATURES",
-           "INT64_MAX", "arena_top", "SolveResult", "is_proved_optimal"]
+           "INT64_MAX", "arena_top", "SolveResult", "is_proved_optimal", "pool_subproblem"]
 
 #: The compilers' features a problem may use beyond plain intervals (section "Compiler features"
 #: of :class:`Problem`); each planner declares which it handles (:mod:`planners.base`).
@@ -1403,3 +1403,18 @@ class Plan:
             f"Plan(planner={self.planner!r}, status={self.status!r}, arena={self.arena_size}, "
             f"lower_bound={self.lower_bound}, buffers={self.problem.n}, seconds={self.seconds:.4g})"
         )
+
+
+def pool_subproblem(problem: Problem, pools: np.ndarray, k: int,
+                    capacity: int | None) -> tuple[Problem, np.ndarray]:
+    """The buffers of ``problem`` assigned to pool ``k`` as a one-arena problem (alignment
+    ``lcm(buffer, pool)``, pins, hints and gaps kept, no pools, capacity ``capacity`` bytes),
+    and their indices in ``problem``."""
+    idx = np.flatnonzero(pools == k)
+    pa = problem.pools[k].alignment
+    al = problem.alignments.tolist()
+    bufs = [problem.buffers[i] for i in idx.tolist()]
+    sub = [Buffer(b.id, b.start, b.end, b.size, math.lcm(al[i], pa), b.kind, b.offset, b.hint,
+                  b.gaps) for i, b in zip(idx.tolist(), bufs, strict=True)]
+    return Problem(sub, capacity=capacity, alignment=problem.alignment,
+                   name=f"{problem.name}:{problem.pools[k].name}"), idx

@@ -23,12 +23,11 @@ exceeds its capacity, with ``plan.arenas`` per pool.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
-from .model import Buffer, Problem, SolveResult
+from .model import Problem, SolveResult, pool_subproblem  # noqa: F401 (re-exported)
 from .placement import place_features
 
 __all__ = ["spill_assignment", "pool_subproblem", "plan_pools"]
@@ -42,21 +41,6 @@ def spill_assignment(problem: Problem, order=None, fit: str = "first"):
         ncand = np.array([len(problem.candidate_pools(i)) for i in range(problem.n)], np.int64)
         order = np.lexsort((np.arange(problem.n), -problem.sizes, ncand))
     return place_features(problem, order, fit)
-
-
-def pool_subproblem(problem: Problem, pools: np.ndarray, k: int,
-                    capacity: int | None) -> tuple[Problem, np.ndarray]:
-    """The buffers of ``problem`` assigned to pool ``k`` as a one-arena problem (alignment
-    ``lcm(buffer, pool)``, pins, hints and gaps kept, no pools, capacity ``capacity`` bytes),
-    and their indices in ``problem``."""
-    idx = np.flatnonzero(pools == k)
-    pa = problem.pools[k].alignment
-    al = problem.alignments.tolist()
-    bufs = [problem.buffers[i] for i in idx.tolist()]
-    sub = [Buffer(b.id, b.start, b.end, b.size, math.lcm(al[i], pa), b.kind, b.offset, b.hint,
-                  b.gaps) for i, b in zip(idx.tolist(), bufs, strict=True)]
-    return Problem(sub, capacity=capacity, alignment=problem.alignment,
-                   name=f"{problem.name}:{problem.pools[k].name}"), idx
 
 
 def plan_pools(planner, problem: Problem):

@@ -24,7 +24,7 @@ techniques are reported with their smallest peak (``status: infeasible``) and th
 only when no technique fits. BYTES accepts a suffix ``k``/``K`` (x 1024) or ``M`` (x 1024^2).
 
 Memory pools (``--pools NAME=BYTES[:ALIGN],...`` in preference order,
-:func:`experiments.cli.common.parse_pools`): ``--budget`` may then be left out and is the first
+:func:`planners.io.parse_pools`): ``--budget`` may then be left out and is the first
 pool's capacity (a first pool without one, ``inf``, needs ``--budget``); given, it is the
 techniques' target peak as without pools. Each technique that fits then has its buffers placed
 into the pools by ``--planner`` (default ``greedy_by_size``: the spill policy, each buffer to the

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from planners.io import parse_pools  # noqa: F401  (re-exported: the --pools text)
+
 __all__ = ["split_list", "positive_seconds", "capacity_bytes", "package_version", "os_error_text",
            "parse_pools", "add_pool_flags", "parse_param", "add_param_flag", "DEFAULT_TIME_LIMIT",
            "DEFAULT_PIPELINE", "parse_pipeline", "add_pipeline_flag", "add_time_limit_flag",
@@ -116,34 +118,6 @@ def note_time_limit(names, time_limit, params=None, explicit: bool = True, file=
               f"{'has' if len(deaf) == 1 else 'have'} no time limit; --time-limit "
               f"{time_limit:g} s ignored for {'it' if len(deaf) == 1 else 'them'}",
               file=file or sys.stderr)
-
-
-def parse_pools(text: str | None):
-    """``--pools NAME=BYTES[:ALIGN],...`` in preference order as a tuple of
-    :class:`planners.model.MemoryPool` (``None`` when not given). ``BYTES`` is an integer or
-    ``inf`` (unbounded) with an optional ``k``/``M``/``G`` suffix (binary: 1k = 1024 bytes);
-    ``ALIGN`` bytes (default 1). Raises :class:`planners.errors.ProblemError` naming the item.
-
-    >>> [(q.name, q.capacity, q.alignment) for q in parse_pools("sram=256k:16,psram=8M")]
-    [('sram', 262144, 16), ('psram', 8388608, 1)]
-    """
-    import re
-
-    from planners.errors import ProblemError
-    from planners.model import MemoryPool
-
-    if text is None:
-        return None
-    out = []
-    for item in (x.strip() for x in text.split(",")):
-        m = re.fullmatch(r"([^=,\s]+)=(inf|\d+)([kKmMgG]?)(?::(\d+))?", item)
-        if not m:
-            raise ProblemError(f"--pools {item!r}: expected NAME=BYTES[:ALIGN] (e.g. sram=256k:16), "
-                               "comma-separated in preference order")
-        cap = None if m.group(2) == "inf" else int(m.group(2)) * 1024 ** (
-            " kmg".index(m.group(3).lower() or " "))
-        out.append(MemoryPool(m.group(1), cap, int(m.group(4) or 1)))
-    return tuple(out)
 
 
 def refuse_capacity_with_pools(capacity, pools) -> None:

@@ -85,7 +85,7 @@ def add_parsers(sub) -> None:
 
 def run(args) -> int:
     """Run ``memplan compare`` (planners, ``--schedulers`` or ``--pipeline``); the exit status.
-    ``--pools`` text is checked first (:func:`experiments.cli.common.parse_pools`:
+    ``--pools`` text is checked first (:func:`planners.io.parse_pools`:
     :class:`planners.errors.ProblemError`, one line, exit 2); it applies to the planner
     comparison only, and with ``--schedulers``, ``--pipeline`` or ``--rv64`` it is refused the
     same way (those compare one arena)."""

@@ -78,7 +78,7 @@ def pool_plans(plan: Plan) -> list[tuple]:
     :func:`planners.multipool.pool_subproblem`, no capacity: the pool's is in the
     :class:`~planners.model.MemoryPool`), the plan's status and the pool's own lower bound (max
     live bytes of its buffers). ``[]`` for a plan without pools. O(n log n) per pool."""
-    from planners.multipool import pool_subproblem
+    from planners.model import pool_subproblem
 
     if plan.pools is None or not plan.problem.pools:
         return []

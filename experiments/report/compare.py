@@ -77,7 +77,7 @@ def _pool_lines(ok: pd.DataFrame) -> list[str]:
     plan's bytes per pool; ``[]`` without pools."""
     if "pools" not in ok.columns or not ok["pools"].fillna("").astype(str).str.len().any():
         return []
-    from experiments.harness import arena_columns
+    from experiments.records import arena_columns
 
     per_pool = [c for c in arena_columns([{"pools": t} for t in ok["pools"].dropna().unique()])
                 if c in ok.columns]

@@ -240,11 +240,11 @@ def _workload_figures(results: Path, w: str, sub: pd.DataFrame, figs: Path,
 
 def _pool_plan(prob, offsets: np.ndarray, row):
     """The stored plan of a record with memory pools: ``prob`` (the stored one-arena problem)
-    with the record's pools (``pools`` text, :func:`experiments.cli.common.parse_pools`) and each
+    with the record's pools (``pools`` text, :func:`planners.io.parse_pools`) and each
     buffer's pool (``pool_of``); ``None`` when the record has no ``pool_of`` of the right
     length."""
-    from experiments.cli.common import parse_pools
     from planners import Plan
+    from planners.io import parse_pools
 
     raw = row.get("pool_of")
     pool_of = np.asarray(json.loads(raw), dtype=np.int64) if isinstance(raw, str) else None
@@ -530,7 +530,7 @@ def pool_table(df: pd.DataFrame) -> pd.DataFrame:
     if "pools" not in df or not (df["pools"].astype(str) != "").any():
         return pd.DataFrame()
     ok = df[df["valid"] & (df["pools"].astype(str) != "")].copy()
-    from experiments.harness import arena_columns
+    from experiments.records import arena_columns
 
     per_pool = [c for c in arena_columns([{"pools": t} for t in ok["pools"].dropna().unique()])
                 if c in ok.columns]

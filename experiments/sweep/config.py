@@ -110,19 +110,18 @@ class SweepConfig:
     #: Timed runs of each short run (:func:`experiments.harness.run_one`): median and minimum.
     timing_repeats: int = 3
     #: The ``pools`` key: memory-pool sets, each as exact ``--pools`` text
-    #: (:func:`experiments.harness.pools_text`; ``""``: one arena, no pools); a grid axis.
+    #: (:func:`planners.io.pools_text`; ``""``: one arena, no pools); a grid axis.
     pools: list[str] = field(default_factory=lambda: [""])
 
 
 def _parse_pools_key(value: Any) -> list[str]:
     """The ``pools`` key: one ``--pools`` text (``"sram=256k:16,psram=8M"``, preference order) or
     a non-empty array of them, a grid axis of pool sets (``"none"``: one arena without pools);
-    each parsed by :func:`experiments.cli.common.parse_pools` (the command line's rules) and
-    returned as exact text (:func:`experiments.harness.pools_text`), duplicates collapsed.
+    each parsed by :func:`planners.io.parse_pools` (the command line's rules) and
+    returned as exact text (:func:`planners.io.pools_text`), duplicates collapsed.
     Raises :class:`ConfigError` naming the entry and the rule."""
-    from experiments.cli.common import parse_pools
-    from experiments.harness import pools_text
     from planners.errors import ProblemError
+    from planners.io import parse_pools, pools_text
 
     items = value if isinstance(value, list) else [value]
     if not items:

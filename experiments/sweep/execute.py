@@ -63,7 +63,7 @@ def _problem_for(spec: RunSpec):
     if not w.is_graph:
         pools = getattr(spec, "pools", "")
         if pools and str(w.source).endswith(".csv"):
-            from experiments.cli.common import parse_pools
+            from planners.io import parse_pools
 
             p = load_problem(w.source, pools=parse_pools(pools))
             return Problem(p.buffers, alignment=p.alignment, name=w.name,
@@ -123,7 +123,7 @@ def execute_run(spec: RunSpec) -> tuple[dict[str, Any], str | None, str]:
                 rec["problem_ref"] = ref
         pools = getattr(spec, "pools", "")
         if pools:  # the stored problem and its digest stay the one-arena problem's
-            from experiments.cli.common import parse_pools
+            from planners.io import parse_pools
 
             problem = problem.with_pools(parse_pools(pools))
         r, plan = run_one(spec.workload.name, problem, spec.planner, time_limit=spec.time_limit,
