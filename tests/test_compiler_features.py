@@ -429,14 +429,15 @@ def test_pins_backtrack_and_infeasible_pins_are_proved_in_one_line():
 
 def test_feature_model_alignment_is_exact_per_pool():
     """Three 10-byte buffers live together, equal pool costs (no preference): sram (10 B,
-    alignment 16) takes one, psram (alignment 1) two at 0 and 10: 30 = max live, optimal.
-    The old model put every buffer with both candidates on the lcm grid (16): 10 + 26 = 36."""
+    alignment 16) takes one or none, psram (alignment 1) the rest side by side: 30 = max live,
+    optimal either way (the two optima tie on the objective). The old model put every buffer
+    with both candidates on the lcm grid (16): 10 + 26 = 36."""
     pools = [MemoryPool("sram", 10, 16, cost=1), MemoryPool("psram", None, 1, cost=1)]
     p = Problem([Buffer(c, 0, 2, 10) for c in "xyz"], pools=pools)
     for name in ("cpsat", "exact_search", "minimize"):
         r = get_planner(name).plan(p)
         assert r.status == "optimal" and r.arena_size == 30 == lower_bound(p), name
-        assert sorted(r.arenas.values()) == [10, 20]
+        assert r.arenas in ({"sram": 10, "psram": 20}, {"sram": 0, "psram": 30}), name
 
 
 def test_preference_order_is_the_default_cost():
