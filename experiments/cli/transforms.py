@@ -13,7 +13,13 @@ passes; ``--scheduler`` reorders the operators when safe) writes the model with 
 is anything
 :func:`experiments.workloads.load_graph` accepts. A fusion that raises the peak of live bytes is
 refused (one line on stderr names each, with the peak before and after, in bytes) unless
-``--allow-peak-increase`` is given (:func:`scheduling.transforms.fuse`).
+``--allow-peak-increase`` is given (:func:`scheduling.transforms.fuse`). ``--pools
+sram=256k:16,psram=8M`` plans into memory pools as ``memplan plan --pools`` does
+(:meth:`planners.Problem.with_pools`, validated by :func:`planners.validate.check_plan` with the
+pools): the json gains ``pools``, ``arenas`` and each buffer's ``pool``, the C header one
+``<PREFIX>_ARENA_<POOL>_BYTES`` per pool and ``<prefix>_buffer_pool[]``, the trace one process
+per pool; ``tflm-offline`` (one TFLite Micro arena) refuses it, and a plan over a pool's
+capacity is an error (exit 1), as on ``plan``.
 """
 
 from __future__ import annotations
@@ -46,6 +52,11 @@ def add_parsers(subparsers) -> None:
                    help="one arena with weights and inputs as residents (seed 000 layout)")
     add_time_limit_flag(e)
     add_param_flag(e)
+    e.add_argument("--pools", metavar="NAME=BYTES[:ALIGN],...",
+                   help="named memory pools in preference order, e.g. sram=256k:16,psram=8M: "
+                        "each buffer gets a pool and each pool its own arena (json: pool, "
+                        "arenas; c-header: one arena macro per pool; chrome-trace: one track "
+                        "group per pool; not tflm-offline, one TFLite Micro arena)")
     e.add_argument("--format", choices=("json", "c-header", "chrome-trace", "tflm-offline"),
                    default="json",
                    help="json (execution plan), c-header (C99 header), chrome-trace (Trace "
@@ -94,7 +105,14 @@ def run(args) -> int:
     from scheduling.transforms import run_pipeline, transformed_problem
     from scheduling.transforms.export import c_header, chrome_trace, execution_plan
 
+    from planners.io import parse_pools
+
+    pools = parse_pools(getattr(args, "pools", None))  # ProblemError: one line naming the item
     if args.format == "tflm-offline":
+        if pools:
+            raise ValueError("--format tflm-offline writes one TFLite Micro arena, so --pools "
+                             "has nothing to apply to; drop --pools or use --format json, "
+                             "c-header or chrome-trace")
         return _run_tflm_offline(args)
     if getattr(args, "scheduler", None) is not None:
         raise ValueError("--scheduler applies to --format tflm-offline only")
@@ -107,15 +125,27 @@ def run(args) -> int:
     g2, logs = run_pipeline(g, pipeline or None, pipeline_params(args))
     report_peak_refusals(logs)
     p = transformed_problem(g2, unified=args.unified, alignment=args.alignment)
+    if pools:  # as `memplan plan --pools`: each pool its own capacity and arena
+        p = p.with_pools(pools)
     planner = planner_for(args.planner, time_limit_of(args), params_of(args))
     note_time_limit([args.planner], args.time_limit)
-    if getattr(planner, "requires_capacity", False) and p.capacity is None:
+    if not pools and getattr(planner, "requires_capacity", False) and p.capacity is None:
         p = p.with_capacity(lower_bound(p))
-    plan = planner.plan(p)
+    plan = planner.plan(p)  # a planner that refuses pools raises (one line)
     if plan.status in ("infeasible", "timeout", "skipped"):
         print(f"memplan: error: planner {args.planner!r} found no plan (status {plan.status})",
               file=sys.stderr)
         return 1
+    if pools:
+        from planners.validate import check_plan
+
+        check_plan(p, plan.offsets, pools=plan.pools, pool_capacities=False)
+        over = [f"{q.name} {plan.arenas[q.name]} > {q.capacity}" for q in p.pools
+                if q.capacity is not None and plan.arenas[q.name] > q.capacity]
+        if over:
+            print(f"memplan: error: planner {args.planner!r} found no plan within the pools' "
+                  f"capacities (status {plan.status}; {', '.join(over)} bytes)", file=sys.stderr)
+            return 1
     ep = execution_plan(g2, plan, pipeline=pipeline or "")
     if args.format == "c-header":
         text = c_header(ep, args.prefix)
@@ -128,9 +158,11 @@ def run(args) -> int:
 
         atomic_write(Path(args.output), text)
         # what was written, as `view` says it (stdout holds nothing else with -o)
-        print(f"wrote {args.output}: {args.format}, {p.n} buffers, arena {plan.arena_size} bytes "
-              f"({plan.planner}, {plan.status}; time limit {time_limit_of(args):g} s, pipeline "
-              f"{pipeline or 'none'})")
+        arenas = ("" if not pools else " = " + " + ".join(f"{k} {v}"
+                                                         for k, v in plan.arenas.items()))
+        print(f"wrote {args.output}: {args.format}, {p.n} buffers, arena {plan.arena_size} bytes"
+              f"{arenas} ({plan.planner}, {plan.status}; time limit {time_limit_of(args):g} s, "
+              f"pipeline {pipeline or 'none'})")
     else:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0

@@ -41,9 +41,18 @@ __all__ = ["execution_plan", "reuse_table", "c_header", "c_identifier", "chrome_
 def reuse_table(plan: Plan) -> list[list[str]]:
     """Groups of buffers whose address ranges ``[offset, offset + size)`` intersect (connected
     components of the address-overlap relation; zero-size buffers excluded), each sorted by
-    offset, only groups of two or more. A sweep over buffers sorted by offset: ``O(n log n)``."""
+    offset, only groups of two or more; with pools, within each pool (in pool order). A sweep over buffers sorted by offset: ``O(n log n)``."""
     p = plan.problem
-    idx = np.flatnonzero(p.sizes > 0)
+    if p.pools and plan.pools is not None:  # offsets are relative to each pool's base
+        pools = np.asarray(plan.pools)
+        return [g for k in range(len(p.pools))
+                for g in _overlap_groups(plan, np.flatnonzero((p.sizes > 0) & (pools == k)))]
+    return _overlap_groups(plan, np.flatnonzero(p.sizes > 0))
+
+
+def _overlap_groups(plan: Plan, idx) -> list[list[str]]:
+    """:func:`reuse_table` over the buffers ``idx`` (one address space)."""
+    p = plan.problem
     if idx.size == 0:
         return []
     off = plan.offsets[idx]
@@ -85,10 +94,15 @@ def execution_plan(graph: Graph, plan: Plan, order: Sequence[str] | None = None,
     dict
         Keys ``model``, ``pipeline``, ``planner``, ``status``, ``arena_size``, ``lower_bound``,
         ``operators``, ``buffers``, ``reuse``. Tensors of an operator that are not buffers
-        (weights, graph inputs, outside the arena) appear with ``"buffer": null``.
+        (weights, graph inputs, outside the arena) appear with ``"buffer": null``. With memory
+        pools (:meth:`planners.Problem.with_pools`) also ``pools`` (``[{"name", "capacity",
+        "alignment"}]`` in preference order, capacity ``null`` when unbounded) and ``arenas``
+        (``{pool: bytes}``, :attr:`planners.Plan.arenas`, summing to ``arena_size``), and each
+        buffer its ``pool`` (name; its offset is relative to that pool's base).
     """
     order = list(graph.ops) if order is None else list(order)
     p = plan.problem
+    pooled = bool(p.pools) and plan.pools is not None
     bufs = []
     for k, b in enumerate(p.buffers):
         parent = p.aliases.get(b.id)
@@ -98,6 +112,8 @@ def execution_plan(graph: Graph, plan: Plan, order: Sequence[str] | None = None,
             "alias_parent": parent[0] if parent else None,
             "alias_delta": int(parent[1]) if parent else 0,
         })
+        if pooled:
+            bufs[-1]["pool"] = p.pools[int(plan.pools[k])].name
     ops = []
     for step, name in enumerate(order):
         op = graph.ops[name]
@@ -107,11 +123,16 @@ def execution_plan(graph: Graph, plan: Plan, order: Sequence[str] | None = None,
             "fused": list(op.attributes.get("fused_ops") or [name]),
             "inputs": list(op.inputs), "outputs": list(op.outputs),
         })
-    return {
+    out = {
         "model": graph.name, "pipeline": pipeline, "planner": plan.planner,
         "status": plan.status, "arena_size": plan.arena_size, "lower_bound": plan.lower_bound,
         "operators": ops, "buffers": bufs, "reuse": reuse_table(plan),
     }
+    if pooled:
+        out["pools"] = [{"name": q.name, "capacity": q.capacity, "alignment": int(q.alignment)}
+                        for q in p.pools]
+        out["arenas"] = {name: int(v) for name, v in plan.arenas.items()}
+    return out
 
 
 def c_identifier(name: str, taken: set[str]) -> str:
@@ -225,8 +246,12 @@ def c_header(ep: dict[str, Any], prefix: str = "memplan") -> str:
     taken: set[str] = set()
     ids = {b["tensor"]: c_identifier(b["tensor"], taken) for b in ep["buffers"]}
     model_id = c_identifier(str(ep["model"]), set())
+    pools = list(ep.get("pools") or [])
+    pool_taken: set[str] = set()
+    pool_ids = [c_identifier(str(q["name"]), pool_taken) for q in pools]
     guard = f"{P}_{model_id}_H"
-    while guard.startswith(f"{P}_BUF_") and guard[len(P) + 5:] in taken:  # an enum name
+    while (guard.startswith(f"{P}_BUF_") and guard[len(P) + 5:] in taken) or (
+            guard.startswith(f"{P}_POOL_") and guard[len(P) + 6:] in pool_taken):  # an enum name
         model_id += "_H"
         guard = f"{P}_{model_id}_H"
     index = {b["tensor"]: k for k, b in enumerate(ep["buffers"])}
@@ -265,6 +290,28 @@ def c_header(ep: dict[str, Any], prefix: str = "memplan") -> str:
         f"#define {P}_ARENA_SIZE {arena}{suf}",
         f"#define {P}_NUM_BUFFERS {len(ep['buffers'])}",
         f"#define {P}_NUM_OPS {len(ep['operators'])}", "",
+    ]
+    if pools:  # one arena per pool: its size, an enum of pools, each buffer's pool
+        pool_index = {str(q["name"]): k for k, q in enumerate(pools)}
+        lines += [f"/* Memory pools in preference order; a buffer's offset is relative to the "
+                  f"base of its pool's arena. {P}_ARENA_SIZE is their sum. */",
+                  f"#define {P}_NUM_POOLS {len(pools)}"]
+        lines += [f"#define {P}_ARENA_{pid}_BYTES {int(ep['arenas'][str(q['name'])])}{suf}"
+                  f" /* pool {_c_comment_text(str(q['name']))} */"
+                  for pid, q in zip(pool_ids, pools)]
+        lines += ["", f"enum {pl}_pool_id {{"]
+        lines += [f"    {P}_POOL_{pid} = {k}," for k, pid in enumerate(pool_ids)]
+        lines += ["};", f"typedef char {pl}_pools_fit[({P}_NUM_POOLS <= UINT16_MAX) ? 1 : -1];",
+                  f"static const char *const {pl}_pool_names[{P}_NUM_POOLS] = {{"]
+        lines += [f"    {_c_string(str(q['name']))}," for q in pools]
+        lines += ["};", ""]
+        if ep["buffers"]:
+            cells = [str(pool_index[str(b["pool"])]) + "u" for b in ep["buffers"]]
+            lines += [f"/* Pool of each buffer (enum {pl}_pool_id), in buffer order. */",
+                      f"static const uint16_t {pl}_buffer_pool[{P}_NUM_BUFFERS] = {{"]
+            lines += ["    " + ", ".join(cells[k:k + 16]) + "," for k in range(0, len(cells), 16)]
+            lines += ["};", ""]
+    lines += [
         f"/* Offsets and lengths (bytes): {size_t}, chosen from the arena. */",
         f"typedef {size_t} {pl}_size_t;",
         f"typedef char {pl}_arena_fits_size_t[({P}_ARENA_SIZE <= {size_max}) ? 1 : -1];",
@@ -308,51 +355,69 @@ def chrome_trace(ep: dict[str, Any]) -> dict[str, Any]:
     * pid 0, ``schedule``: one ``"X"`` event per operator at its step (``args``: op type, inputs,
       outputs).
 
+    With pools (``ep["pools"]``) each pool is its own process instead of pid 1: pid ``1 + k`` for
+    the ``k``-th pool in preference order, named ``pool NAME: arena N bytes``, with its buffers'
+    tracks (sorted by offset within the pool, ``args`` also ``pool``) and its own ``live bytes``
+    counter; ``metadata`` also holds ``arenas``.
+
     Returns a JSON-ready dict ``{"traceEvents": [...], "displayTimeUnit": "ms", "metadata":
     {...}}``; numbers are Python integers. ``O(n log n + steps)``.
     """
     bufs = list(ep["buffers"])
     ops = list(ep["operators"])
     arena = int(ep["arena_size"])
+    pools = list(ep.get("pools") or [])
+    if pools:  # one process (track group) per pool, in preference order
+        groups = [(1 + k, f"pool {q['name']}: arena {int(ep['arenas'][q['name']])} bytes "
+                          f"({ep['planner']})",
+                   [i for i, b in enumerate(bufs) if b.get("pool") == q["name"]])
+                  for k, q in enumerate(pools)]
+    else:
+        groups = [(1, f"arena {arena} bytes ({ep['planner']})", list(range(len(bufs))))]
     ev: list[dict[str, Any]] = [
         {"ph": "M", "pid": 0, "name": "process_name", "args": {"name": "schedule"}},
         {"ph": "M", "pid": 0, "name": "process_sort_index", "args": {"sort_index": 0}},
         {"ph": "M", "pid": 0, "tid": 0, "name": "thread_name", "args": {"name": "operators"}},
-        {"ph": "M", "pid": 1, "name": "process_name",
-         "args": {"name": f"arena {arena} bytes ({ep['planner']})"}},
-        {"ph": "M", "pid": 1, "name": "process_sort_index", "args": {"sort_index": 1}},
     ]
+    for pid, title, _ in groups:
+        ev += [{"ph": "M", "pid": pid, "name": "process_name", "args": {"name": title}},
+               {"ph": "M", "pid": pid, "name": "process_sort_index", "args": {"sort_index": pid}}]
     for op in ops:
         ev.append({"ph": "X", "pid": 0, "tid": 0, "name": str(op["name"]), "cat": "operator",
                    "ts": int(op["step"]), "dur": 1,
                    "args": {"op_type": op["op_type"], "inputs": list(op["inputs"]),
                             "outputs": list(op["outputs"])}})
-    rank = sorted(range(len(bufs)), key=lambda k: (int(bufs[k]["offset"]), str(bufs[k]["tensor"])))
     horizon = max([int(b["last"]) + 1 for b in bufs] + [len(ops)])
-    delta = [0] * (horizon + 1)
-    for pos, k in enumerate(rank):
-        b = bufs[k]
-        tid = k + 1
-        off, size = int(b["offset"]), int(b["length"])
-        first, last = int(b["first"]), int(b["last"])
-        ev.append({"ph": "M", "pid": 1, "tid": tid, "name": "thread_name",
-                   "args": {"name": f"{b['tensor']} @{off}"}})
-        ev.append({"ph": "M", "pid": 1, "tid": tid, "name": "thread_sort_index",
-                   "args": {"sort_index": pos}})
-        ev.append({"ph": "X", "pid": 1, "tid": tid, "name": str(b["tensor"]), "cat": "buffer",
-                   "ts": first, "dur": last - first + 1,
-                   "args": {"offset": off, "size": size, "end": off + size, "first": first,
-                            "last": last, "alias_parent": b.get("alias_parent")}})
-        if not b.get("alias_parent"):
-            delta[first] += size
-            delta[last + 1] -= size
-    live = 0
-    for step in range(horizon + 1):
-        live += delta[step]
-        ev.append({"ph": "C", "pid": 1, "tid": 0, "name": "live bytes", "ts": step,
-                   "args": {"bytes": live}})
-    return {"traceEvents": ev, "displayTimeUnit": "ms",
-            "metadata": {"model": str(ep["model"]), "pipeline": ep["pipeline"],
-                         "planner": ep["planner"], "arena_size": arena,
-                         "lower_bound": int(ep["lower_bound"]),
-                         "time_unit": "1 us of trace time = 1 schedule step"}}
+    for pid, _, members in groups:
+        rank = sorted(members, key=lambda k: (int(bufs[k]["offset"]), str(bufs[k]["tensor"])))
+        delta = [0] * (horizon + 1)
+        for pos, k in enumerate(rank):
+            b = bufs[k]
+            tid = k + 1
+            off, size = int(b["offset"]), int(b["length"])
+            first, last = int(b["first"]), int(b["last"])
+            ev.append({"ph": "M", "pid": pid, "tid": tid, "name": "thread_name",
+                       "args": {"name": f"{b['tensor']} @{off}"}})
+            ev.append({"ph": "M", "pid": pid, "tid": tid, "name": "thread_sort_index",
+                       "args": {"sort_index": pos}})
+            args = {"offset": off, "size": size, "end": off + size, "first": first,
+                    "last": last, "alias_parent": b.get("alias_parent")}
+            if pools:
+                args["pool"] = b["pool"]
+            ev.append({"ph": "X", "pid": pid, "tid": tid, "name": str(b["tensor"]),
+                       "cat": "buffer", "ts": first, "dur": last - first + 1, "args": args})
+            if not b.get("alias_parent"):
+                delta[first] += size
+                delta[last + 1] -= size
+        live = 0
+        for step in range(horizon + 1):
+            live += delta[step]
+            ev.append({"ph": "C", "pid": pid, "tid": 0, "name": "live bytes", "ts": step,
+                       "args": {"bytes": live}})
+    meta = {"model": str(ep["model"]), "pipeline": ep["pipeline"],
+            "planner": ep["planner"], "arena_size": arena,
+            "lower_bound": int(ep["lower_bound"]),
+            "time_unit": "1 us of trace time = 1 schedule step"}
+    if pools:
+        meta["arenas"] = {q["name"]: int(ep["arenas"][q["name"]]) for q in pools}
+    return {"traceEvents": ev, "displayTimeUnit": "ms", "metadata": meta}
