@@ -1275,6 +1275,19 @@ def joint_optimize(
             opos, opeak = list(pos), inst.peak(pos)
             planned_peak, ow = opeak, min(2 * window, inst.n)
             pname = planner if isinstance(planner, str) else list(planner)[0]
+
+            def adopt(order_pos, seconds: float) -> None:
+                """Plan the shadow order ``order_pos`` with ``pname`` (at most ``seconds``) and
+                take that (order, offsets) pair when its arena is below the incumbent's."""
+                nonlocal pos, off, arena, improvements
+                noff = _replan(inst, order_pos, pname, seconds)
+                if noff is not None:
+                    na = inst.arena(noff)
+                    if na < arena:
+                        pos, off, arena = list(order_pos), noff, na
+                        improvements += 1
+                        trace.append((round(time.perf_counter() - t0, 3), arena))
+
             # first the order alone for 40 % of the time (windows are cheap without addresses)
             phase_end = time.perf_counter() + 0.4 * (deadline - time.perf_counter())
             next_plan = time.perf_counter() + 0.1 * (deadline - t0)
@@ -1294,19 +1307,11 @@ def joint_optimize(
                 if (opeak < arena and opeak < 0.995 * planned_peak and now >= next_plan
                         and deterministic_time is None):  # plan now and then (wall clock only)
                     planned_peak, next_plan = opeak, now + 0.1 * (deadline - t0)
-                    noff = _replan(inst, opos, pname, min(3.0, phase_end - now))
-                    if noff is not None and inst.arena(noff) < arena:
-                        pos, off, arena = list(opos), noff, inst.arena(noff)
-                        improvements += 1
-                        trace.append((round(time.perf_counter() - t0, 3), arena))
+                    adopt(opos, min(3.0, phase_end - now))
             phase_peak = opeak
             if opeak < arena and opeak < planned_peak:
                 planned_peak = opeak
-                noff = _replan(inst, opos, pname, min(5.0, deadline - time.perf_counter()))
-                if noff is not None and inst.arena(noff) < arena:
-                    pos, off, arena = list(opos), noff, inst.arena(noff)
-                    improvements += 1
-                    trace.append((round(time.perf_counter() - t0, 3), arena))
+                adopt(opos, min(5.0, deadline - time.perf_counter()))
             while arena > bound:
                 now = time.perf_counter()
                 if now >= deadline or (deterministic_time is not None
@@ -1327,11 +1332,7 @@ def joint_optimize(
                         max(ow - 4, 6) if dt >= sub_dt else ow)
                     if opeak < arena and opeak < planned_peak:
                         planned_peak = opeak
-                        noff = _replan(inst, opos, pname, min(3.0, deadline - time.perf_counter()))
-                        if noff is not None and inst.arena(noff) < arena:
-                            pos, off, arena = list(opos), noff, inst.arena(noff)
-                            improvements += 1
-                            trace.append((round(time.perf_counter() - t0, 3), arena))
+                        adopt(opos, min(3.0, deadline - time.perf_counter()))
                     continue
                 layout_only = rng.random() < 0.4  # an address band alone (the order kept)
                 lo_k, hi_k, fb = _neighbourhood(inst, pos, off, arena, w, nb, rng)
