@@ -673,20 +673,14 @@ def reorder_graph(graph_module, scheduler: str = "min_live", **params) -> dict:
     anchor = max((n for n in nodes if n.op in ("placeholder", "get_attr")), key=pos.get,
                  default=None)
     first = anchor is None
-    for n in new:
-        for a in allocs_of[n]:
+    for n in new:  # each operator right after its allocations, in the new order
+        for a in (*allocs_of[n], n):
             if first:
                 nodes[0].prepend(a)
                 first = False
             else:
                 anchor.append(a)
             anchor = a
-        if first:
-            nodes[0].prepend(n)
-            first = False
-        else:
-            anchor.append(n)
-        anchor = n
     fx_graph.lint()
     graph_module.recompile()
     moved = sum(1 for a, b in zip(ops, new, strict=True) if a is not b)
