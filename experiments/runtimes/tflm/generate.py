@@ -305,12 +305,17 @@ def model_spec(seed: int) -> tuple[list[dict], set[str]]:
         subs.append(s.spec())
         return len(subs) - 1
 
+    def operand(kind: str) -> tuple[tuple, bool]:
+        """The operand of a new ``kind`` (IF/WHILE) operator -- often one shaped like the first
+        such operator's, so its callees can be shared -- and whether they are shared."""
+        x = main.pick()
+        if kind in callees and rng.random() < 0.7:
+            x = main.pick(callees[kind][2]) or x
+        return x, kind in callees and callees[kind][2] == x[1]
+
     def control(kind: str) -> None:
         if kind == "IF":
-            x = main.pick()
-            if "IF" in callees and rng.random() < 0.7:
-                x = main.pick(callees["IF"][2]) or x
-            shared = "IF" in callees and callees["IF"][2] == x[1]
+            x, shared = operand("IF")
             if shared:
                 then_i, else_i, _ = callees["IF"]
                 tags.add("if_shared")
@@ -340,10 +345,7 @@ def model_spec(seed: int) -> tuple[list[dict], set[str]]:
             tags.add("if")
             main.pool.append(out)
         elif kind == "WHILE":
-            x = main.pick()
-            if "WHILE" in callees and rng.random() < 0.7:
-                x = main.pick(callees["WHILE"][2]) or x
-            shared = "WHILE" in callees and callees["WHILE"][2] == x[1]
+            x, shared = operand("WHILE")
             if shared:
                 cond_i, body_i, _ = callees["WHILE"]
                 tags.add("while_shared")
