@@ -251,16 +251,18 @@ def test_exact_dp_on_a_wide_layered_graph_reports_timeout_with_a_bound_below_its
 
 
 # -- budget search ---------------------------------------------------------------------------------
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(random_graphs(max_ops=8), st.booleans(), st.booleans(),
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_graphs(max_ops=8), st.booleans(), st.booleans(), st.booleans(),
        st.lists(st.integers(-3, 40), max_size=4))
-def test_budget_probes_agree_with_brute_force(g, with_cuts, lookahead, offsets):
+def test_budget_probes_agree_with_brute_force(g, with_cuts, lookahead, reduce, offsets):
     """A probe finds an order within the budget exactly when one exists, and a failed probe's
-    bound is above the budget and never above the optimum (floors memoised across probes)."""
+    bound is above the budget and never above the optimum (floors memoised across probes), with
+    and without the dominance of moves that do not raise the live bytes."""
     opt = brute(g)
     m = MemoryModel(g)
     A = ancestor_matrix(m)
-    bs = BudgetSearch(m, A, complete_cuts(m, A) if with_cuts else (), lookahead=lookahead)
+    bs = BudgetSearch(m, A, complete_cuts(m, A) if with_cuts else (), lookahead=lookahead,
+                      reduce=reduce)
     for budget in [opt - 1, opt, *(max(opt + d, 0) for d in offsets), opt // 2]:
         r = bs.probe(budget, 10**6)
         if budget >= opt:

@@ -43,6 +43,26 @@ tried: one that holds ``S + u`` and whose value is at most ``B`` is a witness to
 none fits is ``C_{S+u}(v)`` solved, and the largest least-live set becomes the witness (or the
 move is pruned). Witnesses only decide when to solve, never what is proved.
 
+Dominated moves (``reduce=True``)
+--------------------------------
+``live`` is submodular along down-sets: for down-sets ``S' <= X`` and a set ``W`` disjoint from
+``X`` with ``X + W`` and ``S' + W`` down-sets, ``live(X + W) - live(X) <= live(S' + W) -
+live(S')`` (``W``'s outputs read outside ``X + W`` are among those read outside ``S' + W``, and
+every input that ``W`` frees after ``S'`` it frees after ``X`` too). Hence, from a state ``S``,
+a **chain** ``u_1 -> u_2 -> ... -> u_k`` (each ``u_{j+1}`` a successor of ``u_j`` made ready by
+it, so every order runs the chain's operators in this order) whose steps from ``S`` are within
+``B`` and whose end ``live(S + U)`` is at most ``live`` at ``S`` and after each shorter prefix
+dominates: moving ``U`` to the front of any order from ``S`` within ``B`` changes the live bytes
+before each other step by ``live(X + U) - live(X) <= 0``, and leaves the steps after the chain's
+last operator unchanged. So only ``u_1`` is tried (``k = 1``: a move that does not raise the
+live bytes; chains of up to ``chain`` operators are looked for when there is none). Its floor
+stays a bound for the state: the best order starting with ``u_1`` has peak at most the larger of
+the chain's steps (``<= B``) and the state's best peak, so a failed ``u_1`` with floor above
+``B`` bounds every order from ``S``. On ``moccasin_layered`` seed 0 (250 operators) the probe
+at 195,559 bytes expanded 62,782 states in 20 s with single moves forced, against 29,911
+without (measured side by side); on ``randwire`` of 101 operators at 1,313,013 bytes, 81,978
+states in 30 s with chains, against 29,979.
+
 Moves are tried by increasing look-ahead value: the larger of the move's step and the largest
 witness value after it, as far as the repairs above tell without a flow (with
 ``lookahead=False``: by live bytes after the move, the greedy ``min_live`` rule), then by live
@@ -115,6 +135,10 @@ class BudgetSearch:
         which costs time, never soundness).
     lookahead : bool, default True
         Order the moves by their look-ahead value (module docstring).
+    reduce : bool, default True
+        Try only a dominating move where there is one (module docstring).
+    chain : int, default 4
+        Longest chain looked for by ``reduce`` (1: single moves only).
 
     Raises
     ------
@@ -123,7 +147,8 @@ class BudgetSearch:
     """
 
     def __init__(self, model: MemoryModel, ancestors: np.ndarray, cuts=(),
-                 max_memo: int = 500_000, lookahead: bool = True) -> None:
+                 max_memo: int = 500_000, lookahead: bool = True, reduce: bool = True,
+                 chain: int = 4) -> None:
         self.m = model
         self.n = model.n
         self.A = ancestors
@@ -156,6 +181,8 @@ class BudgetSearch:
         self.nodes = 0
         self.flows = 0
         self.lookahead = bool(lookahead)
+        self.reduce = bool(reduce)
+        self.chain = int(chain) if reduce else 0
 
     def probe(self, budget: int, max_nodes: int, deadline: float | None = None) -> Probe:
         """Search for an order with peak ``<= budget`` bytes, expanding at most ``max_nodes``
@@ -207,6 +234,36 @@ class BudgetSearch:
                          self.flows - flows0)
         return Probe("failed", None, None, int(floor), self.nodes - nodes0, self.flows - flows0)
 
+    def _chain(self, u: int, after: int, low: int, depth: int) -> bool:
+        """Whether running ``u`` (live bytes ``after`` once it ran; ``low``: the least live bytes
+        before it along the chain) then a chain of at most ``depth`` successors, each made ready
+        by the one before, within the budget, ends at or below ``low`` (module docstring)."""
+        m, B = self.m, self._B
+        alloc, dead, size, keep, rem, indeg = (self._alloc, self._dead, self._size, self._keep,
+                                               self._rem, self._indeg)
+        for t in m.ins[u]:
+            rem[t] -= 1
+        for s in m.succs[u]:
+            indeg[s] -= 1
+        low2 = low if low < after else after
+        ok = False
+        for w in m.succs[u]:
+            if indeg[w] or after + alloc[w] > B:
+                continue
+            fr = dead[w]
+            for t in m.ins[w]:
+                if rem[t] == 1 and not keep[t]:
+                    fr += size[t]
+            aw = after + alloc[w] - fr
+            if aw <= low2 or (depth > 1 and self._chain(w, aw, low2, depth - 1)):
+                ok = True
+                break
+        for s in m.succs[u]:
+            indeg[s] += 1
+        for t in m.ins[u]:
+            rem[t] += 1
+        return ok
+
     def _dfs(self, S: int, live: int, pk: int, ready: set[int]) -> tuple[bool, int]:
         """Extend the order from state ``S`` (``live`` bytes live, peak ``pk`` so far): ``(True,
         0)`` when a complete order within the budget was reached (left in ``self._order``), else
@@ -232,6 +289,16 @@ class BudgetSearch:
                     fr += size[t]
             moves.append((at - fr, u, at))
         Sb, Wd = self._Sb, self._Wd
+        if self.reduce:
+            free = [mv for mv in moves if mv[0] <= live]
+            if not free and self.chain > 1:
+                for mv in sorted(moves):
+                    if self._chain(mv[1], mv[0], live, self.chain - 1):
+                        free = [mv]
+                        break
+            if free:  # a move that does not raise the live bytes dominates (docstring)
+                moves = [min(free)]
+                floor = None
         if self.lookahead and len(moves) > 1:
             look = []
             for after, u, at in moves:
