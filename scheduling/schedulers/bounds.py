@@ -211,19 +211,22 @@ class ClosureCut:
         self.upper = (model.alloc + lv).astype(np.int64)
 
     def value(self, v: int, forced: np.ndarray | None = None,
-              largest: bool = False) -> tuple[int, np.ndarray]:
+              largest: bool = False, banned: np.ndarray | None = None) -> tuple[int, np.ndarray]:
         """``C_S(v)`` (bytes) and a down-set ``D`` attaining it (numpy bool ``(n,)``).
 
         ``forced``: numpy bool ``(n,)``, the set ``S`` that must be in ``D`` (a down-set, none of
-        it ``v`` or a descendant of ``v``; ``None``: empty). ``D`` is the smallest such set with
-        the least live bytes (the source side of the minimum cut), or with ``largest=True`` the
-        largest (every operator that cannot reach the sink in the residual network).
+        it ``v`` or a descendant of ``v``; ``None``: empty). ``banned``: numpy bool ``(n,)``,
+        operators kept out of ``D`` besides ``v`` and its descendants (an up-set, disjoint from
+        ``forced``): the least live bytes over the sets ``D`` between the two. ``D`` is the
+        smallest such set with the least live bytes (the source side of the minimum cut), or
+        with ``largest=True`` the largest (every operator that cannot reach the sink in the
+        residual network).
 
         Raises
         ------
         ValueError
-            ``forced`` holds ``v`` or a descendant of ``v`` (no order runs it before ``v``), or
-            the solver did not finish.
+            ``forced`` holds ``v``, a descendant of ``v`` or a banned operator (no order runs it
+            before ``v``), or the solver did not finish.
         """
         n, A = self.n, self.A
         fin = A[v].copy()
@@ -231,6 +234,8 @@ class ClosureCut:
             fin |= forced
         out = A[:, v].copy()
         out[v] = True
+        if banned is not None:
+            out |= banned
         if (fin & out).any():
             bad = int(np.flatnonzero(fin & out)[0])
             raise ValueError(f"closure bound: operator {bad} is forced to run before operator {v}"

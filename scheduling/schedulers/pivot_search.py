@@ -1,0 +1,364 @@
+"""Decide ``is there an operator order with peak <= B bytes?`` by splitting at a pivot operator:
+every order runs the pivot after one of the few least-live sets that fit it.
+
+The budget search of :mod:`.budget_search` walks the down-sets of the whole graph forward, and a
+failing probe must visit every down-set that stays within the budget: on ``moccasin_layered``
+seed 0 (250 operators) the probe at 195,559 bytes expanded 6.7 million states in 15 minutes
+without an answer. Yet the operator whose closure bound is the largest (:mod:`.bounds`, bound 4)
+has very few sets it can run after: at that budget operator 131 fits after 10 down-sets only.
+This module decides the budget question through them.
+
+Decomposition
+-------------
+Write ``live(X)`` for the bytes live once exactly the down-set ``X`` has run (:mod:`.memsim`'s
+convention) and ``Reach(S0, T)`` for the question: starting with exactly the down-set ``S0``
+run, can the operators of the down-set ``T`` (``S0 <= T``) run, and no others, with every step
+within ``B``? The whole question is ``Reach({}, V)``. Pick a **pivot** ``v`` in ``T - S0``.
+Every such order runs ``v`` at some step, after a down-set ``D`` with ``S0 <= D``, every
+ancestor of ``v`` in ``D``, ``D <= T`` and neither ``v`` nor a descendant of ``v`` in ``D``; its
+step has ``live(D) + alloc(v)`` bytes. So the order exists exactly when some such ``D`` with
+``live(D) + alloc(v) <= B`` has ``Reach(S0, D)`` and ``Reach(D + v, T)`` (the part of the order
+before ``v`` and the part after it). The sets ``D`` are enumerated by branching on the
+undecided operators (in ``D``: with its ancestors; out: with its descendants), each branch
+bounded by one minimum cut (:meth:`.bounds.ClosureCut.value` with forced and banned
+operators): a branch whose least live bytes plus ``alloc(v)`` is above ``B`` holds none. The
+pivot is the operator of ``T - S0`` with the largest closure bound, the one with the fewest
+sets to fit.
+
+Each ``Reach(S0, T)`` is a problem of the same kind on a smaller graph (:func:`sub_model`):
+the operators of ``T - S0``; a tensor produced there is kept to the end when it is a graph
+output or has a reader outside ``T``; a tensor live after ``S0`` (produced in ``S0``, kept or
+read outside ``S0``) is part of a constant **baseline** (taken off the budget) when it is kept
+or read outside ``T``, and is otherwise produced by one **source** operator that runs first
+(a predecessor of every operator of the part), so its bytes are freed by its last reader as in
+the whole graph. The live bytes at every step of the part are then those of the whole graph
+less the baseline. Each part is first given to a budget search probe of a few thousand states
+(:class:`.budget_search.BudgetSearch`, sound: a found order is checked, a failure is proved);
+a probe that stops is decided by splitting again. For each set both parts are probed first
+(a set one of whose parts fails is out), and only then split, the part with fewer operators
+first. Both parts have fewer operators than the
+whole (neither holds ``v``), so the recursion ends. Answers are cached per ``(S0, T)`` within
+one decision.
+
+Outcome: ``found`` (an order of the whole graph, checked by :meth:`.memsim.MemoryModel.peak`),
+``failed`` (no order within ``B``: every set ``D`` of every split failed, proved) or ``stopped``
+(the time, the set limit or the depth limit ran out somewhere, and no order was found: nothing
+is claimed).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .bounds import ClosureCut, ancestor_matrix, complete_cuts
+from .budget_search import BudgetSearch
+from .memsim import MemoryModel
+
+__all__ = ["PivotSearch", "PivotResult", "sub_model"]
+
+#: Operators with the largest closure bounds tried as the pivot of one split.
+_PIVOTS = 8
+
+
+@dataclass
+class PivotResult:
+    """Outcome of :meth:`PivotSearch.decide`: ``status`` ``"found"`` (``order``: operator
+    indices of the whole graph, ``peak`` its peak in bytes, at most the budget), ``"failed"``
+    (proved: no order has peak within the budget) or ``"stopped"`` (nothing claimed).
+    ``parts``: sub-problems decided; ``sets``: pivot sets enumerated; ``nodes``: budget search
+    states expanded in all parts."""
+
+    status: str
+    order: list[int] | None
+    peak: int | None
+    parts: int
+    sets: int
+    nodes: int
+
+
+class _SubModel:
+    """A :class:`.memsim.MemoryModel` of one part ``Reach(S0, T)`` (module docstring), built
+    without a graph. ``ops[i]`` is the whole graph's operator of part operator ``i`` (``-1`` for
+    the source operator, always index 0 when present); ``baseline``: bytes live throughout."""
+
+    graph = None
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+
+def sub_model(model: MemoryModel, S0: np.ndarray, T: np.ndarray) -> _SubModel:
+    """The part ``Reach(S0, T)`` of ``model`` as a memory model of its own (module docstring).
+
+    ``S0``, ``T``: numpy bool ``(model.n,)``, down-sets with ``S0 <= T``. The result has the
+    attributes :class:`.budget_search.BudgetSearch` and :class:`.bounds.ClosureCut` read
+    (``n``, ``m``, ``preds``, ``succs``, ``ins``, ``outs``, ``consumers``, ``alloc``, ``dead``,
+    ``size``, ``keep``, ``producer``, ``n_consumers``, ``in_bytes``, ``topological``, ``peak``,
+    ``is_topological``, ``op_lower_bound``) plus ``ops`` and ``baseline`` (bytes). ``O(#ops +
+    #tensor uses)``.
+    """
+    run = np.flatnonzero(T & ~S0).tolist()
+    sub = {v: i for i, v in enumerate(run)}
+    size = model.size.tolist()
+    keep = model.keep.tolist()
+    baseline = 0
+    src: list[int] = []  # tensors produced in S0, read in T - S0 only (after S0)
+    tens: list[int] = []  # tensors produced in T - S0
+    for t in range(model.m):
+        p = int(model.producer[t])
+        cons = model.consumers[t]
+        if S0[p]:
+            if keep[t] or any(not T[c] for c in cons):  # live throughout the part
+                baseline += size[t]
+            elif any(not S0[c] for c in cons):
+                src.append(t)
+        elif T[p]:
+            tens.append(t)
+    shift = 1 if src else 0
+    n = len(run) + shift
+    sm = _SubModel(n)
+    sm.ops = ([-1] if src else []) + run
+    sm.baseline = baseline
+    sizes, keeps, prod, consumers = [], [], [], []
+    ins: list[list[int]] = [[] for _ in range(n)]
+    outs: list[list[int]] = [[] for _ in range(n)]
+    for t in src:
+        outs[0].append(len(sizes))
+        sizes.append(size[t])
+        keeps.append(False)
+        prod.append(0)
+        consumers.append(sorted(sub[c] + shift for c in model.consumers[t] if not S0[c]))
+    for t in tens:
+        p = sub[int(model.producer[t])] + shift
+        outs[p].append(len(sizes))
+        sizes.append(size[t])
+        cons = model.consumers[t]
+        keeps.append(bool(keep[t] or any(not T[c] for c in cons)))
+        prod.append(p)
+        consumers.append([sub[c] + shift for c in cons if T[c]])
+    for j, cs in enumerate(consumers):
+        for c in cs:
+            ins[c].append(j)
+    for c in range(n):
+        ins[c].sort()
+    sm.m = len(sizes)
+    sm.size = np.asarray(sizes, np.int64)
+    sm.keep = np.asarray(keeps, bool)
+    sm.producer = np.asarray(prod, np.int64)
+    sm.consumers = consumers
+    sm.ins, sm.outs = ins, outs
+    preds: list[list[int]] = []
+    for i in range(n):
+        if src and i == 0:
+            preds.append([])
+            continue
+        v = sm.ops[i]
+        ps = [sub[p] + shift for p in model.preds[v] if not S0[p]]
+        if src and not ps:
+            ps = [0]  # the source runs first
+        preds.append(ps)
+    sm.preds = preds
+    sm.succs = [[] for _ in range(n)]
+    for i, ps in enumerate(preds):
+        for p in ps:
+            sm.succs[p].append(i)
+    alloc = np.zeros(n, np.int64)
+    for i in range(n):
+        alloc[i] = sum(sizes[j] for j in outs[i])
+    sm.alloc = alloc
+    sm.n_consumers = np.asarray([len(c) for c in consumers], np.int64)
+    dead = np.zeros(n, np.int64)
+    for j in range(sm.m):
+        if not consumers[j] and not keeps[j]:
+            dead[prod[j]] += sizes[j]
+    sm.dead = dead
+    sm.in_bytes = np.asarray([sum(sizes[j] for j in ins[i]) for i in range(n)], np.int64)
+    for name in ("topological", "peak", "is_topological", "op_lower_bound", "profile"):
+        setattr(sm, name, getattr(MemoryModel, name).__get__(sm))
+    return sm
+
+
+class _Stop(Exception):
+    """The time limit ran out."""
+
+
+class PivotSearch:
+    """The decision ``peak <= B?`` by pivot splits (module docstring).
+
+    Parameters
+    ----------
+    model : MemoryModel
+    probe_nodes : int, default 2000
+        States each part's budget search probe may expand (plus twice its operators) before
+        the part is split; 0: one state (tests: nearly every part is split).
+    max_sets : int, default 5000
+        Most pivot sets enumerated for one split; beyond, that split stops (nothing claimed).
+    max_depth : int, default 60
+        Deepest nesting of splits; deeper parts stop.
+    probe_top : bool, default True
+        Probe the whole graph before its split (``False`` when the caller has probed it).
+    """
+
+    def __init__(self, model: MemoryModel, probe_nodes: int = 2000, max_sets: int = 5000,
+                 max_depth: int = 60, probe_top: bool = True) -> None:
+        self.m = model
+        self.probe_top = bool(probe_top)
+        self.probe_nodes = int(probe_nodes)
+        self.max_sets = int(max_sets)
+        self.max_depth = int(max_depth)
+
+    def decide(self, budget: int, deadline: float | None = None) -> PivotResult:
+        """Is there an order of the whole graph with peak ``<= budget`` bytes? Stops at
+        ``deadline`` (a :func:`time.perf_counter` value). Returns a :class:`PivotResult`."""
+        m = self.m
+        self._B = int(budget)
+        self._deadline = deadline
+        self._cache: dict[tuple[bytes, bytes], tuple[str, list[int] | None]] = {}
+        self._parts = self._sets = self._nodes = 0
+        S0 = np.zeros(m.n, bool)
+        T = np.ones(m.n, bool)
+        old = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(old, 4 * m.n + 1000))
+        if self.probe_top is False:  # the whole graph goes to a split at once
+            self._cache[(np.packbits(S0).tobytes(), np.packbits(T).tobytes())] = ("probed", None)
+        try:
+            status, order = self._reach(S0, T, 0)
+        except _Stop:
+            status, order = "stopped", None
+        finally:
+            sys.setrecursionlimit(old)
+        peak = None
+        if status == "found":
+            assert order is not None and m.is_topological(order)
+            peak = m.peak(order)
+            assert peak <= self._B, (peak, self._B)
+        return PivotResult(status, order if status == "found" else None, peak, self._parts,
+                           self._sets, self._nodes)
+
+    def _reach(self, S0: np.ndarray, T: np.ndarray, depth: int,
+               quick: bool = False) -> tuple[str, list[int] | None]:
+        """``Reach(S0, T)`` of the module docstring: ``(status, order of T - S0)``, the order in
+        the whole graph's operator indices. ``quick``: the budget search probe only (a part it
+        cannot decide is ``"stopped"`` without a split)."""
+        key = (np.packbits(S0).tobytes(), np.packbits(T).tobytes())
+        hit = self._cache.get(key)
+        if hit is not None and (quick or hit[0] != "probed"):
+            return ("stopped", None) if hit[0] == "probed" else hit
+        out = self._solve(S0, T, depth, quick, hit is not None)
+        self._cache[key] = ("probed", None) if quick and out[0] == "stopped" else out
+        return out
+
+    def _solve(self, S0: np.ndarray, T: np.ndarray, depth: int, quick: bool,
+               probed: bool) -> tuple[str, list[int] | None]:
+        if self._deadline is not None and time.perf_counter() > self._deadline:
+            raise _Stop
+        self._parts += 1
+        sm = sub_model(self.m, S0, T)
+        B = self._B - sm.baseline
+        if sm.n == 0:
+            return ("found", []) if B >= 0 else ("failed", None)
+        if sm.op_lower_bound() > B:
+            return "failed", None
+        ops = sm.ops
+        A = ancestor_matrix(sm)
+        bs = BudgetSearch(sm, A, complete_cuts(sm, A))
+        if not probed:
+            r = bs.probe(B, self.probe_nodes + 2 * sm.n if self.probe_nodes else 1, self._deadline)
+            self._nodes += r.nodes
+            if r.status == "found":
+                return "found", [ops[i] for i in r.order if ops[i] >= 0]
+            if r.status == "failed":
+                return "failed", None
+        if quick:
+            return "stopped", None
+        if self._deadline is not None and time.perf_counter() > self._deadline:
+            raise _Stop
+        if depth >= self.max_depth:
+            return "stopped", None
+        net = bs.net
+        # the pivot: among the operators with the largest closure bounds, the first whose sets
+        # number at most 64, else 512, else max_sets (fewest sets to split into)
+        cand = [i for i in range(sm.n) if ops[i] >= 0]
+        vals = {i: net.value(i)[0] for i in cand}
+        cand.sort(key=lambda i: (-vals[i], i))
+        sets = None
+        for cap in (64, 512, self.max_sets):
+            for v in cand[:_PIVOTS]:
+                sets = self._sets_for(net, A, v, B, cap)
+                if sets is not None:
+                    break
+            if sets is not None:
+                break
+        if sets is None:
+            return "stopped", None
+        # each set: the part before the pivot and the part after it, first by probes alone (a
+        # set either of whose parts fails is out), then split further
+        splits = []
+        for _, D in sets:
+            Dw = S0.copy()
+            Dw[[ops[i] for i in np.flatnonzero(D).tolist() if ops[i] >= 0]] = True
+            after = Dw.copy()
+            after[ops[v]] = True
+            pair = [(S0, Dw), (after, T)]
+            res = []
+            for a, b in pair:
+                res.append(self._reach(a, b, depth + 1, quick=True))
+                if res[-1][0] == "failed":
+                    break
+            if res[-1][0] == "failed":
+                continue
+            if all(st == "found" for st, _ in res):
+                return "found", [*res[0][1], ops[v], *res[1][1]]
+            splits.append(pair)
+        stopped = False
+        for pair in splits:  # the part with fewer operators first: the cheaper to settle
+            sizes = [int((b & ~a).sum()) for a, b in pair]
+            res = {}
+            for k in sorted(range(2), key=lambda k: (sizes[k], k)):
+                res[k] = self._reach(*pair[k], depth + 1)
+                if res[k][0] != "found":
+                    break
+            if len(res) == 2 and all(st == "found" for st, _ in res.values()):
+                return "found", [*res[0][1], ops[v], *res[1][1]]
+            stopped |= any(st == "stopped" for st, _ in res.values())
+        return ("stopped" if stopped else "failed"), None
+
+    def _sets_for(self, net: ClosureCut, A: np.ndarray, v: int, B: int,
+                  cap: int) -> list[tuple[int, np.ndarray]] | None:
+        """Every down-set ``D`` valid for ``v`` (ancestors in, ``v`` and descendants out) with
+        ``live(D) + alloc(v) <= B``, as ``(that value, D)`` sorted by value then mask; ``None``
+        when there are more than ``cap``."""
+        fin0 = A[v].copy()
+        out0 = A[:, v].copy()
+        out0[v] = True
+        found: list[tuple[int, np.ndarray]] = []
+        stack = [(fin0, out0)]
+        while stack:
+            if self._deadline is not None and time.perf_counter() > self._deadline:
+                raise _Stop
+            fin, out = stack.pop()
+            c, D = net.value(v, fin, banned=out)
+            if c > B:
+                continue
+            und = np.flatnonzero(~fin & ~out)
+            if und.size == 0:
+                found.append((c, D))
+                self._sets += 1
+                if len(found) > cap:
+                    return None
+                continue
+            u = int(und[0])
+            o2 = out | A[:, u]
+            o2[u] = True
+            if not (fin & o2).any():
+                stack.append((fin, o2))
+            f2 = fin | A[u]
+            f2[u] = True
+            if not (f2 & out).any():
+                stack.append((f2, out))
+        found.sort(key=lambda cD: (cD[0], np.packbits(cD[1]).tobytes()))
+        return found
