@@ -126,3 +126,17 @@ def test_splitting_every_part_still_decides_exactly():
     below, at = ps.decide(opt - 1), ps.decide(opt)
     assert below.status == "failed" and at.status == "found" and at.peak <= opt
     assert below.parts > 10 and at.parts > 1
+
+
+def test_a_stopped_decision_resumes_from_its_settled_parts():
+    """Asked again at the same budget, a decision that ran out of time goes on from the parts it
+    settled (fewer parts decided anew) and reaches the same proof; a new budget starts over."""
+    m = MemoryModel(moccasin_layered(seed=0, n_ops=250))
+    fresh = PivotSearch(m).decide(195_559)
+    ps = PivotSearch(m)
+    first = ps.decide(195_559, deadline=time.perf_counter() + 0.8)
+    assert first.status == "stopped" and first.order is None
+    again = ps.decide(195_559)
+    assert again.status == fresh.status == "failed"
+    assert again.parts < fresh.parts
+    assert ps.decide(195_560).status == "found"

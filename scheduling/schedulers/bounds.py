@@ -197,6 +197,11 @@ class ClosureCut:
         tails += [x(u) for u in range(n)]
         heads += [1] * n
         caps += [0] * n
+        # arc ids of the forcing arcs per operator, and capacities to set them to
+        self._force_arcs = (self.force0 + np.arange(n)).astype(np.int32)
+        self._ban_arcs = (self.ban0 + np.arange(n)).astype(np.int32)
+        self._infs = np.full(n, self.inf, np.int64)
+        self._zeros = np.zeros(n, np.int64)
         self.flow = max_flow.SimpleMaxFlow()
         self.flow.add_arcs_with_capacity(np.asarray(tails, np.int32), np.asarray(heads, np.int32),
                                          np.asarray(caps, np.int64))
@@ -240,10 +245,10 @@ class ClosureCut:
             bad = int(np.flatnonzero(fin & out)[0])
             raise ValueError(f"closure bound: operator {bad} is forced to run before operator {v}"
                              " but is that operator or one of its descendants")
-        fi, bi = np.flatnonzero(fin), np.flatnonzero(out)
+        fa, ba = self._force_arcs[fin], self._ban_arcs[out]
         f = self.flow
-        f.set_arcs_capacity((self.force0 + fi).astype(np.int32), np.full(fi.size, self.inf))
-        f.set_arcs_capacity((self.ban0 + bi).astype(np.int32), np.full(bi.size, self.inf))
+        f.set_arcs_capacity(fa, self._infs[:fa.size])
+        f.set_arcs_capacity(ba, self._infs[:ba.size])
         try:
             status = f.solve(0, 1)
             if status != f.OPTIMAL:
@@ -252,8 +257,8 @@ class ClosureCut:
             side = np.asarray(f.get_sink_side_min_cut() if largest
                               else f.get_source_side_min_cut(), np.int64)
         finally:
-            f.set_arcs_capacity((self.force0 + fi).astype(np.int32), np.zeros(fi.size, np.int64))
-            f.set_arcs_capacity((self.ban0 + bi).astype(np.int32), np.zeros(bi.size, np.int64))
+            f.set_arcs_capacity(fa, self._zeros[:fa.size])
+            f.set_arcs_capacity(ba, self._zeros[:ba.size])
         if cut >= self.inf:  # pragma: no cover - the forcing above is always feasible
             raise ValueError(f"closure bound: no down-set fits operator {v}")
         D = np.full(n, largest, bool)

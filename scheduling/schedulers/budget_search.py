@@ -194,17 +194,21 @@ class BudgetSearch:
         if n == 0:
             return Probe("found", [], 0, None, 0, 0)
         upper = self.net.upper
-        for v in np.flatnonzero(upper > B).tolist():
+        over = np.flatnonzero(upper > B)
+        for v in over[np.argsort(-upper[over], kind="stable")].tolist():
             if v not in self._root:
                 self.flows += 1
                 self._root[v] = self.net.value(v, largest=True)
+                if self._root[v][0] > B:  # no order within B: no need for the other C(v)
+                    break
+        worst = max((c for c, _ in self._root.values()), default=-1)
+        if worst > B:  # a flow's C(v) > B: every order peaks at C(v) or more
+            return Probe("failed", None, None, worst, 0, self.flows - flows0)
+        # every operator whose upper value is above B has its C(v) (<= B) in _root
         Wd = self.A.copy()  # anc(v): a valid set for v with nothing run, of value upper(v)
         Wv = upper.copy()
         for v, (c, D) in self._root.items():
             Wd[v], Wv[v] = D, c
-        worst = int(Wv.max())
-        if worst > B:  # some C(v) > B (every entry above B is a flow's C(v))
-            return Probe("failed", None, None, worst, 0, self.flows - flows0)
         self._B = B
         self._limit = self.nodes + int(max_nodes)
         self._deadline = deadline

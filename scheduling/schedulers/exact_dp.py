@@ -22,7 +22,7 @@ __all__ = ["ExactDP", "initial_order", "SEARCH_CANDIDATES"]
 
 #: The pivot splits are asked only while the incumbent is within this factor of the proved
 #: bound (a proof is within reach near the bound; farther, the probes find better orders).
-PIVOT_GAP = 1.02
+PIVOT_GAP = 1.03
 
 #: Search heuristics added to :data:`.best_of.DEFAULT_CANDIDATES` in :func:`initial_order`.
 SEARCH_CANDIDATES = ("anneal", "genetic")
@@ -145,13 +145,15 @@ class ExactDP(Scheduler):
     order and the larger bound.
 
     With ``pivot_search=True``, each round of the budget search also asks, after its probe at
-    ``L`` and while ``ub`` is within :data:`PIVOT_GAP` (2 %) of ``L``, whether any order has
+    ``L`` and while ``ub`` is within :data:`PIVOT_GAP` (3 %) of ``L``, whether any order has
     peak ``<= ub - 1``, by the pivot splits of :mod:`.pivot_search`
     (every order runs the operator with the largest closure bound after one of the few
     least-live sets that fit it; each part before and after it is decided by a short probe or
     split again), within 2 s doubled after each decision that stops (and the budget search's
     time): a proved "no" sets ``L = ub`` (the incumbent is optimal), an order found becomes the
-    incumbent before the bisection. It proves ``moccasin_layered`` seed 0
+    incumbent before the bisection. A decision asked again at the same budget resumes from the
+    parts it settled, and once the probes have spent ``max_states`` states the decision goes on
+    alone with the time left. It proves ``moccasin_layered`` seed 0
     at 250 operators optimal (195,560 bytes, closure bound 194,170): the decision at 195,559
     fails in about 2 s, where the probes alone expanded 6.7 million states in 15 minutes
     without an answer.
@@ -348,6 +350,19 @@ class ExactDP(Scheduler):
             return now + max(end - now, 0.0) / 3
 
         ps = PivotSearch(m, probe_top=False) if self.pivot_search else None
+
+        def pivot(stop: float | None):  # one pivot decision below the incumbent, until stop
+            t1 = time.perf_counter()
+            if end is not None:
+                stop = end if stop is None else min(end, stop)
+            r = ps.decide(ub - 1, stop)
+            info["pivot_decisions"] = info.get("pivot_decisions", 0) + 1
+            info["pivot_parts"] = info.get("pivot_parts", 0) + r.parts
+            info["pivot_sets"] = info.get("pivot_sets", 0) + r.sets
+            info["pivot_seconds"] = round(info.get("pivot_seconds", 0.0)
+                                          + time.perf_counter() - t1, 3)
+            return r
+
         pivot_time = 2.0  # seconds for one pivot decision, doubled after each that stops
         while ub > lb and bs.nodes < self.max_states:
             if end is not None and time.perf_counter() >= end:
@@ -363,14 +378,7 @@ class ExactDP(Scheduler):
                     continue
             resume = False
             if ps is not None and ub <= lb * PIVOT_GAP:  # any order below the incumbent?
-                t1 = time.perf_counter()
-                stop = t1 + pivot_time if end is None else min(end, t1 + pivot_time)
-                r = ps.decide(ub - 1, stop)
-                info["pivot_decisions"] = info.get("pivot_decisions", 0) + 1
-                info["pivot_parts"] = info.get("pivot_parts", 0) + r.parts
-                info["pivot_sets"] = info.get("pivot_sets", 0) + r.sets
-                info["pivot_seconds"] = round(info.get("pivot_seconds", 0.0)
-                                            + time.perf_counter() - t1, 3)
+                r = pivot(time.perf_counter() + pivot_time)
                 if r.status == "found":  # a better incumbent (the bisection goes on below it)
                     order, ub = r.order, int(r.peak)
                 elif r.status == "failed":  # proved: no order below the incumbent
@@ -392,6 +400,16 @@ class ExactDP(Scheduler):
                 else:
                     soft = target + 1
             cap *= 2
+        while (ps is not None and lb < ub <= lb * PIVOT_GAP
+               and (end is None or time.perf_counter() < end)):
+            # the probes' states are spent: the pivot splits go on with the time left
+            r = pivot(None)
+            if r.status == "found":
+                order, ub = r.order, int(r.peak)
+            elif r.status == "failed":
+                lb = max(lb, ub)
+            else:
+                break
         info.update(budget_nodes=bs.nodes, budget_flows=bs.flows,
                     budget_probes=info.get("budget_probes", 0) + probes,
                     budget_bound=int(min(lb, ub)), budget_peak=int(ub),

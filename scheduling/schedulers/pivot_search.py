@@ -32,13 +32,13 @@ read outside ``S0``) is part of a constant **baseline** (taken off the budget) w
 or read outside ``T``, and is otherwise produced by one **source** operator that runs first
 (a predecessor of every operator of the part), so its bytes are freed by its last reader as in
 the whole graph. The live bytes at every step of the part are then those of the whole graph
-less the baseline. Each part is first given to a budget search probe of a few thousand states
+less the baseline. Each part is first given to a budget search probe of a few hundred states
 (:class:`.budget_search.BudgetSearch`, sound: a found order is checked, a failure is proved);
 a probe that stops is decided by splitting again. For each set both parts are probed first
 (a set one of whose parts fails is out), and only then split, the part with fewer operators
 first. Both parts have fewer operators than the
-whole (neither holds ``v``), so the recursion ends. Answers are cached per ``(S0, T)`` within
-one decision.
+whole (neither holds ``v``), so the recursion ends. Answers are cached per ``(S0, T)`` for
+one budget, across decisions at it (a decision that stopped resumes from them).
 
 Outcome: ``found`` (an order of the whole graph, checked by :meth:`.memsim.MemoryModel.peak`),
 ``failed`` (no order within ``B``: every set ``D`` of every split failed, proved) or ``stopped``
@@ -192,7 +192,7 @@ class PivotSearch:
     Parameters
     ----------
     model : MemoryModel
-    probe_nodes : int, default 2000
+    probe_nodes : int, default 200
         States each part's budget search probe may expand (plus twice its operators) before
         the part is split; 0: one state (tests: nearly every part is split).
     max_sets : int, default 5000
@@ -203,21 +203,27 @@ class PivotSearch:
         Probe the whole graph before its split (``False`` when the caller has probed it).
     """
 
-    def __init__(self, model: MemoryModel, probe_nodes: int = 2000, max_sets: int = 5000,
+    def __init__(self, model: MemoryModel, probe_nodes: int = 200, max_sets: int = 5000,
                  max_depth: int = 60, probe_top: bool = True) -> None:
         self.m = model
         self.probe_top = bool(probe_top)
+        self._B: int | None = None
+        self._cache: dict[tuple[bytes, bytes], tuple[str, list[int] | None]] = {}
         self.probe_nodes = int(probe_nodes)
         self.max_sets = int(max_sets)
         self.max_depth = int(max_depth)
 
     def decide(self, budget: int, deadline: float | None = None) -> PivotResult:
         """Is there an order of the whole graph with peak ``<= budget`` bytes? Stops at
-        ``deadline`` (a :func:`time.perf_counter` value). Returns a :class:`PivotResult`."""
+        ``deadline`` (a :func:`time.perf_counter` value). Returns a :class:`PivotResult`.
+
+        The parts settled by a decision that stopped are kept: asked again at the same budget
+        (with a later deadline) the decision goes on from them."""
         m = self.m
+        if int(budget) != self._B:  # answers hold for one budget; kept for a retry at it
+            self._cache = {}
         self._B = int(budget)
         self._deadline = deadline
-        self._cache: dict[tuple[bytes, bytes], tuple[str, list[int] | None]] = {}
         self._parts = self._sets = self._nodes = 0
         S0 = np.zeros(m.n, bool)
         T = np.ones(m.n, bool)
@@ -282,9 +288,13 @@ class PivotSearch:
         net = bs.net
         # the pivot: among the operators with the largest closure bounds, the first whose sets
         # number at most 64, else 512, else max_sets (fewest sets to split into)
-        cand = [i for i in range(sm.n) if ops[i] >= 0]
-        vals = {i: net.value(i)[0] for i in cand}
-        cand.sort(key=lambda i: (-vals[i], i))
+        vals: dict[int, int] = {}  # C(i) of the operators that can be among the _PIVOTS largest
+        for i in np.argsort(-net.upper, kind="stable").tolist():  # C(i) <= upper(i)
+            if len(vals) >= _PIVOTS and net.upper[i] <= sorted(vals.values())[-_PIVOTS]:
+                break
+            if ops[i] >= 0:
+                vals[i] = net.value(i)[0]
+        cand = sorted(vals, key=lambda i: (-vals[i], i))
         sets = None
         for cap in (64, 512, self.max_sets):
             for v in cand[:_PIVOTS]:
@@ -336,12 +346,14 @@ class PivotSearch:
         out0 = A[:, v].copy()
         out0[v] = True
         found: list[tuple[int, np.ndarray]] = []
-        stack = [(fin0, out0)]
+        # each node: operators forced in, kept out, and a least-live set between them with its
+        # value; a branch that keeps that set valid inherits it, the other one is solved
+        c0, D0 = net.value(v, fin0, banned=out0)
+        stack = [(fin0, out0, c0, D0)]
         while stack:
             if self._deadline is not None and time.perf_counter() > self._deadline:
                 raise _Stop
-            fin, out = stack.pop()
-            c, D = net.value(v, fin, banned=out)
+            fin, out, c, D = stack.pop()
             if c > B:
                 continue
             und = np.flatnonzero(~fin & ~out)
@@ -354,11 +366,13 @@ class PivotSearch:
             u = int(und[0])
             o2 = out | A[:, u]
             o2[u] = True
-            if not (fin & o2).any():
-                stack.append((fin, o2))
             f2 = fin | A[u]
             f2[u] = True
+            inside = bool(D[u])  # D holds u (and its ancestors) or leaves u (and descendants) out
+            if not (fin & o2).any():
+                stack.append((fin, o2, *((c, D) if not inside else
+                                         net.value(v, fin, banned=o2))))
             if not (f2 & out).any():
-                stack.append((f2, out))
+                stack.append((f2, out, *((c, D) if inside else net.value(v, f2, banned=out))))
         found.sort(key=lambda cD: (cD[0], np.packbits(cD[1]).tobytes()))
         return found
