@@ -129,13 +129,15 @@ def test_splitting_every_part_still_decides_exactly():
 
 
 def test_a_stopped_decision_resumes_from_its_settled_parts():
-    """Asked again at the same budget, a decision that ran out of time goes on from the parts it
-    settled (fewer parts decided anew) and reaches the same proof; a new budget starts over."""
+    """Asked again at the same budget, a decision that ran out of work goes on from the parts
+    it settled (fewer parts decided anew) and reaches the same proof; a new budget starts over."""
     m = MemoryModel(moccasin_layered(seed=0, n_ops=250))
     fresh = PivotSearch(m).decide(195_559)
-    ps = PivotSearch(m)
-    first = ps.decide(195_559, deadline=time.perf_counter() + 0.8)
-    assert first.status == "stopped" and first.order is None
+    assert fresh.parts > 8
+    ps = PivotSearch(m, max_parts=8)
+    first = ps.decide(195_559)
+    assert first.status == "stopped" and first.order is None and first.parts == 8
+    ps.max_parts = None
     again = ps.decide(195_559)
     assert again.status == fresh.status == "failed"
     assert again.parts < fresh.parts

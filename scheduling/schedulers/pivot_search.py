@@ -201,11 +201,16 @@ class PivotSearch:
         Deepest nesting of splits; deeper parts stop.
     probe_top : bool, default True
         Probe the whole graph before its split (``False`` when the caller has probed it).
+    max_parts : int or None, default None
+        Most parts one decision may decide anew (a machine-independent work budget); beyond,
+        it stops like at its deadline.
     """
 
     def __init__(self, model: MemoryModel, probe_nodes: int = 200, max_sets: int = 5000,
-                 max_depth: int = 60, probe_top: bool = True) -> None:
+                 max_depth: int = 60, probe_top: bool = True,
+                 max_parts: int | None = None) -> None:
         self.m = model
+        self.max_parts = max_parts
         self.probe_top = bool(probe_top)
         self._B: int | None = None
         self._cache: dict[tuple[bytes, bytes], tuple[str, list[int] | None]] = {}
@@ -215,7 +220,8 @@ class PivotSearch:
 
     def decide(self, budget: int, deadline: float | None = None) -> PivotResult:
         """Is there an order of the whole graph with peak ``<= budget`` bytes? Stops at
-        ``deadline`` (a :func:`time.perf_counter` value). Returns a :class:`PivotResult`.
+        ``deadline`` (a :func:`time.perf_counter` value) or after ``max_parts`` parts. Returns a
+        :class:`PivotResult`.
 
         The parts settled by a decision that stopped are kept: asked again at the same budget
         (with a later deadline) the decision goes on from them."""
@@ -261,6 +267,8 @@ class PivotSearch:
     def _solve(self, S0: np.ndarray, T: np.ndarray, depth: int, quick: bool,
                probed: bool) -> tuple[str, list[int] | None]:
         if self._deadline is not None and time.perf_counter() > self._deadline:
+            raise _Stop
+        if self.max_parts is not None and self._parts >= self.max_parts:
             raise _Stop
         self._parts += 1
         sm = sub_model(self.m, S0, T)
