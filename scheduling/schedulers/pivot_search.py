@@ -204,6 +204,16 @@ class PivotSearch:
     max_parts : int or None, default None
         Most parts one decision may decide anew (a machine-independent work budget); beyond,
         it stops like at its deadline.
+
+    Budgets and peaks are bytes, under :mod:`.memsim`'s convention (a tensor is live on the
+    closed range of steps from its producer to its last reader). The method is this module's
+    (its docstring has the proof); the parts' probes are :mod:`.budget_search`'s.
+
+    Raises
+    ------
+    ValueError
+        From :meth:`decide`: the operator outputs sum to ``2**60`` bytes or more, too many for
+        the int64 capacities of the closure cuts (:class:`.bounds.ClosureCut`).
     """
 
     def __init__(self, model: MemoryModel, probe_nodes: int = 200, max_sets: int = 5000,
