@@ -76,7 +76,6 @@ class MemoryModel:
         self.graph = graph
         self.names: list[str] = list(graph.ops)
         self.index: dict[str, int] = {n: i for i, n in enumerate(self.names)}
-        n = len(self.names)
         tindex: dict[str, int] = {}
         sizes: list[int] = []
         keep: list[bool] = []
@@ -96,37 +95,60 @@ class MemoryModel:
                 f"graph {graph.name!r}: its operator outputs sum to {total} bytes, above "
                 f"2**63 - 1, so live bytes cannot be computed in int64 (largest: tensor "
                 f"{big.name!r}, {int(big.nbytes)} bytes)")
+        ins_of: list[list[int]] = []
+        outs_of: list[list[int]] = []
+        preds: list[list[int]] = []
+        for name in self.names:
+            op = graph.ops[name]
+            ins = [tindex[t] for t in dict.fromkeys(op.inputs) if t in tindex]
+            ins_of.append(ins)
+            outs_of.append([tindex[t] for t in op.outputs if t in tindex])
+            preds.append(list(dict.fromkeys(prod[t] for t in ins)))
+        self._compile(sizes, keep, prod, ins_of, outs_of, preds)
+
+    @classmethod
+    def from_arrays(cls, sizes: Sequence[int], keep: Sequence[bool], producer: Sequence[int],
+                    ins: list[list[int]], outs: list[list[int]],
+                    preds: list[list[int]]) -> MemoryModel:
+        """A memory model built from compiled lists instead of a graph (``graph`` is ``None``,
+        operators are named ``"0" .. "n-1"``): tensor ``t`` has ``sizes[t]`` bytes, is a graph
+        output when ``keep[t]`` and is written by operator ``producer[t]``; operator ``v`` reads
+        the tensors ``ins[v]``, writes ``outs[v]`` and runs after ``preds[v]`` (which must hold
+        the producers of its inputs, and may hold more operators). Not checked: the caller
+        builds an acyclic model (the parts of :func:`.pivot_search.sub_model`)."""
+        self = cls.__new__(cls)
+        self.graph = None
+        self.names = [str(i) for i in range(len(ins))]
+        self.index = {n: i for i, n in enumerate(self.names)}
+        self.tindex = {}
+        self._compile(list(sizes), list(keep), list(producer), ins, outs, preds)
+        return self
+
+    def _compile(self, sizes: list[int], keep: list[bool], prod: list[int],
+                 ins: list[list[int]], outs: list[list[int]], preds: list[list[int]]) -> None:
+        """The arrays of the class docstring from per-tensor and per-operator lists."""
+        n, m = len(ins), len(sizes)
         self.size = np.asarray(sizes, dtype=np.int64)
         self.keep = np.asarray(keep, dtype=bool)
         self.producer = np.asarray(prod, dtype=np.int64)
-        m = len(sizes)
+        self.ins, self.outs, self.preds = ins, outs, preds
         self.consumers: list[list[int]] = [[] for _ in range(m)]
-        self.ins: list[list[int]] = []
-        self.outs: list[list[int]] = []
-        self.preds: list[list[int]] = []
         self.succs: list[list[int]] = [[] for _ in range(n)]
         alloc = np.zeros(n, np.int64)
-        for i, name in enumerate(self.names):
-            op = graph.ops[name]
-            ins = [tindex[t] for t in dict.fromkeys(op.inputs) if t in tindex]
-            self.ins.append(ins)
-            outs = [tindex[t] for t in op.outputs if t in tindex]
-            self.outs.append(outs)
-            alloc[i] = sum(sizes[t] for t in outs)
-            ps = list(dict.fromkeys(prod[t] for t in ins))
-            self.preds.append(ps)
-            for p in ps:
+        for i in range(n):
+            alloc[i] = sum(sizes[t] for t in outs[i])
+            for p in preds[i]:
                 self.succs[p].append(i)
-            for t in ins:
+            for t in ins[i]:
                 self.consumers[t].append(i)
         self.alloc = alloc
         self.n_consumers = np.asarray([len(c) for c in self.consumers], dtype=np.int64)
         dead = np.zeros(n, np.int64)
         for t in range(m):
-            if not self.consumers[t] and not self.keep[t]:
+            if not self.consumers[t] and not keep[t]:
                 dead[prod[t]] += sizes[t]
         self.dead = dead
-        self.in_bytes = np.asarray([int(self.size[ins].sum()) for ins in self.ins], np.int64)
+        self.in_bytes = np.asarray([int(self.size[i].sum()) for i in ins], np.int64)
         self.n = n
         self.m = m
 
@@ -226,7 +248,8 @@ class MemoryModel:
                 if indeg[s] == 0:
                     heapq.heappush(heap, s)
         if len(out) != self.n:  # pragma: no cover - check_acyclic ran first
-            raise CycleError(f"graph {self.graph.name!r}: the operator graph has a cycle")
+            name = self.graph.name if self.graph is not None else "part"
+            raise CycleError(f"graph {name!r}: the operator graph has a cycle")
         return out
 
 

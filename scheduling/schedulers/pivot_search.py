@@ -80,26 +80,14 @@ class PivotResult:
     nodes: int
 
 
-class _SubModel:
-    """A :class:`.memsim.MemoryModel` of one part ``Reach(S0, T)`` (module docstring), built
-    without a graph. ``ops[i]`` is the whole graph's operator of part operator ``i`` (``-1`` for
-    the source operator, always index 0 when present); ``baseline``: bytes live throughout."""
+def sub_model(model: MemoryModel, S0: np.ndarray, T: np.ndarray) -> MemoryModel:
+    """The part ``Reach(S0, T)`` of ``model`` as a memory model of its own (module docstring,
+    :meth:`.memsim.MemoryModel.from_arrays`).
 
-    graph = None
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-
-
-def sub_model(model: MemoryModel, S0: np.ndarray, T: np.ndarray) -> _SubModel:
-    """The part ``Reach(S0, T)`` of ``model`` as a memory model of its own (module docstring).
-
-    ``S0``, ``T``: numpy bool ``(model.n,)``, down-sets with ``S0 <= T``. The result has the
-    attributes :class:`.budget_search.BudgetSearch` and :class:`.bounds.ClosureCut` read
-    (``n``, ``m``, ``preds``, ``succs``, ``ins``, ``outs``, ``consumers``, ``alloc``, ``dead``,
-    ``size``, ``keep``, ``producer``, ``n_consumers``, ``in_bytes``, ``topological``, ``peak``,
-    ``is_topological``, ``op_lower_bound``) plus ``ops`` and ``baseline`` (bytes). ``O(#ops +
-    #tensor uses)``.
+    ``S0``, ``T``: numpy bool ``(model.n,)``, down-sets with ``S0 <= T``. The result also has
+    ``ops`` (``ops[i]``: the whole graph's operator of part operator ``i``; ``-1`` for the
+    source operator, index 0 when present) and ``baseline`` (bytes live throughout the part).
+    ``O(#ops + #tensor uses)``.
     """
     run = np.flatnonzero(T & ~S0).tolist()
     sub = {v: i for i, v in enumerate(run)}
@@ -120,65 +108,35 @@ def sub_model(model: MemoryModel, S0: np.ndarray, T: np.ndarray) -> _SubModel:
             tens.append(t)
     shift = 1 if src else 0
     n = len(run) + shift
-    sm = _SubModel(n)
-    sm.ops = ([-1] if src else []) + run
-    sm.baseline = baseline
-    sizes, keeps, prod, consumers = [], [], [], []
+    ops = ([-1] if src else []) + run
+    sizes, keeps, prod = [], [], []
     ins: list[list[int]] = [[] for _ in range(n)]
     outs: list[list[int]] = [[] for _ in range(n)]
     for t in src:
         outs[0].append(len(sizes))
+        for c in model.consumers[t]:
+            if not S0[c]:
+                ins[sub[c] + shift].append(len(sizes))
         sizes.append(size[t])
         keeps.append(False)
         prod.append(0)
-        consumers.append(sorted(sub[c] + shift for c in model.consumers[t] if not S0[c]))
     for t in tens:
         p = sub[int(model.producer[t])] + shift
         outs[p].append(len(sizes))
-        sizes.append(size[t])
         cons = model.consumers[t]
+        for c in cons:
+            if T[c]:
+                ins[sub[c] + shift].append(len(sizes))
+        sizes.append(size[t])
         keeps.append(bool(keep[t] or any(not T[c] for c in cons)))
         prod.append(p)
-        consumers.append([sub[c] + shift for c in cons if T[c]])
-    for j, cs in enumerate(consumers):
-        for c in cs:
-            ins[c].append(j)
-    for c in range(n):
-        ins[c].sort()
-    sm.m = len(sizes)
-    sm.size = np.asarray(sizes, np.int64)
-    sm.keep = np.asarray(keeps, bool)
-    sm.producer = np.asarray(prod, np.int64)
-    sm.consumers = consumers
-    sm.ins, sm.outs = ins, outs
-    preds: list[list[int]] = []
-    for i in range(n):
-        if src and i == 0:
-            preds.append([])
-            continue
-        v = sm.ops[i]
+    preds: list[list[int]] = [[] for _ in range(shift)]  # the source has none
+    for v in run:
         ps = [sub[p] + shift for p in model.preds[v] if not S0[p]]
-        if src and not ps:
-            ps = [0]  # the source runs first
-        preds.append(ps)
-    sm.preds = preds
-    sm.succs = [[] for _ in range(n)]
-    for i, ps in enumerate(preds):
-        for p in ps:
-            sm.succs[p].append(i)
-    alloc = np.zeros(n, np.int64)
-    for i in range(n):
-        alloc[i] = sum(sizes[j] for j in outs[i])
-    sm.alloc = alloc
-    sm.n_consumers = np.asarray([len(c) for c in consumers], np.int64)
-    dead = np.zeros(n, np.int64)
-    for j in range(sm.m):
-        if not consumers[j] and not keeps[j]:
-            dead[prod[j]] += sizes[j]
-    sm.dead = dead
-    sm.in_bytes = np.asarray([sum(sizes[j] for j in ins[i]) for i in range(n)], np.int64)
-    for name in ("topological", "peak", "is_topological", "op_lower_bound", "profile"):
-        setattr(sm, name, getattr(MemoryModel, name).__get__(sm))
+        preds.append(ps if ps or not src else [0])  # the source runs first
+    sm = MemoryModel.from_arrays(sizes, keeps, prod, ins, outs, preds)
+    sm.ops = ops
+    sm.baseline = baseline
     return sm
 
 
