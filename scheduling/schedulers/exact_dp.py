@@ -351,7 +351,10 @@ class ExactDP(Scheduler):
 
         ps = PivotSearch(m, probe_top=False) if self.pivot_search else None
 
-        def pivot(stop: float | None):  # one pivot decision below the incumbent, until stop
+        def pivot(stop: float | None) -> str:
+            """One pivot decision below the incumbent until ``stop`` (and ``end``): an order
+            found becomes the incumbent, a proved "no" proves it optimal; returns the status."""
+            nonlocal order, ub, lb
             t1 = time.perf_counter()
             if end is not None:
                 stop = end if stop is None else min(end, stop)
@@ -361,7 +364,11 @@ class ExactDP(Scheduler):
             info["pivot_sets"] = info.get("pivot_sets", 0) + r.sets
             info["pivot_seconds"] = round(info.get("pivot_seconds", 0.0)
                                           + time.perf_counter() - t1, 3)
-            return r
+            if r.status == "found":
+                order, ub = r.order, int(r.peak)
+            elif r.status == "failed":
+                lb = max(lb, ub)
+            return r.status
 
         pivot_time = 2.0  # seconds for one pivot decision, doubled after each that stops
         while ub > lb and bs.nodes < self.max_states:
@@ -378,13 +385,10 @@ class ExactDP(Scheduler):
                     continue
             resume = False
             if ps is not None and ub <= lb * PIVOT_GAP:  # any order below the incumbent?
-                r = pivot(time.perf_counter() + pivot_time)
-                if r.status == "found":  # a better incumbent (the bisection goes on below it)
-                    order, ub = r.order, int(r.peak)
-                elif r.status == "failed":  # proved: no order below the incumbent
-                    lb = max(lb, ub)
+                st = pivot(time.perf_counter() + pivot_time)
+                if st == "failed":  # the incumbent is optimal
                     break
-                else:
+                if st == "stopped":  # (found: the bisection goes on below the new incumbent)
                     pivot_time *= 2
             soft = lb + 1  # bisect [soft, ub - 1]: budgets below soft stopped this round
             while soft < ub and bs.nodes < self.max_states and (
@@ -403,12 +407,7 @@ class ExactDP(Scheduler):
         while (ps is not None and lb < ub <= lb * PIVOT_GAP
                and (end is None or time.perf_counter() < end)):
             # the probes' states are spent: the pivot splits go on with the time left
-            r = pivot(None)
-            if r.status == "found":
-                order, ub = r.order, int(r.peak)
-            elif r.status == "failed":
-                lb = max(lb, ub)
-            else:
+            if pivot(None) == "stopped":
                 break
         info.update(budget_nodes=bs.nodes, budget_flows=bs.flows,
                     budget_probes=info.get("budget_probes", 0) + probes,
