@@ -48,6 +48,7 @@ is claimed).
 
 from __future__ import annotations
 
+import heapq
 import sys
 import time
 from dataclasses import dataclass
@@ -265,11 +266,13 @@ class PivotSearch:
         # the pivot: among the operators with the largest closure bounds, the first whose sets
         # number at most 64, else 512, else max_sets (fewest sets to split into)
         vals: dict[int, int] = {}  # C(i) of the operators that can be among the _PIVOTS largest
+        top: list[int] = []  # min-heap of the _PIVOTS largest C(i) so far
         for i in np.argsort(-net.upper, kind="stable").tolist():  # C(i) <= upper(i)
-            if len(vals) >= _PIVOTS and net.upper[i] <= sorted(vals.values())[-_PIVOTS]:
+            if len(top) >= _PIVOTS and net.upper[i] <= top[0]:
                 break
             if ops[i] >= 0:
                 vals[i] = net.value(i)[0]
+                (heapq.heappush if len(top) < _PIVOTS else heapq.heappushpop)(top, vals[i])
         cand = sorted(vals, key=lambda i: (-vals[i], i))
         sets = None
         for cap in (64, 512, self.max_sets):
