@@ -238,13 +238,21 @@ class BudgetSearch:
                          self.flows - flows0)
         return Probe("failed", None, None, int(floor), self.nodes - nodes0, self.flows - flows0)
 
+    def _freed(self, u: int) -> int:
+        """Bytes freed by running ``u`` now: its unread outputs and the inputs it reads last."""
+        rem, keep, size = self._rem, self._keep, self._size
+        fr = self._dead[u]
+        for t in self.m.ins[u]:
+            if rem[t] == 1 and not keep[t]:
+                fr += size[t]
+        return fr
+
     def _chain(self, u: int, after: int, low: int, depth: int) -> bool:
         """Whether running ``u`` (live bytes ``after`` once it ran; ``low``: the least live bytes
         before it along the chain) then a chain of at most ``depth`` successors, each made ready
         by the one before, within the budget, ends at or below ``low`` (module docstring)."""
         m, B = self.m, self._B
-        alloc, dead, size, keep, rem, indeg = (self._alloc, self._dead, self._size, self._keep,
-                                               self._rem, self._indeg)
+        alloc, rem, indeg = self._alloc, self._rem, self._indeg
         for t in m.ins[u]:
             rem[t] -= 1
         for s in m.succs[u]:
@@ -254,11 +262,7 @@ class BudgetSearch:
         for w in m.succs[u]:
             if indeg[w] or after + alloc[w] > B:
                 continue
-            fr = dead[w]
-            for t in m.ins[w]:
-                if rem[t] == 1 and not keep[t]:
-                    fr += size[t]
-            aw = after + alloc[w] - fr
+            aw = after + alloc[w] - self._freed(w)
             if aw <= low2 or (depth > 1 and self._chain(w, aw, low2, depth - 1)):
                 ok = True
                 break
@@ -279,7 +283,7 @@ class BudgetSearch:
                 self._deadline is not None and time.perf_counter() > self._deadline):
             raise _Stop
         m, B, memo = self.m, self._B, self.memo
-        alloc, dead, size, keep, rem = self._alloc, self._dead, self._size, self._keep, self._rem
+        alloc, rem = self._alloc, self._rem
         floor = None
         moves = []
         for u in ready:
@@ -287,11 +291,7 @@ class BudgetSearch:
             if at > B:
                 floor = at if floor is None or at < floor else floor
                 continue
-            fr = dead[u]
-            for t in m.ins[u]:
-                if rem[t] == 1 and not keep[t]:
-                    fr += size[t]
-            moves.append((at - fr, u, at))
+            moves.append((at - self._freed(u), u, at))
         Sb, Wd = self._Sb, self._Wd
         if self.reduce:
             free = [mv for mv in moves if mv[0] <= live]
