@@ -16,6 +16,7 @@ from test_schedulers import random_graphs
 from scheduling.generators import moccasin_layered
 from scheduling.lifetimes import peak_live_bytes
 from scheduling.schedulers import schedule
+from scheduling.schedulers.bounds import ClosureCut, ancestor_matrix
 from scheduling.schedulers.memsim import MemoryModel
 from scheduling.schedulers.pivot_search import PivotSearch, sub_model
 
@@ -68,6 +69,40 @@ def test_parts_have_the_whole_graphs_live_bytes(g, seed):
 def test_parts_of_a_layered_graph_have_the_whole_graphs_live_bytes():
     """The same on a 60-operator MOCCASIN-shaped graph (tensors with up to 13 readers)."""
     check_parts(MemoryModel(moccasin_layered(seed=0, n_ops=60)), random.Random(0), 200)
+
+
+def check_screen(m: MemoryModel, rng: random.Random, trials: int) -> None:
+    """The screen's identity: for random prefixes ``S0 <= T`` and an operator ``w`` of
+    ``T - S0``, the whole graph's closure value of ``w`` with ``S0`` forced and the operators
+    outside ``T`` banned is the part's own ``C(w)`` plus the part's baseline."""
+    A = ancestor_matrix(m)
+    net = ClosureCut(m, A)
+    checked = 0
+    for _ in range(trials):
+        order = random_order(m, rng)
+        a = rng.randrange(0, m.n)
+        b = rng.randrange(a + 1, m.n + 1)
+        S0 = np.zeros(m.n, bool)
+        S0[order[:a]] = True
+        T = np.zeros(m.n, bool)
+        T[order[:b]] = True
+        sm = sub_model(m, S0, T)
+        snet = ClosureCut(sm, ancestor_matrix(sm))
+        for w in order[a:b]:
+            whole = net.value(w, S0, banned=~T)[0]
+            assert whole == snet.value(sm.ops.index(w))[0] + sm.baseline, (a, b, w)
+            checked += 1
+    assert checked >= trials
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_graphs(max_ops=10), st.integers(0, 2**16))
+def test_the_screen_is_the_parts_own_closure_bound(g, seed):
+    check_screen(MemoryModel(g), random.Random(seed), 6)
+
+
+def test_the_screen_on_a_layered_graph():
+    check_screen(MemoryModel(moccasin_layered(seed=0, n_ops=60)), random.Random(1), 40)
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -109,6 +109,8 @@ class Probe:
     ``"failed"`` (no order has peak <= the budget; ``bound``, bytes, is a lower bound on every
     order's peak, above the budget) or ``"stopped"`` (budget of nodes or time spent; nothing
     claimed, ``bound`` is ``None``). ``nodes``: states expanded; ``flows``: max-flows solved.
+    ``root_op``: when the failure was proved before any state was expanded, the operator whose
+    closure bound ``C(v)`` exceeds the budget (else ``None``).
     """
 
     status: str
@@ -117,6 +119,7 @@ class Probe:
     bound: int | None
     nodes: int
     flows: int
+    root_op: int | None = None
 
 
 class BudgetSearch:
@@ -201,9 +204,9 @@ class BudgetSearch:
                 self._root[v] = self.net.value(v, largest=True)
                 if self._root[v][0] > B:  # no order within B: no need for the other C(v)
                     break
-        worst = max((c for c, _ in self._root.values()), default=-1)
+        worst, root_op = max(((c, v) for v, (c, _) in self._root.items()), default=(-1, None))
         if worst > B:  # a flow's C(v) > B: every order peaks at C(v) or more
-            return Probe("failed", None, None, worst, 0, self.flows - flows0)
+            return Probe("failed", None, None, worst, 0, self.flows - flows0, root_op)
         # every operator whose upper value is above B has its C(v) (<= B) in _root
         Wd = self.A.copy()  # anc(v): a valid set for v with nothing run, of value upper(v)
         Wv = upper.copy()
