@@ -135,19 +135,57 @@ def _forced(model: MemoryModel, A: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     return R, P, W
 
 
+#: Engines of the order decision's flows and budget search (:class:`ClosureCut`,
+#: :class:`.budget_search.BudgetSearch`).
+ENGINES = ("auto", "compiled", "python")
+
+
+def compiled_module():
+    """The compiled engine ``scheduling._budget`` (``scheduling/_ext/_budget.c``), or ``None``
+    when it is not built."""
+    try:
+        from .. import _budget
+    except ImportError:  # pragma: no cover - built by `pip install -e .`
+        return None
+    return _budget
+
+
+def resolve_engine(engine: str) -> str:
+    """``"compiled"`` or ``"python"`` for ``engine`` (:data:`ENGINES`; ``"auto"``: compiled
+    when built).
+
+    Raises ValueError for an unknown engine, ImportError for ``"compiled"`` when
+    ``scheduling._budget`` is not built."""
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; choose from {ENGINES}")
+    if engine == "python":
+        return "python"
+    if compiled_module() is None:
+        if engine == "compiled":
+            raise ImportError("scheduling._budget is not built; run `pip install -e .` (needs gcc "
+                              "and the Python headers) or use engine='python'")
+        return "python"
+    return "compiled"
+
+
 class ClosureCut:
     """Bound 4 of the module docstring (``closure``) for one graph: the least live bytes at an
     operator's step over every set of operators that can have run before it, by one minimum cut.
 
     The flow network (module docstring, bound 4) is built once; :meth:`value` sets the forcing
-    arcs of one operator (and of a forced set ``S``) and solves it with OR-Tools'
-    ``SimpleMaxFlow`` (push-relabel).
+    arcs of one operator (and of a forced set ``S``) and solves it: with the compiled engine
+    ``scheduling._budget.Net`` (Dinic's algorithm, ``engine="compiled"``) or OR-Tools'
+    ``SimpleMaxFlow`` (push-relabel, ``engine="python"``, the reference). The two sides of a
+    minimum cut that :meth:`value` returns (the smallest and the largest source side) are unique,
+    so both engines give the same values and sets (``tests/test_budget_engine.py``).
 
     Parameters
     ----------
     model : MemoryModel
     ancestors : numpy bool array ``(n, n)``
         :func:`ancestor_matrix` of ``model``.
+    engine : {"auto", "compiled", "python"}, default "auto"
+        ``"auto"``: ``"compiled"`` when ``scheduling._budget`` is built.
 
     Attributes
     ----------
@@ -157,12 +195,14 @@ class ClosureCut:
     Raises
     ------
     ValueError
-        Capacities could overflow int64 (the operators' outputs sum to ``2**60`` bytes or more).
+        Capacities could overflow int64 (the operators' outputs sum to ``2**60`` bytes or more),
+        or an unknown ``engine``.
+    ImportError
+        ``engine="compiled"`` but ``scheduling._budget`` is not built.
     """
 
-    def __init__(self, model: MemoryModel, ancestors: np.ndarray) -> None:
-        from ortools.graph.python import max_flow
-
+    def __init__(self, model: MemoryModel, ancestors: np.ndarray, engine: str = "auto") -> None:
+        self.engine = resolve_engine(engine)
         n, A = model.n, ancestors
         size = model.size
         free = [t for t in range(model.m) if not model.keep[t] and model.consumers[t]]
@@ -202,9 +242,20 @@ class ClosureCut:
         self._ban_arcs = (self.ban0 + np.arange(n)).astype(np.int32)
         self._infs = np.full(n, self.inf, np.int64)
         self._zeros = np.zeros(n, np.int64)
-        self.flow = max_flow.SimpleMaxFlow()
-        self.flow.add_arcs_with_capacity(np.asarray(tails, np.int32), np.asarray(heads, np.int32),
-                                         np.asarray(caps, np.int64))
+        self.cnet = None  # the compiled network (engine "compiled")
+        self.flow = None  # OR-Tools' (engine "python")
+        if self.engine == "compiled":
+            self.cnet = compiled_module().Net(
+                n, np.ascontiguousarray(A, dtype=bool), np.ascontiguousarray(model.alloc, np.int64),
+                self.pos, self.inf, np.asarray(tails, np.int64), np.asarray(heads, np.int64),
+                np.asarray(caps, np.int64), self.force0, self.ban0)
+        else:
+            from ortools.graph.python import max_flow
+
+            self.flow = max_flow.SimpleMaxFlow()
+            self.flow.add_arcs_with_capacity(np.asarray(tails, np.int32),
+                                             np.asarray(heads, np.int32),
+                                             np.asarray(caps, np.int64))
         # upper(v): the tensors produced by ancestors of v that are kept or have a reader that is
         # not an ancestor of v (exactly live(anc(v)))
         freed = np.zeros((model.m, n), bool)  # every reader of t is an ancestor of v
@@ -233,6 +284,11 @@ class ClosureCut:
             ``forced`` holds ``v``, a descendant of ``v`` or a banned operator (no order runs it
             before ``v``), or the solver did not finish.
         """
+        if self.cnet is not None:
+            c, D = self.cnet.value(int(v), None if forced is None else
+                                   np.ascontiguousarray(forced, dtype=bool), None if banned is None
+                                   else np.ascontiguousarray(banned, dtype=bool), bool(largest))
+            return c, np.frombuffer(D, dtype=bool).copy()
         n, A = self.n, self.A
         fin = A[v].copy()
         if forced is not None:

@@ -142,20 +142,30 @@ class BudgetSearch:
         Try only a dominating move where there is one (module docstring).
     chain : int, default 4
         Longest chain looked for by ``reduce`` (1: single moves only).
+    engine : {"auto", "compiled", "python"}, default "auto"
+        ``"compiled"``: the probes and flows run in ``scheduling._budget``
+        (``scheduling/_ext/_budget.c``), which expands the same states in the same order with the
+        same floors, witnesses, pools and memo as the Python reference (``"python"``;
+        ``tests/test_budget_engine.py`` compares them probe by probe); ``"auto"``: compiled when
+        built.
 
     Raises
     ------
     ValueError
-        Sizes too large for the flow capacities (:class:`.bounds.ClosureCut`).
+        Sizes too large for the flow capacities (:class:`.bounds.ClosureCut`), or an unknown
+        ``engine``.
+    ImportError
+        ``engine="compiled"`` but ``scheduling._budget`` is not built.
     """
 
     def __init__(self, model: MemoryModel, ancestors: np.ndarray, cuts=(),
                  max_memo: int = 500_000, lookahead: bool = True, reduce: bool = True,
-                 chain: int = 4) -> None:
+                 chain: int = 4, engine: str = "auto") -> None:
         self.m = model
         self.n = model.n
         self.A = ancestors
-        self.net = ClosureCut(model, ancestors)
+        self.net = ClosureCut(model, ancestors, engine=engine)
+        self.engine = self.net.engine
         self.memo: dict[int, int] = {}
         self.max_memo = int(max_memo)
         topo = model.topological()
@@ -186,6 +196,44 @@ class BudgetSearch:
         self.lookahead = bool(lookahead)
         self.reduce = bool(reduce)
         self.chain = int(chain) if reduce else 0
+        self._search = None
+        if self.engine == "compiled":
+            self._search = self._compiled(cuts_masks=[topo[:k] for k in cuts])
+
+    def _compiled(self, cuts_masks: list[list[int]]):
+        """The compiled search of this graph (``scheduling._budget.Search``): the model as flat
+        int64 arrays (CSR lists per operator), the frees of the witness repair, the cuts as
+        masks."""
+        from .bounds import compiled_module
+
+        m, n = self.m, self.n
+
+        def flat(lists):
+            ptr = np.zeros(len(lists) + 1, np.int64)
+            ptr[1:] = np.cumsum([len(x) for x in lists])
+            idx = np.fromiter((i for x in lists for i in x), np.int64, int(ptr[-1]))
+            return ptr, idx
+
+        ins_ptr, ins = flat(m.ins)
+        succ_ptr, succ = flat(m.succs)
+        fr = [f for u in range(n) for f in self._frees[u]]
+        fr_ptr = np.zeros(n + 1, np.int64)
+        fr_ptr[1:] = np.cumsum([len(f) for f in self._frees])
+        fr_size = np.asarray([sz for sz, _ in fr], np.int64)
+        oth_ptr, oth = flat([o.tolist() for _, o in fr])
+        masks = []
+        for ops in cuts_masks:
+            mk = np.zeros(n, bool)
+            mk[ops] = True
+            masks.append(mk)
+        return compiled_module().Search(
+            self.net.cnet, np.ascontiguousarray(m.alloc, np.int64),
+            np.ascontiguousarray(m.dead, np.int64), np.ascontiguousarray(m.size, np.int64),
+            np.ascontiguousarray(m.keep, bool), np.ascontiguousarray(m.n_consumers, np.int64),
+            np.asarray([len(p) for p in m.preds], np.int64),
+            np.ascontiguousarray(self.net.upper, np.int64), ins_ptr, ins, succ_ptr, succ,
+            fr_ptr, fr_size, oth_ptr, oth, masks, self.max_memo, self.lookahead, self.reduce,
+            self.chain, self._pool_max)
 
     def probe(self, budget: int, max_nodes: int, deadline: float | None = None) -> Probe:
         """Search for an order with peak ``<= budget`` bytes, expanding at most ``max_nodes``
@@ -196,6 +244,13 @@ class BudgetSearch:
         nodes0, flows0 = self.nodes, self.flows
         if n == 0:
             return Probe("found", [], 0, None, 0, 0)
+        if self._search is not None:
+            st, order, bound, nodes, flows, root_op = self._search.probe(B, int(max_nodes),
+                                                                        deadline)
+            self.nodes += nodes
+            self.flows += flows
+            return Probe(st, order, None if order is None else m.peak(order), bound, nodes,
+                         flows, root_op)
         upper = self.net.upper
         over = np.flatnonzero(upper > B)
         for v in over[np.argsort(-upper[over], kind="stable")].tolist():

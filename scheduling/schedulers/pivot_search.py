@@ -61,7 +61,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .bounds import ClosureCut, ancestor_matrix, complete_cuts
+from .bounds import ClosureCut, ancestor_matrix, complete_cuts, resolve_engine
 from .budget_search import BudgetSearch
 from .memsim import MemoryModel
 
@@ -173,6 +173,10 @@ class PivotSearch:
     max_parts : int or None, default None
         Most parts one decision may decide anew (a machine-independent work budget); beyond,
         it stops like at its deadline.
+    engine : {"auto", "compiled", "python"}, default "auto"
+        Engine of the flows, the pivot sets and the parts' probes (:class:`.bounds.ClosureCut`,
+        :class:`.budget_search.BudgetSearch`): both give the same decision with the same
+        parts, sets and states (``tests/test_budget_engine.py``).
 
     Budgets and peaks are bytes, under :mod:`.memsim`'s convention (a tensor is live on the
     closed range of steps from its producer to its last reader). The method is this module's
@@ -187,8 +191,9 @@ class PivotSearch:
 
     def __init__(self, model: MemoryModel, probe_nodes: int = 200, max_sets: int = 5000,
                  max_depth: int = 60, probe_top: bool = True,
-                 max_parts: int | None = None) -> None:
+                 max_parts: int | None = None, engine: str = "auto") -> None:
         self.m = model
+        self.engine = resolve_engine(engine)
         self.max_parts = max_parts
         self.probe_top = bool(probe_top)
         self._B: int | None = None
@@ -211,7 +216,7 @@ class PivotSearch:
             self._cache = {}
         self._B = int(budget)
         if self._net is None:
-            self._net = ClosureCut(m, ancestor_matrix(m))
+            self._net = ClosureCut(m, ancestor_matrix(m), engine=self.engine)
         self._deadline = deadline
         self._parts = self._sets = self._nodes = 0
         S0 = np.zeros(m.n, bool)
@@ -264,7 +269,7 @@ class PivotSearch:
             return "failed", None
         ops = sm.ops
         A = ancestor_matrix(sm)
-        bs = BudgetSearch(sm, A, complete_cuts(sm, A))
+        bs = BudgetSearch(sm, A, complete_cuts(sm, A), engine=self.engine)
         if not probed:
             r = bs.probe(B, self.probe_nodes + 2 * sm.n if self.probe_nodes else 1, self._deadline)
             self._nodes += r.nodes
@@ -362,7 +367,16 @@ class PivotSearch:
                   cap: int) -> list[tuple[int, np.ndarray]] | None:
         """Every down-set ``D`` valid for ``v`` (ancestors in, ``v`` and descendants out) with
         ``live(D) + alloc(v) <= B``, as ``(that value, D)`` sorted by value then mask; ``None``
-        when there are more than ``cap``."""
+        when there are more than ``cap``. The compiled engine (``scheduling._budget.Net.sets``)
+        runs the same enumeration when ``net`` has it."""
+        if net.cnet is not None:
+            st, sets, count = net.cnet.sets(int(v), int(B), int(cap), self._deadline)
+            self._sets += count
+            if st == "stopped":
+                raise _Stop
+            if st == "over":
+                return None
+            return [(c, np.frombuffer(D, dtype=bool).copy()) for c, D in sets]
         fin0 = A[v].copy()
         out0 = A[:, v].copy()
         out0[v] = True
