@@ -149,11 +149,14 @@ class ExactDP(Scheduler):
     peak ``<= ub - 1``, by the pivot splits of :mod:`.pivot_search`
     (every order runs the operator with the largest closure bound after one of the few
     least-live sets that fit it; each part before and after it is decided by a short probe or
-    split again), within 2 s doubled after each decision that stops (and the budget search's
-    time): a proved "no" sets ``L = ub`` (the incumbent is optimal), an order found becomes the
-    incumbent before the bisection. A decision asked again at the same budget resumes from the
-    parts it settled, and once the probes have spent ``max_states`` states the decision goes on
-    alone with the time left. It proves ``moccasin_layered`` seed 0
+    split again), each decision for as long as all the decisions before it took together (at
+    least 2 s; and within the budget search's time): a proved "no" sets ``L = ub`` (the
+    incumbent is optimal), an order found becomes the incumbent before the bisection, and a
+    decision that stops skips that round's bisection (within 3 % of ``L`` its probes between
+    ``L`` and ``ub`` mostly stop too; the decision is the one that settles it). A decision asked
+    again at the same budget resumes from the parts it settled, in both calls of the budget
+    search, and once the probes have spent ``max_states`` states the decision goes on alone with
+    the time left. It proves ``moccasin_layered`` seed 0
     at 250 operators optimal (195,560 bytes, closure bound 194,170): the decision at 195,559
     fails in about 2 s, where the probes alone expanded 6.7 million states in 15 minutes
     without an answer.
@@ -263,6 +266,7 @@ class ExactDP(Scheduler):
         deadline = None if self.time_limit is None else t0 + float(self.time_limit)
         all_cuts = complete_cuts(m, A) if A is not None else []
         bs = None
+        ps = None  # the pivot splits, kept for both budget search calls
         if self.budget_search and A is not None:
             try:
                 bs = BudgetSearch(m, A, all_cuts, max_memo=self.max_states)
@@ -271,7 +275,9 @@ class ExactDP(Scheduler):
         if bs is not None:
             now = time.perf_counter()
             end = None if deadline is None else now + 0.4 * max(deadline - now, 0.0)
-            greedy, ub, lb = self._budget(bs, m, greedy, ub, lb, end, info)
+            if self.pivot_search:
+                ps = PivotSearch(m, probe_top=False)
+            greedy, ub, lb = self._budget(bs, ps, m, greedy, ub, lb, end, info)
             if ub <= lb:
                 info.update(lower_bound=lb, peak_bytes=ub, states=0, segments=len(all_cuts) + 1,
                             segments_searched=0, largest_segment=n)
@@ -320,7 +326,8 @@ class ExactDP(Scheduler):
         if bs is not None and peak > bound and (deadline is None or
                                                 time.perf_counter() < deadline):
             # the budget search again, with the time the DP left (its memo of floors kept)
-            o2, p2, lb2 = self._budget(bs, m, order, peak, bound, deadline, info, resume=True)
+            o2, p2, lb2 = self._budget(bs, ps, m, order, peak, bound, deadline, info,
+                                       resume=True)
             bound = max(bound, lb2)
             if p2 < peak:
                 order, peak = o2, p2
@@ -333,12 +340,15 @@ class ExactDP(Scheduler):
             info["reason"] = "; ".join(reasons)
         return ScheduleResult(m.to_names(order), status, info, bound=int(min(bound, peak)))
 
-    def _budget(self, bs: BudgetSearch, m: MemoryModel, order: list[int], ub: int, lb: int,
-                end: float | None, info: dict, resume: bool = False) -> tuple[list[int], int, int]:
+    def _budget(self, bs: BudgetSearch, ps: PivotSearch | None, m: MemoryModel,
+                order: list[int], ub: int, lb: int, end: float | None, info: dict,
+                resume: bool = False) -> tuple[list[int], int, int]:
         """The budget search of the class docstring until ``end`` (a :func:`time.perf_counter`
         value or ``None``): ``(order, its peak, proved bound)``; ``info``'s ``budget_*`` keys
-        accumulate over calls. ``resume``: the first round skips the probe at the bound (the
-        first call made it with the same number of states)."""
+        accumulate over calls. ``ps``: the pivot splits (``None``: not used), one object for
+        both calls, so a decision stopped in the first goes on from its parts in the second.
+        ``resume``: the first round skips the probe at the bound (the first call made it with
+        the same number of states)."""
         t0 = time.perf_counter()
         probes = 0
         cap = 1000 + 2 * m.n  # a probe needs n states to reach a whole order
@@ -348,8 +358,6 @@ class ExactDP(Scheduler):
                 return None
             now = time.perf_counter()
             return now + max(end - now, 0.0) / 3
-
-        ps = PivotSearch(m, probe_top=False) if self.pivot_search else None
 
         def pivot(stop: float | None) -> str:
             """One pivot decision below the incumbent until ``stop`` (and ``end``): an order
@@ -370,7 +378,6 @@ class ExactDP(Scheduler):
                 lb = max(lb, ub)
             return r.status
 
-        pivot_time = 2.0  # seconds for one pivot decision, doubled after each that stops
         while ub > lb and bs.nodes < self.max_states:
             if end is not None and time.perf_counter() >= end:
                 break
@@ -385,11 +392,14 @@ class ExactDP(Scheduler):
                     continue
             resume = False
             if ps is not None and ub <= lb * PIVOT_GAP:  # any order below the incumbent?
-                st = pivot(time.perf_counter() + pivot_time)
+                # as long as the decisions before it together (2 s at least)
+                st = pivot(time.perf_counter() + max(2.0, info.get("pivot_seconds", 0.0)))
                 if st == "failed":  # the incumbent is optimal
                     break
-                if st == "stopped":  # (found: the bisection goes on below the new incumbent)
-                    pivot_time *= 2
+                if st == "stopped":  # the next round's decision goes on from its parts
+                    cap *= 2
+                    continue
+                # found: the bisection goes on below the new incumbent
             soft = lb + 1  # bisect [soft, ub - 1]: budgets below soft stopped this round
             while soft < ub and bs.nodes < self.max_states and (
                     end is None or time.perf_counter() < end):
