@@ -964,7 +964,7 @@ def sequential_pairs(graph: Graph, schedulers: Sequence[str] | None = None,
                      top: int = 3, unified: bool = False, include_inputs: bool = False,
                      alignment: int = 1, planner_params: dict | None = None,
                      scheduler_params: dict | None = None, pins=None,
-                     pools=None) -> list[dict]:
+                     pools=None, runs: dict | None = None) -> list[dict]:
     """The sequential (scheduler, planner) pairs the joint search starts from.
 
     Every scheduler in ``schedulers`` (registry names; ``None``: every registered one but
@@ -985,7 +985,11 @@ def sequential_pairs(graph: Graph, schedulers: Sequence[str] | None = None,
     ``_capabilities``); a plan above a pool's capacity is dropped. With pools the pairs are
     ranked by ``(traffic, arena)`` and carry ``traffic`` (the traffic cost), ``arena`` (the sum
     of the pools' arenas), ``arenas`` ({pool: bytes}) and ``pools`` ({tensor name: pool index}).
+    ``runs``: a dict that receives, per scheduler that ran, ``{"seconds": wall-clock seconds,
+    "status": its schedule's status, "peak": its order's peak (bytes), "bound": its bound}``.
     """
+    import time
+
     from planners import MemplanError
     from planners.errors import CapacityError
     from planners.feature_cpsat import traffic_cost
@@ -1006,11 +1010,15 @@ def sequential_pairs(graph: Graph, schedulers: Sequence[str] | None = None,
         if cls is not None and "time_limit" in cls._param_names():
             params["time_limit"] = max(0.05, time_limit / 4)
         params.update((scheduler_params or {}).get(s, {}))
+        t0 = time.perf_counter()
         try:
             sch = get_scheduler(s, **params).schedule(graph)
         except (MemplanError, ValueError):
             continue
         key = tuple(sch.order)
+        if runs is not None:
+            runs[s] = {"seconds": time.perf_counter() - t0, "status": sch.status,
+                       "peak": peak_live_bytes(graph, key), "bound": sch.bound}
         proved = max(proved, sch.bound or 0)
         if key not in orders:
             orders[key] = {"scheduler": s, "order": list(key),

@@ -138,3 +138,21 @@ def test_sweep_configs_take_the_joint_scheduler_and_check_its_parameters():
     raw["schedulers"] = {"joint": {"workers": 0}}
     with pytest.raises(ParameterError, match=r"joint: parameter .workers. = 0"):
         parse_config(raw)
+
+
+def test_sequential_pairs_report_each_schedulers_run():
+    """``runs`` gets every scheduler's seconds, status, peak and bound: ``exact_dp`` proves the
+    optimum of a 12-operator MOCCASIN-shaped graph (its peak the brute-force optimum over every
+    topological order, its bound equal to it)."""
+    from scheduling.generators import moccasin_layered
+    from scheduling.lifetimes import peak_live_bytes
+
+    g = moccasin_layered(seed=0, n_ops=8)
+    opt = min(peak_live_bytes(g, o) for o in nx.all_topological_sorts(g.op_graph()))
+    runs: dict = {}
+    sequential_pairs(g, ["file_order", "exact_dp", "min_live"], "greedy_by_size", time_limit=2,
+                     runs=runs)
+    assert set(runs) == {"file_order", "exact_dp", "min_live"}
+    assert all(r["seconds"] >= 0 and r["peak"] >= opt for r in runs.values())
+    assert runs["exact_dp"]["status"] == "optimal"
+    assert runs["exact_dp"]["peak"] == runs["exact_dp"]["bound"] == opt
