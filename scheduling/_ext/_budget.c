@@ -718,10 +718,12 @@ typedef struct {
     int ncut;
     u64 *cuts;                 /* ncut * W */
     /* memo: open addressing, keys W words each */
-    i64 max_memo, memo_count, memo_cap;
+    /* memo: a table of entry numbers (-1: empty slot; open addressing, at most half full) over
+     * dense arrays of keys (W words each) and floors, so a state costs its key once */
+    i64 max_memo, memo_count, memo_cap, memo_room;
+    int32_t *memo_slot_of;
     u64 *memo_keys;
     i64 *memo_val;
-    uint8_t *memo_used;
     /* root witnesses */
     uint8_t *root_has, *root_D; /* n, n*n */
     i64 *root_c;
@@ -760,7 +762,7 @@ static void search_dealloc(Search *s) {
     Py_XDECREF(s->net);
     void *ps[] = {s->alloc, s->dead, s->gain, s->size, s->ncons, s->indeg0, s->upper, s->keep,
                   s->ins_ptr, s->ins, s->succ_ptr, s->succ, s->fr_ptr, s->oth_ptr, s->oth,
-                  s->fr_size, s->cuts, s->memo_keys, s->memo_val, s->memo_used, s->root_has,
+                  s->fr_size, s->cuts, s->memo_keys, s->memo_val, s->memo_slot_of, s->root_has,
                   s->root_D, s->root_c, s->pool_len, s->pool_c, s->pool_D, s->Wd, s->Sb,
                   s->ready, s->tmpD, s->Wv, s->rem, s->indeg, s->order, s->S, s->undo_v,
                   s->undo_row, s->undo_old, s->rows, s->broken, s->val};
@@ -877,11 +879,14 @@ static int search_init(Search *s, PyObject *args, PyObject *kwds) {
     }
     Py_DECREF(seq);
     s->max_memo = max_memo;
+    if (s->max_memo > 1000000000LL) s->max_memo = 1000000000LL; /* entry numbers are int32 */
     s->memo_count = 0;
     s->memo_cap = 1024;
-    s->memo_keys = (u64 *)calloc((size_t)s->memo_cap * s->W, sizeof(u64));
-    s->memo_val = (i64 *)calloc((size_t)s->memo_cap, sizeof(i64));
-    s->memo_used = (uint8_t *)calloc((size_t)s->memo_cap, 1);
+    s->memo_room = 512;
+    s->memo_slot_of = (int32_t *)malloc(sizeof(int32_t) * (size_t)s->memo_cap);
+    if (s->memo_slot_of) memset(s->memo_slot_of, 0xff, sizeof(int32_t) * (size_t)s->memo_cap);
+    s->memo_keys = (u64 *)malloc(sizeof(u64) * (size_t)s->memo_room * s->W);
+    s->memo_val = (i64 *)malloc(sizeof(i64) * (size_t)s->memo_room);
     size_t nn = (size_t)n * n;
     s->root_has = (uint8_t *)calloc((size_t)(n ? n : 1), 1);
     s->root_D = (uint8_t *)calloc(nn ? nn : 1, 1);
@@ -910,7 +915,7 @@ static int search_init(Search *s, PyObject *args, PyObject *kwds) {
     s->rows = (uint8_t *)malloc((size_t)s->rows_cap);
     s->broken = (int *)malloc(sizeof(int) * (size_t)(n ? n : 1));
     s->val = (i64 *)malloc(sizeof(i64) * (size_t)(n ? n : 1));
-    if (!s->memo_keys || !s->memo_val || !s->memo_used || !s->root_has || !s->root_D ||
+    if (!s->memo_keys || !s->memo_val || !s->memo_slot_of || !s->root_has || !s->root_D ||
         !s->root_c || !s->pool_len || !s->pool_c || !s->pool_D || !s->Wd || !s->Sb ||
         !s->ready || !s->tmpD || !s->Wv || !s->rem || !s->indeg || !s->order || !s->S ||
         !s->undo_v || !s->undo_row || !s->undo_old || !s->rows || !s->broken || !s->val)
@@ -933,39 +938,30 @@ static u64 hash_key(const u64 *k, int W) {
 static i64 memo_slot(Search *s, const u64 *k) { /* the slot holding k, or the empty one for it */
     u64 mask = (u64)s->memo_cap - 1;
     u64 i = hash_key(k, s->W) & mask;
-    while (s->memo_used[i] && memcmp(s->memo_keys + i * s->W, k, sizeof(u64) * s->W) != 0)
+    int32_t e;
+    while ((e = s->memo_slot_of[i]) >= 0 &&
+           memcmp(s->memo_keys + (size_t)e * s->W, k, sizeof(u64) * s->W) != 0)
         i = (i + 1) & mask;
     return (i64)i;
 }
 
 static int memo_get(Search *s, const u64 *k, i64 *val) {
-    i64 i = memo_slot(s, k);
-    if (!s->memo_used[i]) return 0;
-    *val = s->memo_val[i];
+    int32_t e = s->memo_slot_of[memo_slot(s, k)];
+    if (e < 0) return 0;
+    *val = s->memo_val[e];
     return 1;
 }
 
-static int memo_grow(Search *s) {
+static int memo_grow(Search *s) { /* twice the slots, the entries placed again */
     i64 cap = s->memo_cap * 2;
-    u64 *keys = (u64 *)calloc((size_t)cap * s->W, sizeof(u64));
-    i64 *vals = (i64 *)calloc((size_t)cap, sizeof(i64));
-    uint8_t *used = (uint8_t *)calloc((size_t)cap, 1);
-    if (!keys || !vals || !used) {
-        free(keys), free(vals), free(used);
-        return -1;
-    }
-    u64 *ok = s->memo_keys;
-    i64 *ov = s->memo_val, oc = s->memo_cap;
-    uint8_t *ou = s->memo_used;
-    s->memo_keys = keys, s->memo_val = vals, s->memo_used = used, s->memo_cap = cap;
-    for (i64 i = 0; i < oc; i++)
-        if (ou[i]) {
-            i64 j = memo_slot(s, ok + i * s->W);
-            memcpy(keys + j * s->W, ok + i * s->W, sizeof(u64) * s->W);
-            vals[j] = ov[i];
-            used[j] = 1;
-        }
-    free(ok), free(ov), free(ou);
+    int32_t *slots = (int32_t *)malloc(sizeof(int32_t) * (size_t)cap);
+    if (!slots) return -1;
+    memset(slots, 0xff, sizeof(int32_t) * (size_t)cap);
+    free(s->memo_slot_of);
+    s->memo_slot_of = slots;
+    s->memo_cap = cap;
+    for (i64 e = 0; e < s->memo_count; e++)
+        s->memo_slot_of[memo_slot(s, s->memo_keys + (size_t)e * s->W)] = (int32_t)e;
     return 0;
 }
 
@@ -973,15 +969,26 @@ static int memo_grow(Search *s) {
 static int memo_raise(Search *s, const u64 *k, i64 val) {
     if (s->memo_count >= s->max_memo) return 0;
     i64 i = memo_slot(s, k);
-    if (s->memo_used[i]) {
-        if (val > s->memo_val[i]) s->memo_val[i] = val;
+    int32_t e = s->memo_slot_of[i];
+    if (e >= 0) {
+        if (val > s->memo_val[e]) s->memo_val[e] = val;
         return 0;
     }
     if (val < 0) val = 0;
-    memcpy(s->memo_keys + i * s->W, k, sizeof(u64) * s->W);
-    s->memo_val[i] = val;
-    s->memo_used[i] = 1;
-    s->memo_count++;
+    if (s->memo_count == s->memo_room) {
+        i64 room = 2 * s->memo_room;
+        u64 *keys = (u64 *)realloc(s->memo_keys, sizeof(u64) * (size_t)room * s->W);
+        if (!keys) return -1;
+        s->memo_keys = keys;
+        i64 *vals = (i64 *)realloc(s->memo_val, sizeof(i64) * (size_t)room);
+        if (!vals) return -1;
+        s->memo_val = vals;
+        s->memo_room = room;
+    }
+    e = (int32_t)s->memo_count++;
+    memcpy(s->memo_keys + (size_t)e * s->W, k, sizeof(u64) * s->W);
+    s->memo_val[e] = val;
+    s->memo_slot_of[i] = e;
     if (2 * s->memo_count > s->memo_cap && memo_grow(s) < 0) return -1;
     return 0;
 }
