@@ -213,30 +213,30 @@ class ClosureCut:
         self.inf = 2 * total + 1
         self.model, self.A, self.n = model, A, n
         self.pos = int(size[free].sum()) if free else 0  # sum of the source arcs
-        x = lambda u: 2 + u  # noqa: E731 - node ids: 0 source, 1 sink, operators, tensors
-        tails: list[int] = []
-        heads: list[int] = []
-        caps: list[int] = []
-        for u in range(n):
-            for p in model.preds[u]:
-                tails.append(x(u)), heads.append(x(p)), caps.append(self.inf)
-        for j, t in enumerate(free):
-            y = 2 + n + j
-            tails.append(0), heads.append(y), caps.append(int(size[t]))
-            for c in model.consumers[t]:
-                tails.append(y), heads.append(x(c)), caps.append(self.inf)
-        w = (model.alloc - model.dead).tolist()
-        for u in range(n):
-            if w[u]:
-                tails.append(x(u)), heads.append(1), caps.append(w[u])
-        self.force0 = len(tails)  # arcs source -> x_u (capacity inf when u is forced in D)
-        tails += [0] * n
-        heads += [x(u) for u in range(n)]
-        caps += [0] * n
-        self.ban0 = len(tails)  # arcs x_u -> sink (capacity inf when u is kept out of D)
-        tails += [x(u) for u in range(n)]
-        heads += [1] * n
-        caps += [0] * n
+        # node ids: 0 source, 1 sink, 2 + u operator u, 2 + n + j the j-th freeable tensor; the
+        # arcs: u -> each predecessor (inf), source -> tensor (its bytes), tensor -> each reader
+        # (inf), u -> sink (alloc - dead, when not 0), then the forcing arcs
+        i64 = np.int64
+        plen = np.fromiter((len(p) for p in model.preds), i64, n)
+        pred_heads = np.fromiter((p for ps in model.preds for p in ps), i64, int(plen.sum()))
+        nf = len(free)
+        free_a = np.asarray(free, i64)
+        clen = model.n_consumers[free_a] if nf else np.zeros(0, i64)
+        readers = np.fromiter((c for t in free for c in model.consumers[t]), i64, int(clen.sum()))
+        w = model.alloc - model.dead
+        wu = np.flatnonzero(w)
+        ops = np.arange(n, dtype=i64)
+        tails_a = np.concatenate([np.repeat(2 + ops, plen), np.zeros(nf, i64),
+                                  np.repeat(2 + n + np.arange(nf, dtype=i64), clen), 2 + wu])
+        heads_a = np.concatenate([2 + pred_heads, 2 + n + np.arange(nf, dtype=i64), 2 + readers,
+                                  np.ones(wu.size, i64)])
+        caps_a = np.concatenate([np.full(plen.sum(), self.inf, i64), size[free_a].astype(i64),
+                                 np.full(readers.size, self.inf, i64), w[wu].astype(i64)])
+        self.force0 = int(tails_a.size)  # arcs source -> x_u (capacity inf when u is forced in D)
+        self.ban0 = self.force0 + n  # arcs x_u -> sink (capacity inf when u is kept out of D)
+        tails = np.concatenate([tails_a, np.zeros(n, i64), 2 + ops])
+        heads = np.concatenate([heads_a, 2 + ops, np.ones(n, i64)])
+        caps = np.concatenate([caps_a, np.zeros(2 * n, i64)])
         # arc ids of the forcing arcs per operator, and capacities to set them to
         self._force_arcs = (self.force0 + np.arange(n)).astype(np.int32)
         self._ban_arcs = (self.ban0 + np.arange(n)).astype(np.int32)
@@ -247,8 +247,7 @@ class ClosureCut:
         if self.engine == "compiled":
             self.cnet = compiled_module().Net(
                 n, np.ascontiguousarray(A, dtype=bool), np.ascontiguousarray(model.alloc, np.int64),
-                self.pos, self.inf, np.asarray(tails, np.int64), np.asarray(heads, np.int64),
-                np.asarray(caps, np.int64), self.force0, self.ban0)
+                self.pos, self.inf, tails, heads, caps, self.force0, self.ban0)
         else:
             from ortools.graph.python import max_flow
 
@@ -259,8 +258,11 @@ class ClosureCut:
         # upper(v): the tensors produced by ancestors of v that are kept or have a reader that is
         # not an ancestor of v (exactly live(anc(v)))
         freed = np.zeros((model.m, n), bool)  # every reader of t is an ancestor of v
-        for t in range(model.m):
-            if model.consumers[t] and not model.keep[t]:
+        one = [t for t in free if len(model.consumers[t]) == 1]
+        if one:  # one reader: its column of A
+            freed[one] = A[:, [model.consumers[t][0] for t in one]].T
+        for t in free:
+            if len(model.consumers[t]) > 1:
                 freed[t] = A[:, model.consumers[t]].all(axis=1)
         P = A.T[model.producer] if model.m else np.zeros((0, n), bool)
         lv = size @ (P & ~freed).astype(np.int64) if model.m else np.zeros(n, np.int64)
