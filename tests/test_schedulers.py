@@ -225,11 +225,12 @@ def test_exact_dp_equals_brute_force_over_all_topological_orders(g):
 def test_exact_dp_budget_reports_timeout_with_the_best_cheap_order():
     g = generate("randwire", seed=0, n_nodes=32)
     cheap = min(peak(g, "min_live"), peak(g, "dfs"), peak(g, "file_order"))
-    s = schedule(g, "exact_dp", max_states=5, best_of_start=False)
+    # (without the pivot splits: once the probes' 5 states are spent the splits go on alone)
+    s = schedule(g, "exact_dp", max_states=5, best_of_start=False, pivot_search=False)
     assert s.status == "timeout"
     assert peak_live_bytes(g, s.order) == cheap == s.info["peak_bytes"]
     # by default the start is the best of every heuristic (best_of's candidates, anneal, genetic)
-    b = schedule(g, "exact_dp", max_states=5)
+    b = schedule(g, "exact_dp", max_states=5, pivot_search=False)
     assert b.status == "timeout" and "memo limit of 5 states" in b.info["reason"]
     heur = min(peak(g, "best_of"), peak(g, "anneal"), peak(g, "genetic"))
     assert peak_live_bytes(g, b.order) == heur == b.info["peak_bytes"] < cheap
@@ -238,6 +239,10 @@ def test_exact_dp_budget_reports_timeout_with_the_best_cheap_order():
     full = schedule(g, "exact_dp")  # a few thousand states: proves an optimum below them here
     assert full.status == "optimal" and full.info["peak_bytes"] < cheap
     assert full.info["peak_bytes"] == peak_live_bytes(g, full.order)
+    # with the pivot splits, 5 probe states are enough: the decisions prove the same optimum
+    p = schedule(g, "exact_dp", max_states=5)
+    assert p.status == "optimal" and p.info["pivot_decisions"] >= 1
+    assert p.info["peak_bytes"] == full.info["peak_bytes"] == peak_live_bytes(g, p.order)
 
 
 def test_search_schedulers_are_seeded_and_never_worse_than_their_start():
