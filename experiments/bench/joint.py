@@ -29,7 +29,7 @@ Goals (stated by issue #25): (1) the proved optimum of the order problem on ever
 operators within 60 s; (2) at 1,000 operators an order whose gap to the lower bound is reported and
 shrinking with time. :func:`goals` states for each whether this run met it (the README quotes it).
 
-Run: ``python -m experiments.bench.joint --out results`` (``make bench-joint``, about 7 min on
+Run: ``python -m experiments.bench.joint --out results`` (``make bench-joint``, about 8 min on
 the shared 2-core machine). Deterministic except the seconds and what the wall clock cut.
 """
 
