@@ -161,6 +161,11 @@ def test_splitting_every_part_still_decides_exactly():
     below, at = ps.decide(opt - 1), ps.decide(opt)
     assert below.status == "failed" and at.status == "found" and at.peak <= opt
     assert below.parts > 10 and at.parts > 1
+    # with no answer kept, parts asked again are decided again: the same outcomes, more parts
+    nc = PivotSearch(MemoryModel(g), probe_nodes=0, probe_top=False, max_cache=0)
+    below0, at0 = nc.decide(opt - 1), nc.decide(opt)
+    assert below0.status == "failed" and at0.status == "found" and at0.peak <= opt
+    assert len(nc._cache) <= 1 and below0.parts > below.parts  # (the whole graph, marked probed)
 
 
 def test_a_stopped_decision_resumes_from_its_settled_parts():

@@ -173,6 +173,10 @@ class PivotSearch:
     max_parts : int or None, default None
         Most parts one decision may decide anew (a machine-independent work budget); beyond,
         it stops like at its deadline.
+    max_cache : int, default 1_000_000
+        Most parts whose answers are kept (about 250 bytes each at 250 operators); beyond, new
+        answers are not kept, which costs time (a part asked again is decided again), never
+        soundness.
     engine : {"auto", "compiled", "python"}, default "auto"
         Engine of the flows, the pivot sets and the parts' probes (:class:`.bounds.ClosureCut`,
         :class:`.budget_search.BudgetSearch`): both give the same decision with the same
@@ -191,9 +195,11 @@ class PivotSearch:
 
     def __init__(self, model: MemoryModel, probe_nodes: int = 200, max_sets: int = 5000,
                  max_depth: int = 60, probe_top: bool = True,
-                 max_parts: int | None = None, engine: str = "auto") -> None:
+                 max_parts: int | None = None, max_cache: int = 1_000_000,
+                 engine: str = "auto") -> None:
         self.m = model
         self.engine = resolve_engine(engine)
+        self.max_cache = int(max_cache)
         self.max_parts = max_parts
         self.probe_top = bool(probe_top)
         self._B: int | None = None
@@ -249,7 +255,8 @@ class PivotSearch:
         if hit is not None and (quick or hit[0] != "probed"):
             return ("stopped", None) if hit[0] == "probed" else hit
         out = self._solve(S0, T, depth, quick, hit is not None)
-        self._cache[key] = ("probed", None) if quick and out[0] == "stopped" else out
+        if len(self._cache) < self.max_cache or key in self._cache:
+            self._cache[key] = ("probed", None) if quick and out[0] == "stopped" else out
         return out
 
     def _solve(self, S0: np.ndarray, T: np.ndarray, depth: int, quick: bool,
