@@ -186,3 +186,23 @@ def test_engine_names():
     assert resolve_engine("auto") == "compiled"
     with pytest.raises(ValueError, match="unknown engine"):
         resolve_engine("fast")
+
+
+def test_a_compiled_probe_or_enumeration_past_its_deadline_claims_nothing():
+    """Deadlines reach the compiled engine as seconds left (its clock need not be
+    ``time.perf_counter``'s): a deadline already passed stops the probe at its first state and
+    the pivot-set enumeration at its first node, with nothing claimed."""
+    import time
+
+    m = MemoryModel(moccasin_layered(seed=0, n_ops=60))
+    A = ancestor_matrix(m)
+    bs = BudgetSearch(m, A, engine="compiled")
+    budget = int(m.peak(m.topological()))  # an order exists within it
+    r = bs.probe(budget, 10**6, time.perf_counter() - 1.0)
+    assert (r.status, r.order, r.bound) == ("stopped", None, None)
+    assert bs.probe(budget, 10**6, time.perf_counter() + 600).status == "found"
+    net = ClosureCut(m, A, engine="compiled")
+    v = int(np.argmax(net.upper))
+    assert net.cnet.sets(v, budget, 10**6, -1.0)[:2] == ("stopped", None)
+    st, sets, count = net.cnet.sets(v, budget, 10**6, 600.0)
+    assert st == "ok" and len(sets) == count > 0

@@ -102,7 +102,7 @@ static uint8_t *copy_u8(PyObject *obj, const char *what, Py_ssize_t want) {
     return out;
 }
 
-static double now_seconds(void) { /* time.perf_counter() on Linux: CLOCK_MONOTONIC */
+static double now_seconds(void) { /* the callers pass seconds left, not a time of this clock */
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
@@ -495,7 +495,7 @@ static int cmp_found(const void *a, const void *b) {
     return memcmp(x->D, y->D, (size_t)x->n);
 }
 
-/* sets(v, B, cap, deadline or None) -> (status, sets, count): pivot_search's enumeration of every
+/* sets(v, B, cap, seconds left or None) -> (status, sets, count): pivot_search's enumeration of every
  * down-set D valid for v (ancestors in, v and descendants out) with live(D) + alloc(v) <= B,
  * as a list of (value, D bytes) sorted by value then D; status "ok", "over" (more than cap
  * sets: sets is None) or "stopped" (the deadline passed: sets is None); count: sets found. */
@@ -509,8 +509,8 @@ static PyObject *net_py_sets(Net *g, PyObject *args) {
         PyErr_Format(PyExc_IndexError, "pivot sets: operator %d out of range", v);
         return NULL;
     }
-    int has_dl = dl != Py_None;
-    double deadline = has_dl ? PyFloat_AsDouble(dl) : 0.0;
+    int has_dl = dl != Py_None; /* seconds left, measured on this module's clock */
+    double deadline = has_dl ? now_seconds() + PyFloat_AsDouble(dl) : 0.0;
     if (has_dl && PyErr_Occurred()) return NULL;
     size_t scap = (size_t)n + 2, sp = 0, nf = 0, fcap = 16;
     SetNode *st = (SetNode *)calloc(scap, sizeof(SetNode));
@@ -683,7 +683,7 @@ static PyMethodDef net_methods[] = {
      "value(v, forced, banned, largest) -> (C bytes, D as n bytes); forced/banned: n-byte masks "
      "or None. ValueError when forced meets v, a descendant or a banned operator."},
     {"sets", (PyCFunction)net_py_sets, METH_VARARGS,
-     "sets(v, B, cap, deadline) -> (status, [(value, D bytes)] or None, count): the pivot sets "
+     "sets(v, B, cap, seconds) -> (status, [(value, D bytes)] or None, count): the pivot sets "
      "of operator v within B bytes (pivot_search)."},
     {NULL, NULL, 0, NULL}};
 
@@ -1329,7 +1329,7 @@ static int dfs(Search *s, i64 live, i64 *floor_out) {
     return ST_FAILED;
 }
 
-/* probe(B, max_nodes, deadline or None) -> (status, order list or None, bound or None, nodes,
+/* probe(B, max_nodes, seconds left or None) -> (status, order list or None, bound or None, nodes,
  * flows, root_op or None); status "found" / "failed" / "stopped". */
 static PyObject *search_probe(Search *s, PyObject *args) {
     long long B, max_nodes;
@@ -1392,8 +1392,8 @@ static PyObject *search_probe(Search *s, PyObject *args) {
         }
     s->limit = max_nodes;
     s->has_deadline = dl != Py_None;
-    if (s->has_deadline) {
-        s->deadline = PyFloat_AsDouble(dl);
+    if (s->has_deadline) { /* seconds left, measured on this module's clock */
+        s->deadline = now_seconds() + PyFloat_AsDouble(dl);
         if (PyErr_Occurred()) return NULL;
     }
     memset(s->Sb, 0, (size_t)n);
@@ -1426,7 +1426,7 @@ static PyObject *search_memo_size(Search *s, PyObject *unused) {
 
 static PyMethodDef search_methods[] = {
     {"probe", (PyCFunction)search_probe, METH_VARARGS,
-     "probe(B, max_nodes, deadline) -> (status, order, bound, nodes, flows, root_op)"},
+     "probe(B, max_nodes, seconds) -> (status, order, bound, nodes, flows, root_op)"},
     {"memo_size", (PyCFunction)search_memo_size, METH_NOARGS, "states in the memo"},
     {NULL, NULL, 0, NULL}};
 

@@ -245,8 +245,8 @@ class BudgetSearch:
         if n == 0:
             return Probe("found", [], 0, None, 0, 0)
         if self._search is not None:
-            st, order, bound, nodes, flows, root_op = self._search.probe(B, int(max_nodes),
-                                                                        deadline)
+            left = None if deadline is None else deadline - time.perf_counter()
+            st, order, bound, nodes, flows, root_op = self._search.probe(B, int(max_nodes), left)
             self.nodes += nodes
             self.flows += flows
             return Probe(st, order, None if order is None else m.peak(order), bound, nodes,

@@ -377,7 +377,8 @@ class PivotSearch:
         when there are more than ``cap``. The compiled engine (``scheduling._budget.Net.sets``)
         runs the same enumeration when ``net`` has it."""
         if net.cnet is not None:
-            st, sets, count = net.cnet.sets(int(v), int(B), int(cap), self._deadline)
+            left = None if self._deadline is None else self._deadline - time.perf_counter()
+            st, sets, count = net.cnet.sets(int(v), int(B), int(cap), left)
             self._sets += count
             if st == "stopped":
                 raise _Stop
