@@ -206,3 +206,21 @@ def test_a_compiled_probe_or_enumeration_past_its_deadline_claims_nothing():
     assert net.cnet.sets(v, budget, 10**6, -1.0)[:2] == ("stopped", None)
     st, sets, count = net.cnet.sets(v, budget, 10**6, 600.0)
     assert st == "ok" and len(sets) == count > 0
+
+
+def test_exact_dp_engines_give_the_same_schedule():
+    """``exact_dp(engine=...)``: the compiled engine and the Python reference prove the same
+    optimum with the same order, states, flows, pivot decisions and parts (no time limit, so
+    no wall clock cuts either run)."""
+    g = randwire(seed=0, n_nodes=32)
+    keys = ("peak_bytes", "budget_nodes", "budget_flows", "pivot_decisions", "pivot_parts",
+            "pivot_sets")
+    # the probes alone (15,560 states), then 5 probe states and the pivot decisions (68 parts)
+    for extra, key in (({}, "budget_nodes"), ({"max_states": 5}, "pivot_parts")):
+        c, p = (schedule(g, "exact_dp", time_limit=None, best_of_start=False, engine=e, **extra)
+                for e in ("compiled", "python"))
+        assert c.status == p.status == "optimal" and c.order == p.order
+        assert [c.info.get(k) for k in keys] == [p.info.get(k) for k in keys]
+        assert c.info[key] > 50
+    with pytest.raises(ValueError, match="engine"):
+        schedule(g, "exact_dp", engine="fast")

@@ -8,11 +8,11 @@ from numbers import Integral
 
 import numpy as np
 
-from planners.params import OPTIONAL_POSITIVE_SECONDS, Interval
+from planners.params import OPTIONAL_POSITIVE_SECONDS, Interval, StrOptions
 
 from ..graph import Graph
 from .base import Scheduler, ScheduleResult
-from .bounds import CUT_MAX_OPS, ancestor_matrix, complete_cuts, order_bound_details
+from .bounds import CUT_MAX_OPS, ENGINES, ancestor_matrix, complete_cuts, order_bound_details
 from .budget_search import BudgetSearch
 from .list_base import list_schedule
 from .memsim import MemoryModel
@@ -191,6 +191,10 @@ class ExactDP(Scheduler):
     pivot_search : bool, default True
         Ask the pivot-split question below the incumbent in the budget search (above);
         ``False`` (ablation) leaves it out.
+    engine : {"auto", "compiled", "python"}, default "auto"
+        Engine of the budget search and the pivot splits (:data:`.bounds.ENGINES`): the C
+        extension ``scheduling._budget`` when built, or the Python reference; both expand the
+        same states and parts (ablation: the same ``info`` counts, another speed).
 
     Returns (via :meth:`schedule`)
     ------------------------------
@@ -228,6 +232,7 @@ class ExactDP(Scheduler):
         "decompose": ["boolean"],
         "budget_search": ["boolean"],
         "pivot_search": ["boolean"],
+        "engine": [StrOptions(ENGINES)],
     }
 
     def __init__(
@@ -238,6 +243,7 @@ class ExactDP(Scheduler):
         decompose: bool = True,
         budget_search: bool = True,
         pivot_search: bool = True,
+        engine: str = "auto",
     ) -> None:
         self.max_states = max_states
         self.time_limit = time_limit
@@ -245,6 +251,7 @@ class ExactDP(Scheduler):
         self.decompose = decompose
         self.budget_search = budget_search
         self.pivot_search = pivot_search
+        self.engine = engine
 
     def _schedule(self, graph: Graph) -> ScheduleResult:
         t0 = time.perf_counter()
@@ -270,14 +277,14 @@ class ExactDP(Scheduler):
         ps = None  # the pivot splits, kept for both budget search calls
         if self.budget_search and A is not None:
             try:
-                bs = BudgetSearch(m, A, all_cuts, max_memo=self.max_states)
+                bs = BudgetSearch(m, A, all_cuts, max_memo=self.max_states, engine=self.engine)
             except ValueError as e:  # sizes too large for int64 flow capacities
                 info["budget_skipped"] = str(e)
         if bs is not None:
             now = time.perf_counter()
             end = None if deadline is None else now + 0.4 * max(deadline - now, 0.0)
             if self.pivot_search:
-                ps = PivotSearch(m, probe_top=False)
+                ps = PivotSearch(m, probe_top=False, engine=self.engine)
             greedy, ub, lb = self._budget(bs, ps, m, greedy, ub, lb, end, info)
             if ub <= lb:
                 info.update(lower_bound=lb, peak_bytes=ub, states=0, segments=len(all_cuts) + 1,
