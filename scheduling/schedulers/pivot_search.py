@@ -212,8 +212,8 @@ class PivotSearch:
 
     def decide(self, budget: int, deadline: float | None = None) -> PivotResult:
         """Is there an order of the whole graph with peak ``<= budget`` bytes? Stops at
-        ``deadline`` (a :func:`time.perf_counter` value) or after ``max_parts`` parts. Returns a
-        :class:`PivotResult`.
+        ``deadline`` (a :func:`time.perf_counter` value; ``None``: no time limit) or after
+        ``max_parts`` parts. Returns a :class:`PivotResult`.
 
         The parts settled by a decision that stopped are kept: asked again at the same budget
         (with a later deadline) the decision goes on from them."""
