@@ -57,6 +57,7 @@ import base64
 import csv
 import io
 import math
+import multiprocessing
 import os
 import sys
 import tempfile
@@ -1434,7 +1435,13 @@ def _pool_run(chunks, seed, cfg, jobs, mem_limit_gb, record) -> None:
     from pebble import ProcessExpired, ProcessPool
 
     mem = int(mem_limit_gb * 2**30)
-    with ProcessPool(max_workers=jobs, initializer=_init_worker, initargs=(mem,)) as pool:
+    # workers from a fresh fork server, not forked from the caller: a caller that loaded a large
+    # library (torch, in a test process) would hand each worker its address space, and the
+    # RLIMIT_AS cap below it then fails the worker's next mappings (segfaults, SystemError)
+    ctx = multiprocessing.get_context(
+        "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn")
+    with ProcessPool(max_workers=jobs, initializer=_init_worker, initargs=(mem,),
+                     context=ctx) as pool:
         def chunk_limit(kind, idx):
             return cfg["chunk_slack"] + sum(_item_limit(cfg, _target_of(cfg, kind, i)) * 0.5 for i in idx
                               if _target_of(cfg, kind, i) in EXACT)
