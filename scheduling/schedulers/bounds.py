@@ -152,20 +152,13 @@ def compiled_module():
 
 def resolve_engine(engine: str) -> str:
     """``"compiled"`` or ``"python"`` for ``engine`` (:data:`ENGINES`; ``"auto"``: compiled
-    when built).
+    when built), by the planners' rule (:func:`planners.base.pick_engine`).
 
     Raises ValueError for an unknown engine, ImportError for ``"compiled"`` when
     ``scheduling._budget`` is not built."""
-    if engine not in ENGINES:
-        raise ValueError(f"unknown engine {engine!r}; choose from {ENGINES}")
-    if engine == "python":
-        return "python"
-    if compiled_module() is None:
-        if engine == "compiled":
-            raise ImportError("scheduling._budget is not built; run `pip install -e .` (needs gcc "
-                              "and the Python headers) or use engine='python'")
-        return "python"
-    return "compiled"
+    from planners.base import pick_engine
+
+    return pick_engine(engine, ENGINES, "compiled", compiled_module, "scheduling._budget")
 
 
 class ClosureCut:
@@ -237,11 +230,6 @@ class ClosureCut:
         tails = np.concatenate([tails_a, np.zeros(n, i64), 2 + ops])
         heads = np.concatenate([heads_a, 2 + ops, np.ones(n, i64)])
         caps = np.concatenate([caps_a, np.zeros(2 * n, i64)])
-        # arc ids of the forcing arcs per operator, and capacities to set them to
-        self._force_arcs = (self.force0 + np.arange(n)).astype(np.int32)
-        self._ban_arcs = (self.ban0 + np.arange(n)).astype(np.int32)
-        self._infs = np.full(n, self.inf, np.int64)
-        self._zeros = np.zeros(n, np.int64)
         self.cnet = None  # the compiled network (engine "compiled")
         self.flow = None  # OR-Tools' (engine "python")
         if self.engine == "compiled":
@@ -251,6 +239,11 @@ class ClosureCut:
         else:
             from ortools.graph.python import max_flow
 
+            # arc ids of the forcing arcs per operator, and capacities to set them to
+            self._force_arcs = (self.force0 + np.arange(n)).astype(np.int32)
+            self._ban_arcs = (self.ban0 + np.arange(n)).astype(np.int32)
+            self._infs = np.full(n, self.inf, np.int64)
+            self._zeros = np.zeros(n, np.int64)
             self.flow = max_flow.SimpleMaxFlow()
             self.flow.add_arcs_with_capacity(np.asarray(tails, np.int32),
                                              np.asarray(heads, np.int32),
