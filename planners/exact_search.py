@@ -268,8 +268,10 @@ class ExactSearch(Planner):
 
     def needs_capacity(self, problem) -> bool:
         """A plain problem needs a capacity (the decision problem); one with compiler features
-        (:attr:`planners.Problem.features`) and none is minimised by the feature model."""
-        return not problem.features
+        (:attr:`planners.Problem.features`) and none is minimised by the feature model.
+        Colocation groups alone do not count: :meth:`plan` collapses them to one buffer each
+        first (not native here), which leaves a plain problem."""
+        return not (problem.features - {"colocations"})
 
     _parameter_constraints = {
         "capacity": [Interval(Integral, 0, None), None],
