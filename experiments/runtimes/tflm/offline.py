@@ -524,12 +524,18 @@ def _rewrite(data: bytes, offs: list[int] | None, new_order: list[int] | None) -
 
 
 _RUN = r"""
-import json, sys
+import ctypes, json, sys
 import numpy as np
 from tflite_micro.python.tflite_micro import runtime
 path, arena, seed, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 span = int(sys.argv[5])
-it = runtime.Interpreter.from_file(path, arena_size=arena)
+try:
+    it = runtime.Interpreter.from_file(path, arena_size=arena)
+except Exception as e:
+    sys.stdout.flush()
+    ctypes.CDLL(None).fflush(None)
+    print("MEMPLAN_ERROR " + str(e).replace("\n", " "), flush=True)
+    sys.exit(3)
 rng = np.random.default_rng(seed)
 outs = []
 for call in range(n):
@@ -579,10 +585,19 @@ def run_model(path: str | Path, invocations: int = 60, seed: int = 0, span: int 
     ``0..span``, booleans uniformly, floats from a standard normal.
 
     Returns ``{"outputs": [[output 0, ...] per invocation], "head", "tail", "total"}`` (bytes,
-    from ``print_allocations``). Raises :class:`experiments.runtimes.tflm.oracle.TflmUnavailable` when
-    the interpreter fails.
+    from ``print_allocations``). Raises :class:`experiments.runtimes.tflm.oracle.TflmRefused`
+    (quoting what the interpreter printed, in one line) when the interpreter refuses to build
+    the model, :class:`experiments.runtimes.tflm.oracle.TflmUnavailable` when it fails otherwise
+    (a crash: ``exit -11``).
     """
-    from experiments.runtimes.tflm.oracle import TflmUnavailable, parse_allocations, tflm_available
+    from experiments.runtimes.tflm.oracle import (
+        TflmRefused,
+        TflmUnavailable,
+        arena_too_small,
+        parse_allocations,
+        runtime_reason,
+        tflm_available,
+    )
 
     ok, why = tflm_available()
     if not ok:
@@ -593,6 +608,17 @@ def run_model(path: str | Path, invocations: int = 60, seed: int = 0, span: int 
     text = r.stdout + "\n" + r.stderr
     line = next((ln for ln in r.stdout.splitlines() if ln.startswith("MEMPLAN_OUT ")), None)
     if r.returncode != 0 or line is None:
+        printed = "\n".join(ln for ln in (r.stdout + "\n" + r.stderr).splitlines()
+                            if not ln.startswith("MEMPLAN_ERROR "))
+        error = next((ln[len("MEMPLAN_ERROR "):] for ln in r.stdout.splitlines()
+                      if ln.startswith("MEMPLAN_ERROR ")), "")
+        why = runtime_reason(printed, error)
+        if r.returncode == 3 and arena_too_small(printed):
+            raise TflmUnavailable(f"{path}: the TFLite Micro interpreter needs more than "
+                                  f"arena_size {arena_size} bytes: {why}")
+        if r.returncode == 3:  # refused while building: quote what the interpreter printed
+            raise TflmRefused(f"{path}: the TFLite Micro interpreter refuses the model "
+                              f"(arena_size {arena_size} bytes): {why}", why)
         tail = (r.stderr.strip() or r.stdout.strip()).splitlines()[-3:]
         raise TflmUnavailable(f"{path}: the TFLite Micro interpreter failed (exit "
                               f"{r.returncode}): " + " | ".join(tail))

@@ -57,14 +57,20 @@ from typing import NamedTuple
 from planners.errors import MemplanError
 from planners.model import Buffer, Problem
 
-__all__ = ["TflmUnavailable", "TflmArena", "tflm_available", "tflm_arena", "parse_allocations",
+__all__ = ["TflmUnavailable", "TflmRefused", "runtime_reason", "arena_too_small", "TflmArena", "tflm_available", "tflm_arena", "parse_allocations",
            "tflm_min_arena", "parse_breakdown", "TflmArenaModel", "tflm_arena_model", "KERNELS",
-           "runtime_arena", "Kernel", "tflm_head", "tflm_head_problem"]
+           "runtime_arena", "Kernel", "tflm_head", "tflm_head_problem", "tflm_refusal"]
 
 _SCRIPT = r"""
-import sys
+import ctypes, sys
 from tflite_micro.python.tflite_micro import runtime
-it = runtime.Interpreter.from_file(sys.argv[1], arena_size=int(sys.argv[2]))
+try:
+    it = runtime.Interpreter.from_file(sys.argv[1], arena_size=int(sys.argv[2]))
+except Exception as e:
+    sys.stdout.flush()
+    ctypes.CDLL(None).fflush(None)
+    print("MEMPLAN_ERROR " + str(e).replace("\n", " "), flush=True)
+    sys.exit(3)
 sys.stdout.flush()
 it.print_allocations()
 """
@@ -88,6 +94,45 @@ print("OK")
 class TflmUnavailable(MemplanError, RuntimeError):
     """``tflite-micro`` is not installed, or its interpreter could not load the model (the message
     carries the interpreter's own error, e.g. an operator TFLM does not implement)."""
+
+
+class TflmRefused(TflmUnavailable):
+    """The ``tflite-micro`` interpreter refuses the model for another reason than the arena's
+    size: a kernel's check fails in ``Prepare`` (``TF_LITE_ENSURE``), an operator has no
+    registration, an output is a dynamic tensor, or the interpreter crashes.
+
+    Attributes
+    ----------
+    reason : str
+        What the interpreter printed, in one line (:func:`runtime_reason`).
+    stage : str
+        ``"build"`` (``AllocateTensors``), ``"invoke"`` or ``"crash"``.
+    """
+
+    def __init__(self, message: str, reason: str, stage: str = "build") -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.stage = stage
+
+
+_ARENA_SHORT = re.compile(r"\bmissing: \d+")
+
+
+def runtime_reason(printed: str, error: str = "") -> str:
+    """The interpreter's own reason in one line: the distinct non-empty lines it ``printed``
+    (``MicroPrintf`` from C, e.g. ``tensorflow/lite/micro/kernels/concatenation.cc:156 num_inputs
+    <= kMaxInputNum was not true.`` then ``Node CONCATENATION (number 0) failed to prepare with
+    status 1``), in order, joined by ``" | "``; ``error`` (the Python exception's text) when it
+    printed nothing."""
+    lines = list(dict.fromkeys(ln.strip() for ln in printed.splitlines() if ln.strip()))
+    return " | ".join(lines) if lines else (error.strip() or "no message")
+
+
+def arena_too_small(printed: str) -> bool:
+    """Whether the interpreter's messages say the arena was too small (``Failed to allocate tail
+    memory. Requested: 60, available 8, missing: 52``, ``Failed to resize buffer. ... missing:
+    16``; single_arena_buffer_allocator.cc), rather than refusing the model itself."""
+    return bool(_ARENA_SHORT.search(printed))
 
 
 @dataclass(frozen=True)
@@ -125,10 +170,21 @@ def _cached(path: str, digest: str, arena_size: int, timeout: float) -> TflmAren
     try:
         return parse_allocations(r.stdout + "\n" + r.stderr)
     except ValueError:
-        tail = (r.stderr.strip() or r.stdout.strip()).splitlines()[-3:]
-        raise TflmUnavailable(
-            f"{path}: TFLite Micro could not allocate the model (exit {r.returncode}): "
-            + " | ".join(tail)) from None
+        pass
+    error = next((ln[len("MEMPLAN_ERROR "):] for ln in r.stdout.splitlines()
+                  if ln.startswith("MEMPLAN_ERROR ")), "")
+    printed = "\n".join(ln for ln in r.stdout.splitlines() if not ln.startswith("MEMPLAN_ERROR "))
+    if r.returncode == 3:  # the interpreter refused; stderr holds only C messages then
+        printed += "\n" + r.stderr
+    else:  # a crash or a Python error: the last lines of stderr say which
+        printed += "\n" + "\n".join(r.stderr.strip().splitlines()[-3:])
+    why = runtime_reason(printed, error or f"exit {r.returncode}")
+    stage = "build" if r.returncode == 3 else "crash"
+    if arena_too_small(printed):
+        raise TflmUnavailable(f"{path}: TFLite Micro rejects the model at arena_size {arena_size} "
+                              f"bytes, the arena too small (exit {r.returncode}): {why}")
+    raise TflmRefused(f"{path}: TFLite Micro refuses the model ({stage}, arena_size "
+                      f"{arena_size} bytes, exit {r.returncode}): {why}", why, stage)
 
 
 def tflm_arena(path: str | Path, arena_size: int | None = None, timeout: float = 120.0) -> TflmArena:
@@ -143,8 +199,11 @@ def tflm_arena(path: str | Path, arena_size: int | None = None, timeout: float =
 
     Raises
     ------
+    TflmRefused
+        The interpreter refuses the model (a kernel's check, an operator without a registration,
+        a dynamic tensor, a crash); the message quotes what it printed, in one line.
     TflmUnavailable
-        ``tflite-micro`` missing, or the interpreter failed (unsupported operator, arena too small).
+        ``tflite-micro`` missing, or the arena given is too small.
 
     Notes
     -----
@@ -198,8 +257,11 @@ def tflm_min_arena(path: str | Path, timeout: float = 120.0) -> int:
 
     Raises
     ------
+    TflmRefused
+        The interpreter refuses the model for another reason than the arena's size (the message
+        and ``reason`` quote the interpreter, :func:`experiments.runtimes.tflm.probe.report`).
     TflmUnavailable
-        ``tflite-micro`` missing, the interpreter rejects the model at any size, a probe takes
+        ``tflite-micro`` missing, the interpreter rejects every size tried, a probe takes
         longer than ``timeout`` seconds, or the monotonicity check fails.
 
     Notes
@@ -417,6 +479,8 @@ class TflmArenaModel:
     as none); ``post_commit``: tail bytes allocated after the commit (input/output tensor
     structs); where the tail is not modelled, a pair: those bytes when the commit-time tail is
     16-aligned and when it is 8 bytes off (the input/output arrays are 16-byte aligned).
+    ``refusal``: why the interpreter refuses the model at every arena size, by the transcribed
+    checks of :func:`tflm_refusal` (then every number is ``None``), else ``""``.
     """
 
     head: int | None
@@ -429,6 +493,7 @@ class TflmArenaModel:
     planning_work: int = 0
     post_commit: int | tuple[int, int] = 0
     prepare_need: int | None = None
+    refusal: str = ""
 
 
 def _flatbuffer_facts(path: Path) -> dict:
@@ -468,15 +533,19 @@ def _flatbuffer_facts(path: Path) -> dict:
                 math.ceil(math.prod(shape) * item))
             q = t.Quantization()
             channels = q.ScaleLength() if q is not None and q.ZeroPointLength() > 0 else 0
+            scale = float(q.Scale(0)) if q is not None and q.ScaleLength() else None
+            zero = int(q.ZeroPoint(0)) if q is not None and q.ZeroPointLength() else None
             tensors.append({"data": has, "variable": bool(t.IsVariable()), "bytes": nbytes,
-                            "channels": channels, "type": code})
+                            "channels": channels, "type": code, "shape": shape,
+                            "scale": scale, "zero_point": zero})
         ops = []
         for oi in range(sg.OperatorsLength()):
             op = sg.Operators(oi)
             name = operator_type(model, op, op_names)
             ops.append({"type": name,
                         "inputs": op.InputsAsNumpy().tolist() if op.InputsLength() else [],
-                        "outputs": op.OutputsAsNumpy().tolist() if op.OutputsLength() else []})
+                        "outputs": op.OutputsAsNumpy().tolist() if op.OutputsLength() else [],
+                        "activation": _fused_activation(op, name)})
         called = set()
         for oi, op in enumerate(ops):
             called.update(_called_subgraphs(path, model, sg.Operators(oi), op["type"],
@@ -498,6 +567,21 @@ def _flatbuffer_facts(path: Path) -> dict:
         subs.append(sub)
     return {"subgraphs": subs, "resource_variables": sum(
         op == "VAR_HANDLE" for s in subs for op in s["ops"])}
+
+
+def _fused_activation(op, otype: str) -> int | None:
+    """The ``fused_activation_function`` of a ``CONCATENATION`` operator (``None`` for another
+    operator, 0, ``NONE``, when the options table is absent)."""
+    if otype != "CONCATENATION":
+        return None
+    import tflite
+
+    table = op.BuiltinOptions()
+    if table is None:
+        return 0
+    opts = tflite.ConcatenationOptions()
+    opts.Init(table.Bytes, table.Pos)
+    return int(opts.FusedActivationFunction())
 
 
 def _io_tensors(tail: _Tail, subs: list) -> int:
@@ -534,9 +618,23 @@ def _temp_tensors(start: int, tensors: list, indices) -> int:
     return top
 
 
+#: The verified domain of the modelled kernels beyond the first input's type: which tensors must
+#: share the first input's type (``"io"`` every input and output, ``"i0o"`` the first input and
+#: the outputs, ``"in"`` the inputs) and the numbers of inputs (min, max; ``None``: any) and
+#: outputs. An operator outside it is not modelled (its allocations or its kernel's checks were
+#: not verified there) and ``runtime_arena`` is measured.
+_DOMAIN: dict[str, tuple[str, int, int | None, int]] = {
+    **{k: ("io", 2, 2, 1) for k in ("ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM")},
+    **{k: ("io", 1, 1, 1) for k in ("RELU", "RELU6", "TANH", "LOGISTIC", "ABS")},
+    "RESHAPE": ("i0o", 1, 2, 1), "CONCATENATION": ("io", 1, None, 1),
+    "FULLY_CONNECTED": ("i0o", 2, 3, 1), "LESS": ("in", 2, 2, 1),
+}
+
+
 def _kernel_key(sub: dict, op: dict) -> str:
     """The :data:`KERNELS` key of ``op``: its type, or ``"TYPE (TENSORTYPE)"`` when the entry was
-    not checked for the tensor type of its first input (then it is not modelled)."""
+    not checked for the tensor type of its first input, or for the mix of types or the number of
+    tensors the operator has (:data:`_DOMAIN`; then it is not modelled)."""
     k = KERNELS.get(op["type"])
     if k is None or k.types is None:
         return op["type"]
@@ -544,6 +642,15 @@ def _kernel_key(sub: dict, op: dict) -> str:
     t = sub["tensors"][first]["type"] if first is not None else None
     if t not in k.types:
         return f"{op['type']} ({t})"
+    same, lo, hi, n_out = _DOMAIN.get(op["type"], ("", 0, None, len(op["outputs"])))
+    n_in = len(op["inputs"])
+    if n_in < lo or (hi is not None and n_in > hi) or len(op["outputs"]) != n_out:
+        return f"{op['type']} ({n_in} inputs, {len(op['outputs'])} outputs)"
+    ins = [i for i in op["inputs"] if i >= 0]
+    share = {"io": ins + op["outputs"], "i0o": ins[:1] + op["outputs"], "in": ins}.get(same, [])
+    mixed = sorted({str(sub["tensors"][j]["type"]) for j in share} - {t})
+    if mixed:
+        return f"{op['type']} ({t} with {', '.join(mixed)})"
     if k.per_channel >= 0 and len(op["inputs"]) > k.per_channel:
         w = op["inputs"][k.per_channel]
         wt = sub["tensors"][w]["type"] if w >= 0 else t
@@ -552,6 +659,79 @@ def _kernel_key(sub: dict, op: dict) -> str:
         if w >= 0 and sub["tensors"][w]["channels"] > 1:
             return f"{op['type']} (per-channel weights)"
     return op["type"]
+
+
+#: RuntimeShape::kMaxSmallSize (runtime_shape.h): CONCATENATION refuses inputs of higher rank.
+_MAX_SMALL_SIZE = 6
+#: kMaxInputNum (concatenation.cc): CONCATENATION refuses more inputs.
+_CONCAT_MAX_INPUTS = 10
+
+
+def _kernel_refusal(sub: dict, op: dict) -> str:
+    """The check of a modelled kernel's ``Prepare`` that fails on ``op``, as the TFLM source
+    states it (``""``: none of the transcribed checks fails). Transcribed: CONCATENATION
+    (concatenation.cc ``ConcatenationPrepare``: fused activation ``NONE``, at most
+    ``kMaxInputNum`` = 10 inputs, every input of rank <= ``kMaxSmallSize`` = 6, an int8 input's
+    scale and zero point equal to the output's)."""
+    if op["type"] != "CONCATENATION":
+        return ""
+    tensors, ins = sub["tensors"], [i for i in op["inputs"] if i >= 0]
+    if op["activation"]:
+        return ("concatenation.cc ConcatenationPrepare: params->activation == kTfLiteActNone "
+                f"fails (fused activation {op['activation']})")
+    if len(op["inputs"]) > _CONCAT_MAX_INPUTS:
+        return (f"concatenation.cc ConcatenationPrepare: num_inputs <= kMaxInputNum fails "
+                f"({len(op['inputs'])} inputs, kMaxInputNum = {_CONCAT_MAX_INPUTS})")
+    out = tensors[op["outputs"][0]]
+    for i in ins:
+        if len(tensors[i]["shape"]) > _MAX_SMALL_SIZE:
+            return (f"concatenation.cc ConcatenationPrepare: input tensor {i} has "
+                    f"{len(tensors[i]['shape'])} dimensions (at most kMaxSmallSize = "
+                    f"{_MAX_SMALL_SIZE})")
+        if tensors[i]["type"] == "INT8" and (tensors[i]["scale"], tensors[i]["zero_point"]) != (
+                out["scale"], out["zero_point"]):
+            return (f"concatenation.cc ConcatenationPrepare: int8 input tensor {i}'s scale and "
+                    "zero point must equal the output's (no re-scaling)")
+    return ""
+
+
+def _dynamic(shape: list) -> bool:
+    """Whether TFLM takes ``shape`` as a dynamic tensor (micro_interpreter_graph.cc
+    ``CheckDynamicTensors``: a dimension ``<= 0``, except the legacy scalar shape ``[0]``)."""
+    return shape != [0] and any(d <= 0 for d in shape)
+
+
+def tflm_refusal(subs: list) -> str:
+    """Why the TFLite Micro interpreter refuses a model at every ``arena_size``, from its
+    flatbuffer facts (:func:`_flatbuffer_facts` ``["subgraphs"]``) and TFLM's source; ``""``
+    when no modelled check fails.
+
+    Operators are visited in the order of ``MicroInterpreterGraph::PrepareSubgraphs``
+    (subgraph by subgraph, operator by operator); for each operator whose kernel is modelled
+    (:data:`KERNELS`, in its verified domain) the transcribed checks of its ``Prepare``
+    (:func:`_kernel_refusal`), then ``CheckDynamicTensors`` on its outputs (an output with a
+    dimension ``<= 0`` other than the legacy scalar ``[0]``: "Dynamic tensors are not
+    supported"; not for ``RESHAPE``, whose ``Prepare`` rewrites its output's dimensions). Each
+    of these fails whatever came before it (an earlier failure refuses the model too), so the
+    first one found is a refusal; an operator that is not modelled is skipped (the interpreter
+    itself decides there).
+    """
+    for s, sub in enumerate(subs):
+        for oi, op in enumerate(sub["op_io"]):
+            if _kernel_key(sub, op) not in KERNELS:
+                continue
+            why = _kernel_refusal(sub, op)
+            if why:
+                return f"operator {oi} ({op['type']}) of subgraph {s}: {why}"
+            if op["type"] == "RESHAPE":
+                continue
+            dyn = [j for j in op["outputs"] if j >= 0 and _dynamic(sub["tensors"][j]["shape"])]
+            if dyn:
+                return (f"operator {oi} ({op['type']}) of subgraph {s}: output tensor {dyn[0]} "
+                        f"has shape {sub['tensors'][dyn[0]]['shape']}, a dynamic tensor "
+                        "(micro_interpreter_graph.cc CheckDynamicTensors: Dynamic tensors are "
+                        "not supported)")
+    return ""
 
 
 def tflm_head_problem(path: str | Path) -> Problem:
@@ -644,7 +824,10 @@ def tflm_arena_model(path: str | Path, head: int | None = None) -> TflmArenaMode
     -------
     TflmArenaModel
         ``tail``/``runtime_arena`` are ``None`` (with ``reason``) when some kernel or resource
-        variables are not modelled; never an estimate.
+        variables are not modelled; never an estimate. Every number is ``None`` and ``refusal``
+        says why when TFLM's checks refuse the model (:func:`tflm_refusal`: a kernel's input
+        limit such as CONCATENATION's 10 inputs, a dynamic tensor such as an output with a
+        zero-size dimension).
 
     Raises
     ------
@@ -670,6 +853,11 @@ def tflm_arena_model(path: str | Path, head: int | None = None) -> TflmArenaMode
     subs = facts["subgraphs"]
     unknown = sorted({_kernel_key(s, op) for s in subs for op in s["op_io"]
                       if _kernel_key(s, op) not in KERNELS})
+    refusal = tflm_refusal(subs)
+    if refusal:  # the interpreter runs no plan: no head, no tail, no arena
+        return TflmArenaModel(None, None, None, None, tuple(unknown), {},
+                              f"TFLite Micro refuses the model at every arena_size: {refusal}",
+                              refusal=refusal)
     reasons = []
     if unknown:
         reasons.append("no verified persistent-allocation model for kernel(s) " + ", ".join(unknown))
@@ -778,33 +966,81 @@ def tflm_arena_model(path: str | Path, head: int | None = None) -> TflmArenaMode
 
 def runtime_arena(path: str | Path, measure: bool = True) -> dict:
     """The ``arena_size`` a TFLite Micro interpreter needs for ``path``, and where the number
-    comes from (the TFLite fields of ``memplan plan MODEL.tflite --json``).
+    comes from (the TFLite fields of ``memplan plan MODEL.tflite --json``); or, where the
+    interpreter does not run the model, no number and its reason.
 
-    Returns ``{"tflm_head", "tflm_head_source", "runtime_arena", "runtime_arena_source",
-    "runtime_arena_model", "runtime_arena_note"}`` (bytes).
+    Parameters
+    ----------
+    path : path of a ``.tflite`` file.
+    measure : bool, default True
+        Run the ``tflite-micro`` interpreter (when installed) where the model does not cover
+        the kernels, and to quote its own reason where TFLM's checks refuse the model.
 
-    * ``tflm_head``: :func:`tflm_head` (TFLM's planner on TFLM's lifetimes), source ``"model"``,
-      when every kernel is modelled (none requests scratch buffers); else, when ``measure`` and
-      ``tflite-micro`` is installed, the head the interpreter reports (:func:`tflm_arena`),
-      source ``"measured"``; else the modelled value with source ``"model (scratch buffers of
-      unmodelled kernels not included)"`` (``None`` when a tensor's size is unknown).
-    * ``runtime_arena``: :func:`tflm_arena_model`'s value, source ``"model"``, when it covers
-      every kernel; else (``measure`` and ``tflite-micro`` installed) the smallest ``arena_size``
-      the interpreter accepts (:func:`tflm_min_arena`), source ``"measured"``, with the model's
-      value (``None``) beside it; else ``None``. ``runtime_arena_note`` says why the model is
-      incomplete or why nothing was measured. Never an estimate.
+    Returns
+    -------
+    dict
+        Where the interpreter runs the model (or nothing says it would not): ``{"tflm_head",
+        "tflm_head_source", "runtime_arena", "runtime_arena_source", "runtime_arena_model",
+        "runtime_arena_note"}`` (bytes).
+
+        * ``tflm_head``: :func:`tflm_head` (TFLM's planner on TFLM's lifetimes), source
+          ``"model"``, when every kernel is modelled (none requests scratch buffers); else, when
+          ``measure`` and ``tflite-micro`` is installed, the head the interpreter reports
+          (:func:`tflm_arena`), source ``"measured"``; else the modelled value with source
+          ``"model (scratch buffers of unmodelled kernels not included)"`` (``None`` when a
+          tensor's size is unknown).
+        * ``runtime_arena``: :func:`tflm_arena_model`'s value, source ``"model"``, when it
+          covers every kernel; else (``measure`` and ``tflite-micro`` installed) the smallest
+          ``arena_size`` the interpreter accepts (:func:`tflm_min_arena`), source
+          ``"measured"``, with the model's value (``None``) beside it; else ``None``.
+          ``runtime_arena_note`` says why the model is incomplete or why nothing was measured.
+          Never an estimate.
+
+        Where the interpreter refuses the model at every ``arena_size`` -- by the transcribed
+        checks of TFLM's kernels (:func:`tflm_refusal`) or, measured, by the interpreter
+        itself (:class:`TflmRefused`) -- ``{"runtime_refusal": one line}`` only, and no number:
+        the line quotes what the interpreter printed when it ran (``measure`` and
+        ``tflite-micro`` installed), else the TFLM check that fails, saying it was not run.
+
+    Raises
+    ------
+    scheduling.tflite_import.TfliteImportError
+        The file cannot be read.
+    TflmUnavailable
+        A measurement failed for another reason than a refusal (a probe timed out, every
+        arena size tried was too small, acceptance not monotone).
+
+    Notes
+    -----
+    A model that TFLM's checks refuse but the interpreter runs would be a wrong transcription:
+    it is measured, and ``runtime_arena_note`` says so (the differential test counts it).
     """
     m = tflm_arena_model(path)
+    ok, why = tflm_available()
+    if m.refusal:
+        if not (measure and ok):
+            return {"runtime_refusal": (
+                f"TFLite Micro refuses the model at every arena_size (TFLM's check, the "
+                f"interpreter not run: {why or 'measure=False'}): {m.refusal}")}
+        try:
+            tflm_arena(path)
+        except TflmRefused as e:
+            return {"runtime_refusal": _refusal_line(e)}
+        note = (f"memplan's model of TFLite Micro's checks refuses the model ({m.refusal}), but "
+                "the interpreter runs it: measured")
+        m = TflmArenaModel(None, None, None, None, m.unknown_kernels, {}, note)
     out = {"tflm_head": m.head, "tflm_head_source": "model",
            "runtime_arena": m.runtime_arena,
            "runtime_arena_source": "model" if m.runtime_arena is not None else None,
            "runtime_arena_model": m.runtime_arena, "runtime_arena_note": m.reason}
     if m.runtime_arena is None:
-        ok, why = tflm_available()
         if measure and ok:
-            out["tflm_head"] = tflm_arena(path).head
+            try:
+                out["tflm_head"] = tflm_arena(path).head
+                out["runtime_arena"] = tflm_min_arena(path)
+            except TflmRefused as e:
+                return {"runtime_refusal": _refusal_line(e)}
             out["tflm_head_source"] = "measured"
-            out["runtime_arena"] = tflm_min_arena(path)
             out["runtime_arena_source"] = "measured"
         else:
             out["tflm_head_source"] = (None if m.head is None else
@@ -812,3 +1048,9 @@ def runtime_arena(path: str | Path, measure: bool = True) -> dict:
             if measure:
                 out["runtime_arena_note"] = f"{m.reason}; not measured: {why}"
     return out
+
+
+def _refusal_line(e: TflmRefused) -> str:
+    """The one line of ``runtime_refusal`` for the interpreter's own refusal ``e``."""
+    where = {"invoke": " (Invoke)", "crash": " (the interpreter crashed)"}.get(e.stage, "")
+    return f"TFLite Micro refuses the model at every arena_size{where}: {e.reason}"

@@ -11,8 +11,10 @@ to one persistent worker (:class:`ProbeWorker`) over a pipe: the worker answers 
 ``(model, arena_size)`` requests. The interpreter can crash (SIGSEGV) rather than fail cleanly
 when the arena is slightly short; a crash counts as *rejected* and the worker is restarted for the
 next probe. The worker writes its answers to a private duplicate of its standard output and sends
-its own file descriptors 1 and 2 (where the interpreter's C code prints) to ``/dev/null``, so the
-interpreter's messages never corrupt the protocol.
+its own file descriptors 1 and 2 (where the interpreter's C code prints) to a temporary file,
+emptied before each request, so the interpreter's messages never corrupt the protocol and a
+rejection carries what the interpreter printed (its own reason: the failed ``TF_LITE_ENSURE`` of
+a kernel, an operator without a registration, a dynamic tensor, an arena too small).
 
 Monotonicity: the bisection assumes acceptance is monotone in ``arena_size`` (a larger arena never
 fails where a smaller one succeeds), which holds for TFLM's two-ended arena (every allocation
@@ -32,16 +34,16 @@ import sys
 import threading
 from pathlib import Path
 
-__all__ = ["ProbeWorker", "accepts", "report", "min_arena", "shutdown"]
+__all__ = ["ProbeWorker", "accepts", "report", "min_arena", "shutdown", "MAX_REPORT_ARENA"]
 
 _WORKER = r"""
 import ctypes, json, os, sys, tempfile
 libc = ctypes.CDLL(None)
 proto = os.fdopen(os.dup(1), "w", buffering=1)
 requests = os.fdopen(os.dup(0), "r")
-null = os.open(os.devnull, os.O_WRONLY)
-os.dup2(null, 1)
-os.dup2(null, 2)
+log = tempfile.TemporaryFile(mode="w+b")  # what the interpreter prints, per request
+os.dup2(log.fileno(), 1)
+os.dup2(log.fileno(), 2)
 import numpy as np
 from tflite_micro.python.tflite_micro import runtime
 
@@ -55,33 +57,40 @@ def zero_inputs(it):
         it.set_input(np.zeros(tuple(d["shape"]), dtype=d["dtype"]), k)
         k += 1
 
+def printed():
+    sys.stdout.flush()
+    sys.stderr.flush()
+    libc.fflush(None)
+    log.seek(0)
+    return log.read()[-4000:].decode("utf-8", "replace")
+
 proto.write("READY\n")
 for line in requests:
     req = json.loads(line)
+    libc.fflush(None)
+    log.seek(0)
+    log.truncate()
     try:
         it = runtime.Interpreter.from_file(req["path"], arena_size=int(req["arena"]))
     except Exception as e:
-        proto.write(json.dumps({"ok": False, "stage": "build", "error": str(e)[:300]}) + "\n")
+        proto.write(json.dumps({"ok": False, "stage": "build", "error": str(e)[:300],
+                                "log": printed()}) + "\n")
         continue
     try:
         zero_inputs(it)
         it.invoke()
     except Exception as e:
-        proto.write(json.dumps({"ok": False, "stage": "invoke", "error": str(e)[:300]}) + "\n")
+        proto.write(json.dumps({"ok": False, "stage": "invoke", "error": str(e)[:300],
+                                "log": printed()}) + "\n")
         del it
         continue
     out = {"ok": True}
     if req.get("report"):
-        with tempfile.TemporaryFile(mode="w+b") as f:
-            sys.stdout.flush()
-            os.dup2(f.fileno(), 1)
-            os.dup2(f.fileno(), 2)
-            it.print_allocations()
-            libc.fflush(None)
-            os.dup2(null, 1)
-            os.dup2(null, 2)
-            f.seek(0)
-            out["text"] = f.read().decode("utf-8", "replace")
+        printed()
+        log.seek(0)
+        log.truncate()
+        it.print_allocations()
+        out["text"] = printed()
     del it
     proto.write(json.dumps(out) + "\n")
 """
@@ -138,8 +147,10 @@ class ProbeWorker:
               want_report: bool = False) -> dict:
         """Build and invoke (inputs zero) the model at ``path`` with ``arena_size`` bytes.
 
-        Returns ``{"ok": bool, "stage": "build" | "invoke" | "crash", "error": str}`` (``stage``
-        and ``error`` only when rejected) and, with ``want_report`` and success, ``"text"``: the
+        Returns ``{"ok": bool, "stage": "build" | "invoke" | "crash", "error": str, "log": str}``
+        (``stage``, ``error``, the Python exception's text, and ``log``, what the interpreter
+        printed during the request, its last 4,000 characters, only when rejected; a crash has no
+        ``log``) and, with ``want_report`` and success, ``"text"``: the
         interpreter's ``print_allocations`` report. Raises ``TimeoutError`` when the worker
         does not answer within ``timeout`` seconds (the worker is then killed).
         """
@@ -219,26 +230,49 @@ def accepts(path: str | Path, arena_size: int, timeout: float = 120.0) -> bool:
     return bool(_probe(path, arena_size, timeout, False)["ok"])
 
 
+#: The largest ``arena_size`` (bytes) :func:`report` tries when the interpreter says the arena is
+#: too small (it doubles from the default until then).
+MAX_REPORT_ARENA = 1 << 30
+
+
 def report(path: str | Path, arena_size: int | None = None, timeout: float = 120.0):
     """The recording allocator's report (:class:`experiments.runtimes.tflm.oracle.TflmArena`: ``head``,
     ``tail``, ``total`` in bytes) after building and invoking the model at ``path`` with
     ``arena_size`` bytes (default ``max(10 x file size, 16 MiB)``, as
-    :func:`experiments.runtimes.tflm.oracle.tflm_arena`).
+    :func:`experiments.runtimes.tflm.oracle.tflm_arena`, doubled up to
+    :data:`MAX_REPORT_ARENA` while the interpreter reports an arena too small: ``missing: N``).
 
     Raises
     ------
+    experiments.runtimes.tflm.oracle.TflmRefused
+        The interpreter rejects the model for another reason than the arena's size (a kernel's
+        check, an operator without a registration, a dynamic tensor, a crash): the message and
+        ``reason`` quote what the interpreter printed, in one line.
     experiments.runtimes.tflm.oracle.TflmUnavailable
-        ``tflite-micro`` missing, or the interpreter rejects the model at that size (the message
-        carries the stage and the interpreter's error).
+        ``tflite-micro`` missing, a probe timed out, or the arena is still too small at
+        ``arena_size`` (or at :data:`MAX_REPORT_ARENA`).
     """
-    from experiments.runtimes.tflm.oracle import parse_allocations
+    from experiments.runtimes.tflm.oracle import (
+        TflmRefused,
+        arena_too_small,
+        parse_allocations,
+        runtime_reason,
+    )
 
     size = int(arena_size) if arena_size else max(10 * Path(path).stat().st_size, 16 << 20)
-    r = _probe(path, size, timeout, True)
-    if not r["ok"]:
-        raise _unavailable(f"{path}: TFLite Micro rejects the model at arena_size {size} "
-                           f"({r['stage']}: {r.get('error', '')})")
-    return parse_allocations(r["text"])
+    while True:
+        r = _probe(path, size, timeout, True)
+        if r["ok"]:
+            return parse_allocations(r["text"])
+        log = r.get("log", "")
+        why = runtime_reason(log, r.get("error", ""))
+        if not arena_too_small(log) or r["stage"] == "crash":
+            raise TflmRefused(f"{path}: TFLite Micro refuses the model ({r['stage']}, "
+                              f"arena_size {size} bytes): {why}", why, r["stage"])
+        if arena_size or 2 * size > MAX_REPORT_ARENA:
+            raise _unavailable(f"{path}: TFLite Micro rejects the model at arena_size {size} "
+                               f"bytes, the arena too small ({r['stage']}: {why})")
+        size *= 2
 
 
 def min_arena(path: str | Path, hi: int, timeout: float = 120.0) -> int:

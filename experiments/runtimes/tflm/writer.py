@@ -15,7 +15,8 @@ def write_tflite(path, subgraphs):
 
     ``subgraphs``: ``[{"tensors": [(name, shape, TensorType) or (name, shape, TensorType,
     extra)], "inputs": [...], "outputs": [...], "ops": [(builtin operator name, inputs, outputs,
-    None or (options table name, {field: value}))]}]``, subgraph 0 first. ``extra`` is a dict
+    None or (options table name, {field: value}))]}]``, subgraph 0 first; an operator name
+    ``"CUSTOM:<code>"`` writes a custom operator with that ``custom_code``. ``extra`` is a dict
     with optional ``"data"`` (bytes: the tensor's constant buffer, little-endian, its own
     buffer; without it the tensor uses buffer 0, the empty buffer), ``"quant"`` (``(scales,
     zero_points)``: per-tensor or per-channel quantisation, ``"quant_dim"`` the channel axis)
@@ -119,8 +120,12 @@ def write_tflite(path, subgraphs):
         sgs.append(tflite.SubGraphEnd(b))
     ocs = []
     for opname in codes:
-        code = getattr(tflite.BuiltinOperator, opname)
+        custom = opname.split(":", 1)[1] if opname.startswith("CUSTOM:") else None
+        cc = b.CreateString(custom) if custom is not None else None
+        code = getattr(tflite.BuiltinOperator, "CUSTOM" if custom is not None else opname)
         tflite.OperatorCodeStart(b)
+        if cc is not None:
+            tflite.OperatorCodeAddCustomCode(b, cc)
         tflite.OperatorCodeAddBuiltinCode(b, code)
         tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(code, 127))
         tflite.OperatorCodeAddVersion(b, 1)
