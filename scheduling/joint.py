@@ -45,8 +45,9 @@ Features of the problem (each also in the starting pairs, :func:`sequential_pair
   offset is a constant in every sub-model and the starting pairs are planned by a planner that
   honours pins (``_capabilities["pins"] == "native"``: ``telamalloc``, ``greedy``, ``cpsat``,
   ... -- ``memplan list``). When no starting pair exists a CP-SAT model of the order and the
-  pinned units alone finds an order that keeps them apart, or proves none does: the status is
-  then ``infeasible`` with the reason in ``info["reason"]`` (one line) and no plan.
+  pinned units alone (with pools, each in one of the pools whose grid and capacity hold its
+  pin) finds an order that keeps them apart, or proves none does: the status is then
+  ``infeasible`` with the reason in ``info["reason"]`` (one line) and no plan.
 * **pools** (:class:`planners.MemoryPool`, preference order): every unit gets a pool and an
   offset in it; the objective is :mod:`planners.feature_cpsat`'s, the **traffic cost** (``sum
   size x cost(pool) x lifetime steps``, the lifetime following the order) first, then the sum
@@ -61,16 +62,29 @@ Features of the problem (each also in the starting pairs, :func:`sequential_pair
 The **bound** (bytes) is the larger of the order bound (``resident bytes +``
 :func:`scheduling.schedulers.bounds.order_lower_bound`, a lower bound on every order's peak of
 live bytes, hence on every arena) and the layout bound that CP-SAT proved on the whole model
-(exact mode). The status is ``optimal`` exactly when ``arena <= bound``, else ``feasible``.
-With pins the same holds (a pin only restricts the layouts). With **alias groups** the order
+(exact mode). The status follows the planners' one rule
+(:func:`planners.model.is_proved_optimal`, as :meth:`planners.base.Planner.plan` applies it):
+``optimal`` exactly when ``arena == bound``, else ``feasible``. With pins the same holds (a pin
+only restricts the layouts). ``arena`` is the plan's real arena, the definition of
+:attr:`planners.Plan.arena_size` (:func:`planners.model.arena_top`): the highest ``offset +
+size`` over the buffers of ``size > 0``, so a zero-size tensor pinned at any offset takes no
+bytes. With **alias groups** the order
 bound does not hold (an in-place group holds less than its members' live bytes): the bound is
 the residents plus the largest working set of an operator (the units it reads or writes, live
 at its step in every order) or the largest unit, raised by the whole model's proved bound (over
 the orders that keep the in-place decisions valid). With **pools** ``arena`` is the sum of the
 pools' arenas and ``bound`` the order bound (at every step the live bytes of all pools fit in
-the sum of their arenas); it bounds the total arena only, not the traffic, so the status is
-``optimal`` only when CP-SAT proved the whole model's optimum (exact mode) or the traffic is 0
-and the total arena is at the bound; no per-pool bound is stated.
+the sum of their arenas); it bounds the total arena only, not the traffic. So, as
+:meth:`planners.base.Planner.plan` rules for pools, an arena at the bound proves nothing alone:
+the status is ``optimal`` only when the traffic is proved least (CP-SAT proved the whole
+model's optimum in exact mode, or the traffic is 0) **and** the total arena equals the bound; a
+proved (traffic, arena) optimum above the bound is ``feasible`` (a smaller total arena may exist
+at a higher traffic). No per-pool bound is stated.
+
+**Operator order**: a :class:`scheduling.graph.Graph` may store its operators in any order
+(topological only once validated); the model's operators and units are numbered from the stored
+order when it is topological, else from :meth:`scheduling.graph.Graph.topological_order` (the
+topological order nearest to it), and the result's order is always topological.
 
 Every result is checked by the independent validators: the order by
 :func:`scheduling.schedule.check_schedule` (and the in-place precedences), the offsets by
@@ -94,7 +108,7 @@ from typing import Any
 
 import numpy as np
 
-from planners.model import Problem, pool_costs
+from planners.model import Problem, is_proved_optimal, pool_costs
 from planners.validate import check_plan
 
 from .graph import Graph
@@ -121,13 +135,16 @@ class JointResult:
         Bytes, in ``problem`` order (relative to the buffer's pool with pools); valid
         (``planners.check_plan``, with ``pools``).
     arena : int or None
-        Highest ``offset + size`` (bytes); with pools the sum of the pools' arenas.
+        Highest ``offset + size`` (bytes) over the buffers of ``size > 0`` (0 if none), as
+        :attr:`planners.Plan.arena_size`; with pools the sum of the pools' arenas, each defined
+        the same way.
     bound : int
         Proved lower bound (bytes) on ``arena`` of every (order, layout) pair (module
-        docstring, "bound").
+        docstring, "bound"); never above ``arena``.
     status : str
-        ``"optimal"`` (proved, module docstring), ``"feasible"`` or ``"infeasible"`` (pins
-        that collide in every order: ``info["reason"]``, no plan).
+        ``"optimal"`` (``arena == bound`` by :func:`planners.model.is_proved_optimal`; with
+        pools also the traffic proved least: module docstring), ``"feasible"`` or
+        ``"infeasible"`` (pins that collide in every order: ``info["reason"]``, no plan).
     start : dict
         The starting sequential pair: ``scheduler``, ``planner``, ``arena``, ``peak``;
         ``file_order_arena`` (file order planned by the same planner); with pools ``traffic``.
@@ -197,8 +214,11 @@ class _Instance:
         self.names = list(graph.ops)
         self.idx = {n: i for i, n in enumerate(self.names)}
         self.n = n = len(self.names)
-        p = lifetime_problem(graph, None, unified=unified, include_inputs=include_inputs,
-                             alignment=alignment)
+        # the reference order of the units: the stored order when it is topological, else the
+        # topological order nearest to it (a Graph may store its operators in any order)
+        self.ref_order = self.names if graph.is_topological() else graph.topological_order()
+        p = lifetime_problem(graph, self.ref_order, unified=unified,
+                             include_inputs=include_inputs, alignment=alignment)
         self.aliases = _problem_aliases(graph, p)
         self.pools = tuple(pools or ())
         self.pin_map = dict(pins or {})
@@ -323,7 +343,10 @@ class _Instance:
         return int(np.cumsum(d[: self.n]).max()) if self.n else 0
 
     def arena(self, offsets: Sequence[int]) -> int:
-        return max((o + s for o, s in zip(offsets, self.size)), default=0)
+        """Highest ``offset + size`` (bytes) over the units of ``size > 0``, 0 if none: the
+        definition of :func:`planners.model.arena_top` (:attr:`planners.Plan.arena_size`), so a
+        zero-size unit (pinned anywhere) takes no bytes."""
+        return max((o + s for o, s in zip(offsets, self.size) if s > 0), default=0)
 
     def objective(self, pos: Sequence[int], off: Sequence[int],
                   pool: Sequence[int] | None) -> tuple[int, int]:
@@ -848,18 +871,26 @@ def _solve_pools_whole(inst: _Instance, pos, off, pool, *, dtime, wall, seed, wo
 
 
 def _pin_order(inst: _Instance, *, wall: float, seed: int, workers: int):
-    """An order in which the pinned units that meet in address never meet in time (CP-SAT:
-    positions, precedences, a ``NoOverlap2D`` of the pinned units' time x fixed address
-    rectangles, in the first pool), or the reason no order exists. Returns ``(pos, None)``,
-    ``(None, reason)`` (proved: with several pools only that a pin fits no pool) or
-    ``(None, None)`` (nothing found in time, or not separable within the first pool)."""
+    """An order in which the pinned units that meet in address never meet in time, or the reason
+    no order exists. CP-SAT: positions, precedences and the pinned units' time x fixed address
+    rectangles, ``NoOverlap2D``; with pools each pinned unit of ``size > 0`` takes one of the
+    pools whose grid and capacity hold its pin (:func:`planners.placement.pin_pools`; a Boolean
+    per pool, optional rectangles, one ``NoOverlap2D`` per pool), so ``INFEASIBLE`` proves that
+    no (order, layout) pair keeps the pins apart with any number of pools. Returns ``(pos,
+    None)``, ``(None, reason)`` (proved) or ``(None, None)`` (nothing found in time)."""
     from ortools.sat.python import cp_model
 
+    cands: dict[int, list[int]] = {}
     for b in range(inst.m):  # a pin may take any pool whose alignment and capacity hold it
-        if inst.pin[b] >= 0 and inst.size[b] and inst.pools and not any(
-                inst.pin[b] % q.alignment == 0 and (q.capacity is None or inst.pin[b]
-                                                    + inst.size[b] <= q.capacity)
-                for q in inst.pools):
+        # (planners.placement.pin_pools: a zero-size buffer fits any capacity, but its pin must
+        # still lie on the grid of its pool, as the validator checks every offset's alignment)
+        if inst.pin[b] < 0 or not inst.pools:
+            continue
+        cands[b] = [k for k, q in enumerate(inst.pools)
+                    if inst.pin[b] % q.alignment == 0 and (
+                        q.capacity is None or not inst.size[b]
+                        or inst.pin[b] + inst.size[b] <= q.capacity)]
+        if not cands[b]:
             return None, (f"pins: buffer {inst.ids[b]!r} pinned at {inst.pin[b]} with "
                           f"{inst.size[b]} bytes fits no pool (alignment, capacity)")
     n = T = inst.n
@@ -871,20 +902,36 @@ def _pin_order(inst: _Instance, *, wall: float, seed: int, workers: int):
     if n > 1:
         mdl.AddAllDifferent(P)
     pinned = [b for b in range(inst.m) if inst.pin[b] >= 0 and inst.size[b]]
-    tx = [_lifetime_interval(mdl, inst, b, lambda op: P[op], T) for b in pinned]
-    ay = [mdl.NewFixedSizeIntervalVar(inst.pin[b], inst.size[b], f"a{b}") for b in pinned]
-    if len(pinned) > 1:
-        mdl.AddNoOverlap2D(tx, ay)
+    boxes: dict[int, tuple[list, list]] = {}
+    for b in pinned:
+        iv = _lifetime_interval(mdl, inst, b, lambda op: P[op], T)
+        ks = cands.get(b, [0])
+        if len(ks) == 1:
+            tx, ay = boxes.setdefault(ks[0], ([], []))
+            tx.append(iv)
+            ay.append(mdl.NewFixedSizeIntervalVar(inst.pin[b], inst.size[b], f"a{b}"))
+            continue
+        lits = [mdl.NewBoolVar(f"q{b}_{k}") for k in ks]
+        mdl.AddExactlyOne(lits)
+        for k, q in zip(ks, lits):
+            tx, ay = boxes.setdefault(k, ([], []))
+            tx.append(mdl.NewOptionalIntervalVar(iv.StartExpr(), iv.SizeExpr(), iv.EndExpr(), q,
+                                                 f"t{b}_{k}"))
+            ay.append(mdl.NewOptionalFixedSizeIntervalVar(inst.pin[b], inst.size[b], q,
+                                                          f"a{b}_{k}"))
+    for tx, ay in boxes.values():
+        if len(tx) > 1:
+            mdl.AddNoOverlap2D(tx, ay)
     solver = cp_model.CpSolver()
     _cp_params(solver, workers, seed, wall, None)
     st = solver.Solve(mdl)
     if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return [solver.Value(P[v]) for v in range(n)], None
-    # with several pools not a proof: pins that meet here may go to different pools
-    if st == cp_model.INFEASIBLE and len(inst.pools) <= 1:
+    if st == cp_model.INFEASIBLE:
         names = [inst.ids[b] for b in pinned]
-        return None, (f"pins: no operator order keeps the pinned buffers {names} apart (each "
-                      "order has two of them live at a common step over common bytes)")
+        where = " in any pool that holds them" if len(inst.pools) > 1 else ""
+        return None, (f"pins: no operator order keeps the pinned buffers {names} apart{where} "
+                      "(each order has two of them live at a common step over common bytes)")
     return None, None
 
 
@@ -1102,7 +1149,7 @@ def joint_optimize(
     Parameters
     ----------
     graph : Graph
-        Acyclic (``CycleError`` otherwise).
+        Acyclic (``CycleError`` otherwise); its operators may be stored in any order.
     time_limit : float
         Wall-clock seconds for the whole call (starting pair included: at most a third of it).
     seed : int
@@ -1159,7 +1206,7 @@ def joint_optimize(
     order_bound = int(cached_order_bound(graph)) if len(graph.ops) else 0  # CycleError first
     inst = _Instance(graph, unified, include_inputs, alignment, pins, pools)
     if inst.after:
-        why = inst.precedence_ok(list(graph.ops))
+        why = inst.precedence_ok(inst.ref_order)
         if why is not None:
             from planners.errors import FeatureError
 
@@ -1394,14 +1441,17 @@ def joint_optimize(
         if (traffic, arena) != obj:  # pragma: no cover - guarded by construction
             raise AssertionError("joint_optimize: the objective differs from the checked plan's")
     else:
+        from planners.model import arena_top
+
         traffic = 0
-        arena = int(max((int(o) + int(s) for o, s in zip(offsets, prob.sizes)), default=0))
+        arena = arena_top(offsets, prob.sizes)  # Plan.arena_size: zero-size buffers take no bytes
     if (traffic, arena) > obj0:  # pragma: no cover - guarded by construction
         raise AssertionError("joint_optimize: the objective rose above the starting pair's")
-    if inst.pools:
-        status = "optimal" if proved or (traffic == 0 and arena <= bound) else "feasible"
-    else:
-        status = "optimal" if arena <= bound else "feasible"
+    if arena < bound:  # pragma: no cover - a checked plan below a proved bound: a wrong bound
+        raise AssertionError(f"joint_optimize: arena {arena} bytes of a checked plan is below "
+                             f"the bound {bound} bytes")
+    status = _status(arena, bound, pools=bool(inst.pools),
+                     proved=proved or (traffic == 0 and bool(inst.pools)))
     from .lifetimes import peak_live_bytes
     from .schedulers.base import decide_status
 
@@ -1417,6 +1467,20 @@ def joint_optimize(
                         "order_bound": order_bound, "resident_bytes": res_bytes,
                         "order_phase_peak": phase_peak},
                        pools=pools_arr, arenas=arenas, traffic=int(traffic))
+
+
+def _status(arena: int, bound: int, *, pools: bool, proved: bool) -> str:
+    """The status of a result: the planners' one rule (:func:`planners.model.is_proved_optimal`,
+    as :meth:`planners.base.Planner.plan` applies it). Without pools ``optimal`` exactly when the
+    arena (bytes) equals the proved bound (bytes). With pools the objective is the traffic cost
+    first and the total arena second, so an arena at the bound proves nothing about the traffic:
+    ``optimal`` needs the method's own proof of the traffic (``proved``: CP-SAT's ``OPTIMAL`` on
+    the whole model, or a traffic of 0, the least any assignment has, as costs are >= 0) and a
+    total arena equal to the bound; a proved traffic at an arena above the bound is
+    ``feasible`` (a smaller arena may exist at a higher traffic)."""
+    if pools and not proved:
+        return "feasible"
+    return "optimal" if is_proved_optimal(arena, bound) else "feasible"
 
 
 def _neighbourhood(inst: _Instance, pos, off, arena: int, w: int, band: int, rng: random.Random):

@@ -114,7 +114,8 @@ def test_exact_joint_with_pools_equals_brute_force(g, frac, aligns):
     assert checked(g, r, pools=pools) == (r.traffic, r.arena) == best
     assert (r.traffic, r.arena) <= min((p["traffic"], p["arena"]) for p in pairs)
     assert r.bound <= r.arena  # the order bound on the total arena
-    assert r.status == "optimal"
+    # proved (traffic, arena); optimal only at the bound (Planner.plan's rule with pools)
+    assert r.status == ("optimal" if r.arena == r.bound else "feasible")
 
 
 # -- pins ---------------------------------------------------------------------------------------

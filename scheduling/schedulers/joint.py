@@ -7,7 +7,8 @@ that order travel in ``info``: ``arena_bytes`` (bytes), ``offsets`` ({tensor nam
 bytes, the activation problem of :func:`scheduling.lifetimes.lifetime_problem` with default
 policy: activations only, alignment ``alignment``), ``joint_bound`` (bytes, a proved lower bound
 on every (order, layout) pair's arena), ``joint_status`` (``optimal`` iff
-``arena_bytes <= joint_bound``), ``start_scheduler``/``start_arena`` (the sequential pair it
+``arena_bytes == joint_bound``, :func:`planners.model.is_proved_optimal`; with pools also the
+traffic proved least), ``start_scheduler``/``start_arena`` (the sequential pair it
 started from, never better than ``arena_bytes``). Those offsets were checked by
 :func:`planners.validate.check_plan`.
 
