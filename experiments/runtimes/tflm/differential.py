@@ -11,12 +11,19 @@ For every model of the seeded generator (:mod:`experiments.runtimes.tflm.generat
 and records where ``runtime_arena`` came from (``model``: memplan's model of the arena;
 ``measured``: the bisection itself, where the model does not cover a kernel; a measured number
 equals the minimum by construction, so only ``model`` rows test the arena model, while the head
-is tested on every row). Every model that disagrees (or on which memplan raises) is written to
-``--failures`` as ``NAME.tflite`` with ``NAME.json`` (expected vs got, the model's feature tags).
+is tested on every row). Where the interpreter refuses the model at every arena size (the
+generator's kernel limits: CONCATENATION over 10 inputs, of rank 7, with a fused activation or
+re-scaling int8 inputs; outputs with a zero-size dimension; MUL with three inputs; an
+unregistered CUSTOM operator; a float16 DEQUANTIZE), memplan must give no ``runtime_arena``,
+neither measured nor from its model alone, and one ``runtime_refusal`` line quoting the
+interpreter's own reason; where the interpreter runs it, memplan must not say it refuses. Every
+model that disagrees (or on which memplan raises) is written to ``--failures`` as
+``NAME.tflite`` with ``NAME.json`` (expected vs got, the model's feature tags).
 
 With ``--offline`` each model is also exported with ``--format tflm-offline``
 (:func:`check_offline`): the planned model's outputs must equal the original's in the
-interpreter on every model the export accepts; accepted and refused models are counted.
+interpreter on every model the export accepts; accepted and refused models are counted (a
+model the interpreter refuses has nothing to compare and is not exported).
 
 Run: ``python -m experiments.runtimes.tflm.differential --models 300 --seed 0 --offline --out
 results/tflm_differential.csv`` (exit 1 when any model disagrees, 2 when tflite-micro is
@@ -37,7 +44,8 @@ from pathlib import Path
 __all__ = ["COLUMNS", "check_model", "run", "main"]
 
 COLUMNS = ["model", "seed", "tags", "source", "runtime_arena", "bisected_min", "tflm_head",
-           "head_model", "arena_ok", "head_ok", "kind", "error", "offline"]
+           "head_model", "arena_ok", "head_ok", "kind", "error", "refusal", "model_refusal",
+           "offline"]
 
 DEFAULT_FAILURES = "/tmp/tflm_diff/failures"
 
@@ -45,22 +53,44 @@ DEFAULT_FAILURES = "/tmp/tflm_diff/failures"
 def check_model(name: str, path: str | Path, seed: int | None = None,
                 tags: list[str] = ()) -> dict:
     """One row (:data:`COLUMNS`) for the model at ``path``: expected (interpreter) vs got
-    (memplan). ``kind`` is ``""`` when both numbers agree, else a ``+``-joined subset of
-    ``arena_below`` / ``arena_above`` (``runtime_arena`` below / above the bisected minimum),
-    ``head`` (``tflm_head`` differs from the reported head), ``error`` (memplan raised; the
-    message is in ``error``). Raises :class:`experiments.runtimes.tflm.oracle.TflmUnavailable` when the
-    interpreter itself fails on the model (a generator bug, not a memplan fault)."""
-    from experiments.runtimes.tflm.oracle import runtime_arena, tflm_arena, tflm_min_arena
+    (memplan). ``kind`` is ``""`` when memplan agrees with the interpreter, else a ``+``-joined
+    subset of ``arena_below`` / ``arena_above`` (``runtime_arena`` below / above the bisected
+    minimum), ``head`` (``tflm_head`` differs from the reported head), ``error`` (memplan
+    raised, or gave no number where the interpreter runs the model; the message is in
+    ``error``), ``false_refusal`` (memplan says the interpreter refuses a model it runs), and,
+    where the interpreter refuses the model at every arena size (:class:`TflmRefused`, its
+    reason in ``refusal``): ``number_on_refusal`` (memplan gives a ``runtime_arena``, measured
+    or from its model alone, ``measure=False``) and ``reason_missing`` (memplan's
+    ``runtime_refusal`` line does not quote the interpreter's reason, integers aside:
+    :func:`_digits`). ``model_refusal``: the
+    line memplan gives without running the interpreter (``measure=False``), ``""`` when it gives
+    none. Raises :class:`experiments.runtimes.tflm.oracle.TflmUnavailable` when the interpreter
+    cannot be measured for another reason (a timeout, acceptance not monotone)."""
+    from experiments.runtimes.tflm.oracle import (
+        TflmRefused,
+        runtime_arena,
+        tflm_arena,
+        tflm_min_arena,
+    )
 
-    lo = tflm_min_arena(path)
-    head = tflm_arena(path).head
-    row = {"model": name, "seed": seed, "tags": " ".join(tags), "bisected_min": lo,
-           "tflm_head": head, "error": ""}
+    row = {"model": name, "seed": seed, "tags": " ".join(tags), "error": "", "refusal": "",
+           "model_refusal": ""}
+    try:
+        lo = tflm_min_arena(path)
+        head = tflm_arena(path).head
+    except TflmRefused as e:
+        return _check_refused(row, path, e.reason)
+    row.update(bisected_min=lo, tflm_head=head)
     try:
         got = runtime_arena(path)
+        row["model_refusal"] = runtime_arena(path, measure=False).get("runtime_refusal", "")
     except Exception as e:  # noqa: BLE001  (any memplan fault is a finding, recorded)
         row.update(kind="error", error=f"{type(e).__name__}: {e}"[:500], arena_ok=False,
                    head_ok=False)
+        return row
+    if "runtime_refusal" in got or row["model_refusal"]:
+        row.update(kind="false_refusal", arena_ok=False, head_ok=False,
+                   error=(got.get("runtime_refusal") or row["model_refusal"])[:500])
         return row
     ra = got["runtime_arena"]
     row.update(source=got["runtime_arena_source"], runtime_arena=ra, head_model=got["tflm_head"],
@@ -76,6 +106,45 @@ def check_model(name: str, path: str | Path, seed: int | None = None,
     if not row["head_ok"]:
         kinds.append("head")
     row["kind"] = "+".join(kinds)
+    return row
+
+
+def _digits(text: str) -> str:
+    """``text`` with every integer replaced by ``N``: the interpreter prints some failed
+    ``TF_LITE_ENSURE_EQ`` operands of type double with ``%d`` (concatenation.cc's scale check
+    prints ``(-1537171504 != -1555275008)``), which differ between two runs."""
+    return re.sub(r"-?\d+", "N", text)
+
+
+def _check_refused(row: dict, path: str | Path, reason: str) -> dict:
+    """:func:`check_model` where the interpreter refuses the model (``reason``, its own words):
+    memplan must give no ``runtime_arena`` (neither measured nor from its model alone) and a
+    ``runtime_refusal`` line quoting ``reason``."""
+    from experiments.runtimes.tflm.oracle import runtime_arena
+
+    row.update(refusal=reason, bisected_min=None, tflm_head=None)
+    try:
+        got = runtime_arena(path)
+        alone = runtime_arena(path, measure=False)
+    except Exception as e:  # noqa: BLE001  (any memplan fault is a finding, recorded)
+        row.update(kind="error", error=f"{type(e).__name__}: {e}"[:500], arena_ok=False,
+                   head_ok=False)
+        return row
+    row["model_refusal"] = alone.get("runtime_refusal", "")
+    numbers = [(g.get("runtime_arena_source"), g["runtime_arena"]) for g in (got, alone)
+               if g.get("runtime_arena") is not None]
+    kinds = []
+    if numbers:
+        kinds.append("number_on_refusal")
+        row.update(source=numbers[0][0], runtime_arena=numbers[0][1],
+                   head_model=got.get("tflm_head"))
+    line = got.get("runtime_refusal", "")
+    if _digits(reason) not in _digits(line):
+        kinds.append("reason_missing")
+        row["error"] = (f"runtime_refusal {line!r} does not quote the interpreter's "
+                        f"{reason!r}")[:500]
+    row.update(kind="+".join(kinds), arena_ok=not kinds, head_ok=not kinds,
+               source=row.get("source", "refused"))
     return row
 
 
@@ -114,9 +183,11 @@ def check_offline(path: str | Path, workdir: str | Path, invocations: int = 3) -
 def _save_failure(row: dict, path: Path, folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(path, folder / f"{row['model']}.tflite")
-    expected = {"runtime_arena": row["bisected_min"], "tflm_head": row["tflm_head"]}
+    expected = {"runtime_arena": row["bisected_min"], "tflm_head": row["tflm_head"],
+                "refusal": row.get("refusal", "")}
     got = {"runtime_arena": row.get("runtime_arena"), "tflm_head": row.get("head_model"),
-           "runtime_arena_source": row.get("source"), "error": row.get("error", "")}
+           "runtime_arena_source": row.get("source"), "error": row.get("error", ""),
+           "model_refusal": row.get("model_refusal", "")}
     (folder / f"{row['model']}.json").write_text(json.dumps(
         {"model": row["model"], "seed": row["seed"], "tags": row["tags"].split(),
          "kind": row["kind"], "expected": expected, "got": got,
@@ -140,7 +211,7 @@ def run(models: int, seed: int = 0, failures: str | Path | None = DEFAULT_FAILUR
             name = f"g{s:05d}"
             path = generate_model(s, Path(work) / f"{name}.tflite")
             row = check_model(name, path, s, model_tags(s))
-            if offline:
+            if offline and not row["refusal"]:  # a refused model has nothing to export
                 row["offline"] = check_offline(path, work)
                 if any(r["accepted"] and (not r["outputs_identical"] or (
                         not r["head_equals_arena"] and not r["note"]))
@@ -162,6 +233,11 @@ def summary(rows: list[dict]) -> str:
     lines = [f"{len(rows)} models, {len(bad)} disagree; source: "
              + ", ".join(f"{k} {v}" for k, v in sorted(Counter(
                  str(r.get("source")) for r in rows).items()))]
+    refused = [r for r in rows if r.get("refusal")]
+    lines.append(f"refused by the interpreter: {len(refused)} (memplan's model alone says so on "
+                 f"{sum(bool(r['model_refusal']) for r in refused)}; its reason quoted on "
+                 f"{sum('reason_missing' not in r['kind'] for r in refused)}; no number on "
+                 f"{sum('number_on_refusal' not in r['kind'] for r in refused)})")
     lines.append("by kind: " + ", ".join(f"{k} {v}" for k, v in sorted(Counter(
         r["kind"] for r in bad).items())))
     off = [o for r in rows for o in r.get("offline", [])]

@@ -38,13 +38,32 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["TAGS", "model_spec", "model_tags", "generate_model", "write_models", "main"]
+__all__ = ["TAGS", "REFUSED", "ACCEPTED_LIMITS", "model_spec", "model_tags", "generate_model", "write_models", "main"]
 
 #: Every feature tag :func:`model_tags` can report.
 TAGS = ("float32", "int8", "scalar", "rank5", "const", "const_op", "variable", "unread",
         "untouched", "unused_input", "if", "if_shared", "while", "while_shared", "call_once",
         "call_once_shared", "reshape", "concat", "fully_connected", "add_only", "broadcast",
-        "variable_out", "nested")
+        "variable_out", "nested", "concat_many", "concat_over_limit", "concat_rank7",
+        "concat_act", "concat_requant", "zero_dim_op", "zero_dim_reshape", "zero_dim_input",
+        "zero_dim_concat", "mul3", "custom", "dequantize_f16")
+
+#: The tags of :func:`_limits` features that the interpreter refuses at every arena size, each
+#: with the TFLM check that refuses it (the differential test expects no number and the
+#: interpreter's reason quoted there).
+REFUSED = {
+    "concat_over_limit": "concatenation.cc: num_inputs <= kMaxInputNum (10)",
+    "concat_rank7": "concatenation.cc: num dimensions > kMaxSmallSize (6)",
+    "concat_act": "concatenation.cc: params->activation == kTfLiteActNone",
+    "concat_requant": "concatenation.cc: int8 input scale == output scale",
+    "zero_dim_op": "micro_interpreter_graph.cc CheckDynamicTensors (a dimension <= 0)",
+    "zero_dim_reshape": "micro_interpreter_graph.cc CheckDynamicTensors after RESHAPE's Prepare",
+    "mul3": "mul_common.cc: NumInputs(node) == 2",
+    "custom": "an operator without a registration (CUSTOM, not in the op resolver)",
+    "dequantize_f16": "dequantize_common.cc: input type int8, int16 or uint8",
+}
+#: The :func:`_limits` features the interpreter accepts (limits that are not refusals).
+ACCEPTED_LIMITS = ("concat_many", "zero_dim_input", "zero_dim_concat")
 
 _MAX_ELEMS = 48
 
@@ -437,8 +456,119 @@ def model_spec(seed: int) -> tuple[list[dict], set[str]]:
     if any(o not in main.read and o not in main.outputs
            for (_, _, outs, _) in main.ops for o in outs):
         tags.add("unread")
+    _limits(main, np.random.default_rng([seed, 4]), tags)
     subs[0] = main.spec()
     return subs, tags
+
+
+def _one_of(rng: np.random.Generator, shapes: list) -> list[int]:
+    return list(shapes[int(rng.integers(len(shapes)))])
+
+
+def _limits(main: _Sub, rng: np.random.Generator, tags: set) -> None:
+    """On about a third of the seeds, append to the main subgraph one or two operators at a
+    kernel's limit (from their own random stream, so the rest of the model is the seed's model
+    without them), each output a graph output: CONCATENATION of 6-13 inputs (over
+    ``kMaxInputNum`` = 10 from 11), of rank-7 tensors, with a fused activation, of int8 inputs
+    whose scale differs from the output's; tensors with a zero-size dimension (an operator's
+    output, a RESHAPE's output, an unused graph input, an empty CONCATENATION input); MUL with
+    three inputs, an unregistered CUSTOM operator, a float16 DEQUANTIZE. :data:`REFUSED` names
+    those the interpreter refuses."""
+    if rng.random() >= 0.35:
+        return
+    tt = _tt()
+    main.rng, seed_rng = rng, main.rng  # every draw below from the features' own stream
+    kinds = ["concat_many", "concat_many", "zero_dim_op", "zero_dim_reshape", "zero_dim_input",
+             "zero_dim_concat", "concat_rank7", "concat_act", "concat_requant", "mul3", "custom",
+             "dequantize_f16"]
+    for _ in range(1 + int(rng.random() < 0.25)):
+        kind = kinds[int(rng.integers(len(kinds)))]
+        if kind == "concat_requant" and main.dtype != "int8":
+            kind = "concat_act"
+        q = main.qparams()
+        if kind == "concat_many":
+            k = int(rng.integers(6, 14))
+            shape = _one_of(rng, [[2], [1, 2], [2, 1], [1, 1, 2], [1]])
+            src = main.pick(tuple(shape))
+            first = src if src is not None and src[2] == q else main.act(shape, q)
+            if first is not src:
+                main.inputs.append(first[0])
+            ins = [first[0] if rng.random() < 0.3 else main.const(shape, q)[0]
+                   for _ in range(k - 1)]
+            axis = int(rng.integers(len(shape)))
+            out_shape = list(shape)
+            out_shape[axis] *= k
+            out = main.act(out_shape, q)
+            main.op("CONCATENATION", [first[0], *ins], [out[0]],
+                    ("ConcatenationOptions", {"Axis": axis}))
+            tags.update({"concat_many"} | ({"concat_over_limit"} if k > 10 else set()))
+        elif kind in ("concat_rank7", "concat_act", "concat_requant"):
+            shape = [1, 1, 1, 1, 1, 1, 2] if kind == "concat_rank7" else [1, 2]
+            a = main.act(shape, q)
+            main.inputs.append(a[0])
+            bq = q
+            if kind == "concat_requant":
+                bq = (q[0] * 2, q[1])
+            b = main.const(shape, bq)
+            out = main.act(shape[:-1] + [4], q)
+            opts = {"Axis": len(shape) - 1}
+            if kind == "concat_act":
+                opts["FusedActivationFunction"] = 1  # ActivationFunctionType.RELU
+            main.op("CONCATENATION", [a[0], b[0]], [out[0]], ("ConcatenationOptions", opts))
+            tags.add(kind)
+        elif kind == "zero_dim_op":
+            shape = _one_of(rng, [[2, 0], [0, 1], [0, 3], [1, 0, 2]])  # not [0]: TFLM's legacy
+            # scalar shape, which CheckDynamicTensors lets through
+            a = main.act(shape, q)
+            main.inputs.append(a[0])
+            out = main.act(shape, q)
+            if rng.random() < 0.5:
+                main.op("RELU", [a[0]], [out[0]])
+            else:
+                main.op("ADD", [a[0], a[0]], [out[0]], ("AddOptions", {}))
+            tags.add(kind)
+        elif kind == "zero_dim_reshape":
+            a = main.act([2, 0], q)
+            main.inputs.append(a[0])
+            out = main.act([0, 2], q)
+            main.op("RESHAPE", [a[0]], [out[0]], ("ReshapeOptions", {"NewShape": [0, 2]}))
+            tags.add(kind)
+        elif kind == "zero_dim_input":
+            main.inputs.append(main.act(_one_of(rng, [[0], [2, 0], [0, 4]]))[0])
+            tags.add(kind)
+            continue
+        elif kind == "zero_dim_concat":
+            shape = [1, 2]
+            src = main.pick(tuple(shape))
+            a = src if src is not None and src[2] == q else main.act(shape, q)
+            if a is not src:
+                main.inputs.append(a[0])
+            e = main.act([1, 0], q)
+            main.inputs.append(e[0])
+            out = main.act(shape, q)
+            main.op("CONCATENATION", [e[0], a[0]] if rng.random() < 0.5 else [a[0], e[0]],
+                    [out[0]], ("ConcatenationOptions", {"Axis": 1}))
+            tags.add(kind)
+        elif kind == "mul3":
+            xs = [main.act([2], q) for _ in range(3)]
+            main.inputs.extend(x[0] for x in xs)
+            out = main.act([2])
+            main.op("MUL", [x[0] for x in xs], [out[0]], ("MulOptions", {}))
+            tags.add(kind)
+        elif kind == "custom":
+            a = main.act([2], q)
+            main.inputs.append(a[0])
+            out = main.act([2], q)
+            main.op("CUSTOM:MemplanUnregistered", [a[0]], [out[0]])
+            tags.add(kind)
+        else:  # dequantize_f16
+            a = main.tensor([4], tt.FLOAT16)
+            main.inputs.append(a)
+            out = main.tensor([4], tt.FLOAT32)
+            main.op("DEQUANTIZE", [a], [out])
+            tags.add(kind)
+        main.outputs.append(out[0] if isinstance(out, tuple) else out)
+    main.rng = seed_rng
 
 
 def model_tags(seed: int) -> list[str]:

@@ -672,10 +672,13 @@ def _kernel_refusal(sub: dict, op: dict) -> str:
     states it (``""``: none of the transcribed checks fails). Transcribed: CONCATENATION
     (concatenation.cc ``ConcatenationPrepare``: fused activation ``NONE``, at most
     ``kMaxInputNum`` = 10 inputs, every input of rank <= ``kMaxSmallSize`` = 6, an int8 input's
-    scale and zero point equal to the output's)."""
+    scale and zero point equal to the output's) and RESHAPE (reshape_common.cc
+    ``ReshapeOutput``: at most one ``-1``, as many output elements as input elements)."""
+    tensors, ins = sub["tensors"], [i for i in op["inputs"] if i >= 0]
+    if op["type"] == "RESHAPE":
+        return _reshape_output(sub, op)[0]
     if op["type"] != "CONCATENATION":
         return ""
-    tensors, ins = sub["tensors"], [i for i in op["inputs"] if i >= 0]
     if op["activation"]:
         return ("concatenation.cc ConcatenationPrepare: params->activation == kTfLiteActNone "
                 f"fails (fused activation {op['activation']})")
@@ -695,6 +698,36 @@ def _kernel_refusal(sub: dict, op: dict) -> str:
     return ""
 
 
+def _reshape_output(sub: dict, op: dict) -> tuple[str, list | None]:
+    """RESHAPE's ``Prepare`` (reshape_common.cc ``ReshapeOutput``): ``(refusal, output shape
+    after Prepare)``. The legacy scalar ``[0]`` becomes ``[]`` with one input; one ``-1`` is
+    set to ``input elements / other output elements``; a second ``-1``, or element counts that
+    differ, refuse. ``("", None)`` where the outcome is not modelled (an input dimension
+    ``< 0``; a ``-1`` beside a zero dimension, a division by zero in the kernel)."""
+    tensors = sub["tensors"]
+    ins = [i for i in op["inputs"] if i >= 0]
+    shape = list(tensors[ins[0]]["shape"])
+    if any(d < 0 for d in shape):
+        return "", None
+    n_in = math.prod(shape)
+    out = list(tensors[op["outputs"][0]]["shape"])
+    if len(op["inputs"]) == 1 and out == [0]:
+        out = []
+    stretch = [i for i, d in enumerate(out) if d == -1]
+    if len(stretch) > 1:
+        return ("reshape_common.cc ReshapeOutput: more than one -1 in the output shape "
+                f"{out} (TF_LITE_ENSURE_EQ(stretch_dim, -1))"), None
+    other = math.prod(d for d in out if d != -1)
+    if stretch:
+        if other == 0:
+            return "", None
+        out[stretch[0]] = n_in // other
+    if math.prod(out) != n_in:
+        return (f"reshape_common.cc ReshapeOutput: num_input_elements == num_output_elements "
+                f"fails ({n_in} != {math.prod(out)})"), None
+    return "", out
+
+
 def _dynamic(shape: list) -> bool:
     """Whether TFLM takes ``shape`` as a dynamic tensor (micro_interpreter_graph.cc
     ``CheckDynamicTensors``: a dimension ``<= 0``, except the legacy scalar shape ``[0]``)."""
@@ -711,7 +744,7 @@ def tflm_refusal(subs: list) -> str:
     (:data:`KERNELS`, in its verified domain) the transcribed checks of its ``Prepare``
     (:func:`_kernel_refusal`), then ``CheckDynamicTensors`` on its outputs (an output with a
     dimension ``<= 0`` other than the legacy scalar ``[0]``: "Dynamic tensors are not
-    supported"; not for ``RESHAPE``, whose ``Prepare`` rewrites its output's dimensions). Each
+    supported"; for ``RESHAPE`` on the dimensions its ``Prepare`` sets, :func:`_reshape_output`). Each
     of these fails whatever came before it (an earlier failure refuses the model too), so the
     first one found is a refusal; an operator that is not modelled is skipped (the interpreter
     itself decides there).
@@ -723,12 +756,16 @@ def tflm_refusal(subs: list) -> str:
             why = _kernel_refusal(sub, op)
             if why:
                 return f"operator {oi} ({op['type']}) of subgraph {s}: {why}"
-            if op["type"] == "RESHAPE":
-                continue
-            dyn = [j for j in op["outputs"] if j >= 0 and _dynamic(sub["tensors"][j]["shape"])]
+            shapes = {j: sub["tensors"][j]["shape"] for j in op["outputs"] if j >= 0}
+            if op["type"] == "RESHAPE":  # its Prepare rewrites the output's dimensions
+                out = _reshape_output(sub, op)[1]
+                if out is None:
+                    continue
+                shapes = {op["outputs"][0]: out}
+            dyn = [j for j, shape in shapes.items() if _dynamic(shape)]
             if dyn:
                 return (f"operator {oi} ({op['type']}) of subgraph {s}: output tensor {dyn[0]} "
-                        f"has shape {sub['tensors'][dyn[0]]['shape']}, a dynamic tensor "
+                        f"has shape {shapes[dyn[0]]}, a dynamic tensor "
                         "(micro_interpreter_graph.cc CheckDynamicTensors: Dynamic tensors are "
                         "not supported)")
     return ""
