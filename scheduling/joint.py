@@ -92,7 +92,9 @@ Every result is checked by the independent validators: the order by
 that order: :func:`scheduling.lifetimes.lifetime_problem` with the alias groups, pins and pools.
 
 Determinism: with ``workers=1``, a fixed ``seed`` and a ``deterministic_time`` budget (CP-SAT's
-deterministic time units, summed over sub-solves) the result does not depend on the machine's
+deterministic time units, summed over sub-solves, each counted as at least 0.02 units, so the
+anytime search stops after at most ``deterministic_time / 0.02`` sub-solves even where the bound
+is out of reach) the result does not depend on the machine's
 load, as long as the wall-clock ``time_limit`` is not what stops the search and the starting
 schedulers are themselves deterministic (``schedulers`` without wall-clock limits).
 """
@@ -1292,9 +1294,11 @@ def joint_optimize(
     proved = False  # with pools: CP-SAT proved the whole model optimal
     # no order's peak of live (alias-collapsed) bytes is below this (bytes)
     peak_floor = 0 if inst.aliases else order_bound
-    # with aliases or pins every sub-solve costs at least this much of ``deterministic_time``
-    # (their bound is weaker, so the search may not stop at it: a deterministic stop)
-    dt_floor = 0.02 if inst.aliases or inst.features else 0.0
+    # every sub-solve costs at least this much of ``deterministic_time``: a deterministic stop
+    # where the bound is out of reach (weaker with aliases or pins, and on any graph whose
+    # optimum lies above it), since CP-SAT reports almost no deterministic time for the tiny
+    # sub-models of a small graph and the search would otherwise run to the wall clock
+    dt_floor = 0.02
     if inst.pools:
         if inst.n and not (obj0[0] == 0 and obj0[1] <= bound):
             pname = planner if isinstance(planner, str) else list(planner)[0]

@@ -13,6 +13,7 @@ from test_schedulers import diamond, random_graphs, xla_trap
 from planners.registry import get_planner
 from planners.validate import check_plan
 from scheduling.generators import generate
+from scheduling.graph import Graph
 from scheduling.joint import joint_optimize, sequential_pairs
 from scheduling.lifetimes import lifetime_problem
 from scheduling.schedule import check_schedule
@@ -156,3 +157,26 @@ def test_sequential_pairs_report_each_schedulers_run():
     assert all(r["seconds"] >= 0 and r["peak"] >= opt for r in runs.values())
     assert runs["exact_dp"]["status"] == "optimal"
     assert runs["exact_dp"]["peak"] == runs["exact_dp"]["bound"] == opt
+
+
+def test_anytime_search_with_its_bound_out_of_reach_stops_by_deterministic_time():
+    """x -> a -> A (3 bytes) -> b -> B (3 bytes, output), alignment 2: A and B meet at step 1, so
+    one starts at 4 at the least: arena 7 above the order bound 6 (max live bytes), in the only
+    order. The exact model proves 7; the anytime search cannot reach its bound 6, and its tiny
+    sub-solves cost CP-SAT almost no deterministic time: each counts as 0.02 units, so a budget
+    of 0.5 stops it after 25 sub-solves, whatever the wall clock (it ran to ``time_limit``)."""
+    g = Graph("odd")
+    g.add_tensor("x", (1,), "uint8", kind="input")
+    g.add_tensor("A", (3,), "uint8")
+    g.add_tensor("B", (3,), "uint8")
+    g.add_op("a", "Op", ["x"], ["A"])
+    g.add_op("b", "Op", ["A"], ["B"])
+    g.mark_output("B")
+    ex = joint_optimize(g, time_limit=30, deterministic_time=10, schedulers=["file_order"],
+                        alignment=2)
+    assert (ex.arena, ex.bound, ex.status, ex.info["mode"]) == (7, 7, "optimal", "exact")
+    runs = [joint_optimize(g, time_limit=300, deterministic_time=0.5, schedulers=["file_order"],
+                           alignment=2, exact_max_ops=0) for _ in range(2)]
+    for r in runs:
+        assert (r.arena, r.bound, r.status, r.info["mode"]) == (7, 6, "feasible", "lns")
+        assert r.info["iterations"] == 25 and r.info["deterministic_time"] >= 0.5

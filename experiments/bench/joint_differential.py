@@ -421,18 +421,16 @@ def _validate(case: Case, r) -> tuple[list[str], int, int, dict]:
 def check_case(case: Case, orc: OracleResult | None = None, *, time_limit: float | None = None,
                deterministic_time: float | None = None) -> dict:
     """Run ``joint_optimize`` on ``case`` and compare with :func:`oracle` (``orc``, computed when
-    ``None``). Budgets: ``time_limit`` seconds (default 30 in exact mode, 2 in anytime mode) and
-    ``deterministic_time`` CP-SAT units (default 10 and 0.5): on these tiny graphs an anytime
-    search whose bound is out of reach makes sub-solves of almost no deterministic time, so the
-    wall clock stops it, and no check depends on where it stopped (only the exact mode's result
-    is compared with the optimum). Returns one row: the input, the result, the oracle's
-    numbers, ``outcome`` (``agree`` or the first failure of :data:`FAILURES`) and ``detail``
-    (every failure)."""
+    ``None``). Budgets: ``time_limit`` seconds (default 30) and ``deterministic_time`` CP-SAT
+    units (default 10 in exact mode, 0.5 in anytime mode, which stops an anytime search whose
+    bound is out of reach after 25 sub-solves); only the exact mode's result is compared with
+    the optimum. Returns one row: the input, the result, the oracle's numbers, ``outcome``
+    (``agree`` or the first failure of :data:`FAILURES`) and ``detail`` (every failure)."""
     from scheduling.joint import joint_optimize
 
     exact = case.exact_max_ops >= len(case.graph.ops)
     if time_limit is None:
-        time_limit = 30.0 if exact else 2.0
+        time_limit = 30.0
     if deterministic_time is None:
         deterministic_time = 10.0 if exact else 0.5
     orc = oracle(case) if orc is None else orc
