@@ -1,7 +1,9 @@
 """The TFLite Micro differential test (issue #23 §1), a sample: memplan's ``runtime_arena`` and
 ``tflm_head`` against the ``tflite-micro`` interpreter itself on generated models
 (experiments/runtimes/tflm/generate.py, experiments/runtimes/tflm/differential.py). The full set of 300 models
-runs in ``make soak``: ``python -m experiments.runtimes.tflm.differential --models 300 --seed 0``."""
+runs in ``make soak``: ``python -m experiments.runtimes.tflm.differential --models 300 --seed 0``;
+of those, the models at a kernel's limit that the interpreter refuses must get no number and the
+interpreter's reason (``LIMIT_SAMPLE`` here)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,13 @@ pytest.importorskip("tflite_micro", reason="the 'tflite-micro' interpreter is no
 
 from experiments.runtimes.tflm import probe  # noqa: E402
 from experiments.runtimes.tflm.differential import check_model  # noqa: E402
-from experiments.runtimes.tflm.generate import TAGS, generate_model, model_tags  # noqa: E402
+from experiments.runtimes.tflm.generate import (  # noqa: E402
+    ACCEPTED_LIMITS,
+    REFUSED,
+    TAGS,
+    generate_model,
+    model_tags,
+)
 from experiments.runtimes.tflm.oracle import tflm_arena, tflm_min_arena  # noqa: E402
 
 #: Every fifth model of the soak set (seeds 0..299): 60 models, about 20 s on one core.
@@ -29,6 +37,27 @@ def test_runtime_numbers_equal_the_interpreter(tmp_path, seed):
         f"seed {seed} ({row['tags']}): runtime_arena {row.get('runtime_arena')} "
         f"({row.get('source')}) vs bisected {row['bisected_min']}; tflm_head "
         f"{row.get('head_model')} vs reported {row['tflm_head']} {row['error']}")
+
+
+#: The first seed of the soak set with each kernel-limit feature of the generator (10 models,
+#: about 8 s): refused ones must get no number and the interpreter's reason quoted.
+LIMIT_SAMPLE = sorted({next(s for s in range(300) if t in model_tags(s))
+                       for t in (*REFUSED, *ACCEPTED_LIMITS)})
+
+
+@pytest.mark.parametrize("seed", LIMIT_SAMPLE)
+def test_kernel_limits_numbers_only_where_the_interpreter_runs(tmp_path, seed):
+    """A generated model at a kernel's limit: the interpreter refuses exactly the models the
+    generator builds to be refused (REFUSED tags); there memplan gives no runtime_arena, from
+    its model alone either, and quotes the interpreter's reason; elsewhere its numbers are the
+    interpreter's."""
+    path = generate_model(seed, tmp_path / f"g{seed:05d}.tflite")
+    tags = model_tags(seed)
+    row = check_model(f"g{seed:05d}", path, seed, tags)
+    assert bool(row["refusal"]) == bool(set(tags) & set(REFUSED)), (tags, row["refusal"])
+    assert row["kind"] == "", (f"seed {seed} ({row['tags']}): {row['kind']}: {row['error']}")
+    if row["refusal"]:
+        assert row.get("runtime_arena") is None and row["bisected_min"] is None
 
 
 def test_generator_is_deterministic_and_covers_every_feature():

@@ -40,6 +40,16 @@ of the model (:mod:`scheduling.tflite_import`):
 What is **measured**: :func:`runtime_arena` reports the model where it covers every kernel
 (source ``"model"``), else the interpreter's bisected minimum and reported head (source
 ``"measured"``). ``make bench-tflm`` compares the two.
+
+What is **refused**: a number is given only where the interpreter runs the model. Where TFLM's
+own checks refuse it at every arena size -- a kernel's ``Prepare`` (CONCATENATION: at most
+``kMaxInputNum`` = 10 inputs, ...), an output with a dimension ``<= 0`` (``CheckDynamicTensors``:
+a zero-size dimension is a dynamic tensor), an operator without a registration, a tensor type a
+kernel does not take -- :func:`runtime_arena` gives ``runtime_refusal``, one line quoting what the
+interpreter printed (:class:`TflmRefused`, :func:`runtime_reason`; the probes capture its file
+descriptors 1 and 2), or, without the interpreter, the transcribed check (:func:`tflm_refusal`).
+An operator outside the verified domain of its kernel (another mix of tensor types, another
+number of inputs) is not modelled: measured.
 """
 
 from __future__ import annotations
