@@ -28,7 +28,7 @@ from .errors import CapacityError, FeatureError
 from .model import FEATURES, Plan, Problem, SolveResult, is_proved_optimal
 from .multipool import plan_pools
 from .params import Configurable, validate_params
-from .validate import check_plan
+from .validate import check_plan, plan_traffic
 
 # ``Configurable`` lives in :mod:`planners.params`; re-exported here for older imports.
 __all__ = ["Configurable", "Planner", "SolveResult", "FunctionPlanner", "pick_engine",
@@ -37,10 +37,14 @@ __all__ = ["Configurable", "Planner", "SolveResult", "FunctionPlanner", "pick_en
 #: How a planner treats each compiler feature (:data:`planners.model.FEATURES`):
 #: ``native``: its algorithm uses it; ``ignored`` (hints only): the hint is dropped, a hint is
 #: a preference; ``relaxed`` (gaps only): each buffer takes its whole range over its whole
-#: lifetime, so the plan is valid but may waste the gaps (an ``optimal`` answer becomes
-#: ``feasible``); ``merged`` (colocations): each group is planned as one buffer with gaps
-#: (:meth:`planners.model.Problem.collapse`), handled as the planner handles gaps (``native``
-#: colocations: the planner sees every member with its own lifetime); ``spill``
+#: lifetime, so the plan is valid but may waste the gaps; the relaxed model's answers are not
+#: the problem's (its ``optimal`` becomes ``feasible``, its ``infeasible`` ``timeout``, its bound
+#: is kept only as ``info["relaxed_bound"]``); ``merged`` (colocations): each group is planned
+#: as one buffer with gaps (:meth:`planners.model.Problem.collapse`), handled as the planner
+#: handles gaps, carrying the sum of its members' traffic weights
+#: (:attr:`planners.model.Problem.traffic_weights`); where the merged buffer takes more than its
+#: members (:attr:`planners.model.Problem.colocations_exact` false) it is a relaxation as above
+#: (``native`` colocations: the planner sees every member with its own lifetime); ``spill``
 #: (pools): :func:`planners.multipool.plan_pools` assigns pools with the greedy spill policy and
 #: the planner plans each pool; ``refused``: :meth:`Planner.plan` raises
 #: :class:`~planners.errors.FeatureError` naming the feature.
@@ -159,11 +163,26 @@ class Planner(Configurable):
         :class:`FeatureError`; colocation groups are merged by :meth:`Problem.collapse` (a planner
         with ``colocations: native`` gets the members with their own lifetimes and returns one
         offset per member, the same for a group, unless its pools are spilled); hints and
-        gaps the planner does not use are dropped (:meth:`Problem.without`; a relaxed-gaps
-        ``optimal`` becomes ``feasible``); pools the planner does not assign go through
+        gaps the planner does not use are dropped (:meth:`Problem.without`); pools the planner
+        does not assign go through
         :func:`planners.multipool.plan_pools`. A pool whose arena exceeds its capacity gives
         the status ``over_capacity`` (the layout itself is validated without the pools'
         capacities, as a single arena is).
+
+        Relaxations: with its gaps taken as live, or with a colocation group merged into a
+        buffer that takes more than its members at some step (a window above a hole,
+        :attr:`Problem.colocations_exact`), the planned problem is a relaxation: its plans are
+        plans of ``problem``, but its optimum, bound and infeasibility are not. Then
+        ``best_bound`` is the problem's lower bound (max live bytes, bytes), the solver's bound
+        is kept as ``info["relaxed_bound"]``, a claimed ``optimal`` becomes ``feasible`` and a
+        claimed ``infeasible`` becomes ``timeout`` (no plan, nothing proved), the claim kept in
+        ``info["solver_claim"]``; ``info["relaxed"]`` lists what was relaxed.
+
+        Traffic (problems with pools): ``info["traffic_cost"]`` is counted from the plan by
+        :func:`planners.validate.plan_traffic` (every member of every colocation group, its own
+        lifetime in steps times its bytes times its pool's cost); a method's own different
+        count is kept as ``info["solver_traffic_cost"]`` and its ``optimal`` becomes
+        ``feasible`` (it did not optimise the problem's objective).
 
         Status: one rule for ``optimal`` (:func:`planners.model.is_proved_optimal`): an arena
         equal to the best proved bound is promoted to ``optimal`` (the method's word kept in
@@ -223,6 +242,13 @@ class Planner(Configurable):
             relaxed = [f for f in ("hints", "gaps") if f in target.features and caps[f] != "native"]
             if relaxed:
                 target = target.without(*relaxed)
+        # The target is a relaxation of the problem when its gaps are taken as live, or when a
+        # merged colocation group takes more than its members do at some step (a window above a
+        # hole: Problem.colocations_exact). Its plans are plans of the problem, but its
+        # optimum, bound and infeasibility are not the problem's (reported below as such).
+        loose_merge = bool(problem.colocations) and not native_coloc and \
+            not problem.colocations_exact
+        relaxation = "gaps" in relaxed or loose_merge
         t0 = time.perf_counter()
         if target.pools and caps["pools"] != "native":
             res = plan_pools(self, target)
@@ -263,17 +289,40 @@ class Planner(Configurable):
             seconds=seconds,
             lower_bound=lb,
             # a planner's proved bound (a stronger lower bound, or capacity + 1 when proved
-            # infeasible) is kept; never below max live bytes
-            best_bound=max(lb, int(res.best_bound)) if res.best_bound is not None else lb,
+            # infeasible) is kept; never below max live bytes. A relaxation's bound is not a
+            # bound of the problem: then max live bytes of the problem only.
+            best_bound=(max(lb, int(res.best_bound))
+                        if res.best_bound is not None and not relaxation else lb),
             params=self.get_params(),
             info=dict(res.info),
             pools=pools,
         )
         if relaxed:
             plan.info["relaxed"] = relaxed
-            if "gaps" in relaxed and plan.status == "optimal":
-                plan.info["solver_claim"] = "optimal (with the gaps taken as live)"
-                plan.status = "feasible"
+        if loose_merge:
+            plan.info["relaxed"] = [*relaxed, "colocations"]
+        if relaxation:
+            what = ("with the gaps taken as live" if "gaps" in relaxed else
+                    "with each colocation group merged into the hull of its members' ranges")
+            if res.best_bound is not None:
+                plan.info["relaxed_bound"] = int(res.best_bound)
+            if plan.status in ("optimal", "infeasible"):
+                # an optimum of the relaxation may be beaten, and its infeasibility proves
+                # nothing (a plan may use the gaps): no plan and nothing proved is "timeout"
+                plan.info["solver_claim"] = f"{plan.status} ({what})"
+                plan.status = "feasible" if plan.status == "optimal" else "timeout"
+        if problem.pools and res.offsets is not None:
+            # the traffic counted from the plan by the validator (every member of every
+            # colocation group), never the model's own count; an "optimal" whose model counted
+            # another traffic did not optimise the problem's objective
+            real = plan_traffic(problem, pools)
+            said = plan.info.get("traffic_cost")
+            plan.info["traffic_cost"] = real
+            if said is not None and int(said) != real:
+                plan.info["solver_traffic_cost"] = int(said)
+                if plan.status == "optimal":
+                    plan.info["solver_claim"] = "optimal (at its model's traffic cost)"
+                    plan.status = "feasible"
         if res.offsets is not None:
             over = problem.capacity is not None and plan.arena_size > problem.capacity
             if problem.pools:
@@ -282,13 +331,12 @@ class Planner(Configurable):
             if over:
                 plan.status = "over_capacity"
             elif plan.status in ("heuristic", "feasible") and not problem.pools and (
-                    is_proved_optimal(plan.arena_size, lb if "gaps" in relaxed
-                                      else plan.best_bound)):
+                    is_proved_optimal(plan.arena_size, plan.best_bound)):
                 # one rule for "optimal" (planners.model.is_proved_optimal): an arena equal to a
                 # proved lower bound is optimal whoever found it; what the method claimed is kept.
-                # With gaps taken as live, a solver's bound is the relaxed problem's: only max
-                # live bytes of the real problem (lb) proves anything. Pools: arenas per pool,
-                # no single bound, so their statuses stay as the method gave them.
+                # Of a relaxation (gaps taken as live, a loose merge) best_bound is max live
+                # bytes of the real problem (lb), the only bound that proves anything. Pools:
+                # arenas per pool, no single bound, so their statuses stay as the method gave.
                 plan.info["solver_claim"] = plan.status
                 plan.status = "optimal"
             elif plan.status == "optimal" and not is_proved_optimal(plan.arena_size,

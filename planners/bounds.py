@@ -31,11 +31,13 @@ __all__ = ["live_profile", "lower_bound", "naive_arena", "peak_step", "pool_lowe
            "arena_quantum"]
 
 
-def _feature_profile(problem: Problem, owners=None) -> tuple[np.ndarray, np.ndarray]:
+def _feature_profile(problem: Problem, owners=None, pieces=None) -> tuple[np.ndarray, np.ndarray]:
     """``(times, live)`` of :func:`live_profile` over the space buffers really take
     (:meth:`Problem.pieces`: gaps take nothing or their window's bytes), restricted to the buffer
-    indices ``owners`` when given. Colocation groups are merged first by the caller."""
-    own, st, en, lo, hi = problem.pieces()
+    indices ``owners`` when given. Colocation groups are merged first by the caller, who passes
+    the groups' exact ``pieces`` (:meth:`Problem.occupied_pieces` of the unmerged problem: a
+    merged buffer may take more than its members, which would count bytes no plan uses)."""
+    own, st, en, lo, hi = problem.pieces() if pieces is None else pieces
     if owners is not None:
         keep = np.isin(own, owners)
         own, st, en, lo, hi = own[keep], st[keep], en[keep], lo[keep], hi[keep]
@@ -73,7 +75,9 @@ def pool_lower_bounds(problem: Problem) -> dict[str, int]:
     """
     if not problem.pools:
         return {}
+    pieces = None
     if problem.colocations:
+        pieces = problem.occupied_pieces()
         problem = problem.collapse()[0]
     forced: dict[int, list[int]] = {k: [] for k in range(len(problem.pools))}
     pins = problem.pins
@@ -85,7 +89,7 @@ def pool_lower_bounds(problem: Problem) -> dict[str, int]:
     for k, q in enumerate(problem.pools):
         idx = np.asarray(forced[k], np.int64)
         out[q.name] = 0 if idx.size == 0 else max(
-            int(_feature_profile(problem, idx)[1].max()), _pinned_top(problem, idx))
+            int(_feature_profile(problem, idx, pieces)[1].max()), _pinned_top(problem, idx))
     return out
 
 
@@ -100,12 +104,13 @@ def live_profile(problem: Problem, aligned: bool = False) -> tuple[np.ndarray, n
     >>> live_profile(p)
     (array([0, 1, 2, 3]), array([10, 15,  5,  0]))
     """
+    pieces = problem.occupied_pieces() if problem.colocations else None
     if problem.aliases or problem.colocations:
         problem = problem.collapse()[0]
     if problem.n == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    if problem.gaps and not aligned:
-        return _feature_profile(problem)
+    if (problem.gaps or pieces is not None) and not aligned:
+        return _feature_profile(problem, pieces=pieces)
     sizes = problem.aligned_sizes if aligned else problem.sizes
     times, inv = np.unique(np.concatenate([problem.starts, problem.ends]), return_inverse=True)
     delta = np.zeros(len(times), np.int64)
@@ -129,17 +134,23 @@ def lower_bound(problem: Problem) -> int:
     >>> lower_bound(Problem.from_closed([("a", 0, 1, 10), ("b", 1, 2, 5)]))
     15
     """
+    pieces = None
+    if problem.colocations:  # the space the groups' members really take (exact union)
+        pieces = problem.occupied_pieces()
+        pool_bounds = pool_lower_bounds(problem) if problem.pools else {}
     if problem.aliases or problem.colocations:  # a group is one buffer (Problem.collapse)
         problem = problem.collapse()[0]
     if problem.n == 0:
         return 0
-    if problem.features - {"hints"}:
+    if pieces is not None or problem.features - {"hints"}:
         # Compiler features: live bytes over the space buffers take (gaps), the top of every
         # pinned buffer, and with pools the sum of the per-pool bounds (the arena of a plan with
         # pools is the sum of its pools' arenas, each at least that pool's bound).
-        raw = max(int(_feature_profile(problem)[1].max()), _pinned_top(problem))
+        raw = max(int(_feature_profile(problem, pieces=pieces)[1].max()), _pinned_top(problem))
         if problem.pools:
-            raw = max(raw, sum(pool_lower_bounds(problem).values()))
+            if pieces is None:
+                pool_bounds = pool_lower_bounds(problem)
+            raw = max(raw, sum(pool_bounds.values()))
         return raw
     raw = int(live_profile(problem)[1].max())
     slack = problem.aligned_sizes - problem.sizes

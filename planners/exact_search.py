@@ -269,9 +269,11 @@ class ExactSearch(Planner):
     def needs_capacity(self, problem) -> bool:
         """A plain problem needs a capacity (the decision problem); one with compiler features
         (:attr:`planners.Problem.features`) and none is minimised by the feature model.
-        Colocation groups alone do not count: :meth:`plan` collapses them to one buffer each
-        first (not native here), which leaves a plain problem."""
-        return not (problem.features - {"colocations"})
+        Decided on what :meth:`_solve` sees: :meth:`plan` first merges colocation groups (not
+        native here) into one buffer each (:meth:`planners.Problem.collapse`), which may leave
+        a plain problem (groups alone, or members whose gaps the merged buffer fills)."""
+        target = problem.collapse()[0] if problem.colocations else problem
+        return not target.features
 
     _parameter_constraints = {
         "capacity": [Interval(Integral, 0, None), None],

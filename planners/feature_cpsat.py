@@ -23,6 +23,9 @@ Model (OR-Tools CP-SAT, ``NoOverlap2D``):
   weighted by their accesses, :mod:`planners.tiers`'s traffic model; ``accesses_i`` = the
   lifetime in steps, one access per step; ``cost`` = :attr:`planners.model.Problem.pool_costs`,
   the pools' ranks in the preference order when no costs are given) and then the total arena.
+  ``accesses_i size_i`` is :attr:`planners.model.Problem.traffic_weights`: for the merged
+  buffer of a colocation group the sum over its members, each with its own lifetime and size
+  (the traffic of the problem as given, not of the merged buffer's hull).
 
 Infeasibility is proved before the model when pins collide in every choice of their pools
 (:func:`planners.placement.assign_pins`) or a buffer fits none of its pools (``info["proof"]``,
@@ -48,14 +51,17 @@ __all__ = ["solve_features", "traffic_cost"]
 
 
 def traffic_cost(problem: Problem, pools: np.ndarray) -> int:
-    """``sum_i accesses_i x size_i x cost(pool_i)`` (module docstring; accesses = lifetime in
-    steps; costs :attr:`planners.model.Problem.pool_costs`, each pool's rank in the preference
-    order when no pool has a cost), the cost the pool assignment minimises. ``pools``: the pool
-    index per buffer."""
+    """``sum_i weight_i x cost(pool_i)`` with ``weight_i`` = accesses x size = lifetime in steps
+    x bytes (:attr:`planners.model.Problem.traffic_weights`: for the merged buffer of a
+    colocation group, the sum over its members), costs :attr:`planners.model.Problem.pool_costs`
+    (each pool's rank in the preference order when no pool has a cost): the cost the pool
+    assignment minimises, exact (Python integers). ``pools``: the pool index per buffer. The
+    independent count of a plan's traffic is :func:`planners.validate.plan_traffic`."""
     if not problem.pools:
         return 0
-    cost = np.array(problem.pool_costs, np.int64)[pools]
-    return int(((problem.ends - problem.starts) * problem.sizes * cost).sum())
+    cost = problem.pool_costs
+    return sum(w * cost[k] for w, k in zip(problem.traffic_weights.tolist(),
+                                            np.asarray(pools).tolist(), strict=True))
 
 
 def solve_features(problem: Problem, capacity: int | None, mode: str, time_limit: float,
@@ -169,20 +175,22 @@ def solve_features(problem: Problem, capacity: int | None, mode: str, time_limit
     lb = lower_bound(problem)
     if problem.pools:
         costs = problem.pool_costs
-        acc = ((problem.ends - problem.starts) if accesses is None
-               else np.asarray(accesses, np.int64)).tolist()
-        sz = problem.sizes.tolist()
+        # bytes x accesses per buffer: size x lifetime (a merged colocation group: the sum
+        # over its members, Problem.traffic_weights), or the given accesses x size
+        tw = (problem.traffic_weights.tolist() if accesses is None
+              else [a * z for a, z in zip(np.asarray(accesses, np.int64).tolist(),
+                                          problem.sizes.tolist(), strict=True)])
         terms = []
         for i in range(n):
             for k, lit in pres[i].items():
-                w = acc[i] * sz[i] * costs[k]
+                w = tw[i] * costs[k]
                 if w and lit is not None:
                     terms.append(w * lit)
                 elif w:
                     terms.append(w)
         weight = sum(ub) + 1
         total = sum(H)
-        top_cost = sum(acc[i] * sz[i] * max(costs) for i in range(n))
+        top_cost = sum(tw[i] * max(costs) for i in range(n))
         if not terms:
             m.Minimize(total)
             info["objective"] = "total arena"
@@ -217,7 +225,8 @@ def solve_features(problem: Problem, capacity: int | None, mode: str, time_limit
         if problem.pools:
             pools = np.array([next(k for k, lit in pres[i].items()
                                    if lit is None or solver.Value(lit)) for i in range(n)], np.int64)
-            info["traffic_cost"] = traffic_cost(problem, pools)
+            info["traffic_cost"] = (traffic_cost(problem, pools) if accesses is None else
+                                    sum(tw[i] * costs[int(pools[i])] for i in range(n)))
         status = "optimal" if st_ == cp_model.OPTIMAL else "feasible"
         bb = None
         if not problem.pools and mode == "minimize":

@@ -446,6 +446,31 @@ def _colocated_gaps(members: list[Buffer], alignments: list[int]) -> tuple[int, 
     return start, end, size, tuple(Gap(a, b, w) for a, b, w in gaps)
 
 
+def _colocated_union(members: list[Buffer]) -> tuple[list[tuple[int, int, int, int]], bool]:
+    """What a colocation group really takes, relative to its offset: rectangles ``(t0, t1, lo,
+    hi)`` (half-open steps, bytes) that never overlap, per elementary step range the union of its
+    live members' ranges (each member with its own lifetime and gaps, as
+    :func:`_buffer_pieces`), and whether that union is at every step one interval starting at the
+    hull's low end, i.e. whether :func:`_colocated_gaps`'s one merged buffer takes exactly it
+    (``False``: a member's window above a hole, e.g. ``[0, 1)`` and a window ``[2, 4)`` live at
+    one step, where the merged buffer takes ``[0, 4)``)."""
+    rows = [r for b in members for r in _buffer_pieces(0, b.start, b.end, b.size, b.gaps)]
+    times = sorted({r[1] for r in rows} | {r[2] for r in rows})
+    out: list[tuple[int, int, int, int]] = []
+    exact = True
+    for t0, t1 in zip(times[:-1], times[1:]):
+        iv = sorted((r[3], r[4]) for r in rows if r[1] <= t0 and t1 <= r[2])
+        merged: list[list[int]] = []
+        for lo, hi in iv:
+            if merged and lo <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], hi)
+            else:
+                merged.append([lo, hi])
+        exact &= len(merged) <= 1
+        out.extend((t0, t1, lo, hi) for lo, hi in merged)
+    return out, exact
+
+
 class Problem:
     """An allocation problem: buffers, an optional capacity and a default alignment.
 
@@ -765,8 +790,11 @@ class Problem:
         bufs = [Buffer(b.id, b.start, b.end, b.size, b.alignment, b.kind, b.offset,
                        None if "hints" in features else b.hint,
                        () if "gaps" in features else b.gaps, b.pools) for b in self.buffers]
-        return Problem(bufs, capacity=self.capacity, alignment=self.alignment, name=self.name,
-                       pools=self.pools or None, colocations=self.colocations or None)
+        out = Problem(bufs, capacity=self.capacity, alignment=self.alignment, name=self.name,
+                      pools=self.pools or None, colocations=self.colocations or None)
+        # a merged colocation group keeps its members' traffic (traffic_weights)
+        out._traffic_weights = getattr(self, "_traffic_weights", None)
+        return out
 
     def _init_scalars(self, capacity, alignment, name) -> None:
         """Name, default alignment and capacity, each checked (ProblemError naming the problem)."""
@@ -1009,8 +1037,85 @@ class Problem:
             ))
         collapsed = Problem(out, capacity=self.capacity, alignment=self.alignment,
                             name=self.name, pools=self.pools or None)
+        # the traffic of a merged group is its members' (each its own lifetime and size), not
+        # the merged buffer's hull lifetime x largest size
+        w = [0] * collapsed.n
+        for k, v in zip(group.tolist(), self.traffic_weights.tolist(), strict=True):
+            w[k] += v  # Python integers: a sum beyond int64 is refused, never wrapped
+        if w and max(w) > INT64_MAX:
+            raise ProblemError(f"problem {self.name!r}: a colocation group's traffic weight "
+                               f"{max(w)} (sum of size x lifetime) exceeds 2**63 - 1")
+        collapsed._traffic_weights = self._ro(np.array(w, np.int64))
         self._collapsed = (collapsed, group, np.zeros(self.n, np.int64))
         return self._collapsed
+
+    @property
+    def traffic_weights(self) -> np.ndarray:
+        """Bytes x schedule steps each buffer weighs in the traffic cost of the pool assignment
+        (:func:`planners.feature_cpsat.traffic_cost`: ``sum_i weight_i x cost(pool_i)``): its
+        size times its lifetime in steps (``end - start``, one access per step). For the merged
+        buffer of a colocation group (:meth:`collapse`) the sum over its members, each with its
+        own lifetime and size, so the merged problem minimises the traffic of the real one.
+        int64, read-only, shape ``(n,)``; computed in Python integers, and
+        :class:`ProblemError` when a weight exceeds ``2**63 - 1`` (never wrapped)."""
+        w = getattr(self, "_traffic_weights", None)
+        if w is None:
+            steps = (self.ends - self.starts).tolist()
+            vals = [a * b for a, b in zip(steps, self.sizes.tolist(), strict=True)]
+            if vals and max(vals) > INT64_MAX:
+                raise ProblemError(f"problem {self.name!r}: a traffic weight (size x lifetime) "
+                                   f"of {max(vals)} exceeds 2**63 - 1")
+            w = self._ro(np.array(vals, np.int64).reshape(self.n))
+            self._traffic_weights = w
+        return w
+
+    @property
+    def colocations_exact(self) -> bool:
+        """Whether :meth:`collapse` merges every colocation group exactly: the merged buffer
+        takes at every step exactly the union of what its live members take
+        (:func:`_colocated_union`). ``True`` without colocation groups. When ``False``, a plan of
+        the merged problem is a plan of this one, but its optimum, bounds and infeasibility are
+        those of a relaxation (:meth:`planners.base.Planner.plan` reports none of them)."""
+        if not self.colocations:
+            return True
+        return self._colocation_union()[1]
+
+    def occupied_pieces(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                       np.ndarray]:
+        """The space each buffer of the merged problem (:meth:`collapse`; this problem itself
+        without colocation groups) really takes, as :meth:`pieces` of that problem does, but
+        for a colocation group the exact union of its members' pieces (several rectangles at
+        one step where a window leaves a hole), so live sums over them are exact. Arrays
+        ``owner`` (index in the merged problem), ``start, end`` (half-open steps), ``lo, hi``
+        (bytes above the offset)."""
+        if not self.colocations:
+            return self.collapse()[0].pieces() if self.aliases else self.pieces()
+        return self._colocation_union()[0]
+
+    def _colocation_union(self):
+        """``(pieces, exact)`` for :meth:`occupied_pieces` and :attr:`colocations_exact`;
+        cached."""
+        cached = getattr(self, "_union_cache", None)
+        if cached is not None:
+            return cached
+        merged, group, _ = self.collapse()
+        own, st, en, lo, hi = merged.pieces()
+        members: dict[int, list[Buffer]] = {}
+        bufs = self.buffers
+        for g in self.colocations:
+            k = int(group[self.index[g[0]]])
+            members[k] = [bufs[self.index[b]] for b in g]
+        rows = [r for r in zip(own.tolist(), st.tolist(), en.tolist(), lo.tolist(), hi.tolist())
+                if r[0] not in members]
+        exact = True
+        for k, ms in members.items():
+            pieces, ok = _colocated_union(ms)
+            exact &= ok
+            rows.extend((k, *r) for r in pieces)
+        rows.sort()
+        a = np.array(rows, np.int64).reshape(len(rows), 5)
+        self._union_cache = ((a[:, 0], a[:, 1], a[:, 2], a[:, 3], a[:, 4]), exact)
+        return self._union_cache
 
     @staticmethod
     def _ro(a: np.ndarray) -> np.ndarray:
@@ -1148,6 +1253,7 @@ class Problem:
                                    "capacities from the pools; capacity must be None")
             for a in ("_pins", "_hints", "gaps", "candidates", "pools", "colocations"):
                 setattr(new, a, getattr(self, a))
+        new._traffic_weights = getattr(self, "_traffic_weights", None)
         return new
 
     # -- summaries ------------------------------------------------------------------------------

@@ -57,7 +57,56 @@ import numpy as np
 from .errors import InvalidPlanError
 from .model import INT64_MAX, Problem
 
-__all__ = ["check_plan", "is_valid", "plan_violations", "Violation"]
+__all__ = ["check_plan", "is_valid", "plan_violations", "plan_traffic", "Violation"]
+
+
+def plan_traffic(problem: Problem, pools) -> int:
+    """The traffic cost of a plan of ``problem`` counted from the plan itself:
+    ``sum_i (end_i - start_i) x size_i x cost(pool_i)`` over **every** buffer of the problem as
+    given (each member of a colocation group with its own half-open lifetime ``[start, end)``
+    in schedule steps and its own size in bytes; one access per step), with the pools' costs
+    (:attr:`planners.model.Problem.pool_costs`: their own ``cost`` when some is non-zero, else
+    their ranks in the preference order). The objective :mod:`planners.feature_cpsat`
+    documents; counted here in Python integers from the buffers, sharing no code with the
+    planners (:meth:`planners.base.Planner.plan` reports it and checks an ``optimal`` claim
+    against it).
+
+    Parameters
+    ----------
+    problem : Problem
+    pools : array-like of int, shape ``(problem.n,)``
+        Index into ``problem.pools`` of each buffer's pool (``Plan.pools``).
+
+    Returns
+    -------
+    int
+        Bytes x steps x cost; 0 for a problem without pools.
+
+    Raises
+    ------
+    InvalidPlanError
+        ``pools`` does not hold one pool index of ``problem`` per buffer.
+
+    Examples
+    --------
+    Two colocated buffers (4 bytes for steps [0, 2), 2 bytes for steps [3, 6)) in the second of
+    two pools (rank cost 1): ``2 x 4 + 3 x 2 = 14``, not the merged buffer's hull ``6 x 4``:
+
+    >>> from planners.model import Buffer, MemoryPool
+    >>> p = Problem([Buffer("a", 0, 2, 4), Buffer("b", 3, 6, 2)], colocations=[("a", "b")],
+    ...             pools=[MemoryPool("sram", 2), MemoryPool("psram")])
+    >>> plan_traffic(p, [1, 1])
+    14
+    """
+    if not problem.pools:
+        return 0
+    ks = [int(k) for k in np.asarray(pools).ravel().tolist()]
+    if len(ks) != problem.n or any(not 0 <= k < len(problem.pools) for k in ks):
+        raise InvalidPlanError(f"plan has pools {ks} for {problem.n} buffers and "
+                               f"{len(problem.pools)} pools (pool indices)")
+    cost = problem.pool_costs
+    return sum((b.end - b.start) * b.size * cost[k]
+               for b, k in zip(problem.buffers, ks, strict=True))
 
 
 def check_plan(problem: Problem, offsets, capacity: int | None = None, pools=None,

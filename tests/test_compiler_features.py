@@ -8,8 +8,8 @@ import pytest
 
 from planners import Buffer, Problem
 from planners.bounds import lower_bound, pool_lower_bounds
-from planners.feature_cpsat import traffic_cost
 from planners.errors import CapacityError, FeatureError, InvalidPlanError, ProblemError
+from planners.feature_cpsat import traffic_cost
 from planners.model import Gap, MemoryPool
 from planners.registry import PLANNERS, get_planner
 from planners.validate import check_plan, plan_violations
@@ -545,8 +545,10 @@ def _brute_force(problem: Problem):
     its pool), pins at their offsets; ``None`` when no layout fits the capacities. Exact here:
     with windows starting at 0, an optimal layout's buffers taken by offset are each placed
     first fit at or below their offset (nothing below moved up), so some order reaches it.
-    Colocation groups are merged (:meth:`Problem.collapse`, the groups' semantics)."""
-    q = problem.collapse()[0] if problem.colocations else problem
+    Colocation groups are merged (:meth:`Problem.collapse`, the groups' semantics); the traffic
+    counts every member of a group with its own lifetime and size (the problem's objective)."""
+    q, group, _ = problem.collapse() if problem.colocations else (
+        problem, np.arange(problem.n), None)
     own, st_, en, lo, hi = q.pieces()
     rects = [[] for _ in range(q.n)]
     for i, a, b, c, d in zip(own.tolist(), st_.tolist(), en.tolist(), lo.tolist(), hi.tolist()):
@@ -555,7 +557,10 @@ def _brute_force(problem: Problem):
     align = [p.alignment for p in q.pools] or [1]
     cost = q.pool_costs or [0]
     pins, sizes = q.pins.tolist(), q.sizes.tolist()
-    steps = (q.ends - q.starts).tolist()
+    # bytes x steps per merged buffer: the sum over the buffers of the problem as given
+    weight = [0] * q.n
+    for k, b in zip(group.tolist(), problem.buffers):
+        weight[k] += (b.end - b.start) * b.size
     choices = []
     for i in range(q.n):
         ks = q.candidate_pools(i) if q.pools else [0]
@@ -575,7 +580,7 @@ def _brute_force(problem: Problem):
         if any(assign[i] == assign[j] and clash(i, x, j, y) for u, (i, x) in enumerate(placed)
                for j, y in placed[:u]):
             continue
-        traffic = sum(steps[i] * sizes[i] * cost[assign[i]] for i in range(q.n))
+        traffic = sum(weight[i] * cost[assign[i]] for i in range(q.n))
         for perm in permutations(free):
             pos = dict(placed)
             ok = True
