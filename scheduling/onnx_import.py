@@ -2,7 +2,9 @@
 
 Steps of :func:`load_onnx`:
 
-1. read the protobuf (a clear :class:`OnnxImportError` for a missing, empty or malformed file);
+1. read the protobuf (a clear :class:`OnnxImportError` for a missing, empty or malformed file)
+   and check the node order before any shape (:func:`scheduling.onnx_shapes.check_node_order`:
+   a cycle is a :class:`~scheduling.errors.CycleError` whatever the shapes of its tensors);
    initializers stored as external data (the ONNX external data format, a file in the model's
    folder) are read when they have at most :data:`EXTERNAL_READ_MAX_ELEMS` elements (a shape,
    pads, scales), larger ones (weights) are not: only their dims are needed;
@@ -21,7 +23,14 @@ Steps of :func:`load_onnx`:
    constants (``Constant``, ``ConstantOfShape`` of an initializer shape, ``Unsqueeze`` of a weight
    ...) are weights, and so is the output of a ``Shape`` node whose input has a static shape
    (only the shape is read). Those nodes are not operators of the graph: a runtime folds them
-   once. The light models shipped in the onnx wheel keep each weight as ``ConstantOfShape(shape
+   once. Only what ONNX Runtime's constant folding folds is folded
+   (:func:`scheduling.onnx_shapes.runtime_folds_constant`): a node whose output size shape
+   inference cannot give before the run (``NonZero``, ``Compress``, ``NonMaxSuppression`` of
+   constants) and a node reading an initializer that is also a graph input (IR >= 4: not a
+   constant to ONNX Runtime) stay operators, their outputs planned at the sizes ONNX Runtime
+   allocates; a ``Shape`` of such an output is not folded either. One line of ``graph.notes``
+   counts the folded nodes other than ``Constant`` and their bytes: ONNX Runtime runs them,
+   and allocates those bytes, only with graph optimisations off (``ORT_DISABLE_ALL``). The light models shipped in the onnx wheel keep each weight as ``ConstantOfShape(shape
    initializer)``; the shape initializers themselves are dropped (no remaining operator reads
    them). **Values**: a constant of at most ``max_value_elems`` elements keeps its elements on
    :attr:`Tensor.value <scheduling.graph.Tensor.value>` -- initializers (stored inline, not as
@@ -59,6 +68,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+from collections import ChainMap, Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -78,7 +88,14 @@ from .onnx_control_flow import (
     is_foldable_node,
     prepare_model,
 )
-from .onnx_shapes import RUNTIME_NOTE, resolve_shapes, runtime_placeholders, unknown_shape_error
+from .onnx_shapes import (
+    RUNTIME_NOTE,
+    check_node_order,
+    resolve_shapes,
+    runtime_folds_constant,
+    runtime_placeholders,
+    unknown_shape_error,
+)
 
 __all__ = ["load_onnx", "estimate_macs"]
 
@@ -276,9 +293,12 @@ def load_onnx(
 
     Raises
     ------
+    CycleError
+        The nodes form a cycle (checked before any shape: the nodes along it are named).
     OnnxImportError
-        Missing, empty or malformed file; external data outside the model's folder, missing or
-        short; strict shape inference failure; an override that matches
+        Missing, empty or malformed file; nodes out of topological order; external data outside
+        the model's folder, missing or short; strict shape inference failure (an operator whose
+        output inference leaves untyped is named, not its consumer); an override that matches
         nothing; a tensor whose size stays unknown (named, with its symbolic dimensions); an
         element type without a fixed size (strings).
 
@@ -290,6 +310,7 @@ def load_onnx(
     model, stem = _read_model(path)
     where = str(path) if not isinstance(path, onnx.ModelProto) else f"model {stem!r}"
     _check_graph_attributes(model.graph, where)
+    check_node_order(model, where)  # before any shape: a cycle is reported as a cycle
     model = prepare_model(model, where)  # control flow: local functions, constant-condition If
     loop_shapes: dict[str, list[int]] = {}  # Loop outputs sized by an exact trip count
     while True:  # an If whose condition static shapes decide is inlined; shapes resolved again
@@ -376,18 +397,47 @@ def load_onnx(
                 values[o] = v
 
     const = set(init_names)
-    op_nodes = []
+    # an initializer that is also a graph input (IR >= 4) is a default a caller may replace:
+    # ONNX Runtime does not treat it as a constant, so it folds nothing that reads it
+    overridable = init_names & {vi.name for vi in g.input} if model.ir_version >= 4 else set()
+    # outputs ONNX Runtime sizes only when it runs their node (NonZero of a constant), and what
+    # is computed from them: a Shape of one is not folded either
+    unsized: set[str] = set()
+    known_values = ChainMap(values, res.values)  # live: folded values join as they come
+    # shapes plain strict inference settles are sized before execution without a check
+    inferred_src = ("declared", "override", "onnx_strict")
+    op_nodes, folded = [], []
     for node in g.node:
         ins = [i for i in node.input if i]
-        folds = is_foldable_node(node) and (all(i in const for i in ins) or (
-            node.op_type == "Shape" and len(ins) == 1 and known_shape(ins[0]) is not None
-        ))
+        if node.op_type == "Shape":  # ONNX Runtime's ConstantFoldShapeNode: a static input
+            folds = is_foldable_node(node) and len(ins) == 1 and (
+                ins[0] in const or (known_shape(ins[0]) is not None and ins[0] not in unsized))
+        else:
+            folds = is_foldable_node(node) and all(i in const for i in ins) and not any(
+                i in overridable for i in ins) and (
+                    all(res.source.get(o) in inferred_src for o in node.output if o)
+                    or runtime_folds_constant(node, known_values, res.shapes, res.elem_types,
+                                              model.opset_import))
         if folds and not any(o in out_set for o in node.output):
             const.update(o for o in node.output if o)
             if max_value_elems > 0:
                 fold_values(node, ins)
+            folded.append(node)
         else:
+            if not folds and all(i in const for i in ins) or any(i in unsized for i in ins):
+                unsized.update(o for o in node.output if o)
             op_nodes.append(node)
+    ran = [n for n in folded if n.op_type != "Constant"]  # Constant: an initializer at load
+    if ran:
+        kinds = Counter(n.op_type for n in ran)
+        nbytes = sum(res.nbytes(o) or 0 for n in ran for o in n.output if o)
+        notes.append(
+            f"{where}: {len(ran)} node(s) whose inputs are constants or, for Shape, statically "
+            f"shaped ({', '.join(f'{op} x{c}' for op, c in sorted(kinds.items()))}) are folded "
+            f"into weights ({nbytes} bytes of outputs), as ONNX Runtime's constant folding does "
+            "at its default graph optimisation level (basic and above); with optimisations off "
+            "(ORT_DISABLE_ALL) ONNX Runtime runs them and allocates those outputs, which this "
+            "plan does not hold")
 
     def tensor_spec(tname: str) -> tuple[list[int], str]:
         if tname in init_info:

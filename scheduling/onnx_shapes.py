@@ -22,7 +22,11 @@ source that gave it a fully static shape (:attr:`ShapeResolution.source`):
     not also a graph input, a ``Constant``, an already folded value, or for ``Shape``/``Size``,
     a tensor whose shape is static. A value that depends on runtime input data never folds;
 ``"onnx_spec"``
-    output shapes an operator specification fixes but the inference functions omit: the mask of
+    output shapes an operator specification fixes but the inference functions omit: the
+    outputs of :data:`UNTYPED_SPEC_OPS` that inference leaves untyped or fails on
+    (``GroupNormalization``: its input's shape and type; :func:`_infer` cuts those nodes out,
+    gives their outputs these types and infers the rest strictly; any other operator whose
+    output stays untyped is named as the producer, not its consumer), the mask of
     ``Dropout`` opset 7 to 9 (the input's shape and type), ``Compress`` with a constant
     condition (the count of its true entries along ``axis``), and the ``com.microsoft`` operators of
     :data:`CONTRIB_SPEC_OPS` (``DynamicQuantizeLSTM``: ONNX Runtime ``docs/ContribOperators.md``);
@@ -58,6 +62,10 @@ A tensor no source settles is absent from :attr:`ShapeResolution.shapes`; the im
 topological) whose output stays unknown, its operator type, and the ``--override`` that would
 help.
 
+Before any of this, :func:`check_node_order` checks the node order by names alone, so a cycle
+is reported as a cycle (:class:`~scheduling.errors.CycleError`) whatever the shapes of its
+tensors.
+
 Overrides (:func:`apply_overrides`) work on any tensor of the model by name (graph input, graph
 output, ``value_info`` entry, node output) and on any ``dim_param``; a ``-1`` (or other negative)
 ``dim_value`` in a declared shape, which some exporters write for "dynamic", is treated as
@@ -82,8 +90,10 @@ from .errors import OnnxImportError
 __all__ = [
     "SHAPE_SOURCES",
     "CONTRIB_SPEC_OPS",
+    "UNTYPED_SPEC_OPS",
     "ShapeResolution",
     "apply_overrides",
+    "check_node_order",
     "resolve_shapes",
     "measured_shapes",
     "measured_sizes",
@@ -91,6 +101,7 @@ __all__ = [
     "RUNTIME_RULE_OPS",
     "runtime_output_shape",
     "runtime_placeholders",
+    "runtime_folds_constant",
     "RUNTIME_NOTE",
 ]
 
@@ -287,6 +298,112 @@ def apply_overrides(model: onnx.ModelProto, overrides: Overrides | None, where: 
     return done
 
 
+def _subgraph_reads(node: onnx.NodeProto) -> list[str]:
+    """Names the subgraphs of ``node`` (at any depth) read from outside themselves: its implicit
+    (outer-scope) inputs, in first-read order."""
+    out: dict[str, None] = {}
+
+    def walk(g: onnx.GraphProto, outer: set[str]) -> None:
+        defined = set(outer) | {i.name for i in g.input} | {t.name for t in g.initializer}
+        defined |= {t.values.name for t in g.sparse_initializer}
+        mine = {o for n in g.node for o in n.output if o}
+        for n in g.node:
+            for i in n.input:
+                if i and i not in defined and i not in mine:
+                    out[i] = None
+            for a in n.attribute:
+                for sub in ([a.g] if a.type == onnx.AttributeProto.GRAPH else []) + list(a.graphs):
+                    walk(sub, defined | mine)
+
+    for a in node.attribute:
+        for sub in ([a.g] if a.type == onnx.AttributeProto.GRAPH else []) + list(a.graphs):
+            walk(sub, set())
+    return list(out)
+
+
+def check_node_order(model: onnx.ModelProto | onnx.GraphProto, where: str) -> None:
+    """Check, before any shape is resolved, that no node of the main graph reads a tensor that
+    only the same or a later node writes.
+
+    ONNX requires a graph's nodes in topological order (``onnx/onnx.proto``, ``GraphProto.node``:
+    "nodes in the graph are sorted topologically"). A node whose input, explicit or read by one
+    of its subgraphs from the outer scope (an implicit input), is written by itself or a later
+    node is either on a cycle or out of order. The check looks at names only, never at shapes,
+    so a cycle through a tensor of unknown shape is reported as a cycle, not as that tensor's
+    unknown size (:func:`resolve_shapes` and :func:`scheduling.onnx_import.load_onnx` run it
+    first).
+
+    Parameters
+    ----------
+    model : onnx.ModelProto or onnx.GraphProto
+        The model (or its main graph); not modified.
+    where : str
+        File or model label for error messages.
+
+    Raises
+    ------
+    scheduling.errors.CycleError
+        The nodes form a directed cycle through such a tensor: the message names the nodes
+        along the cycle, the tensor read and the node that writes it.
+    OnnxImportError
+        The graph is acyclic but a node reads a tensor that a later node writes (the file's
+        nodes are not in topological order).
+
+    Notes
+    -----
+    ``O(#nodes + #edges)`` (one pass over the nodes; the cycle search,
+    :func:`scheduling.graph.find_cycle_in`, only on a failure).
+
+    Examples
+    --------
+    >>> from onnx import helper
+    >>> g = helper.make_graph([helper.make_node("Add", ["x", "t1"], ["t0"], name="a"),
+    ...                        helper.make_node("Relu", ["t0"], ["t1"], name="r")], "g",
+    ...                       [helper.make_tensor_value_info("x", 1, None)], [])
+    >>> check_node_order(g, "g.onnx")
+    Traceback (most recent call last):
+    ...
+    scheduling.errors.CycleError: g.onnx: the graph has a cycle (a -> r -> a): node 'a' reads tensor 't1' that node 'r' writes; a dataflow graph must be acyclic
+    """
+    from .errors import CycleError
+    from .graph import find_cycle_in
+
+    g = model.graph if isinstance(model, onnx.ModelProto) else model
+    nodes = list(g.node)
+    defined = {i.name for i in g.input} | {t.name for t in g.initializer}
+    defined |= {t.values.name for t in g.sparse_initializer}
+    producer: dict[str, int] = {}
+    for j, n in enumerate(nodes):
+        for o in n.output:
+            if o:
+                producer.setdefault(o, j)
+
+    def label(j: int) -> str:
+        return nodes[j].name or f"{nodes[j].op_type}_{j}"
+
+    reads = [[i for i in n.input if i] + _subgraph_reads(n) for n in nodes]
+    for k in range(len(nodes)):
+        for i in reads[k]:
+            if i in defined or producer.get(i, -1) < k:
+                continue  # a graph input, an initializer, an earlier node's output or unknown
+            writer = producer[i]
+            edges = [(producer[t], j) for j in range(len(nodes)) for t in reads[j]
+                     if t in producer and t not in defined]
+            # node positions (names may repeat); a cycle elsewhere is still a cycle
+            cycle = find_cycle_in(edges, k) or find_cycle_in(edges)
+            if cycle:
+                reader, writer = cycle[0], cycle[-2]  # the cycle's last edge enters its start
+                tensor = next(t for t in reads[reader] if producer.get(t) == writer
+                              and t not in defined)
+                raise CycleError(
+                    f"{where}: the graph has a cycle ({' -> '.join(map(label, cycle))}): node "
+                    f"{label(reader)!r} reads tensor {tensor!r} that node {label(writer)!r} "
+                    "writes; a dataflow graph must be acyclic")
+            raise OnnxImportError(
+                f"{where}: node {label(k)!r} reads tensor {i!r} before node {label(writer)!r} "
+                "writes it; ONNX requires the nodes in topological order")
+
+
 def _static(vi: onnx.ValueInfoProto) -> tuple[tuple[int, ...] | None, str]:
     if not vi.type.HasField("tensor_type"):
         return None, "not a tensor type"
@@ -322,10 +439,179 @@ def _harvest(res: ShapeResolution, model: onnx.ModelProto, src: str) -> int:
             continue
         res.shapes[vi.name] = shape
         res.elem_types[vi.name] = int(tt.elem_type)
-        res.source[vi.name] = src
+        res.source[vi.name] = "onnx_spec" if vi.doc_string == _UNTYPED_SPEC_DOC else src
         res.why.pop(vi.name, None)
         new += 1
     return new
+
+
+#: Operators of the default domain whose outputs ONNX shape inference (onnx 1.23) leaves
+#: untyped, or fails on inside the operator's function body, although the operator
+#: specification fixes them; :func:`_infer` gives them these types (source ``"onnx_spec"``):
+#:
+#: * ``GroupNormalization`` (opsets 18 and 21, a context-dependent function without an
+#:   inference function): ``Y`` has the shape and type of ``X``;
+#: * ``MeanVarianceNormalization`` (opset 13: inference of its function body fails): ``Y`` has
+#:   the shape and type of ``X``;
+#: * ``Compress`` (opset 9, no inference function): the type of ``input``, rank ``r`` with the
+#:   ``axis`` dimension unknown, or rank 1 without ``axis`` (a constant condition then gives the
+#:   size, :func:`_spec_rules`).
+#:
+#: Any other operator whose output inference leaves untyped is named as the culprit
+#: (:func:`untyped_output_error`).
+UNTYPED_SPEC_OPS = frozenset({"GroupNormalization", "MeanVarianceNormalization", "Compress"})
+
+#: ``doc_string`` of the value infos :func:`_infer` writes for the outputs of
+#: :data:`UNTYPED_SPEC_OPS` (:func:`_harvest` records their source as ``"onnx_spec"``).
+_UNTYPED_SPEC_DOC = "memplan: output type from the operator specification (onnx_spec)"
+
+
+def _untyped_rule(node: onnx.NodeProto, typed: Mapping[str, onnx.TypeProto]
+                  ) -> list[onnx.TypeProto] | None:
+    """The output types (:data:`UNTYPED_SPEC_OPS`) of ``node`` from its input types ``typed``,
+    or ``None`` (another operator, or an input type unknown)."""
+    if node.domain not in ("", "ai.onnx") or node.op_type not in UNTYPED_SPEC_OPS \
+            or not node.input or node.input[0] not in typed:
+        return None
+    x = typed[node.input[0]]
+    if not x.HasField("tensor_type") or not x.tensor_type.elem_type:
+        return None
+    out = onnx.TypeProto()
+    out.CopyFrom(x)
+    if node.op_type == "Compress":
+        if not x.tensor_type.HasField("shape"):
+            return None
+        axis = _attr(node, "axis")
+        rank = len(x.tensor_type.shape.dim)
+        out.tensor_type.shape.Clear()
+        if axis is None:
+            out.tensor_type.shape.dim.add()
+        else:
+            axis = int(axis) + rank if int(axis) < 0 else int(axis)
+            if not 0 <= axis < rank:
+                return None
+            for k, d in enumerate(x.tensor_type.shape.dim):
+                nd = out.tensor_type.shape.dim.add()
+                if k != axis:
+                    nd.CopyFrom(d)
+    return [out] + [None] * (len(node.output) - 1)
+
+
+def _node_label(node: onnx.NodeProto, k: int) -> str:
+    return node.name or f"{node.op_type}_{k}"
+
+
+def _untyped_producers(model: onnx.ModelProto, data_prop: bool
+                       ) -> tuple[onnx.ModelProto | None, dict[str, onnx.TypeProto], str | None]:
+    """After strict inference failed on ``model``: a copy without the nodes of
+    :data:`UNTYPED_SPEC_OPS` whose output types their rule gives (those outputs become graph
+    inputs of these types, so that strict inference of the rest can be tried), the types given,
+    and the error text naming the first other node (file order, which is topological) whose
+    inputs lenient inference types but some read output it leaves untyped: the producer its
+    consumers' failures come from. ``(None, {}, text)`` when no node is cut."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    g = m.graph
+    given: dict[str, onnx.TypeProto] = {}
+    culprit = None
+    readers: dict[str, tuple[int, onnx.NodeProto]] = {}
+    for k, n in enumerate(model.graph.node):
+        for i in list(n.input) + _subgraph_reads(n):
+            if i:
+                readers.setdefault(i, (k, n))
+    graph_outputs = {o.name for o in model.graph.output}
+    pos = list(range(len(g.node)))  # each remaining node's position in the file
+    for _ in range(len(g.node) + 1):  # each round cuts at least one node
+        try:
+            lenient = shape_inference.infer_shapes(m, strict_mode=False, data_prop=data_prop)
+        except Exception:  # noqa: BLE001 - lenient inference failing: nothing to cut with
+            break
+        typed = {vi.name: vi.type
+                 for vi in list(lenient.graph.input) + list(lenient.graph.value_info)
+                 + list(lenient.graph.output)
+                 if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type}
+        for t in lenient.graph.initializer:
+            typed.setdefault(t.name, helper.make_tensor_type_proto(t.data_type, list(t.dims)))
+        cut = []
+        culprit = None
+        for j, node in enumerate(g.node):
+            if node.domain not in ("", "ai.onnx") or any(
+                    a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+                    for a in node.attribute):
+                continue
+            types = _untyped_rule(node, typed)
+            if types is not None:
+                cut.append((j, node, types))
+                continue
+            if not all(i in typed for i in node.input if i):
+                continue  # untyped because of an earlier node
+            bare = [o for o in node.output if o and o not in typed
+                    and (o in readers or o in graph_outputs)]
+            if bare and culprit is None:
+                k = pos[j]
+                o = bare[0]
+                if o in readers:
+                    rk, rn = readers[o]
+                    after = (f"so strict inference fails at its consumer "
+                             f"{_node_label(rn, rk)!r} (op {rn.op_type}, node {rk})")
+                else:
+                    after = "and it is a graph output"
+                culprit = (
+                    f"ONNX shape inference gives no type to output {o!r} of node "
+                    f"{_node_label(node, k)!r} (op {node.op_type}, opset {_opset(model)}, node "
+                    f"{k} in topological order), {after}; the toolkit types the outputs of "
+                    f"{', '.join(sorted(UNTYPED_SPEC_OPS))} itself, not those of "
+                    f"{node.op_type} (scheduling.onnx_shapes.UNTYPED_SPEC_OPS); "
+                    "load_onnx(path, shapes='measured') takes the shapes from one ONNX Runtime "
+                    "run instead")
+        if not cut:
+            break
+        drop = {j for j, _, _ in cut}
+        for _, node, types in cut:
+            for o, t in zip(node.output, types):
+                if o and t is not None:
+                    given[o] = t
+                    vi = onnx.ValueInfoProto(name=o)
+                    vi.type.CopyFrom(t)
+                    g.input.append(vi)
+        keep = [n for j, n in enumerate(g.node) if j not in drop]
+        pos = [k for j, k in enumerate(pos) if j not in drop]
+        del g.node[:]
+        g.node.extend(keep)
+        vi_keep = [vi for vi in g.value_info if vi.name not in given]
+        del g.value_info[:]
+        g.value_info.extend(vi_keep)
+        out_keep = [vi for vi in g.output if vi.name not in given]
+        del g.output[:]
+        g.output.extend(out_keep)
+    return (m if given else None), given, culprit
+
+
+def _with_given_types(model: onnx.ModelProto, inferred: onnx.ModelProto,
+                      given: Mapping[str, onnx.TypeProto]) -> onnx.ModelProto:
+    """A copy of ``model`` with the value infos and output types of ``inferred`` (strict
+    inference of :func:`_untyped_producers`' cut copy) and the types ``given`` to the cut nodes'
+    outputs, marked with :data:`_UNTYPED_SPEC_DOC`."""
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    g = out.graph
+    del g.value_info[:]
+    g.value_info.extend(vi for vi in inferred.graph.value_info if vi.name not in given)
+    got = {vi.name: vi for vi in inferred.graph.output}
+    for vi in g.output:
+        if vi.name in given:
+            vi.type.CopyFrom(given[vi.name])
+            vi.doc_string = _UNTYPED_SPEC_DOC
+        elif vi.name in got:
+            vi.type.CopyFrom(got[vi.name].type)
+    outs = {vi.name for vi in g.output}
+    for name, t in given.items():
+        if name not in outs:
+            vi = g.value_info.add()
+            vi.name = name
+            vi.type.CopyFrom(t)
+            vi.doc_string = _UNTYPED_SPEC_DOC
+    return out
 
 
 def _infer(model: onnx.ModelProto, data_prop: bool, where: str, stage: str) -> onnx.ModelProto:
@@ -334,10 +620,22 @@ def _infer(model: onnx.ModelProto, data_prop: bool, where: str, stage: str) -> o
     except Exception as e:  # InferenceError / ValidationError / RuntimeError
         msg = " ".join(str(e).split())
         msg = msg if len(msg) <= 600 else msg[:600] + " ..."
-        raise OnnxImportError(
-            f"{where}: strict ONNX shape inference failed{stage}: {msg} (a declared or "
-            "overridden shape disagrees with the operators: correct it with --override "
-            "NAME=D1,D2,...)") from None
+    # an operator whose outputs inference leaves untyped: typed by its specification where the
+    # toolkit knows it (UNTYPED_SPEC_OPS), else the producer -- not its consumer -- is named
+    cut, given, culprit = _untyped_producers(model, data_prop)
+    if cut is not None:
+        try:
+            inferred = shape_inference.infer_shapes(cut, strict_mode=True, data_prop=data_prop)
+        except Exception:  # noqa: BLE001 - the rest fails too: reported below
+            inferred = None
+        if inferred is not None:
+            return _with_given_types(model, inferred, given)
+    if culprit is not None:
+        raise OnnxImportError(f"{where}: strict ONNX shape inference failed{stage}: {culprit}")
+    raise OnnxImportError(
+        f"{where}: strict ONNX shape inference failed{stage}: {msg} (a declared or "
+        "overridden shape disagrees with the operators: correct it with --override "
+        "NAME=D1,D2,...)")
 
 
 def _dims(vi: onnx.ValueInfoProto) -> list | None:
@@ -887,6 +1185,99 @@ def _runtime_sizes(model: onnx.ModelProto, res: ShapeResolution, where: str,
     res.notes.extend(n for n in sub.notes if n not in res.notes)
 
 
+#: Operators ONNX Runtime folds although shape inference cannot size their outputs: ``Constant``
+#: (an initializer when the graph loads) and ``Unique`` (onnxruntime 1.32 folds ``Unique`` of a
+#: constant, with or without ``axis``, measured with ``optimized_model_filepath``; inference
+#: leaves its length unknown, as for ``NonZero``, which it does not fold).
+_RUNTIME_FOLDS_ANYWAY = frozenset({"Constant", "Unique"})
+
+
+def runtime_folds_constant(
+    node: onnx.NodeProto,
+    values: Mapping[str, np.ndarray],
+    shapes: Mapping[str, Sequence[int]],
+    elem_types: Mapping[str, int],
+    opset_imports: Sequence[onnx.OperatorSetIdProto],
+) -> bool:
+    """Whether ONNX Runtime's constant folding replaces ``node``, whose inputs are all
+    constants, by initializers before the run (so that it allocates nothing for it at run time).
+
+    ONNX Runtime's ``ConstantFolding`` graph transformer (``onnxruntime/core/optimizer/
+    constant_folding.cc``; graph optimisation level basic and above, the session default)
+    folds a deterministic node without subgraphs whose inputs are all constant initializers
+    only when the outputs' sizes can be estimated before executing it (``EstimateNodeOutputSize
+    InBytes``, from shape inference with the initializers' values): onnxruntime 1.32 logs
+    "Skipping constant folding for NonZero node '' because output size could not be estimated
+    before execution" and runs ``NonZero`` of a constant at run time, allocating its output.
+    This function runs ONNX shape inference on ``node`` alone, its inputs given as initializers
+    holding ``values`` (else as graph inputs of ``shapes`` and ``elem_types``), and answers
+    whether every output gets a type and a static shape. ``Constant`` and ``Unique`` always
+    fold (:data:`_RUNTIME_FOLDS_ANYWAY`, measured). ``Shape`` and an initializer
+    that is also a graph input are the caller's to judge (``ConstantFoldShapeNode`` folds
+    ``Shape`` whenever its input's shape is static; an overridable initializer is not a
+    constant to ONNX Runtime).
+
+    Parameters
+    ----------
+    node : onnx.NodeProto
+        A node of the main graph whose inputs are all constants.
+    values : mapping
+        Known constant values by tensor name (shape, axes, pads: what inference reads).
+    shapes, elem_types : mapping
+        Static shapes (elements per dimension) and ONNX element types of the inputs whose value
+        is not in ``values`` (large weights: inference needs only their shapes).
+    opset_imports : sequence of onnx.OperatorSetIdProto
+        The model's opsets (the node is inferred at its model's operator versions).
+
+    Returns
+    -------
+    bool
+        ``True`` when every output would be sized before execution (ONNX Runtime folds the
+        node), ``False`` when one would not, or an input is neither valued nor shaped (then
+        ONNX Runtime is assumed to run the node: its outputs are planned).
+
+    Notes
+    -----
+    One shape inference of a one-node model: linear in the size of the valued inputs.
+
+    Examples
+    --------
+    >>> from onnx import helper
+    >>> c = np.array([[1.0, 0.0], [2.0, 3.0]], np.float32)
+    >>> ops = [helper.make_opsetid("", 13)]
+    >>> runtime_folds_constant(helper.make_node("NonZero", ["c"], ["nz"]), {"c": c}, {}, {}, ops)
+    False
+    >>> runtime_folds_constant(helper.make_node("Neg", ["c"], ["n"]), {"c": c}, {}, {}, ops)
+    True
+    """
+    if node.op_type in _RUNTIME_FOLDS_ANYWAY and node.domain in ("", "ai.onnx"):
+        return True
+    outs = [o for o in node.output if o]
+    inits, inputs = [], []
+    for i in dict.fromkeys(i for i in node.input if i):
+        v = values.get(i)
+        if v is not None:
+            try:
+                inits.append(numpy_helper.from_array(np.asarray(v), i))
+            except Exception:  # noqa: BLE001 - an element type numpy_helper cannot store
+                v = None
+        if v is None:
+            if i not in shapes or not elem_types.get(i):
+                return False
+            inputs.append(helper.make_tensor_value_info(i, elem_types[i], list(shapes[i])))
+    one = helper.make_model(
+        helper.make_graph([node], "fold", inputs, [onnx.ValueInfoProto(name=o) for o in outs],
+                          inits),
+        opset_imports=list(opset_imports))
+    try:
+        inferred = shape_inference.infer_shapes(one, strict_mode=False)
+    except Exception:  # noqa: BLE001 - inference failing: ONNX Runtime could not size it either
+        return False
+    got = {vi.name: vi for vi in list(inferred.graph.output) + list(inferred.graph.value_info)}
+    return all(o in got and got[o].type.tensor_type.elem_type and _static(got[o])[0] is not None
+               for o in outs)
+
+
 #: ``doc_string`` of the nodes :func:`runtime_placeholders` writes: their output is a runtime
 #: value of a known shape, never a constant (:func:`_fold` skips them).
 _PLACEHOLDER_DOC = "memplan: placeholder for a runtime-sized output (not a constant)"
@@ -1015,9 +1406,13 @@ def resolve_shapes(
 
     Raises
     ------
+    CycleError
+        The nodes form a cycle (:func:`check_node_order`, before any shape).
     OnnxImportError
-        A bad override; strict shape inference finds a conflict (e.g. a declared shape that
-        disagrees with the operators); measured mode with a non-static input or a failed run.
+        Nodes out of topological order; a bad override; strict shape inference finds a
+        conflict (e.g. a declared shape that disagrees with the operators) or an operator whose
+        output it leaves untyped without a rule here (the producer named); measured mode with a
+        non-static input or a failed run.
 
     Notes
     -----
@@ -1028,6 +1423,7 @@ def resolve_shapes(
     where = where or label
     if mode not in ("infer", "measured"):
         raise ValueError(f"mode {mode!r}: expected 'infer' or 'measured'")
+    check_node_order(src_model, where)  # a cycle is a cycle, whatever the shapes
     model = onnx.ModelProto()
     model.CopyFrom(src_model)
     overridden = apply_overrides(model, overrides, where)

@@ -44,7 +44,7 @@ def test_differential_sample_never_below_onnx_runtime():
     assert {r.kind for r in results} == set(diff.KINDS)
     assert sum(r.compared for r in results) > 2 * n  # tensors were compared, not skipped
     assert any(r.disagreements for r in results)  # the float-arithmetic kinds were exercised
-    assert {r.kind for r in results if r.outcome == "refused"} == set(diff._REFUSE)
+    assert {r.kind for r in results if r.outcome == "refused"} == set(diff._REFUSE) | diff._CYCLE
 
 
 def test_generator_is_deterministic():
@@ -234,3 +234,45 @@ def test_resize_inside_if_branch_workspace_uses_runtime_size():
     exact = load_onnx(model(3.0))
     assert exact.tensors["iff_subgraph_ws"].nbytes == 360 and not exact.notes
     assert measured_sizes(model(10 / 3), values={"c": True})["y"] == 4  # ONNX Runtime runs it
+
+
+#: The kinds of issue #33 item 5: untyped outputs, constant NonZero/Shape, cycles.
+_ITEM5_KINDS = ("groupnorm", "untyped_spec", "const_fold", "cycle")
+
+
+def _kind_sample(kind: str, seed: int, count: int):
+    names = list(diff.KINDS)
+    return [diff.generate(seed, names.index(kind) + j * len(names)) for j in range(count)]
+
+
+@pytest.mark.parametrize("kind", _ITEM5_KINDS)
+def test_item5_kinds_sample_passes(kind):
+    """Eight graphs of each new kind (seed 2): GroupNormalization / MVN-13 / Compress-9 planned
+    at ONNX Runtime's sizes, constant NonZero planned where ONNX Runtime runs it, every cycle
+    refused as a cycle (31 of the 32 such graphs of the soak's 300 failed before the fix)."""
+    results = [diff.check_model(k, m) for k, m in _kind_sample(kind, 2, 8)]
+    assert [r.outcome for r in results] == ["refused" if kind == "cycle" else "equal"] * 8, \
+        [(r.name, r.outcome, r.detail) for r in results]
+    if kind != "cycle":
+        assert all(r.compared >= 2 for r in results)
+
+
+def test_checker_catches_folding_what_onnx_runtime_runs(monkeypatch):
+    """The check can fail: with the importer folding every node of constant inputs (the old
+    rule), the const_fold kind is reported as folded_runtime, naming NonZero's output."""
+    import scheduling.onnx_import as imp
+
+    monkeypatch.setattr(imp, "runtime_folds_constant", lambda *a, **k: True)
+    results = [diff.check_model(k, m) for k, m in _kind_sample("const_fold", 2, 4)]
+    assert all(r.outcome == "folded_runtime" and "nz: ONNX Runtime computes it at run time"
+               in r.detail for r in results), [(r.outcome, r.detail) for r in results]
+
+
+def test_checker_catches_a_cycle_reported_as_a_size(monkeypatch):
+    import scheduling.onnx_import as imp
+    import scheduling.onnx_shapes as shp
+
+    monkeypatch.setattr(imp, "check_node_order", lambda *a, **k: None)
+    monkeypatch.setattr(shp, "check_node_order", lambda *a, **k: None)
+    outcomes = {diff.check_model(k, m).outcome for k, m in _kind_sample("cycle", 2, 8)}
+    assert "wrong_refusal" in outcomes

@@ -7,13 +7,19 @@ the importer supports: broadcasting, ``Reshape`` with ``0`` and ``-1``, ``Expand
 ``Where``, ``TopK``, ``Compress`` with a constant condition, pooling and convolution,
 ``ConvTranspose``, ``OneHot`` with a float depth, ``DepthToSpace``, ``Loop``/
 ``Scan``/``If`` with constant trip counts and conditions, unused inputs, initializers that are
-also inputs, and graphs whose sizes depend on runtime data (which the importer must refuse).
+also inputs, graphs whose sizes depend on runtime data (which the importer must refuse),
+operators whose outputs ONNX shape inference leaves untyped (``GroupNormalization`` opsets 18 and
+21, ``MeanVarianceNormalization``-13, ``Compress``-9), ``NonZero`` and ``Shape`` of constants
+(ONNX Runtime runs the first and folds the second), and cycles through tensors of unknown shape
+(which the importer must refuse as cycles).
 
 :func:`check_model` imports a model with :func:`scheduling.onnx_import.load_onnx` (the inference
 chain, ``shapes="infer"``) and runs it once in ONNX Runtime with every node output exposed as a
 graph output (:func:`scheduling.onnx_shapes.measured_sizes`: CPU provider, graph optimisations
 off, random float inputs, zero integer and bool inputs). Every tensor of the imported graph that
-ONNX Runtime returned is compared in bytes. Outcomes (:data:`OUTCOMES`):
+ONNX Runtime returned is compared in bytes. Every node output ONNX Runtime still computes after
+its constant folding (:func:`ort_runtime_outputs`: the model it writes after optimising at level
+basic) must be planned (an activation or output, not a weight). Outcomes (:data:`OUTCOMES`):
 
 ``equal``
     every compared size equals ONNX Runtime's;
@@ -23,17 +29,22 @@ ONNX Runtime returned is compared in bytes. Outcomes (:data:`OUTCOMES`):
     disagree; the plan takes the larger size and says so);
 ``refused``
     a graph whose sizes depend on runtime data was refused with :class:`OnnxImportError`
-    naming the operator whose size depends on it (expected for those kinds only);
+    naming the operator whose size depends on it, or a cyclic graph with
+    :class:`~scheduling.errors.CycleError` naming the cycle (expected for those kinds only);
 ``smaller`` *(failure)*
     a planned size below what ONNX Runtime writes: a corrupting plan;
+``folded_runtime`` *(failure)*
+    a tensor ONNX Runtime computes at run time (its node survives ONNX Runtime's constant
+    folding) that the import folded into a weight or left out: bytes the plan does not hold;
 ``larger_silent`` *(failure)*
     a planned size above ONNX Runtime's that no note explains;
 ``import_error`` *(failure)*
     a static graph the importer refused;
 ``not_refused`` *(failure)*
-    a data-dependent graph the importer planned;
+    a data-dependent or cyclic graph the importer planned;
 ``wrong_refusal`` *(failure)*
-    a data-dependent graph refused with an error that does not name the operator;
+    a data-dependent graph refused with an error that does not name the operator, or a cyclic
+    one refused with another error than the cycle (e.g. an unknown size);
 ``ort_error`` *(failure)*
     ONNX Runtime could not run a generated graph (a generator bug).
 
@@ -59,14 +70,15 @@ from onnx import TensorProto as T
 from onnx import helper as h
 from onnx import numpy_helper as nh
 
-__all__ = ["KINDS", "OUTCOMES", "FAILURES", "Outcome", "generate", "check_model", "run", "main"]
+__all__ = ["KINDS", "OUTCOMES", "FAILURES", "Outcome", "generate", "check_model", "run", "main",
+           "ort_runtime_outputs"]
 
 #: Every outcome :func:`check_model` reports (module docstring).
-OUTCOMES = ("equal", "larger_noted", "refused", "smaller", "larger_silent", "import_error",
-            "not_refused", "wrong_refusal", "ort_error")
+OUTCOMES = ("equal", "larger_noted", "refused", "smaller", "folded_runtime", "larger_silent",
+            "import_error", "not_refused", "wrong_refusal", "ort_error")
 #: The outcomes that fail the test.
-FAILURES = frozenset({"smaller", "larger_silent", "import_error", "not_refused", "wrong_refusal",
-                      "ort_error"})
+FAILURES = frozenset({"smaller", "folded_runtime", "larger_silent", "import_error", "not_refused",
+                      "wrong_refusal", "ort_error"})
 
 F = T.FLOAT
 
@@ -485,6 +497,141 @@ def k_dd_nonzero(rng):
     return _model(nodes, [_vi("x", x)], [_vi("y", None, T.INT64)])
 
 
+def k_groupnorm(rng):
+    """GroupNormalization (opsets 18 and 21), whose output ONNX shape inference leaves untyped:
+    the importer types it by the specification (X's shape and type); sometimes two in a row."""
+    groups = int(rng.integers(1, 4))
+    c = groups * int(rng.integers(1, 4))
+    x = [int(rng.integers(1, 4)), c] + _shape(rng, int(rng.integers(1, 4)), 1, 5)
+    opset = int(rng.choice([18, 21]))
+    per = groups if opset == 18 else c  # opset 18: scale and bias per group; 21: per channel
+    inits = [_f32("s", rng.standard_normal(per)), _f32("b", rng.standard_normal(per))]
+    nodes = [h.make_node("GroupNormalization", ["x", "s", "b"], ["t"], num_groups=groups,
+                         epsilon=1e-5)]
+    if rng.random() < 0.4:
+        nodes.append(h.make_node("GroupNormalization", ["t", "s", "b"], ["t2"],
+                                 num_groups=groups))
+        nodes.append(h.make_node("Transpose", ["t2"], ["t3"], perm=list(range(len(x)))[::-1]))
+        last = "t3"
+    else:
+        last = "t"
+    _tail(nodes, last)
+    return _model(nodes, [_vi("x", x)], [_vi("y", None)], inits, opset=opset)
+
+
+def k_untyped_spec(rng):
+    """MeanVarianceNormalization-13 (inference of its function body fails) or Compress-9 with
+    a constant condition (no inference function): typed by the specification."""
+    x = _shape(rng, int(rng.integers(2, 4)), 2, 5)
+    if rng.random() < 0.5:
+        nodes = [h.make_node("MeanVarianceNormalization", ["x"], ["t"])]
+        _tail(nodes, "t")
+        return _model(nodes, [_vi("x", x)], [_vi("y", None)], opset=13)
+    axis = int(rng.integers(0, len(x))) if rng.random() < 0.7 else None
+    n = x[axis] if axis is not None else math.prod(x)
+    cond = rng.random(int(rng.integers(1, n + 1))) < 0.5
+    kw = {} if axis is None else {"axis": axis}
+    nodes = [h.make_node("Compress", ["x", "c"], ["t"], **kw)]
+    _tail(nodes, "t")
+    return _model(nodes, [_vi("x", x)], [_vi("y", None)], [nh.from_array(cond, "c")], opset=9)
+
+
+def k_const_fold(rng):
+    """NonZero of a constant (ONNX Runtime runs it: its size cannot be estimated before the
+    run), Shape of a constant and of a static input (ONNX Runtime folds those), their
+    consumers, and sometimes an initializer that is also a graph input (not a constant to ONNX
+    Runtime)."""
+    cs = _shape(rng, int(rng.integers(1, 4)), 1, 4)
+    c = rng.standard_normal(cs).astype(np.float32) * (rng.random(cs) < 0.5)
+    x = [int(rng.integers(1, 4))]
+    nodes = [h.make_node("NonZero", ["c"], ["nz"]),
+             h.make_node("Cast", ["nz"], ["nzf"], to=F),
+             h.make_node("ReduceSum", ["nzf"], ["s"], keepdims=0),
+             h.make_node("Shape", [str(rng.choice(["c", "x"]))], ["sh"]),
+             h.make_node("Cast", ["sh"], ["shf"], to=F),
+             h.make_node("ReduceMax", ["shf"], ["m"], keepdims=0),
+             h.make_node("Add", ["s", "m"], ["sm"]),
+             h.make_node("Add", ["x", "sm"], ["t"])]
+    inputs, inits = [_vi("x", x)], [nh.from_array(c, "c")]
+    if rng.random() < 0.3:  # Shape of the NonZero output: not static for ONNX Runtime
+        nodes[3] = h.make_node("Shape", ["nz"], ["sh"])
+    if rng.random() < 0.3:  # an overridable initializer read by a node of constant inputs
+        inputs.append(_vi("w", x))
+        inits.append(_f32("w", rng.standard_normal(x)))
+        nodes += [h.make_node("Neg", ["w"], ["nw"]), h.make_node("Add", ["t", "nw"], ["t2"])]
+        _tail(nodes, "t2")
+    else:
+        _tail(nodes, "t")
+    return _model(nodes, inputs, [_vi("y", None)], inits, opset=13)
+
+
+def k_cycle(rng):
+    """Refusal expected (a :class:`CycleError`): a chain of elementwise nodes with one edge
+    back to an earlier node, through tensors whose shapes nothing declares (sometimes the
+    others' are declared, sometimes the back edge goes through an ``If`` branch's outer-scope
+    read)."""
+    n = int(rng.integers(2, 6))
+    x = _shape(rng)
+    back_from, back_to = int(rng.integers(0, n)), None
+    back_to = int(rng.integers(0, back_from + 1))
+    nodes = []
+    for k in range(n):
+        prev = "x" if k == 0 else f"t{k - 1}"
+        if k == back_to and not (rng.random() < 0.3 and k < back_from):
+            nodes.append(h.make_node("Add", [prev, f"t{back_from}"], [f"t{k}"], name=f"n{k}"))
+        elif k == back_to:  # read through an If branch (an implicit input)
+            tb = h.make_graph([h.make_node("Add", [prev, f"t{back_from}"], ["o1"])], "then", [],
+                              [_vi("o1", None)])
+            eb = h.make_graph([h.make_node("Neg", [prev], ["o2"])], "else", [],
+                              [_vi("o2", None)])
+            nodes.append(h.make_node("If", ["c"], [f"t{k}"], then_branch=tb, else_branch=eb,
+                                     name=f"n{k}"))
+        else:
+            nodes.append(h.make_node(str(rng.choice(["Relu", "Neg", "Sigmoid"])), [prev],
+                                     [f"t{k}"], name=f"n{k}"))
+    _tail(nodes, f"t{n - 1}")
+    vi = [_vi(f"t{k}", x) for k in range(n) if k != back_from and rng.random() < 0.5]
+    m = _model(nodes, [_vi("x", x), _vi("c", [], T.BOOL)], [_vi("y", None)], opset=13)
+    m.graph.value_info.extend(vi)
+    return m
+
+
+def ort_runtime_outputs(model: onnx.ModelProto) -> set[str]:
+    """The node outputs of ``model`` that ONNX Runtime computes at run time after its constant
+    folding: the outputs, among ``model``'s node outputs, of the nodes left in the model ONNX
+    Runtime writes after optimising it at graph optimisation level basic
+    (``SessionOptions.optimized_model_filepath``; ``ConstantFolding`` is a level-1 transformer,
+    and the session default, all levels, folds the same nodes). A name ONNX Runtime folded into
+    an initializer, or removed (an ``Identity``), is absent.
+
+    Raises
+    ------
+    scheduling.errors.OnnxImportError
+        ONNX Runtime cannot load the model (its message).
+    """
+    import os
+    import tempfile
+
+    import onnxruntime as ort
+
+    from scheduling.errors import OnnxImportError
+
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    opts.log_severity_level = 3
+    with tempfile.TemporaryDirectory() as d:
+        opts.optimized_model_filepath = os.path.join(d, "optimized.onnx")
+        try:
+            ort.InferenceSession(model.SerializeToString(), opts,
+                                 providers=["CPUExecutionProvider"])
+        except Exception as e:  # noqa: BLE001 - onnxruntime raises its own exception types
+            raise OnnxImportError(
+                f"ONNX Runtime could not load the model: {' '.join(str(e).split())}") from None
+        optimized = onnx.load(opts.optimized_model_filepath)
+    produced = {o for n in model.graph.node for o in n.output if o}
+    return {o for n in optimized.graph.node for o in n.output if o in produced}
+
+
 def _ort_shapes(model: onnx.ModelProto) -> dict | None:
     """Every node output's shape in one ONNX Runtime run, or ``None`` if it cannot run."""
     from scheduling.errors import OnnxImportError
@@ -643,11 +790,15 @@ KINDS: dict[str, Callable[[np.random.Generator], onnx.ModelProto]] = {
     "chain": k_chain, "resize_loop": k_resize_loop, "resize_if": k_resize_if,
     "dd_nonzero": k_dd_nonzero,
     "dd_scales": k_dd_scales, "dd_range": k_dd_range,
+    "groupnorm": k_groupnorm, "untyped_spec": k_untyped_spec, "const_fold": k_const_fold,
+    "cycle": k_cycle,
 }
 #: Data-dependent kinds (the importer must refuse them) and the operator the refusal must name.
 _REFUSE = {"dd_nonzero": "NonZero", "dd_scales": "Resize", "dd_range": "Range"}
 #: Kinds whose sizes assume a default value: the import notes must name that input.
 _NOTED_INPUT = {"default_shape": "s"}
+#: Cyclic kinds: the importer must raise :class:`scheduling.errors.CycleError`.
+_CYCLE = frozenset({"cycle"})
 
 
 def generate(seed: int, index: int) -> tuple[str, onnx.ModelProto]:
@@ -684,28 +835,36 @@ def check_model(kind: str, model: onnx.ModelProto) -> Outcome:
     ``refused`` for a data-dependent kind) and an ONNX Runtime failure is ``ort_error``;
     anything else (a traceback in the importer) propagates.
     """
-    from scheduling.errors import OnnxImportError
+    from scheduling.errors import CycleError, OnnxImportError
     from scheduling.onnx_import import load_onnx
     from scheduling.onnx_shapes import measured_sizes
 
     name = model.graph.name
     try:
         graph = load_onnx(model)
-    except OnnxImportError as e:
+    except (OnnxImportError, CycleError) as e:
         msg = " ".join(str(e).split())
+        if kind in _CYCLE:
+            right = isinstance(e, CycleError) and "has a cycle (" in msg
+            return Outcome(kind, name, "refused" if right else "wrong_refusal", 0, msg[:300])
         if kind in _REFUSE:
             right = f"(op {_REFUSE[kind]}," in msg
             return Outcome(kind, name, "refused" if right else "wrong_refusal", 0, msg[:300])
         return Outcome(kind, name, "import_error", 0, msg[:300])
-    if kind in _REFUSE:
-        return Outcome(kind, name, "not_refused", 0, "imported a data-dependent graph")
+    if kind in _REFUSE or kind in _CYCLE:
+        return Outcome(kind, name, "not_refused", 0, "imported a data-dependent or cyclic graph")
     if kind in _NOTED_INPUT and not any(repr(_NOTED_INPUT[kind]) in n for n in graph.notes):
         return Outcome(kind, name, "larger_silent", 0,
                        f"sizes follow default-valued input {_NOTED_INPUT[kind]!r}; no note says so")
     try:
         ort = measured_sizes(model)
+        kept = ort_runtime_outputs(model)
     except OnnxImportError as e:
         return Outcome(kind, name, "ort_error", 0, " ".join(str(e).split())[:300])
+    # a tensor ONNX Runtime computes at run time (its constant folding leaves the node) that
+    # the graph holds as a weight or leaves out: the plan lacks bytes the runtime allocates
+    folded = sorted(t for t in kept
+                    if t not in graph.tensors or graph.tensors[t].kind == "weight")
     notes = " ".join(getattr(graph, "notes", []))
     # a tensor named in a note, and everything computed from it, may be planned larger
     explained = {t for t in graph.tensors if repr(t) in notes}
@@ -727,8 +886,14 @@ def check_model(kind: str, model: onnx.ModelProto) -> Outcome:
         elif t.name not in explained:
             silent.append(t.name)
     detail = "; ".join(f"{n}: planned {a} B, ONNX Runtime {b} B" for n, a, b in diffs)
+    if folded:
+        detail = "; ".join(
+            [f"{t}: ONNX Runtime computes it at run time ({ort.get(t, '?')} B), planned as "
+             + ("a weight" if t in graph.tensors else "nothing") for t in folded] + [detail])
     if smaller:
         out = "smaller"
+    elif folded:
+        out = "folded_runtime"
     elif silent:
         out = "larger_silent"
     elif diffs:
