@@ -188,13 +188,19 @@ def load_problem_csv(path: str | Path, name: str, pools=None) -> Problem:
     memory ``pools`` it was planned with (:class:`planners.model.MemoryPool`, preference order;
     a stored ``pools`` column, each buffer's candidates, is read against them).
 
-    ``path`` is ``.../problems/DIGEST.csv``; where only ``DIGEST.ref`` exists, the referenced
-    workload is loaded (it needs ``../shared`` or ``$MEMPLAN_MINIMALLOC_DIR``) and its digest
-    checked. Raises :class:`planners.ProblemError` when the problem cannot be had or differs.
+    ``path`` is ``.../problems/DIGEST.csv`` (``DIGEST`` a SHA-256 hex digest: of the CSV text
+    for :func:`store_problem`, checked by :func:`read_plans` and :func:`read_schedules`; of the
+    problem's arrays for a sweep, checked by ``memplan report``). Where only ``DIGEST.ref`` exists, the referenced workload is loaded (it needs ``../shared``
+    or ``$MEMPLAN_MINIMALLOC_DIR``; the reference must name ``minimalloc:NAME`` or a file under
+    ``../shared``, :func:`experiments.report.safe.ref_source`) and its digest checked. Raises
+    :class:`planners.ProblemError` when the problem cannot be had or differs (a file whose
+    content is not its digest's is never read as the planned problem).
     """
+    from experiments.report.safe import check_digest, ref_source
     from planners.io import read_minimalloc_csv
 
     path = Path(path)
+    check_digest(path.stem, str(path))
     if path.exists():
         return read_minimalloc_csv(path, capacity=None, name=name, pools=pools or None)
     ref = path.with_suffix(".ref")
@@ -203,9 +209,8 @@ def load_problem_csv(path: str | Path, name: str, pools=None) -> Problem:
     body = json.loads(ref.read_text())
     from experiments.workloads import load_problem
 
-    spec = body["source"]
-    if not spec.startswith("minimalloc:"):
-        spec = str((REPO / spec).resolve())
+    spec = ref_source(body.get("source") if isinstance(body, dict) else None, SHARED_DIR, REPO,
+                      str(ref))
     try:
         p = load_problem(spec, capacity=None)
     except ProblemError as exc:
@@ -216,6 +221,23 @@ def load_problem_csv(path: str | Path, name: str, pools=None) -> Problem:
         raise ProblemError(f"{ref}: {body['source']!r} is not the problem that was planned "
                            "(its content changed)")
     return p.with_pools(pools) if pools else p
+
+
+def _stored_csv(out: Path, rel: Any, where: str) -> Path:
+    """``out / rel`` for a problem stored by :func:`store_problem` (``problems/DIGEST.csv``,
+    inside ``out``: :func:`experiments.report.safe.stored_problem_rel`), its text checked
+    against ``DIGEST`` (the SHA-256 of the CSV text) when the CSV exists (else its ``.ref`` is
+    checked by :func:`load_problem_csv`). Raises :class:`planners.ProblemError` naming
+    ``where``."""
+    import hashlib
+
+    from experiments.report.safe import stored_problem_rel
+
+    path = stored_problem_rel(out, rel, where)
+    if path.is_file() and hashlib.sha256(path.read_text().encode()).hexdigest() != path.stem:
+        raise ProblemError(f"{where}: {rel} is not the problem that was stored under that name "
+                           "(the SHA-256 of its text differs); it is not read")
+    return path
 
 
 def write_plans(out: str | Path, problems: Mapping[str, str], entries: Sequence[Mapping[str, Any]],
@@ -234,7 +256,10 @@ def read_plans(out: str | Path, name: str = PLANS_FILE) -> tuple[dict[str, Probl
                                                                  dict[tuple[str, str], Plan]]:
     """The stored problems (by workload) and plans (by (workload, planner)) of a comparison
     folder, for figures. Plans keep their recorded status; nothing is re-planned or re-checked
-    here (each was validated before it was stored). A comparison with memory pools (a ``pools``
+    here (each was validated before it was stored). A stored problem's name must be
+    ``problems/DIGEST.csv`` inside ``out`` and its content must match the digest
+    (:func:`experiments.report.safe.stored_problem_rel`, :func:`load_problem_csv`); otherwise
+    :class:`planners.ProblemError` names the file and the workload. A comparison with memory pools (a ``pools``
     list, :func:`pools_entry`) gives problems with those pools and plans with each buffer's
     pool (:attr:`planners.Plan.pools`); a plan entry without its pools is left out."""
     out = Path(out)
@@ -245,7 +270,8 @@ def read_plans(out: str | Path, name: str = PLANS_FILE) -> tuple[dict[str, Probl
 
         pools = [MemoryPool(q["name"], q["capacity"], q["alignment"], q.get("cost", 0))
                  for q in body["pools"]]
-    problems = {w: load_problem_csv(out / rel, w, pools) for w, rel in body["problems"].items()}
+    problems = {w: load_problem_csv(_stored_csv(out, rel, f"{out / name}: workload {w!r}"),
+                                    w, pools) for w, rel in body["problems"].items()}
     plans: dict[tuple[str, str], Plan] = {}
     for e in body["plans"]:
         p = problems.get(e["workload"])
@@ -286,7 +312,9 @@ def read_schedules(out, name: str = SCHED_PLANS_FILE) -> dict[str, dict[str, tup
     body = json.loads((out / name).read_text())
     prof: dict[str, dict[str, tuple]] = {}
     for r in body["schedules"]:
-        p = load_problem_csv(out / r["problem"], f"{r['workload']} ({r['scheduler']})")
+        where = f"{out / name}: workload {r['workload']!r}, scheduler {r['scheduler']!r}"
+        p = load_problem_csv(_stored_csv(out, r["problem"], where),
+                             f"{r['workload']} ({r['scheduler']})")
         prof.setdefault(r["workload"], {})[r["scheduler"]] = live_profile(p)
     return prof
 

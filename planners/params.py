@@ -69,6 +69,7 @@ __all__ = [
     "describe",
     "POSITIVE_SECONDS",
     "OPTIONAL_POSITIVE_SECONDS",
+    "MAX_SECONDS",
     "SEED",
     "CPSAT_SEED",
     "SHARE",
@@ -97,7 +98,20 @@ def _is_number(value: Any, kind: type) -> bool:
         return False
     if kind is Integral:
         return isinstance(value, Integral)
-    return isinstance(value, Real) and not math.isnan(float(value))
+    if not isinstance(value, Real):
+        return False
+    try:
+        return not math.isnan(float(value))
+    except OverflowError:  # an int beyond the float range is a (finite) number
+        return True
+
+
+def _infinite(value: Any) -> bool:
+    """True for a real ``value`` that is ``+inf`` or ``-inf`` (a float, numpy float, ...)."""
+    try:
+        return math.isinf(float(value))
+    except OverflowError:  # an int too large for a float: finite
+        return False
 
 
 class Interval(Rule):
@@ -106,13 +120,17 @@ class Interval(Rule):
 
     ``closed`` is ``"both"`` (``[left, right]``), ``"left"`` (``[left, right)``), ``"right"``
     (``(left, right]``) or ``"neither"`` (``(left, right)``). ``Real`` accepts integers too; neither
-    accepts ``bool`` or NaN, and ``Integral`` does not accept ``3.0``. ``unit`` (e.g.
-    ``"seconds"``) is named in messages.
+    accepts ``bool`` or NaN, and ``Integral`` does not accept ``3.0``. An unbounded end (``None``)
+    is open: it excludes the infinity on its side, so ``(0, inf)`` refuses ``float("inf")`` (and
+    ``1e400``, which Python and JSON read as infinity); an infinity is allowed only as an end given
+    explicitly (``math.inf``) on a closed side. ``unit`` (e.g. ``"seconds"``) is named in messages.
 
     Raises ``TypeError`` / ``ValueError`` on a malformed rule (a bug in the declaration).
 
     >>> Interval(Real, 0, None, closed="neither").allows(0.5), str(Interval(Integral, 1, None))
     (True, 'an int in [1, inf)')
+    >>> Interval(Real, 0, None, closed="neither").allows(float("inf"))
+    False
     """
 
     def __init__(self, kind: type, left: float | None, right: float | None, *,
@@ -129,6 +147,10 @@ class Interval(Rule):
     def allows(self, value: Any) -> bool:
         if not _is_number(value, self.kind):
             return False
+        if _infinite(value):  # only an explicit infinite end on a closed side holds it
+            end, closed = (self.right, self.closed in ("both", "right")) if value > 0 else \
+                (self.left, self.closed in ("both", "left"))
+            return closed and end is not None and _infinite(end) and end == value
         lc = self.closed in ("both", "left")
         rc = self.closed in ("both", "right")
         if self.left is not None and not (value >= self.left if lc else value > self.left):
@@ -297,9 +319,18 @@ def _make_rule(rule: Any) -> Rule:
     raise TypeError(f"not a parameter rule: {rule!r}")
 
 
+#: The largest time limit, in seconds (about 31.7 years): every time limit that reaches a solver
+#: must fit the solver's types, and the narrowest is Python's clock (``time.sleep``, lock and
+#: thread waits, ``time.perf_counter() + limit`` deadlines: int64 nanoseconds, about 9.2e9 s);
+#: OR-Tools' linear solvers take int64 milliseconds (``SetTimeLimit``, ``int(seconds * 1000)``:
+#: ``1e308`` s is infinity there and raised ``OverflowError``), CP-SAT's
+#: ``max_time_in_seconds``, PuLP's ``timeLimit`` (CBC, HiGHS) and the C extensions' deadlines
+#: take doubles. ``10**9`` s fits all of them with room for ``now + limit``.
+MAX_SECONDS = 10**9
+
 #: Common rules, so the same quantity reads the same everywhere.
-#: Seconds of a time limit: a number > 0.
-POSITIVE_SECONDS = Interval(Real, 0, None, closed="neither", unit="seconds")
+#: Seconds of a time limit: a number > 0 and at most :data:`MAX_SECONDS` (never inf or NaN).
+POSITIVE_SECONDS = Interval(Real, 0, MAX_SECONDS, closed="right", unit="seconds")
 #: A time limit that may be switched off with ``None``.
 OPTIONAL_POSITIVE_SECONDS = [POSITIVE_SECONDS, None]
 #: A seed of ``numpy.random.default_rng``: an int >= 0.

@@ -59,7 +59,7 @@ at most.
 from __future__ import annotations
 
 import time
-from numbers import Integral, Real
+from numbers import Integral
 
 import numpy as np
 
@@ -69,7 +69,7 @@ from .errors import SolverError
 from .greedy import greedy_offsets
 from .interference import interference_csr
 from .model import Problem
-from .params import Interval
+from .params import OPTIONAL_POSITIVE_SECONDS, Interval
 
 __all__ = [
     "TvmGreedyBySize",
@@ -405,7 +405,7 @@ class TvmHillClimb(Planner):
     in_default_comparison = False  # a peer baseline: run by ``make bench-peers``
     _parameter_constraints = {
         "memory_pressure": [Interval(Integral, 0, None, closed="left", unit="bytes"), None],
-        "time_limit": [Interval(Real, 0, None, closed="neither", unit="seconds"), None],
+        "time_limit": OPTIONAL_POSITIVE_SECONDS,
     }
 
     def __init__(self, memory_pressure: int | None = None,

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import random
 import time
-from numbers import Integral, Real
+from numbers import Integral
 
 import numpy as np
 
@@ -49,7 +49,7 @@ from .bounds import live_profile
 from .errors import SolverError
 from .interference import interference_csr
 from .model import Problem
-from .params import Interval
+from .params import OPTIONAL_POSITIVE_SECONDS, Interval
 
 __all__ = ["VelaHillClimb", "vela_available", "vela_allocator"]
 
@@ -196,7 +196,7 @@ class VelaHillClimb(Planner):
     in_default_comparison = False  # a peer baseline: run by ``make bench-peers``
     _parameter_constraints = {
         "max_iterations": [Interval(Integral, 0, None, closed="left")],
-        "time_limit": [Interval(Real, 0, None, closed="neither", unit="seconds"), None],
+        "time_limit": OPTIONAL_POSITIVE_SECONDS,
         "memory_limit": [Interval(Integral, 0, None, closed="left", unit="bytes"), None],
     }
 

@@ -5,7 +5,9 @@ test of ``_parameter_constraints``)."""
 from __future__ import annotations
 
 import inspect
+import json
 import math
+import re
 import subprocess
 import sys
 from numbers import Integral, Real
@@ -57,11 +59,12 @@ def test_parameter_error_is_a_value_error_and_a_toolkit_error_but_not_a_problem_
          "'decide'}"),
         # interval (open at 0, a unit)
         (CPSat(time_limit=0),
-         "cpsat: parameter 'time_limit' = 0 is not allowed; allowed: a number in (0, inf) seconds"),
+         "cpsat: parameter 'time_limit' = 0 is not allowed; allowed: a number in (0, 1000000000] "
+         "seconds"),
         # a bool is not a number
         (CPSat(time_limit=True),
-         "cpsat: parameter 'time_limit' = True is not allowed; allowed: a number in (0, inf) "
-         "seconds"),
+         "cpsat: parameter 'time_limit' = True is not allowed; allowed: a number in "
+         "(0, 1000000000] seconds"),
         # CP-SAT's random_seed is an int32
         (CPSat(seed=2**31),
          "cpsat: parameter 'seed' = 2147483648 is not allowed; allowed: an int in [0, 2147483647]"),
@@ -241,3 +244,127 @@ def test_cli_prints_one_line_and_exits_2_for_a_bad_planner_parameter(tmp_path):
         "allowed: one of {'auto', 'minimize', 'decide'}\n"
     )
     assert not (tmp_path / "out").exists()
+
+
+# -- non-finite numbers (issue #33 item 7: `--param time_limit=1e400` passed (0, inf) as infinity) ---
+def _interval_oracle(kind, left, right, closed, x) -> bool:
+    """What ``Interval(kind, left, right, closed)`` means, written out with exact fractions: a
+    number (no bool, no NaN; an int for Integral), finite unless an infinite end is given
+    explicitly on a closed side, inside the ends."""
+    from fractions import Fraction
+
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or (kind is Integral
+                                                                 and not isinstance(x, int)):
+        return False
+    if x != x:
+        return False
+    lc, rc = closed in ("both", "left"), closed in ("both", "right")
+    if x in (math.inf, -math.inf):
+        end, shut = (right, rc) if x > 0 else (left, lc)
+        return shut and end == x
+    v = Fraction(x)
+    if left == math.inf or right == -math.inf:  # nothing finite lies beyond them
+        return False
+    lo = left is None or left == -math.inf or (v >= Fraction(left) if lc else v > Fraction(left))
+    hi = right is None or right == math.inf or (v <= Fraction(right) if rc else v < Fraction(right))
+    return lo and hi
+
+
+_ENDS = st.sampled_from([None, 0, -1, 2, 10**9, math.inf, -math.inf])
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(),
+                 st.integers(-2, 2).map(lambda k: 10**400 * k), st.booleans()),
+       _ENDS, _ENDS, st.sampled_from(["both", "left", "right", "neither"]),
+       st.sampled_from([Real, Integral]))
+def test_interval_with_any_ends_matches_the_oracle(x, left, right, closed, kind):
+    if left is not None and right is not None and right < left:
+        return
+    assert Interval(kind, left, right, closed=closed).allows(x) == \
+        _interval_oracle(kind, left, right, closed, x)
+
+
+def test_unbounded_ends_refuse_infinity_and_seconds_fit_every_solver():
+    from planners.params import MAX_SECONDS, POSITIVE_SECONDS
+
+    for v in (math.inf, -math.inf, float("1e400"), np.float64("inf"), math.nan):
+        assert not Interval(Real, 0, None, closed="neither").allows(v)
+        assert not Interval(Real, None, None).allows(v)
+        assert not POSITIVE_SECONDS.allows(v)
+    assert Interval(Real, 0, math.inf, closed="both").allows(math.inf)  # an explicit end
+    assert not Interval(Real, 0, math.inf, closed="left").allows(math.inf)
+    assert POSITIVE_SECONDS.allows(MAX_SECONDS) and not POSITIVE_SECONDS.allows(MAX_SECONDS + 1)
+    assert not POSITIVE_SECONDS.allows(1e308) and POSITIVE_SECONDS.allows(2.5)
+    # what the bound is for: the narrowest solver type, Python's int64-nanosecond clock
+    import threading
+
+    assert MAX_SECONDS * 2 < threading.TIMEOUT_MAX
+    assert int(MAX_SECONDS * 1000) < 2**63  # OR-Tools SetTimeLimit (int64 milliseconds)
+
+
+def _time_limited_planners():
+    return [n for n, c in PLANNERS.items() if "time_limit" in c._param_names()]
+
+
+_BAD_SECONDS = ["1e400", "inf", "nan", "NaN", "Infinity", "-Infinity", "1e308", "0", "-1"]
+
+
+@pytest.mark.parametrize("planner", _time_limited_planners())
+@pytest.mark.parametrize("value", _BAD_SECONDS + ["1e9"])
+def test_plan_time_limit_param_exits_2_in_one_line_or_plans(planner, value, tmp_path, capsys):
+    """`memplan plan --param time_limit=V` for every planner that takes a time limit: one
+    `memplan: error:` line naming the parameter and its rule (exit 2), or for a finite limit the
+    right plan (the problem's optimum, 96 bytes: a and c never live together); never a
+    traceback."""
+    from experiments.cli.app import main
+
+    f = tmp_path / "p.csv"
+    f.write_text("id,lower,upper,size\na,0,2,64\nb,1,3,32\nc,2,4,48\n")
+    code = main(["plan", str(f), "--planner", planner, "--param", f"time_limit={value}", "--json"])
+    out, err = capsys.readouterr()
+    if value != "1e9":
+        assert code == 2, (out, err)
+        assert len(err.strip().splitlines()) == 1, err
+        assert err.startswith(f"memplan: error: {planner}: parameter 'time_limit' = ")
+        assert "is not allowed; allowed: a number in (0, 1000000000] seconds" in err
+    else:
+        assert code == 0, err
+        rec = json.loads(out)
+        assert (rec["arena"], rec["valid"]) == (96, True)
+
+
+@pytest.mark.parametrize("scheduler", [n for n, c in SCHEDULERS.items()
+                                       if "time_limit" in c._param_names()])
+def test_schedule_time_limit_param_refuses_non_finite(scheduler, capsys):
+    from experiments.cli.app import main
+
+    for value in ("1e400", "NaN", "1e308"):
+        assert main(["schedule", "seed000", "--scheduler", scheduler, "--param",
+                     f"time_limit={value}"]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "parameter 'time_limit'" in err, err
+
+
+@pytest.mark.parametrize("value", ["1e400", "inf", "nan", "1e308"])
+def test_time_limit_flag_refuses_non_finite(value, capsys):
+    from experiments.cli.app import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["plan", "seed000", "--planner", "cpsat", "--time-limit", value])
+    assert e.value.code == 2
+    assert "time limit must be a number in (0, 1000000000] seconds" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("key, value", [("time_limit", "inf"), ("time_limit", "nan"),
+                                        ("time_limit", "1e400"), ("time_limit", "1e308"),
+                                        ("time_limit", "0.0"), ("timeout", "inf"),
+                                        ("timeout", "-inf")])
+def test_sweep_config_numbers_are_finite(key, value, tmp_path):
+    from experiments.sweep import ConfigError, load_config
+
+    cfg = tmp_path / "sweep.toml"
+    cfg.write_text(f'out = "out"\nworkloads = ["seed000"]\n{key} = {value}\n'
+                   "[planners]\nfirst_fit = {}\n")
+    with pytest.raises(ConfigError, match=f"^{re.escape(str(cfg))}: {key}: must be "):
+        load_config(cfg)

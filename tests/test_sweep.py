@@ -64,7 +64,7 @@ greedy_by_size = {}
         ('workloads = ["seed000"]\n[planners]\ncpsat = {time_limit = [[1]]}', "must hold scalars"),
         ('workloads = ["seed000"]\n[planners]\ncpsat = {time_limit = [1.0, -2.0]}',
          "[planners] cpsat: parameter 'time_limit' = -2.0 is not allowed; allowed: a number in "
-         "(0, inf) seconds"),
+         "(0, 1000000000] seconds"),
         ('workloads = ["seed000"]\n[planners]\ncpsat = {mode = ["minimize", "fast"]}',
          "[planners] cpsat: parameter 'mode' = 'fast' is not allowed; allowed: one of "
          "{'auto', 'minimize', 'decide'}"),

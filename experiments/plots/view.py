@@ -127,28 +127,35 @@ def _as_plans(plans) -> dict[str, Plan]:
 
 
 def _names(items: Sequence[str], limit: int = 6) -> str:
+    from experiments.report.safe import html_text
+
     if not items:
         return "-"
-    head = ", ".join(items[:limit])
+    head = ", ".join(html_text(x, quote=False) for x in items[:limit])
     return head + (f", ... ({len(items)} in all)" if len(items) > limit else "")
 
 
 def _hover(plan: Plan, uses, flagged: Mapping[str, list[str]]) -> list[str]:
+    """Each buffer's hover text (plotly's HTML subset); every name from the input (buffer ids,
+    kinds, operators, messages) through :func:`experiments.report.safe.html_text`."""
+    from experiments.report.safe import html_text
+
     p = plan.problem
     offs = plan.offsets.tolist()
     texts = []
     for b, o in zip(p.buffers, offs, strict=True):
-        lines = [f"<b>{b.id}</b>", f"size: {b.size} bytes",
+        lines = [f"<b>{html_text(b.id, quote=False)}</b>", f"size: {b.size} bytes",
                  f"lifetime: [{b.start}, {b.end}) steps",
                  f"offset: {o} (bytes [{o}, {o + b.size}))"]
         if b.kind and b.kind != "activation":
-            lines.append(f"kind: {b.kind}")
+            lines.append(f"kind: {html_text(b.kind, quote=False)}")
         if uses is not None:
             prod, cons = uses.get(b.id, (None, []))
-            lines.append(f"producer: {prod or '-'}")
+            lines.append(f"producer: {html_text(prod, quote=False) if prod else '-'}")
             lines.append(f"consumers: {_names(cons)}")
         for msg in flagged.get(b.id, [])[:4]:
-            lines.append(f"<span style='color:{_INVALID}'>violation: {msg}</span>")
+            lines.append(f"<span style='color:{_INVALID}'>violation: "
+                         f"{html_text(msg, quote=False)}</span>")
         texts.append("<br>".join(lines))
     return texts
 
@@ -176,11 +183,13 @@ def _panel_title(label: str, pl: Plan, lb: int, bad: int) -> str:
     """Two lines: arena (binary units and bytes), ratio to the lower bound and status; then the
     capacity verdict and the violation count."""
     from experiments.plots.style import format_bytes
+    from experiments.report.safe import html_text
 
     arena = int(pl.arena_size)
     ratio = f"{arena / lb:.3f} x lower bound" if lb else "lower bound 0"
     exact = f" ({arena:,} B)" if arena >= 1024 else ""
-    line1 = f"<b>{label}</b>: arena {format_bytes(arena)}{exact}, {ratio}, {_status_text(pl, lb)}"
+    line1 = (f"<b>{html_text(label, quote=False)}</b>: arena {format_bytes(arena)}{exact}, "
+             f"{ratio}, {_status_text(pl, lb)}")
     parts = []
     cap = pl.problem.capacity
     if cap is not None:
@@ -269,7 +278,8 @@ def plan_explorer(plans, graph=None, violations: Mapping[str, Sequence] | None =
             orientation="h", base=starts, x=ends - starts, y=pl.offsets, width=sizes,
             offset=0, marker=dict(color=np.arange(p.n) % len(_PALETTE), colorscale=_SCALE,
                                   cmin=-0.5, cmax=len(_PALETTE) - 0.5, line=line),
-            hovertext=_hover(pl, uses, flagged), hoverinfo="text", name=label, meta=RECTANGLES_META,
+            hovertext=_hover(pl, uses, flagged), hoverinfo="text", name=_html_title(label),
+            meta=RECTANGLES_META,
             showlegend=False), row=1, col=c)
         arena = int(pl.arena_size)
         lb = int(lower_bound(p))
@@ -316,17 +326,28 @@ def plan_explorer(plans, graph=None, violations: Mapping[str, Sequence] | None =
     if listed:
         shown = listed[:12]
         more = len(listed) - len(shown)
-        note = "<br>".join(f"violation: {m}" for m in shown) + (
+        from experiments.report.safe import html_text
+
+        note = "<br>".join(f"violation: {html_text(m, quote=False)}" for m in shown) + (
             f"<br>... and {more} more (memplan check lists them all)" if more else "")
         fig.add_annotation(text=note, xref="paper", yref="paper", x=0, y=0, xanchor="left",
                            yanchor="top", yshift=-45, showarrow=False, align="left",
                            font=dict(color=_INVALID, size=12))
         bottom += 18 * (len(shown) + (1 if more else 0))
     fig.update_layout(barmode="overlay", bargap=0, height=height, hovermode="closest",
-                      dragmode="zoom", title=title, template="plotly_white",
+                      dragmode="zoom", template="plotly_white",
+                      title=None if title is None else _html_title(title),
                       legend=dict(orientation="h", yanchor="bottom", y=1.06, x=1, xanchor="right"),
                       margin=dict(l=80, r=20, t=110, b=bottom))
     return fig
+
+
+def _html_title(title: str) -> str:
+    """The page title as plotly text: escaped (:func:`experiments.report.safe.html_text`), a
+    newline as ``<br>``."""
+    from experiments.report.safe import html_text
+
+    return "<br>".join(html_text(line, quote=False) for line in str(title).splitlines())
 
 
 def rectangle_count(fig) -> int:

@@ -11,7 +11,9 @@
 Every figure is drawn from records and stored data: the comparison records, the plans' stored
 offsets (``compare_plans.json``, :func:`experiments.records.read_plans`) and the stored problems
 (``problems/DIGEST.csv``); nothing is re-planned, re-scheduled or re-analysed here.
-Each returns the list of files written (via :func:`experiments.plots.save`).
+Each returns the list of files written (via :func:`experiments.plots.save`). Names from the
+records reach file names only as :func:`experiments.report.safe.file_stem` (no ``/``, no ``..``),
+and figure text only through :func:`experiments.report.safe.plot_text`.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from experiments import plots
+from experiments.report.safe import file_stem, plot_frame, plot_text
 
 __all__ = ["compare_figures", "sched_figures", "most_different_workload", "LAYOUT_WORKLOADS",
            "figures_from_folder", "best_planner", "OWNED_COMPARE", "OWNED_SCHED",
@@ -79,8 +82,9 @@ def compare_figures(df: pd.DataFrame, problems: Mapping, plans: Mapping, fig_dir
     fig_dir : Path
     """
     written: list[Path] = []
-    written += plots.save(plots.plot_ratio_heatmap(df), fig_dir / "ratio_heatmap")
-    written += plots.save(plots.plot_ratio_by_planner(df), fig_dir / "ratio_by_planner")
+    shown = plot_frame(df)
+    written += plots.save(plots.plot_ratio_heatmap(shown), fig_dir / "ratio_heatmap")
+    written += plots.save(plots.plot_ratio_by_planner(shown), fig_dir / "ratio_by_planner")
     ok = df[df["valid"].astype(bool)]
     for w in [w for w in LAYOUT_WORKLOADS if w in problems]:
         sub = ok[ok["workload"] == w]
@@ -90,27 +94,39 @@ def compare_figures(df: pd.DataFrame, problems: Mapping, plans: Mapping, fig_dir
         chosen = [best] + [
             p for p in ("greedy_by_size", "greedy_in_order") if p in set(sub["planner"]) and p != best
         ][:1]
-        chosen_plans = [plans[(w, n)] for n in chosen if (w, n) in plans]
-        safe = w.replace(":", "_")
+        chosen_plans = [_plot_plan(plans[(w, n)]) for n in chosen if (w, n) in plans]
+        safe = file_stem(w)
         roles = ["best plan"] + ["reference"] * (len(chosen_plans) - 1)
         ref = (f" and {chosen_plans[1].planner} (reference)" if len(chosen_plans) > 1 else "")
-        title = (f"Memory over time: {w}\nbest plan ({chosen_plans[0].planner}){ref}"
-                 if chosen_plans else f"Memory over time: {w}")
+        title = (f"Memory over time: {plot_text(w)}\nbest plan ({chosen_plans[0].planner}){ref}"
+                 if chosen_plans else f"Memory over time: {plot_text(w)}")
         written += plots.save(plots.plot_memory_over_time(problems[w], chosen_plans, title=title,
                                                           plan_roles=roles),
                               fig_dir / f"memory_over_time_{safe}")
         if chosen_plans and chosen_plans[0].pools is not None:  # one panel per pool
             written += plots.save(
-                plots.plot_pool_layouts(chosen_plans[0], title=f"Pool layouts: {w}, best plan "
-                                                               f"({chosen_plans[0].planner})"),
-                fig_dir / f"layout_{safe}_{chosen_plans[0].planner}")
+                plots.plot_pool_layouts(chosen_plans[0], title=f"Pool layouts: {plot_text(w)}, "
+                                        f"best plan ({chosen_plans[0].planner})"),
+                fig_dir / f"layout_{safe}_{file_stem(chosen_plans[0].planner)}")
         elif chosen_plans:
             written += plots.save(
-                plots.plot_arena_layout(chosen_plans[0], title=f"Arena layout: {w}, best plan "
-                                                              f"({chosen_plans[0].planner})"),
-                fig_dir / f"layout_{safe}_{chosen_plans[0].planner}")
+                plots.plot_arena_layout(chosen_plans[0], title=f"Arena layout: {plot_text(w)}, "
+                                        f"best plan ({chosen_plans[0].planner})"),
+                fig_dir / f"layout_{safe}_{file_stem(chosen_plans[0].planner)}")
     remove_stale(fig_dir, OWNED_COMPARE, written)
     return written
+
+
+def _plot_plan(pl):
+    """Plan ``pl`` with its planner name and its problem's pool names as figure text
+    (:func:`experiments.report.safe.plot_text`); the offsets and the problem are the stored
+    ones."""
+    from dataclasses import replace
+
+    prob = pl.problem
+    if prob.pools and any(plot_text(q.name) != q.name for q in prob.pools):
+        prob = prob.with_pools([replace(q, name=plot_text(q.name)) for q in prob.pools])
+    return replace(pl, problem=prob, planner=plot_text(pl.planner))
 
 
 def most_different_workload(df: pd.DataFrame, pair: Sequence[str]) -> str | None:
@@ -142,16 +158,17 @@ def sched_figures(df: pd.DataFrame, profiles: Mapping[str, Mapping[str, tuple]],
     """
     from experiments.plots.sched import plot_sched_peaks, plot_schedule_curves
 
-    written = plots.save(plot_sched_peaks(df), fig_dir / "compare_sched_peaks")
+    written = plots.save(plot_sched_peaks(plot_frame(df)), fig_dir / "compare_sched_peaks")
     pair = [s for s in ("file_order", "best_of") if s in schedulers]
     pair = pair if len(pair) == 2 else list(schedulers)[:2]
     chosen = most_different_workload(df, pair) if len(pair) == 2 else None
     if len(pair) == 2 and (chosen is None or chosen not in profiles):
         chosen = next(iter(profiles), None)
     if chosen is not None and all(s in profiles[chosen] for s in pair):
-        written += plots.save(plot_schedule_curves({s: profiles[chosen][s] for s in pair},
-                                                   graph_name=chosen),
-                              fig_dir / f"compare_sched_curves_{chosen.replace(':', '_')}")
+        written += plots.save(plot_schedule_curves({plot_text(s): profiles[chosen][s]
+                                                    for s in pair},
+                                                   graph_name=plot_text(chosen)),
+                              fig_dir / f"compare_sched_curves_{file_stem(chosen, '-_.')}")
     remove_stale(fig_dir, OWNED_SCHED, written)
     return written
 

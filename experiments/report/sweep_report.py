@@ -28,6 +28,13 @@ files (fixed metadata dates, ``svg.hashsalt``, sorted rows, no clock in the text
 * ``figures/tflm_comparison`` -- our arenas vs TFLite Micro's planned head (when recorded).
 * ``tables/*.csv`` and ``report.md``, the summary for design reviews.
 
+Every record field that reaches a path, ``report.md`` or a figure's text goes through
+:mod:`experiments.report.safe`: a record's ``problem_digest`` must be a SHA-256 hex digest whose
+``problems/`` file lies inside the sweep folder (otherwise the report refuses, naming the record,
+before it writes anything), a stored problem is read only when its content matches the record
+(``problem_sha256``, the SHA-256 of the CSV text; a ``.ref`` by its digest), and every table cell
+and name is escaped (:func:`experiments.report.safe.md_table`, ``plot_text``).
+
 Figures are PNG + PDF by default (``formats``; add ``"svg"`` for vector figures for the web, they
 are larger) in the paper style of :mod:`experiments.plots`.
 """
@@ -43,10 +50,21 @@ import pandas as pd
 
 from experiments.metrics import coverage_note, pareto_front, planner_summary
 from experiments.records import atomic_write, write_csv, write_parquet
+from experiments.report.safe import (
+    UnsafeInputError,
+    check_digest,
+    file_stem,
+    md_cell,
+    md_table,
+    md_text,
+    plot_frame,
+    plot_text,
+    stored_problem,
+)
 from planners.io import output_folder
 
 __all__ = ["build_report", "case_label", "pareto_front", "latest_code_version", "newest_records",
-           "RUN_IDENTITY", "pool_table",
+           "RUN_IDENTITY", "pool_table", "check_stored_problems",
            "MAX_PER_WORKLOAD_FIGURES"]
 
 #: At most this many workloads get memory-over-time and layout figures (sorted by name).
@@ -152,22 +170,92 @@ def _aggregate(ok: pd.DataFrame) -> pd.DataFrame:
                  ).reset_index()
 
 
-def _problem(results: Path, digest: str, name: str):
+def _record_name(row) -> str:
+    """``"record KEY"`` (the record's file name in ``records/``), for messages."""
+    return f"record {row.get('key')}" if row.get("key") is not None else "a record"
+
+
+def _digest_of(row) -> str:
+    """A record's ``problem_digest`` as text, ``""`` when it has none (a run whose problem could
+    not be built)."""
+    d = row.get("problem_digest")
+    return "" if d is None or (isinstance(d, float) and np.isnan(d)) else d
+
+
+def check_stored_problems(df: pd.DataFrame, results: Path) -> None:
+    """Refuse a sweep folder whose records name a stored problem unsafely, before any file is
+    written: every non-empty ``problem_digest`` must be a SHA-256 hex digest
+    (:func:`experiments.report.safe.check_digest`) and ``problems/DIGEST.csv`` / ``.ref`` must
+    resolve inside ``results`` (no ``problems`` link out of the folder). ``O(records)``.
+
+    Raises
+    ------
+    experiments.report.safe.UnsafeInputError
+        Naming the first such record (``record KEY: problem digest '../../etc/x' is not ...``).
+    """
+    if "problem_digest" not in df:
+        return
+    for _, row in df.iterrows():
+        digest = _digest_of(row)
+        if digest == "":
+            continue
+        where = f"{results / 'records'}: {_record_name(row)}"
+        check_digest(digest, where)
+        stored_problem(results, digest, ".csv", where)
+
+
+def _problem(results: Path, row, name: str):
+    """The stored problem of record ``row`` (``problems/DIGEST.csv`` or ``.ref``) named
+    ``name``, or ``None`` when the record has none or its third-party source is absent.
+
+    The CSV is read only when it is the problem the record was planned on: the SHA-256 of its
+    text must be the record's ``problem_sha256`` (records written before that field existed: its
+    row count must be the record's ``buffers``); a ``.ref`` is checked by its digest
+    (:func:`experiments.sweep.store.load_referenced_problem`).
+
+    Raises
+    ------
+    experiments.report.safe.UnsafeInputError
+        An unsafe digest or a path outside ``results`` (:func:`check_stored_problems`).
+    experiments.sweep.store.StoredProblemMismatch
+        The stored file is not the record's problem.
+    """
+    import hashlib
+
+    from experiments.sweep.store import StoredProblemMismatch
     from planners import Problem
 
-    f = results / "problems" / f"{digest}.csv"
-    ref = f.with_suffix(".ref")
-    if digest and not f.is_file() and ref.is_file():  # third-party benchmark stored by reference
+    digest = _digest_of(row)
+    if not digest:
+        return None
+    where = f"{results / 'records'}: {_record_name(row)}"
+    f = stored_problem(results, digest, ".csv", where)
+    ref = stored_problem(results, digest, ".ref", where)
+    if not f.is_file() and ref.is_file():  # third-party benchmark stored by reference
         from experiments.sweep.store import load_referenced_problem
         from planners import ProblemError
 
         try:
             return load_referenced_problem(ref, name)
+        except UnsafeInputError:
+            raise
         except ProblemError:
             return None  # ../shared absent: the figure is left out, as for a missing file
-    if not digest or not f.is_file():
+    if not f.is_file():
         return None
+    text = f.read_text()
+    want = row.get("problem_sha256")
+    if isinstance(want, str) and want:
+        if hashlib.sha256(text.encode()).hexdigest() != want:
+            raise StoredProblemMismatch(
+                f"{where}: {f} is not the problem the record was planned on (the SHA-256 of "
+                "its text is not the record's problem_sha256); the report is not drawn from it")
     t = pd.read_csv(f)
+    n = pd.to_numeric(pd.Series([row.get("buffers")]), errors="coerce").iloc[0]
+    if not (isinstance(want, str) and want) and pd.notna(n) and int(n) != len(t):
+        raise StoredProblemMismatch(
+            f"{where}: {f} has {len(t)} buffers, the record {int(n)}; it is not the problem the "
+            "record was planned on")
     return Problem.from_arrays(t["lower"].to_numpy(), t["upper"].to_numpy(), t["size"].to_numpy(),
                                ids=[str(i) for i in t["id"]], name=name)
 
@@ -187,7 +275,7 @@ def _workload_figures(results: Path, w: str, sub: pd.DataFrame, figs: Path,
         profiles, main_problem, plans = {}, None, []
         for s in scheds:
             ss = sub[sub["scheduler"].fillna("-") == s]
-            prob = _problem(results, str(ss.iloc[0]["problem_digest"] or ""), case_label(w, s))
+            prob = _problem(results, ss.iloc[0], plot_text(case_label(w, s)))
             if prob is None:
                 continue
             if main_problem is None:
@@ -197,7 +285,7 @@ def _workload_figures(results: Path, w: str, sub: pd.DataFrame, figs: Path,
                 for _, row in best.drop_duplicates("config").head(2).iterrows():
                     offs = np.asarray(json.loads(row["offsets"]), dtype=np.int64)
                     if len(offs) == prob.n and not str(row.get("pools") or ""):
-                        plans.append(Plan(prob, offs, row["config"], str(row["status"]),
+                        plans.append(Plan(prob, offs, plot_text(row["config"]), str(row["status"]),
                                           lower_bound=int(row["lower_bound"])))
                     elif len(offs) == prob.n and _pool_plan(prob, offs, row) is not None:
                         plans.append(_pool_plan(prob, offs, row))
@@ -207,34 +295,39 @@ def _workload_figures(results: Path, w: str, sub: pd.DataFrame, figs: Path,
                     pool_best = _pool_plan(prob, np.asarray(json.loads(
                         pooled.iloc[0]["offsets"]), dtype=np.int64), pooled.iloc[0])
             else:
-                profiles[f"live bytes [{s}]"] = prob
+                profiles[f"live bytes [{plot_text(s)}]"] = prob
         if main_problem is None:
             return written
-        label = "live bytes" if len(scheds) == 1 or scheds == ["-"] else f"live bytes [{scheds[0]}]"
-        where = "" if scheds[0] == "-" else f" on schedule {scheds[0]}"
+        label = "live bytes" if len(scheds) == 1 or scheds == ["-"] else \
+            f"live bytes [{plot_text(scheds[0])}]"
+        where = "" if scheds[0] == "-" else f" on schedule {plot_text(scheds[0])}"
         roles = [f"{'best' if k == 0 else 'next'} plan{where}" for k in range(len(plans))]
-        ax = plots.plot_memory_over_time(main_problem, plans, title=f"Memory over time: {w}",
+        ax = plots.plot_memory_over_time(main_problem, plans,
+                                         title=f"Memory over time: {plot_text(w)}",
                                          profiles=profiles, plan_roles=roles)
         if label != "live bytes":
             handles, labels = ax.get_legend_handles_labels()
             labels = [label if lab == "live bytes" else lab for lab in labels]
             ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-        written += plots.save(ax, figs / f"memory_over_time_{_safe(w)}", formats=formats)
+        written += plots.save(ax, figs / f"memory_over_time_{file_stem(w)}", formats=formats)
         if plans and plans[0].pools is not None:  # one panel per pool, with its capacity
             written += plots.save(
-                plots.plot_pool_layouts(plans[0], title=f"Pool layouts: {main_problem.name}, "
-                                                        f"{plans[0].planner}"),
-                figs / f"layout_{_safe(w)}", formats=formats)
+                plots.plot_pool_layouts(plans[0], title=f"Pool layouts: "
+                                        f"{main_problem.name}, "
+                                        f"{plans[0].planner}"),
+                figs / f"layout_{file_stem(w)}", formats=formats)
         elif plans:
             written += plots.save(
-                plots.plot_arena_layout(plans[0], title=f"Arena layout: {main_problem.name}, "
-                                                       f"{plans[0].planner}"),
-                figs / f"layout_{_safe(w)}", formats=formats)
+                plots.plot_arena_layout(plans[0], title=f"Arena layout: "
+                                        f"{main_problem.name}, "
+                                        f"{plans[0].planner}"),
+                figs / f"layout_{file_stem(w)}", formats=formats)
         if pool_best is not None:  # the pools are drawn too, one panel per pool
             written += plots.save(
-                plots.plot_pool_layouts(pool_best, title=f"Pool layouts: {main_problem.name}, "
-                                                         f"{pool_best.planner}"),
-                figs / f"layout_pools_{_safe(w)}", formats=formats)
+                plots.plot_pool_layouts(pool_best, title=f"Pool layouts: "
+                                        f"{main_problem.name}, "
+                                        f"{pool_best.planner}"),
+                figs / f"layout_pools_{file_stem(w)}", formats=formats)
     return written
 
 
@@ -243,6 +336,8 @@ def _pool_plan(prob, offsets: np.ndarray, row):
     with the record's pools (``pools`` text, :func:`planners.io.parse_pools`) and each
     buffer's pool (``pool_of``); ``None`` when the record has no ``pool_of`` of the right
     length."""
+    from dataclasses import replace
+
     from planners import Plan
     from planners.io import parse_pools
 
@@ -250,12 +345,9 @@ def _pool_plan(prob, offsets: np.ndarray, row):
     pool_of = np.asarray(json.loads(raw), dtype=np.int64) if isinstance(raw, str) else None
     if pool_of is None or len(pool_of) != prob.n:
         return None
-    return Plan(prob.with_pools(parse_pools(str(row["pools"]))), offsets, row["config"],
+    pools = [replace(q, name=plot_text(q.name)) for q in parse_pools(str(row["pools"]))]
+    return Plan(prob.with_pools(pools), offsets, plot_text(row["config"]),
                 str(row["status"]), lower_bound=int(row["lower_bound"]), pools=pool_of)
-
-
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
 
 
 def well_measured(runs: pd.DataFrame, min_seconds: float) -> pd.Series:
@@ -417,6 +509,7 @@ def _build_report(results_dir, out, formats, max_workload_figures, all_versions,
     if df.empty:
         raise ConfigError(f"{results}: records/ holds no record (corrupt ones are left out); run "
                           "`memplan sweep CONFIG` first")
+    check_stored_problems(df, results)  # before anything is written (a record's digest, a path)
     left_out = 0
     if not all_versions:
         df, left_out = newest_records(df)
@@ -450,6 +543,7 @@ def _build_report(results_dir, out, formats, max_workload_figures, all_versions,
     comp = agg.rename(columns={"case": "workload_case"}).assign(
         workload=lambda d: d["workload_case"], planner=lambda d: d["config"], valid=True)
     if not comp.empty:
+        comp = plot_frame(comp)
         save(plots.plot_ratio_by_planner(comp, title="Arena / lower bound per planner"),
              "planner_comparison")
         save(plots.plot_ratio_heatmap(comp, title="Arena / lower bound (median)"),
@@ -462,13 +556,15 @@ def _build_report(results_dir, out, formats, max_workload_figures, all_versions,
     measurable = qa.groupby("case")["seconds"].max() >= MIN_MEASURABLE_SECONDS
     too_fast = sorted(measurable.index[~measurable])
     if len(measurable):
-        save(plot_quality_vs_time(qa, MIN_MEASURABLE_SECONDS, too_fast), "pareto_quality_time")
+        save(plot_quality_vs_time(plot_frame(qa), MIN_MEASURABLE_SECONDS,
+                                  [plot_text(c) for c in too_fast]), "pareto_quality_time")
 
     # -- scaling: planning time vs buffer count (log-log) --------------------------------------
     sc = ok[(ok["buffers"] > 0) & (ok["seconds"] > 0)]
     if not sc.empty:
         slopes = scaling_slopes(sc, MIN_FIT_SECONDS)
-        save(plot_scaling(sc, dict(zip(slopes["config"], slopes["slope"], strict=True)),
+        save(plot_scaling(plot_frame(sc), dict(zip(map(plot_text, slopes["config"]),
+                                                     slopes["slope"], strict=True)),
                           MIN_FIT_SECONDS), "scaling_time_vs_buffers")
         written.append(_write_csv(slopes, tabs / "scaling_slopes.csv"))
 
@@ -487,13 +583,13 @@ def _build_report(results_dir, out, formats, max_workload_figures, all_versions,
     rv = rv64_table(df)
     if not rv.empty:
         written.append(_write_csv(rv, tabs / "rv64_cycles.csv"))
-        save(plot_rv64_cycles(rv), "rv64_cycles")
+        save(plot_rv64_cycles(plot_frame(rv)), "rv64_cycles")
 
     # -- ours vs TFLite Micro ---------------------------------------------------------------------
     tf = tflm_table(ok)
     if not tf.empty:
         written.append(_write_csv(tf, tabs / "tflm_comparison.csv"))
-        save(plot_tflm_comparison(tf), "tflm_comparison")
+        save(plot_tflm_comparison(plot_frame(tf)), "tflm_comparison")
 
     # -- tables and the markdown summary ----------------------------------------------------------
     written.append(_write_csv(agg, tabs / "runs_aggregated.csv"))
@@ -555,7 +651,7 @@ def _pool_lines(df: pd.DataFrame) -> list[str]:
             "needs (median over seeds and repetitions; empty: the pool is not in that set), "
             "`arena` their sum (the ratios above divide it by the max live bytes), `fits` "
             "whether every run fits every pool's capacity.", "",
-            t.to_markdown(index=False), ""]
+            md_table(t), ""]
 
 
 def _markdown(df, agg, pivot, per, bad, tf, rv, figs: Path, out: Path, left_out: int = 0) -> str:
@@ -586,7 +682,7 @@ def _markdown(df, agg, pivot, per, bad, tf, rv, figs: Path, out: Path, left_out:
     if mixed:
         versions = sorted(df["code_version"].dropna().astype(str).unique())
         lines += [f"**Warning:** {mixed} runs have records that come from {len(versions)} code "
-                  f"versions ({', '.join(versions)}); medians mix them. Delete the folder and run "
+                  f"versions ({', '.join(map(md_text, versions))}); medians mix them. Delete the folder and run "
                   "the sweep again for figures of one version.", ""]
     if left_out:
         lines += ["Only the records of each run's newest code version are used; "
@@ -596,17 +692,18 @@ def _markdown(df, agg, pivot, per, bad, tf, rv, figs: Path, out: Path, left_out:
     lines += [
         "## Workloads",
         "",
-        cases.to_markdown(index=False),
+        md_table(cases),
         "",
         "## Arena / lower bound (1.000 = lower bound)",
         "",
-        pivot.reset_index().to_markdown(index=False, floatfmt=".3f"),
+        md_table(pivot.reset_index(), floatfmt=".3f"),
         "",
         "## Per planner",
         "",
-        coverage_note(per.set_index("config"), "cases"),
+        coverage_note(per.assign(config=per["config"].map(md_cell)).set_index("config"),
+                      "cases"),
         "",
-        per.to_markdown(index=False, floatfmt=".4g"),
+        md_table(per, floatfmt=".4g"),
         "",
     ]
     lines += _pool_lines(df)
@@ -618,16 +715,16 @@ def _markdown(df, agg, pivot, per, bad, tf, rv, figs: Path, out: Path, left_out:
                   "`planner_gain_bytes` compares the same order (planner only); "
                   "`scheduler_gain_bytes` is what a different operator order adds on top.", ""]
         t = pd.read_csv(out / "tables" / "tflm_comparison.csv")
-        lines += [t.to_markdown(index=False), ""]
+        lines += [md_table(t), ""]
     if len(rv):
         t = pd.read_csv(out / "tables" / "rv64_cycles.csv")
-        lines += ["## RV64 planning cost (emulated)", "", t.to_markdown(index=False, floatfmt=".4g"), ""]
+        lines += ["## RV64 planning cost (emulated)", "", md_table(t, floatfmt=".4g"), ""]
     if len(bad):
-        lines += ["## Runs without a valid plan", "", bad.to_markdown(index=False), ""]
+        lines += ["## Runs without a valid plan", "", md_table(bad), ""]
     if len(prov):
-        lines += ["## Provenance", "", prov.to_markdown(index=False), ""]
+        lines += ["## Provenance", "", md_table(prov), ""]
     lines += ["## Figures", ""]
     for f in sorted(figs.glob("*.png")):
-        lines.append(f"![{f.stem}](figures/{f.name})")
+        lines.append(f"![{md_cell(f.stem)}](figures/{file_stem(f.stem)}{f.suffix})")
     lines.append("")
     return "\n".join(lines)

@@ -10,6 +10,7 @@ import glob
 import hashlib
 import itertools
 import json
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -20,7 +21,7 @@ import tomllib
 
 from experiments.harness import DEFAULT_TIME_LIMIT
 from planners.errors import MemplanError, ParameterError
-from planners.params import check_params
+from planners.params import POSITIVE_SECONDS, check_params
 
 __all__ = [
     "ConfigError",
@@ -397,12 +398,17 @@ def parse_config(raw: Mapping[str, Any], base: str | Path = ".", source: str = "
         schedulers[name] = _expand_grid("schedulers", name, table, SCHEDULERS[name]._param_names(),
                                         SCHEDULERS[name]._parameter_constraints)
 
-    def number(key, default, kind=float, minimum=0.0, optional=True):
+    def number(key, default, kind=float, minimum=0.0, optional=True, rule=None):
         v = raw.get(key, default)
         if v is None and optional:
             return None
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or (kind is int and not float(v).is_integer()):
-            raise ConfigError(f"{key}: must be a {kind.__name__}, got {v!r}")
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or (
+                isinstance(v, float) and not math.isfinite(v)) or (
+                kind is int and not float(v).is_integer()):
+            # TOML reads inf, nan (and 1e400 as inf): a number of a sweep is finite
+            raise ConfigError(f"{key}: must be a finite {kind.__name__}, got {v!r}")
+        if rule is not None and not rule.allows(v):
+            raise ConfigError(f"{key}: must be {rule}, got {v!r}")
         if v < minimum:
             raise ConfigError(f"{key}: must be >= {minimum}, got {v!r}")
         return kind(v)
@@ -432,8 +438,8 @@ def parse_config(raw: Mapping[str, Any], base: str | Path = ".", source: str = "
         repetitions=number("repetitions", 1, int, 1, optional=False),
         seeds=[int(s) for s in dict.fromkeys(seeds)],
         # the one default of every command (experiments.harness.DEFAULT_TIME_LIMIT)
-        time_limit=number("time_limit", DEFAULT_TIME_LIMIT, float, 0.0),
-        timeout=number("timeout", None, float, 0.0),
+        time_limit=number("time_limit", DEFAULT_TIME_LIMIT, float, 0.0, rule=POSITIVE_SECONDS),
+        timeout=number("timeout", None, float, 0.0, rule=POSITIVE_SECONDS),
         rv64=bool(raw.get("rv64", False)),
         tflm=bool(raw.get("tflm", False)),
         keep_offsets=number("keep_offsets", 20000, int, 0, optional=False),

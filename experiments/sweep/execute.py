@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
+import hashlib
 import json
 import math
 import resource
@@ -97,7 +98,9 @@ def execute_run(spec: RunSpec) -> tuple[dict[str, Any], str | None, str]:
     executor runs this in a worker process that it kills at the timeout (:func:`run_sweep`) and
     records :func:`stopped_record` instead.
     ``problem_csv`` is the planned problem as MiniMalloc CSV text (ids are problem indices), or
-    ``None`` when the problem could not be built. A run with memory pools (``spec.pools``) plans
+    ``None`` when the problem could not be built; the record's ``problem_sha256`` is then the
+    SHA-256 of that text (``problem_digest`` hashes the problem's arrays, ids and capacity, which
+    the CSV does not all hold), so a report can check the stored file is the planned problem. A run with memory pools (``spec.pools``) plans
     the problem with those pools (:meth:`planners.Problem.with_pools`; the stored problem and its
     digest are the one-arena problem's) and its record carries ``pools``, ``arenas``,
     ``arena_NAME`` (:data:`experiments.harness.POOL_COLUMNS`) and, beside ``offsets``,
@@ -156,6 +159,8 @@ def execute_run(spec: RunSpec) -> tuple[dict[str, Any], str | None, str]:
     rec.update(_run_fields(spec, start, time.perf_counter() - wall0, time.process_time() - cpu0,
                            _peak_rss_bytes(scoped), "run" if scoped else "process"))
     rec["problem_digest"] = pdigest
+    if problem_csv is not None:  # what memplan report checks OUT/problems/DIGEST.csv against
+        rec["problem_sha256"] = hashlib.sha256(problem_csv.encode()).hexdigest()
     return _jsonable(rec), problem_csv, pdigest
 
 

@@ -21,6 +21,7 @@ from planners.io import output_error
 __all__ = [
     "read_records",
     "load_referenced_problem",
+    "StoredProblemMismatch",
     "load_records",
     "CorruptRecordWarning",
     "SweepLockedError",
@@ -136,21 +137,43 @@ SWEEP_COLUMNS = [
 def load_referenced_problem(ref_file: str | Path, name: str):
     """The problem of an ``OUT/problems/DIGEST.ref`` file (a third-party benchmark stored by
     reference): loaded again from its source (``minimalloc:NAME`` or a path relative to the
-    repository) and checked against the digest. Raises :class:`planners.ProblemError` when it
-    cannot be had (``../shared`` absent) or differs."""
-    from experiments.records import REPO
+    repository, which must resolve under ``../shared``:
+    :func:`experiments.report.safe.ref_source`) and checked against the digest.
+
+    Raises
+    ------
+    planners.ProblemError
+        It cannot be had (``../shared`` absent, the file unreadable).
+    StoredProblemMismatch
+        It is not the problem that was planned (its digest differs from the file's name).
+    experiments.report.safe.UnsafeInputError
+        The reference names a source outside ``../shared`` (it is not opened).
+    """
+    from experiments.records import REPO, SHARED_DIR
+    from experiments.report.safe import check_digest, ref_source
     from experiments.workloads import load_problem
     from planners import Problem, ProblemError
 
-    body = json.loads(Path(ref_file).read_text())
-    spec = body["source"]
-    if not spec.startswith("minimalloc:"):
-        spec = str((REPO / spec).resolve())
+    ref_file = Path(ref_file)
+    try:
+        body = json.loads(ref_file.read_text())
+    except (OSError, ValueError) as e:
+        raise ProblemError(f"{ref_file}: unreadable reference ({e})") from None
+    if not isinstance(body, dict):
+        raise ProblemError(f"{ref_file}: not a reference (a JSON object with source, digest)")
+    spec = ref_source(body.get("source"), SHARED_DIR, REPO, str(ref_file))
+    digest = check_digest(body.get("digest"), str(ref_file))
     p = load_problem(spec)
     p = Problem(p.buffers, capacity=p.capacity, alignment=p.alignment, name=name)
-    if _problem_digest(p) != body["digest"]:
-        raise ProblemError(f"{ref_file}: {body['source']!r} is not the problem that was planned")
+    if _problem_digest(p) != digest or digest != ref_file.stem:
+        raise StoredProblemMismatch(f"{ref_file}: {body['source']!r} is not the problem that "
+                                    "was planned (its digest differs)")
     return p
+
+
+class StoredProblemMismatch(MemplanError, ValueError):
+    """A stored problem (``problems/DIGEST.csv`` or ``.ref``) whose content is not the problem its
+    record was planned on: a report refuses it rather than draw another problem's figures."""
 
 
 def load_records(out: str | Path):
