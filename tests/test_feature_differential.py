@@ -13,6 +13,8 @@ import math
 import numpy as np
 import pytest
 from conftest import shared_case
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from experiments.bench import feature_differential as fd
 from planners.bounds import lower_bound
@@ -256,6 +258,18 @@ def test_every_planner_agrees_with_the_oracle(name):
         planned += o.result == "agree"
     assert not bad, "\n".join(bad)
     assert planned >= SAMPLE // 3  # it planned a good share (the rest: refused features)
+
+
+@settings(max_examples=80, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(10**6, 10**9))
+def test_feature_model_planners_agree_on_drawn_seeds(seed):
+    """The planners that relax gaps or solve the feature model, on problems drawn from seeds
+    beyond the sample's (Hypothesis, derandomized so the draw is the same every run)."""
+    p, truth = _case(seed)
+    for name in FEATURE_MODEL + ("milp_offsets", "greedy_by_size", "choose_best"):
+        o = fd.check_planner(p, name, truth, time_limit=2.0, seed=seed)
+        assert o.result != "disagree", (name, o.problems, fd.describe(p))
 
 
 def test_capacity_error_only_below_a_real_bound():
