@@ -704,7 +704,10 @@ def infer_subgraphs(
     ``model`` as value infos and runs strict ONNX shape inference (with data propagation), which
     infers every subgraph in the context of its node. Then gives a ``Loop``'s scan outputs whose
     iteration dimension is unknown the exact trip count where it is exact (also in ``shapes``
-    for the main graph). Nothing else is guessed.
+    for the main graph). The outputs of a ``GroupNormalization`` (or another operator of
+    :data:`scheduling.onnx_shapes.UNTYPED_SPEC_OPS`) inside a subgraph, which inference leaves
+    untyped, are declared with their specification's type first
+    (:func:`scheduling.onnx_shapes.type_untyped_outputs`). Nothing else is guessed.
 
     Subgraph shapes that need constant values (``Pad`` pads, ``Reshape`` targets computed in
     the subgraph or read from the outer scope) are found in rounds: the values of
@@ -762,6 +765,9 @@ def infer_subgraphs(
                     for vi in sub.output:
                         if vi.type.WhichOneof("value") == "tensor_type":
                             vi.type.tensor_type.ClearField("shape")
+        from .onnx_shapes import type_untyped_outputs
+
+        type_untyped_outputs(m)  # e.g. a GroupNormalization in a branch: its spec's type
         return m
 
     m = fresh_copy(False)
@@ -955,6 +961,8 @@ def _fold_scopes(
     whose every output is a constant); rules of :func:`shape_constant_conditions`."""
     from onnx.reference import ReferenceEvaluator
 
+    from .onnx_shapes import _PLACEHOLDER_DOC
+
     opset = next((o.version for o in inferred.opset_import if o.domain in _DEFAULT_DOMAINS), 1)
     top = inferred.graph
     overridable = {i.name for i in top.input} if inferred.ir_version >= 4 else set()
@@ -980,7 +988,8 @@ def _fold_scopes(
                 if taken is not None:
                     out[path + (k,)] = taken
             ins = [i for i in n.input if i]
-            if not default or not is_foldable_node(n) or not n.output:
+            if not default or not is_foldable_node(n) or not n.output \
+                    or n.doc_string == _PLACEHOLDER_DOC:  # a runtime value of a known shape
                 continue
             if n.op_type in ("Shape", "Size") and len(ins) == 1:
                 dims = _static_dims(vinfo.get(ins[0]))

@@ -91,6 +91,7 @@ __all__ = [
     "SHAPE_SOURCES",
     "CONTRIB_SPEC_OPS",
     "UNTYPED_SPEC_OPS",
+    "type_untyped_outputs",
     "ShapeResolution",
     "apply_overrides",
     "check_node_order",
@@ -612,6 +613,87 @@ def _with_given_types(model: onnx.ModelProto, inferred: onnx.ModelProto,
             vi.type.CopyFrom(t)
             vi.doc_string = _UNTYPED_SPEC_DOC
     return out
+
+
+def type_untyped_outputs(model: onnx.ModelProto) -> int:
+    """Declare, in place, the outputs of the :data:`UNTYPED_SPEC_OPS` nodes of ``model`` and of
+    its subgraphs (at any depth) that ONNX shape inference leaves untyped, with the types their
+    specification gives (:func:`_untyped_rule`), as ``value_info`` entries of their graph.
+
+    For strict inference of a whole model with its subgraphs
+    (:func:`scheduling.onnx_control_flow.infer_subgraphs`), where the main graph's shapes are
+    already resolved but a ``GroupNormalization`` inside an ``If`` branch would leave its
+    consumer untyped (the branch then looks as if it could not run). Rounds of lenient
+    inference (with data propagation), each typing what the previous one made known; outer-scope
+    types reach the subgraphs. A ``MeanVarianceNormalization``-13 inside a subgraph still fails
+    strict inference (its function body does; the declaration does not help).
+
+    Parameters
+    ----------
+    model : onnx.ModelProto
+        Changed in place.
+
+    Returns
+    -------
+    int
+        How many outputs were declared.
+
+    Notes
+    -----
+    At most one round per node with such an operator, each a lenient shape inference of the
+    model.
+    """
+    def subgraphs(n: onnx.NodeProto) -> list[onnx.GraphProto]:
+        return [s for a in n.attribute
+                for s in ([a.g] if a.type == onnx.AttributeProto.GRAPH else []) + list(a.graphs)]
+
+    def has_rule_op(g: onnx.GraphProto) -> bool:
+        return any(n.op_type in UNTYPED_SPEC_OPS or any(has_rule_op(s) for s in subgraphs(n))
+                   for n in g.node)
+
+    if not has_rule_op(model.graph):
+        return 0
+    total = 0
+
+    def walk(gm: onnx.GraphProto, gl: onnx.GraphProto, outer: dict) -> int:
+        typed = dict(outer)
+        for vi in list(gl.input) + list(gl.value_info) + list(gl.output):
+            if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type:
+                typed[vi.name] = vi.type
+        for t in gl.initializer:
+            typed.setdefault(t.name, helper.make_tensor_type_proto(t.data_type, list(t.dims)))
+        added = 0
+        for nm, nl in zip(gm.node, gl.node):
+            for sm, sl in zip(subgraphs(nm), subgraphs(nl)):
+                added += walk(sm, sl, typed)
+            if nm.op_type not in UNTYPED_SPEC_OPS:
+                continue
+            types = _untyped_rule(nm, typed)
+            for o, t in zip(nm.output, types or ()):
+                if o and t is not None and o not in typed:
+                    vi = gm.value_info.add()
+                    vi.name = o
+                    vi.type.CopyFrom(t)
+                    typed[o] = t
+                    added += 1
+        return added
+
+    for _ in range(_count_nodes(model.graph) + 1):  # each round declares at least one
+        try:
+            lenient = shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
+        except Exception:  # noqa: BLE001 - nothing more to learn
+            break
+        added = walk(model.graph, lenient.graph, {})
+        total += added
+        if not added:
+            break
+    return total
+
+
+def _count_nodes(g: onnx.GraphProto) -> int:
+    return sum(1 + sum(_count_nodes(s) for a in n.attribute
+                       for s in ([a.g] if a.type == onnx.AttributeProto.GRAPH else [])
+                       + list(a.graphs)) for n in g.node)
 
 
 def _infer(model: onnx.ModelProto, data_prop: bool, where: str, stage: str) -> onnx.ModelProto:
@@ -1289,9 +1371,18 @@ def runtime_placeholders(model: onnx.ModelProto, res: ShapeResolution) -> onnx.M
     node whose output took ONNX Runtime's larger shape is replaced, at the same position (node
     paths stay valid), by ``ConstantOfShape`` of an initializer holding that shape, so that
     inference gives the consumers, subgraphs included, the runtime's shape instead of the
-    specification's. ``model`` itself when there is no such node (or the opset is below 9, where
-    ``ConstantOfShape`` does not exist: the subgraphs then see the specification's shapes)."""
+    specification's. The nodes of :data:`UNTYPED_SPEC_OPS` whose output shape is resolved are
+    replaced the same way (strict inference of ``MeanVarianceNormalization``-13 fails inside its
+    function body whatever its output's declaration). ``model`` itself when there is no such
+    node (or the opset is below 9, where ``ConstantOfShape`` does not exist: the subgraphs then
+    see the specification's shapes)."""
     adjusted = {n for n, src in res.source.items() if src == "onnx_runtime"}
+    # and the outputs of UNTYPED_SPEC_OPS (a MeanVarianceNormalization-13 fails strict
+    # inference even with its output declared): their resolved shapes, without the node
+    adjusted |= {n.output[0] for n in model.graph.node
+                 if n.op_type in UNTYPED_SPEC_OPS and n.domain in ("", "ai.onnx")
+                 and len(n.output) == 1 and n.output[0] in res.shapes
+                 and n.output[0] in res.elem_types}
     if not adjusted or res.opset < 9:
         return model
     m = onnx.ModelProto()

@@ -135,3 +135,61 @@ def test_declared_value_info_is_kept_for_a_spec_output():
     m.graph.value_info.append(_vi("g", [2, 6, 4, 5]))
     g = load_onnx(m)
     assert _activations(g) == measured_sizes(m) and g.shape_source["g"] == "declared"
+
+
+def _if_model(main_nodes, then_nodes, inputs, inits, opset=18):
+    tb = h.make_graph(then_nodes, "then", [], [_vi("o1", None)])
+    eb = h.make_graph([h.make_node("ReduceMin", ["x"], ["o2"], keepdims=0)], "else", [],
+                      [_vi("o2", None)])
+    nodes = main_nodes + [h.make_node("If", ["c"], ["t"], then_branch=tb, else_branch=eb,
+                                      name="iff"), h.make_node("Relu", ["t"], ["y"])]
+    return _model(nodes, inputs, [_vi("y", None)], inits, opset=opset)
+
+
+_GN_INITS = [nh.from_array(np.ones(3, np.float32), "s"), nh.from_array(np.zeros(3, np.float32), "b")]
+
+
+def test_groupnorm_inside_an_if_branch_is_in_the_workspace():
+    """Before: the branch looked as if it could not run (its Relu untyped), only the other
+    branch's workspace was counted. Now the branch's GroupNormalization output, [2, 6, 4, 5]
+    float32 = 960 bytes, is the workspace; ONNX Runtime runs the branch."""
+    m = _if_model([], [h.make_node("GroupNormalization", ["x", "s", "b"], ["gg"], num_groups=3),
+                       h.make_node("ReduceSum", ["gg"], ["o1"], keepdims=0)],
+                  [_vi("x", [2, 6, 4, 5]), _vi("c", [], T.BOOL)], _GN_INITS)
+    g = load_onnx(m)
+    assert g.tensors["iff_subgraph_ws"].nbytes == 960 and not g.notes
+    assert measured_sizes(m, values={"c": True}) == {"t": 4, "y": 4}
+
+
+@pytest.mark.parametrize("op", ["MeanVarianceNormalization", "GroupNormalization"])
+def test_untyped_op_beside_control_flow_equals_onnx_runtime(op):
+    """MVN-13 fails strict inference inside its function body; with an If in the same graph the
+    subgraph inference sees its resolved shape (a placeholder), and the sizes are ONNX
+    Runtime's."""
+    node = (h.make_node(op, ["x"], ["m"]) if op.startswith("Mean") else
+            h.make_node(op, ["x", "s", "b"], ["m"], num_groups=3))
+    m = _if_model([node], [h.make_node("Neg", ["m"], ["o1"])],
+                  [_vi("x", [2, 6, 4, 5]), _vi("c", [], T.BOOL)],
+                  [] if op.startswith("Mean") else _GN_INITS)
+    else_branch = next(a.g for a in m.graph.node[1].attribute if a.name == "else_branch")
+    else_branch.node[0].CopyFrom(h.make_node("Relu", ["m"], ["o2"]))  # both branches: m's shape
+    g = load_onnx(m)
+    ort = measured_sizes(m, values={"c": True})
+    assert _activations(g) == ort == {"m": 960, "t": 960, "y": 960}
+
+
+def test_if_condition_computed_from_a_spec_typed_output_stays_a_runtime_if():
+    """The condition is Greater(ReduceSum(GroupNormalization(x)), z): runtime data. The
+    subgraph inference replaces the GroupNormalization by a shape placeholder; its zeros must
+    not decide the If (before: the then branch was inlined from the placeholder's value)."""
+    m = _if_model([h.make_node("GroupNormalization", ["x", "s", "b"], ["m"], num_groups=3),
+                   h.make_node("ReduceSum", ["m"], ["rs"], keepdims=0),
+                   h.make_node("Greater", ["rs", "z"], ["c"])],
+                  [h.make_node("Tile", ["x", "rep"], ["big"]),
+                   h.make_node("ReduceSum", ["big"], ["o1"], keepdims=0)],
+                  [_vi("x", [2, 6, 4, 5])],
+                  _GN_INITS + [nh.from_array(np.array(-1e9, np.float32), "z"),
+                               nh.from_array(np.array([4, 1, 1, 1], np.int64), "rep")])
+    g = load_onnx(m)
+    assert "iff" in g.ops and "big" not in g.tensors
+    assert g.tensors["iff_subgraph_ws"].nbytes == 4 * 960  # Tile's [8, 6, 4, 5] float32
