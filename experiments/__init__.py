@@ -6,6 +6,7 @@ never a later one; ``tests/test_layout.py`` checks this on the import statements
     workloads.py   the one workload resolver: names, files, graph kinds -> Problem / Graph
     metrics.py     ratio, fit, geometric mean, Pareto front, per-planner summary
     records.py     atomic writes, CSV/Parquet, stored problems, plans and schedules
+    safe.py        input text checked before it is a path, escaped before Markdown/HTML/figures
     corpus.py, rv64/   the real-model corpus; RV64 emulation and cycle model
     runtimes/      runtime integrations (read the runtime's plan, plan for it, write, run):
                    executorch (a ``.pte`` is a workload, so workloads.py imports it) and

@@ -192,11 +192,11 @@ def load_problem_csv(path: str | Path, name: str, pools=None) -> Problem:
     for :func:`store_problem`, checked by :func:`read_plans` and :func:`read_schedules`; of the
     problem's arrays for a sweep, checked by ``memplan report``). Where only ``DIGEST.ref`` exists, the referenced workload is loaded (it needs ``../shared``
     or ``$MEMPLAN_MINIMALLOC_DIR``; the reference must name ``minimalloc:NAME`` or a file under
-    ``../shared``, :func:`experiments.report.safe.ref_source`) and its digest checked. Raises
+    ``../shared``, :func:`experiments.safe.ref_source`) and its digest checked. Raises
     :class:`planners.ProblemError` when the problem cannot be had or differs (a file whose
     content is not its digest's is never read as the planned problem).
     """
-    from experiments.report.safe import check_digest, ref_source
+    from experiments.safe import check_digest, ref_source
     from planners.io import read_minimalloc_csv
 
     path = Path(path)
@@ -225,13 +225,13 @@ def load_problem_csv(path: str | Path, name: str, pools=None) -> Problem:
 
 def _stored_csv(out: Path, rel: Any, where: str) -> Path:
     """``out / rel`` for a problem stored by :func:`store_problem` (``problems/DIGEST.csv``,
-    inside ``out``: :func:`experiments.report.safe.stored_problem_rel`), its text checked
+    inside ``out``: :func:`experiments.safe.stored_problem_rel`), its text checked
     against ``DIGEST`` (the SHA-256 of the CSV text) when the CSV exists (else its ``.ref`` is
     checked by :func:`load_problem_csv`). Raises :class:`planners.ProblemError` naming
     ``where``."""
     import hashlib
 
-    from experiments.report.safe import stored_problem_rel
+    from experiments.safe import stored_problem_rel
 
     path = stored_problem_rel(out, rel, where)
     if path.is_file() and hashlib.sha256(path.read_text().encode()).hexdigest() != path.stem:
@@ -258,7 +258,7 @@ def read_plans(out: str | Path, name: str = PLANS_FILE) -> tuple[dict[str, Probl
     folder, for figures. Plans keep their recorded status; nothing is re-planned or re-checked
     here (each was validated before it was stored). A stored problem's name must be
     ``problems/DIGEST.csv`` inside ``out`` and its content must match the digest
-    (:func:`experiments.report.safe.stored_problem_rel`, :func:`load_problem_csv`); otherwise
+    (:func:`experiments.safe.stored_problem_rel`, :func:`load_problem_csv`); otherwise
     :class:`planners.ProblemError` names the file and the workload. A comparison with memory pools (a ``pools``
     list, :func:`pools_entry`) gives problems with those pools and plans with each buffer's
     pool (:attr:`planners.Plan.pools`); a plan entry without its pools is left out."""

@@ -198,6 +198,23 @@ def md_cell(value: Any) -> str:
     and no ``<`` other than those of ``<br>``, so a row keeps its column count whatever the text.
     ``O(len(text))``.
 
+    Parameters
+    ----------
+    value : object
+        The cell's content; ``str(value)`` is escaped.
+
+    Returns
+    -------
+    str
+        One line of Markdown that a GitHub-flavoured renderer shows as ``str(value)``.
+
+    References
+    ----------
+    GitHub Flavored Markdown spec, section 4.10 "Tables (extension)" (an escaped ``\\|`` is part
+    of a cell) and CommonMark 0.31 sections 2.4 (backslash escapes) and 2.5 (entity and numeric
+    character references); checked against ``markdown-it-py`` by
+    :mod:`experiments.report.markdown_check`.
+
     >>> md_cell("a|b"), md_cell("<script>alert(1)</script>"), md_cell("x\\ny")
     ('a\\\\|b', '&lt;script&gt;alert(1)&lt;/script&gt;', 'x<br>y')
     >>> md_cell("greedy_by_size [pools sram=4k]"), md_cell("_x_")
@@ -265,7 +282,19 @@ def md_table(df, **kw) -> str:
 
     Columns holding strings are not read as numbers (``tabulate``'s ``disable_numparse``), so a
     name such as ``"1e5"`` is shown as given; numeric columns keep ``kw`` such as ``floatfmt``.
-    ``kw`` go to ``to_markdown``. ``O(cells)``.
+    ``O(cells)``.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        The table; its index is not written (call ``reset_index()`` first to keep it).
+    **kw
+        Passed to :meth:`pandas.DataFrame.to_markdown` (``tabulate``), e.g. ``floatfmt=".3f"``.
+
+    Returns
+    -------
+    str
+        A pipe table whose every row has the header's column count.
     """
     t = df.copy()
     texty = []
@@ -284,7 +313,14 @@ def md_table(df, **kw) -> str:
 def html_text(value: Any, quote: bool = True) -> str:
     """``str(value)`` for HTML text or a quoted attribute value: ``& < >`` (and with ``quote``,
     ``" '``) as character references (:func:`html.escape`). ``quote=False`` is for element text
-    only (plotly's hover and title text), never for an attribute value.
+    only (plotly's hover and title text, which plotly.js decodes), never for an attribute value.
+
+    Parameters
+    ----------
+    value : object
+        The text; ``str(value)`` is escaped.
+    quote : bool, default True
+        Escape ``"`` and ``'`` too.
 
     >>> html_text("<script>alert(1)</script>"), html_text("'a' & b", quote=False)
     ('&lt;script&gt;alert(1)&lt;/script&gt;', "'a' &amp; b")
@@ -305,7 +341,19 @@ def plot_frame(df):
 def plot_text(value: Any) -> str:
     """``str(value)`` for a matplotlib title, label or legend entry: ``$`` as ``\\$`` (two ``$``
     in a name would otherwise start mathtext, whose parse error stops the figure), control
-    characters (a newline too) as spaces.
+    characters (a newline too) as spaces. Apply it once, to the name (not to a whole title with
+    its own line breaks).
+
+    Parameters
+    ----------
+    value : object
+        A name from an input (workload, planner, pool).
+
+    Returns
+    -------
+    str
+        Text that matplotlib draws as written (its "Writing mathematical expressions" guide:
+        ``\\$`` is a literal dollar sign).
 
     >>> plot_text("cost $a$ b\\nc")
     'cost \\\\$a\\\\$ b c'

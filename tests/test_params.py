@@ -368,3 +368,16 @@ def test_sweep_config_numbers_are_finite(key, value, tmp_path):
                    "[planners]\nfirst_fit = {}\n")
     with pytest.raises(ConfigError, match=f"^{re.escape(str(cfg))}: {key}: must be "):
         load_config(cfg)
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "1e400", "-inf"])
+def test_sweep_grid_refuses_non_finite_time_limits(value, tmp_path):
+    from experiments.sweep import load_config
+
+    cfg = tmp_path / "sweep.toml"
+    cfg.write_text(f'out = "out"\nworkloads = ["seed000"]\n[planners]\n'
+                   f"cpsat = {{time_limit = [1.0, {value}]}}\n")
+    with pytest.raises(ParameterError, match=r"\[planners\] cpsat: parameter 'time_limit' = "
+                                             r"-?(inf|nan) is not allowed; allowed: a number in "
+                                             r"\(0, 1000000000\] seconds$"):
+        load_config(cfg)

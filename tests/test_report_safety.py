@@ -1,5 +1,5 @@
 """Text from inputs reaching paths, Markdown, HTML and figures (issue #33 item 7): the one module
-(experiments.report.safe) and every writer through it -- hostile records through ``memplan
+(experiments.safe) and every writer through it -- hostile records through ``memplan
 report``, hostile names through ``memplan compare``, the Markdown read back by a real renderer
 (markdown-it, GitHub's table rules) -- and the refusal of non-finite numeric parameters."""
 
@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from experiments.report.safe import (
+from experiments.safe import (
     UnsafeInputError,
     check_digest,
     file_stem,

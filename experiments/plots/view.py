@@ -127,7 +127,7 @@ def _as_plans(plans) -> dict[str, Plan]:
 
 
 def _names(items: Sequence[str], limit: int = 6) -> str:
-    from experiments.report.safe import html_text
+    from experiments.safe import html_text
 
     if not items:
         return "-"
@@ -137,8 +137,8 @@ def _names(items: Sequence[str], limit: int = 6) -> str:
 
 def _hover(plan: Plan, uses, flagged: Mapping[str, list[str]]) -> list[str]:
     """Each buffer's hover text (plotly's HTML subset); every name from the input (buffer ids,
-    kinds, operators, messages) through :func:`experiments.report.safe.html_text`."""
-    from experiments.report.safe import html_text
+    kinds, operators, messages) through :func:`experiments.safe.html_text`."""
+    from experiments.safe import html_text
 
     p = plan.problem
     offs = plan.offsets.tolist()
@@ -183,7 +183,7 @@ def _panel_title(label: str, pl: Plan, lb: int, bad: int) -> str:
     """Two lines: arena (binary units and bytes), ratio to the lower bound and status; then the
     capacity verdict and the violation count."""
     from experiments.plots.style import format_bytes
-    from experiments.report.safe import html_text
+    from experiments.safe import html_text
 
     arena = int(pl.arena_size)
     ratio = f"{arena / lb:.3f} x lower bound" if lb else "lower bound 0"
@@ -326,7 +326,7 @@ def plan_explorer(plans, graph=None, violations: Mapping[str, Sequence] | None =
     if listed:
         shown = listed[:12]
         more = len(listed) - len(shown)
-        from experiments.report.safe import html_text
+        from experiments.safe import html_text
 
         note = "<br>".join(f"violation: {html_text(m, quote=False)}" for m in shown) + (
             f"<br>... and {more} more (memplan check lists them all)" if more else "")
@@ -343,9 +343,9 @@ def plan_explorer(plans, graph=None, violations: Mapping[str, Sequence] | None =
 
 
 def _html_title(title: str) -> str:
-    """The page title as plotly text: escaped (:func:`experiments.report.safe.html_text`), a
+    """The page title as plotly text: escaped (:func:`experiments.safe.html_text`), a
     newline as ``<br>``."""
-    from experiments.report.safe import html_text
+    from experiments.safe import html_text
 
     return "<br>".join(html_text(line, quote=False) for line in str(title).splitlines())
 

@@ -3,8 +3,8 @@ from the records alone (no solving). Metrics come from :mod:`experiments.metrics
 
 Sizes are bytes; ``ratio`` is ``arena / lower_bound`` (1.000 is the lower bound itself).
 Every name from the records (workloads, planners, pools, errors, the command line) reaches the
-Markdown through :mod:`experiments.report.safe` (:func:`~experiments.report.safe.md_table`,
-:func:`~experiments.report.safe.md_code`), so a ``|``, a newline or HTML in a name never breaks a
+Markdown through :mod:`experiments.safe` (:func:`~experiments.safe.md_table`,
+:func:`~experiments.safe.md_code`), so a ``|``, a newline or HTML in a name never breaks a
 table or passes into the page.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from experiments.metrics import coverage_note, planner_summary
-from experiments.report.safe import md_cell, md_code, md_table
+from experiments.safe import md_cell, md_code, md_table
 
 __all__ = ["compare_markdown", "sched_markdown", "pipeline_summary", "pipeline_markdown"]
 

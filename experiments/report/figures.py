@@ -12,8 +12,8 @@ Every figure is drawn from records and stored data: the comparison records, the 
 offsets (``compare_plans.json``, :func:`experiments.records.read_plans`) and the stored problems
 (``problems/DIGEST.csv``); nothing is re-planned, re-scheduled or re-analysed here.
 Each returns the list of files written (via :func:`experiments.plots.save`). Names from the
-records reach file names only as :func:`experiments.report.safe.file_stem` (no ``/``, no ``..``),
-and figure text only through :func:`experiments.report.safe.plot_text`.
+records reach file names only as :func:`experiments.safe.file_stem` (no ``/``, no ``..``),
+and figure text only through :func:`experiments.safe.plot_text`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from experiments import plots
-from experiments.report.safe import file_stem, plot_frame, plot_text
+from experiments.safe import file_stem, plot_frame, plot_text
 
 __all__ = ["compare_figures", "sched_figures", "most_different_workload", "LAYOUT_WORKLOADS",
            "figures_from_folder", "best_planner", "OWNED_COMPARE", "OWNED_SCHED",
@@ -119,7 +119,7 @@ def compare_figures(df: pd.DataFrame, problems: Mapping, plans: Mapping, fig_dir
 
 def _plot_plan(pl):
     """Plan ``pl`` with its planner name and its problem's pool names as figure text
-    (:func:`experiments.report.safe.plot_text`); the offsets and the problem are the stored
+    (:func:`experiments.safe.plot_text`); the offsets and the problem are the stored
     ones."""
     from dataclasses import replace
 

@@ -1,10 +1,10 @@
 """``python -m experiments.report.markdown_check --cases N --seed S``: the Markdown table escaping
-of :mod:`experiments.report.safe` against a real renderer.
+of :mod:`experiments.safe` against a real renderer.
 
 Each case is a table of two rows whose first column holds hostile text (Markdown and HTML
 syntax, ``|``, backslashes, entities, ``<script>``, newlines, edge whitespace, wide and
 combining characters) drawn from a seeded :class:`random.Random`, written by
-:func:`experiments.report.safe.md_table` and parsed by ``markdown-it-py`` (CommonMark with
+:func:`experiments.safe.md_table` and parsed by ``markdown-it-py`` (CommonMark with
 GitHub's table rule, raw HTML on, as GitHub renders a file). A case fails unless every row has
 the header's column count, each cell reads back as the text that was written, the only tag in a
 cell is ``<br>`` and the rendered HTML holds no ``<script``. Prints one line with the counts;
@@ -45,10 +45,10 @@ def _renderer():
 
 def check_table(name: str, other: str, renderer=None) -> str | None:
     """``None`` when the table ``{name: [other, "plain"], "bytes": [1, 22]}`` written by
-    :func:`experiments.report.safe.md_table` renders as written, else what went wrong."""
+    :func:`experiments.safe.md_table` renders as written, else what went wrong."""
     import pandas as pd
 
-    from experiments.report.safe import md_table
+    from experiments.safe import md_table
 
     r = renderer or _renderer()
     header = name if name.strip() else "h"

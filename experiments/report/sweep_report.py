@@ -29,11 +29,11 @@ files (fixed metadata dates, ``svg.hashsalt``, sorted rows, no clock in the text
 * ``tables/*.csv`` and ``report.md``, the summary for design reviews.
 
 Every record field that reaches a path, ``report.md`` or a figure's text goes through
-:mod:`experiments.report.safe`: a record's ``problem_digest`` must be a SHA-256 hex digest whose
+:mod:`experiments.safe`: a record's ``problem_digest`` must be a SHA-256 hex digest whose
 ``problems/`` file lies inside the sweep folder (otherwise the report refuses, naming the record,
 before it writes anything), a stored problem is read only when its content matches the record
 (``problem_sha256``, the SHA-256 of the CSV text; a ``.ref`` by its digest), and every table cell
-and name is escaped (:func:`experiments.report.safe.md_table`, ``plot_text``).
+and name is escaped (:func:`experiments.safe.md_table`, ``plot_text``).
 
 Figures are PNG + PDF by default (``formats``; add ``"svg"`` for vector figures for the web, they
 are larger) in the paper style of :mod:`experiments.plots`.
@@ -50,7 +50,7 @@ import pandas as pd
 
 from experiments.metrics import coverage_note, pareto_front, planner_summary
 from experiments.records import atomic_write, write_csv, write_parquet
-from experiments.report.safe import (
+from experiments.safe import (
     UnsafeInputError,
     check_digest,
     file_stem,
@@ -185,12 +185,12 @@ def _digest_of(row) -> str:
 def check_stored_problems(df: pd.DataFrame, results: Path) -> None:
     """Refuse a sweep folder whose records name a stored problem unsafely, before any file is
     written: every non-empty ``problem_digest`` must be a SHA-256 hex digest
-    (:func:`experiments.report.safe.check_digest`) and ``problems/DIGEST.csv`` / ``.ref`` must
+    (:func:`experiments.safe.check_digest`) and ``problems/DIGEST.csv`` / ``.ref`` must
     resolve inside ``results`` (no ``problems`` link out of the folder). ``O(records)``.
 
     Raises
     ------
-    experiments.report.safe.UnsafeInputError
+    experiments.safe.UnsafeInputError
         Naming the first such record (``record KEY: problem digest '../../etc/x' is not ...``).
     """
     if "problem_digest" not in df:
@@ -215,7 +215,7 @@ def _problem(results: Path, row, name: str):
 
     Raises
     ------
-    experiments.report.safe.UnsafeInputError
+    experiments.safe.UnsafeInputError
         An unsafe digest or a path outside ``results`` (:func:`check_stored_problems`).
     experiments.sweep.store.StoredProblemMismatch
         The stored file is not the record's problem.

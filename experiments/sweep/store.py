@@ -138,7 +138,7 @@ def load_referenced_problem(ref_file: str | Path, name: str):
     """The problem of an ``OUT/problems/DIGEST.ref`` file (a third-party benchmark stored by
     reference): loaded again from its source (``minimalloc:NAME`` or a path relative to the
     repository, which must resolve under ``../shared``:
-    :func:`experiments.report.safe.ref_source`) and checked against the digest.
+    :func:`experiments.safe.ref_source`) and checked against the digest.
 
     Raises
     ------
@@ -146,11 +146,11 @@ def load_referenced_problem(ref_file: str | Path, name: str):
         It cannot be had (``../shared`` absent, the file unreadable).
     StoredProblemMismatch
         It is not the problem that was planned (its digest differs from the file's name).
-    experiments.report.safe.UnsafeInputError
+    experiments.safe.UnsafeInputError
         The reference names a source outside ``../shared`` (it is not opened).
     """
     from experiments.records import REPO, SHARED_DIR
-    from experiments.report.safe import check_digest, ref_source
+    from experiments.safe import check_digest, ref_source
     from experiments.workloads import load_problem
     from planners import Problem, ProblemError
 
