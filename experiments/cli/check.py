@@ -15,9 +15,11 @@ Exit status: 0 for a valid plan (printing the arena, the lower bound -- max live
 on stdout, one summary line on stderr), 2 for a malformed file (one ``memplan: error:`` line).
 ``--json`` prints one JSON object instead.
 
-``memplan check PROGRAM.pte`` validates ExecuTorch's own plan of a program (the extra
-``[executorch]``; :func:`experiments.runtimes.executorch.read_plan`: lifetimes from the
-instruction order, in-place results and views as aliases of their base).
+``memplan check PROGRAM.pte`` validates ExecuTorch's own plan of every method of a program (the
+extra ``[executorch]``; :func:`pte_check_report`, :func:`experiments.runtimes.executorch.pte_plan`:
+lifetimes from the instruction order; in-place results, views and ExecuTorch's elided static views
+one buffer with their base; each ``mem_id`` its own pool, checked against the arena size the
+program declares).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-__all__ = ["COMMANDS", "add_parsers", "run", "read_offsets", "check_report",
+__all__ = ["COMMANDS", "add_parsers", "run", "read_offsets", "check_report", "pte_check_report",
            "note_offsets_ignored", "note_offsets_pinned"]
 
 #: Sub-command names handled by :func:`run`.
@@ -173,20 +175,7 @@ def check_report(path: str | Path, capacity: int | None = None, pools=None) -> d
 
     refuse_capacity_with_pools(capacity, pools)  # each pool has its own capacity
     if str(path).endswith(".pte"):  # ExecuTorch's own plan (the extra [executorch])
-        from experiments.runtimes.executorch import read_plan
-
-        problem, offs = read_plan(path)
-        cap = capacity
-        violations = plan_violations(problem, offs.tolist(), cap)
-        arena = max((int(o) + int(z) for o, z in zip(offs, problem.sizes)), default=0)
-        lb = lower_bound(problem)
-        return {
-            "input": str(path), "buffers": problem.n, "arena": int(arena),
-            "lower_bound": int(lb), "ratio": round(arena / lb, 6) if lb else None,
-            "capacity": cap, "valid": not violations,
-            "counts": dict(Counter(v.rule for v in violations)),
-            "violations": [v.as_dict() for v in violations],
-        }
+        return pte_check_report(path, capacity)
     if not pools and "pool" in (csv_dict_reader(path).fieldnames or []):
         raise ProblemError(f"{path}: the plan places buffers in pools (column 'pool'); give the "
                            "pools with --pools NAME=BYTES[:ALIGN],... to check it")
@@ -217,6 +206,75 @@ def check_report(path: str | Path, capacity: int | None = None, pools=None) -> d
     }
 
 
+def pte_check_report(path: str | Path, capacity: int | None = None) -> dict:
+    """Validate ExecuTorch's own plan of every method of the program ``path`` (``.pte``).
+
+    Each method's plan is read by :func:`experiments.runtimes.executorch.pte_plan`: tensors that
+    share storage (in-place results, views, ExecuTorch's elided static views) are one buffer of
+    the model, and each ``mem_id`` is its own pool ``mem{k}`` checked against the arena size
+    the program declares for it (``non_const_buffer_sizes[k]``, bytes) as its capacity; every
+    other overlap of two tensors live at the same instruction step is a violation.
+
+    Parameters
+    ----------
+    path : str or Path
+    capacity : int, optional
+        Bytes; for a program with one arena, checked instead of its declared size. A program
+        with several arenas refuses it (each arena has its own declared size).
+
+    Returns
+    -------
+    dict
+        As :func:`check_report`, for the first method (``buffers``, ``arena`` -- the sum of its
+        arenas' highest ``offset + size`` --, ``lower_bound``, ``ratio``, ``capacity`` -- the
+        declared bytes of its arena, ``None`` with several --), with ``arenas`` (``{pool: bytes
+        used}``) and ``declared`` (``{pool: declared bytes}``) for several arenas; ``valid``,
+        ``counts`` and ``violations`` over every method (messages prefixed with the method's
+        name when there are several); ``methods``: one summary per method.
+
+    Raises
+    ------
+    ProblemError
+        An unreadable program, or ``capacity`` for a program with several arenas.
+    RuntimeMissing
+        The extra ``[executorch]`` is not installed.
+    """
+    from experiments.runtimes.executorch import pte_capacity, pte_methods, pte_plan, pte_violations
+    from planners import lower_bound
+
+    names = pte_methods(path)
+    methods, violations = [], []
+    for k, method in enumerate(names):
+        plan = pte_plan(path, k)
+        problem = plan.problem
+        bad = pte_violations(plan, capacity)
+        cap = pte_capacity(plan, capacity)
+        lb = lower_bound(problem)
+        arena = plan.arena_size
+        summary = {"method": method, "buffers": problem.n, "arena": int(arena),
+                   "lower_bound": int(lb), "ratio": round(arena / lb, 6) if lb else None,
+                   "capacity": cap, "valid": not bad, "storage_shared": plan.info["storage_groups"]}
+        if problem.pools:
+            declared = plan.info["non_const_buffer_sizes"]
+            summary["arenas"] = {q: int(v) for q, v in plan.arenas.items()}
+            summary["declared"] = {q.name: int(declared[int(q.name[3:])]) for q in problem.pools}
+        methods.append(summary)
+        for v in bad:
+            d = v.as_dict()
+            if len(names) > 1:
+                d["message"] = f"method {method!r}: {d['message']}"
+            violations.append(d)
+    first = dict(methods[0]) if methods else {"buffers": 0, "arena": 0, "lower_bound": 0,
+                                              "ratio": None, "capacity": capacity}
+    first.pop("method", None)
+    first.pop("storage_shared", None)
+    return {
+        "input": str(path), **first, "valid": not violations,
+        "counts": dict(Counter(v["rule"] for v in violations)), "violations": violations,
+        "methods": methods,
+    }
+
+
 def run(args) -> int:
     """Run ``memplan check`` with parsed ``args``: 0 valid, 1 invalid. A malformed file raises
     :class:`planners.MemplanError` for the caller to report (exit 2)."""
@@ -226,12 +284,15 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(rep))
     else:
-        for k in ("input", "buffers", "arena", "arenas", "lower_bound", "ratio", "capacity",
-                  "valid"):
+        for k in ("input", "buffers", "arena", "arenas", "declared", "lower_bound", "ratio",
+                  "capacity", "valid"):
             if k not in rep:
                 continue
             v = rep[k]
             print(f"{k:12s} {'-' if v is None else v}")
+        for m in rep.get("methods", [])[1:] if len(rep.get("methods", [])) > 1 else []:
+            print(f"{'method':12s} {m['method']}: {m['buffers']} buffers, arena {m['arena']}, "
+                  f"lower bound {m['lower_bound']}, valid {m['valid']}")
         if not rep["valid"]:
             print(f"{'violations':12s} {len(rep['violations'])}")
             for v in rep["violations"]:

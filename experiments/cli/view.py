@@ -8,8 +8,11 @@ TFLite, node-link JSON, MobileNet and ``gen:*`` generators) the hover text names
 that produces each tensor and the operators that read it.
 
 A ``PLAN.csv`` with an ``offset`` column (a solved MiniMalloc CSV, e.g. from ``memplan plan -o``
-or MiniMalloc) is drawn as given, labelled ``given``, beside any ``--planner`` plans. It is
-validated first (:func:`planners.validate.plan_violations`); an invalid plan is still drawn, every
+or MiniMalloc) is drawn as given, labelled ``given``, beside any ``--planner`` plans; so is an
+ExecuTorch ``PROGRAM.pte``: its own plan of its first method
+(:func:`experiments.runtimes.executorch.pte_plan`, one panel per ``mem_id`` arena when it has
+several; :func:`experiments.runtimes.executorch.pte_violations`, as ``memplan check``). A given
+plan is validated first (:func:`planners.validate.plan_violations`); an invalid plan is still drawn, every
 buffer in a violation outlined in red with the violation in its hover text, and the command
 exits 1 after writing the file (one ``memplan: invalid plan ...`` line on stderr), as
 ``memplan check`` does. A malformed file exits 2.
@@ -131,6 +134,17 @@ def load_view(spec: str, planners: list[str] | None, time_limit: float | None = 
                                    lower_bound=lower_bound(problem), pools=pool_of,
                                    info={"source": str(path), "valid": not violations["given"]}),
                      plans)
+    if spec.endswith(".pte"):  # ExecuTorch's own plan of the first method, drawn as given
+        from experiments.runtimes.executorch import pte_plan, pte_violations
+
+        given = True
+        pte = pte_plan(spec)
+        violations["given"] = pte_violations(pte)
+        _pool_panels("given", pte, plans)
+        for label, pl in plans.items():  # each arena's panel outlines its own violations
+            if label.startswith("given: "):
+                ids = set(pl.problem.ids)
+                violations[label] = [v for v in violations["given"] if set(v.buffers) & ids]
     names = planners if planners is not None else ([] if given else ["greedy_by_size"])
     if names:
         if pipeline is not None:

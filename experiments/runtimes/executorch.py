@@ -46,6 +46,7 @@ naming the extra when they are absent.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -60,7 +61,8 @@ from planners.registry import get_planner
 from . import require
 
 __all__ = ["NAME", "EXTRA", "MemplanAlgorithm", "specs_problems", "plan_for", "write", "run",
-           "read_plan", "verify_storage_reuse", "planned_bytes", "PteTensor", "pte_tensors",
+           "read_plan", "pte_plan", "pte_methods", "pte_violations", "pte_capacity", "storage_aliases", "pool_name",
+           "verify_storage_reuse", "planned_bytes", "PteTensor", "pte_tensors",
            "example_models", "inplace_relu_pass", "write_plan_csv",
            "reorder_graph", "reordering_pass", "planning_pass"]
 
@@ -285,6 +287,8 @@ def _program(src):
     _require()
     if hasattr(src, "executorch_program"):
         return src.executorch_program
+    if hasattr(src, "execution_plan"):  # a deserialized executorch.exir.schema.Program
+        return src
     from executorch.exir._serialize._program import deserialize_pte_binary
 
     label = str(src) if isinstance(src, (str, Path)) else "the .pte bytes"
@@ -298,10 +302,30 @@ def _program(src):
 
 @dataclass(frozen=True)
 class PteTensor:
-    """A planned tensor of a ``.pte``: value index, arena ``mem_id``, ``offset`` and ``size``
-    (bytes: ``nbytes`` of its sizes and dtype, not rounded), the closed range ``[first,
-    last]`` of instruction indices that name it (inputs from 0, outputs to the last), and
-    ``steps``, every instruction index that names it."""
+    """A planned tensor of a ``.pte``.
+
+    Attributes
+    ----------
+    index : int
+        Value index in the execution plan (buffer ``v{index}``).
+    mem_id : int
+        Arena (``allocation_info.memory_id``; 0 is constants, never planned here).
+    offset : int
+        Bytes from the start of arena ``mem_id``.
+    size : int
+        Bytes: ``nbytes`` of its sizes and dtype, not rounded.
+    first, last : int
+        Closed range of the instruction indices (steps) that name it (graph inputs from step 0,
+        outputs to the last step).
+    steps : frozenset of int
+        Every instruction index that names it.
+    writes : frozenset of int
+        The instruction indices that write it: the out arguments of a kernel by its operator
+        schema (and the returned values), the destination of a move, every argument of a
+        delegate call or of an operator whose schema is unknown (assumed written).
+    is_input : bool
+        A graph input (written by the caller before step 0).
+    """
 
     index: int
     mem_id: int
@@ -310,42 +334,97 @@ class PteTensor:
     first: int
     last: int
     steps: frozenset = frozenset()
+    writes: frozenset = frozenset()
+    is_input: bool = False
 
 
 _DTYPE_BYTES = {0: 1, 1: 1, 2: 2, 3: 4, 4: 8, 5: 2, 6: 4, 7: 8, 11: 1, 15: 2}  # ScalarType enum
 
 
-def pte_tensors(src, plan_index: int = 0) -> list[PteTensor]:
-    """The planned tensors (those with ``allocation_info``) of execution plan ``plan_index`` of
-    a ``.pte`` (bytes, path or ``ExecutorchProgramManager``), lifetimes from the instruction
-    order of the plan's chains (instruction ``k`` of the concatenated chains is step ``k``).
+@functools.cache
+def _written_args(name: str, overload: str) -> tuple[int, frozenset] | None:
+    """``(number of schema arguments, positions of the arguments written)`` of the operator
+    ``name.overload`` by its registered schema (``alias_info.is_write``: the ``out`` arguments of
+    an out variant, ``self`` of an in-place operator); ``None`` when no schema is registered. The
+    emitter passes the schema's arguments then the returned value(s), so positions at or beyond
+    the first number are written too."""
+    import torch
 
-    Raises :class:`planners.ProblemError` for a dtype whose size is unknown here (naming it)."""
+    try:
+        schema = torch._C._get_schema(name, overload)
+    except RuntimeError:
+        return None
+    return len(schema.arguments), frozenset(
+        k for k, a in enumerate(schema.arguments)
+        if a.alias_info is not None and a.alias_info.is_write)
+
+
+def pte_tensors(src, plan_index: int = 0) -> list[PteTensor]:
+    """The planned tensors of one execution plan of a ``.pte``.
+
+    Parameters
+    ----------
+    src : bytes, str, Path or ``ExecutorchProgramManager``
+    plan_index : int
+        Execution plan (method) index, 0 for the first.
+
+    Returns
+    -------
+    list of PteTensor
+        The tensors with ``allocation_info`` in value order. Lifetimes from the instruction order
+        of the plan's chains: instruction ``k`` of the concatenated chains is step ``k``; a
+        tensor list argument names each of its tensors; graph inputs are named at step 0 and
+        outputs at the last step; a planned tensor that no instruction names is given the whole
+        program ``[0, last step]``. ``writes`` records the instructions that write each tensor
+        (:class:`PteTensor`).
+
+    Raises
+    ------
+    planners.ProblemError
+        An unreadable file, or a dtype whose size is unknown here (naming it).
+    """
     prog = _program(src)
     ep = prog.execution_plan[plan_index]
     steps: dict[int, list[int]] = {}
+    writes: dict[int, set[int]] = {}
 
-    def touch(v: int, k: int) -> None:
+    def tensors_of(v: int) -> list[int]:
         val = ep.values[v].val
         items = getattr(val, "items", None)
         if isinstance(items, list) and type(val).__name__ == "TensorList":
-            for it in items:
-                touch(int(it), k)
-            return
-        steps.setdefault(v, []).append(k)
+            return [int(it) for it in items]
+        return [v]
+
+    def touch(v: int, k: int, written: bool = False) -> None:
+        for t in tensors_of(v):
+            steps.setdefault(t, []).append(k)
+            if written:
+                writes.setdefault(t, set()).add(k)
 
     k = 0
     for chain in ep.chains:
         for ins in chain.instructions:
             a = ins.instr_args
-            for fld in ("args",):
-                for v in getattr(a, fld, []) or []:
-                    touch(int(v), k)
-            for fld in ("move_from", "move_to", "cond_value_index", "value_index"):
+            kind = type(a).__name__
+            args = [int(v) for v in (getattr(a, "args", None) or [])]
+            if kind == "KernelCall":
+                op = ep.operators[int(a.op_index)]
+                known = _written_args(str(op.name), str(op.overload or ""))
+                for pos, v in enumerate(args):
+                    touch(v, k, known is None or pos >= known[0] or pos in known[1])
+            else:  # a delegate call's arguments are its inputs and outputs: all may be written
+                for v in args:
+                    touch(v, k, True)
+            if hasattr(a, "move_from"):
+                touch(int(a.move_from), k)
+            if hasattr(a, "move_to"):
+                touch(int(a.move_to), k, True)
+            for fld in ("cond_value_index", "value_index"):
                 if hasattr(a, fld):
                     touch(int(getattr(a, fld)), k)
             k += 1
     horizon = max(k - 1, 0)
+    inputs = {t for v in ep.inputs for t in tensors_of(int(v))}
     for v in ep.inputs:
         touch(int(v), 0)
     for v in ep.outputs:
@@ -362,46 +441,259 @@ def pte_tensors(src, plan_index: int = 0) -> list[PteTensor]:
         nbytes = int(np.prod(list(t.sizes) or [1])) * _DTYPE_BYTES[st]
         used = steps.get(i)
         first, last = (min(used), max(used)) if used else (0, horizon)
-        out.append(PteTensor(i, int(info.memory_id), int(info.memory_offset), nbytes, first, last,
-                             frozenset(used or ())))
+        offset = int(info.memory_offset)
+        out.append(PteTensor(i, int(info.memory_id), offset, nbytes, first, last,
+                             frozenset(used or ()), frozenset(writes.get(i, ())), i in inputs))
     return out
 
 
+def storage_aliases(tensors: Sequence[PteTensor]) -> dict[int, tuple[int, int]]:
+    """Which planned tensors of a ``.pte`` share storage, as ExecuTorch lays it out.
+
+    Two rules, each within one ``mem_id``:
+
+    * an **in-place result**: the instruction that first writes tensor ``t`` reads (and does not
+      write) a tensor ``b`` whose address range ``[offset, offset + size)`` holds ``t``'s: the
+      result is written inside its argument's storage (ExecuTorch's ``storage_base`` from
+      ``_share_alloc_with_arg_idx``, a dynamic ``et_view``). Two tensors an instruction only
+      reads, or only writes, are never joined by it;
+    * an **elided static view**: ExecuTorch emits no instruction for a static
+      ``memory.view`` (a ``view_copy`` replaced by ``ReplaceViewCopyWithViewPass``); the view is
+      a second tensor value with its base's ``allocation_info``, and its base's lifetime covers
+      the view's uses (``_ViewSpec`` forwards ``lifetime`` to the base). So a tensor that no
+      instruction writes and that is no graph input, at exactly the ``(mem_id, offset)`` of a
+      tensor of the same byte size (a view keeps ``numel`` and dtype) that is written (or is an
+      input) no later than the view's first read, is a view of the latest such tensor: what it
+      reads is what that tensor's writer wrote.
+
+    Two tensors that are both written stay two buffers unless the first write of one is an
+    in-place write into the other, so every other overlap of two written tensors is reported.
+    Not detectable from the ``.pte`` alone (the bytes are those of a correct program): an
+    operator result placed by mistake over an argument the same instruction reads (it reads as
+    an in-place write), and a view whose true base was overwritten by another tensor of the same
+    size at the same offset before the view is read.
+
+    Parameters
+    ----------
+    tensors : sequence of PteTensor
+        One execution plan's planned tensors (:func:`pte_tensors`).
+
+    Returns
+    -------
+    dict
+        ``{child value index: (parent value index, delta bytes)}``: the child occupies
+        ``[offset(parent) + delta, offset(parent) + delta + size(child))``; a forest whose roots
+        each contain their whole group's address range (:class:`planners.Problem` alias rules).
+    """
+    by_index = {t.index: t for t in tensors}
+    root: dict[int, int] = {t.index: t.index for t in tensors}
+
+    def find(i: int) -> int:
+        while root[i] != i:
+            root[i] = root[root[i]]
+            i = root[i]
+        return i
+
+    def holds(a: PteTensor, b: PteTensor) -> bool:  # b's range inside a's
+        return a.offset <= b.offset and b.offset + b.size <= a.offset + a.size
+
+    def join(base: PteTensor, child: PteTensor) -> None:
+        rb, rc = find(base.index), find(child.index)
+        if rb == rc:
+            return
+        big, small = (rb, rc) if by_index[rb].size >= by_index[rc].size else (rc, rb)
+        members = [t for t in tensors if find(t.index) in (rb, rc)]
+        if all(holds(by_index[big], t) for t in members):  # one root holds the whole group
+            root[small] = big
+
+    # rule 1: an instruction's first write of t lands inside an argument b it reads
+    by_size = sorted(tensors, key=lambda t: (-t.size, t.index))
+    for t in tensors:
+        if not t.writes:
+            continue
+        k = min(t.writes)
+        for b in by_size:
+            if b is t or b.size < t.size or b.mem_id != t.mem_id:
+                continue
+            if holds(b, t) and k in b.steps and k not in b.writes:
+                join(b, t)
+                break
+    # rule 2: elided static views (never written, not an input) read a same-size tensor's bytes
+    at: dict[tuple[int, int, int], list[PteTensor]] = {}
+    for t in tensors:
+        if t.size > 0:
+            at.setdefault((t.mem_id, t.offset, t.size), []).append(t)
+
+    def written_at(t: PteTensor, before: int) -> int | None:
+        ks = [k for k in t.writes if k <= before]
+        if ks:
+            return max(ks)
+        return -1 if t.is_input else None
+
+    for group in at.values():
+        if len(group) < 2:
+            continue
+        for v in group:
+            if v.writes or v.is_input:
+                continue
+            cands = [(w, b.index, b) for b in group if b is not v
+                     and (w := written_at(b, v.first)) is not None]
+            if cands:
+                join(max(cands, key=lambda c: (c[0], -c[1]))[2], v)
+    out: dict[int, tuple[int, int]] = {}
+    for t in tensors:
+        r = find(t.index)
+        if r != t.index:
+            out[t.index] = (r, t.offset - by_index[r].offset)
+    return out
+
+
+def pool_name(mem_id: int) -> str:
+    """The :class:`planners.MemoryPool` name of ExecuTorch arena ``mem_id``: ``mem{mem_id}``."""
+    return f"mem{int(mem_id)}"
+
+
 def read_plan(src, plan_index: int = 0, name: str | None = None) -> tuple[Problem, np.ndarray]:
-    """ExecuTorch's own plan of a ``.pte`` as ``(problem, offsets)``.
+    """ExecuTorch's own plan of one method of a ``.pte`` as ``(problem, offsets)``.
 
     Buffers ``v{index}`` (the value index), half-open lifetime ``[first, last + 1)`` in
-    instruction steps, size ``nbytes``; offsets in bytes as the ``.pte`` stores them. A tensor
-    is recorded as the alias of another (``Problem(aliases=...)``, delta = the offset
-    difference) only when both are named by one instruction (an in-place operator or a view
-    writes its result inside its argument's storage) and the other's address range contains
-    its own: ExecuTorch places in-place results and views inside their base's storage. Any
-    other overlap of two live tensors stays an overlap, which ``memplan check`` reports (an
-    overlap inside one instruction's own arguments cannot be told from an in-place write
-    without the kernel's semantics). One arena only: a ``.pte`` whose tensors use
-    several ``mem_id`` raises :class:`planners.ProblemError` (plan them one ``mem_id`` at a time
-    with :func:`pte_tensors`).
+    instruction steps (:func:`pte_tensors`), size ``nbytes`` (bytes); offsets in bytes from the
+    start of each tensor's arena, as the ``.pte`` stores them. Tensors that share storage
+    (:func:`storage_aliases`: in-place results, views, ExecuTorch's elided static views) are one
+    buffer of the model with the hull of their lifetimes: any other overlap of two live tensors
+    stays an overlap, which ``memplan check`` reports.
+
+    * One ``mem_id``: the problem has no pools; the storage sharers are alias groups
+      (``Problem(aliases=...)``, each child ``v{i}`` at its root's offset plus the delta).
+    * Several ``mem_id``: each arena is a pool ``mem{k}`` (:func:`pool_name`, capacity ``None``,
+      alignment 1) and each buffer names its own arena as its only candidate pool
+      (``Buffer.pools``); since :class:`planners.Problem` takes no alias groups with pools, each
+      group is one buffer named by its root (``v{root}``, the root's offset and size, the hull
+      lifetime: :meth:`planners.Problem.collapse`). :func:`pte_plan` gives the pool of each.
+
+    Parameters
+    ----------
+    src : bytes, str, Path or ``ExecutorchProgramManager``
+    plan_index : int
+        Execution plan (method) index.
+    name : str, optional
+        Problem name (default: the file's stem, or ``pte``).
+
+    Raises
+    ------
+    planners.ProblemError
+        An unreadable program, an unknown dtype, or a storage group the alias rules refuse.
     """
-    ts = pte_tensors(src, plan_index)
+    problem, offsets, _ = _read_plan(pte_tensors(src, plan_index),
+                                     _label(src, name, plan_index))
+    return problem, offsets
+
+
+def _label(src, name: str | None, plan_index: int) -> str:
     label = name or (Path(src).stem if isinstance(src, (str, Path)) else "pte")
+    return f"{label}:plan{plan_index}" if plan_index else label
+
+
+def _read_plan(ts: Sequence[PteTensor], label: str) -> tuple[Problem, np.ndarray, int]:
+    """:func:`read_plan` of one method's planned tensors; also returns how many tensors share
+    another's storage."""
+    from planners import MemoryPool
+
+    aliases = storage_aliases(ts)
     mems = sorted({t.mem_id for t in ts})
-    if len(mems) > 1:
-        raise ProblemError(f"{label}: planned tensors in arenas mem_id {mems}; read_plan gives "
-                           "one arena (use pte_tensors for each mem_id)")
-    aliases: dict[str, tuple[str, int]] = {}
-    by_size = sorted(ts, key=lambda t: (-t.size, t.index))
-    for t in ts:
-        for b in by_size:
-            if b is t or b.size < t.size:
-                continue
-            if (b.offset <= t.offset and t.offset + t.size <= b.offset + b.size
-                    and t.steps & b.steps
-                    and (b.size > t.size or b.index < t.index)):
-                aliases[f"v{t.index}"] = (f"v{b.index}", t.offset - b.offset)
-                break
-    bufs = [Buffer(f"v{t.index}", t.first, t.last + 1, t.size) for t in ts]
-    problem = Problem(bufs, name=label, aliases=aliases or None)
-    return problem, np.array([t.offset for t in ts], dtype=np.int64)
+    if len(mems) <= 1:
+        bufs = [Buffer(f"v{t.index}", t.first, t.last + 1, t.size) for t in ts]
+        problem = Problem(bufs, name=label, aliases={
+            f"v{c}": (f"v{p}", d) for c, (p, d) in aliases.items()} or None)
+        return problem, np.array([t.offset for t in ts], dtype=np.int64), len(aliases)
+    hull: dict[int, list[int]] = {}
+    for t in ts:  # each group's hull lifetime, keyed by its root
+        r = t.index
+        while r in aliases:
+            r = aliases[r][0]
+        h = hull.setdefault(r, [t.first, t.last])
+        h[0], h[1] = min(h[0], t.first), max(h[1], t.last)
+    roots = [t for t in ts if t.index in hull]
+    bufs = [Buffer(f"v{t.index}", hull[t.index][0], hull[t.index][1] + 1, t.size,
+                   pools=(pool_name(t.mem_id),)) for t in roots]
+    problem = Problem(bufs, name=label, pools=[MemoryPool(pool_name(m)) for m in mems])
+    return problem, np.array([t.offset for t in roots], dtype=np.int64), len(aliases)
+
+
+def pte_plan(src, plan_index: int = 0, name: str | None = None):
+    """ExecuTorch's own plan of one method of a ``.pte`` as a :class:`planners.Plan`.
+
+    The problem and offsets of :func:`read_plan`; with several ``mem_id`` the plan's ``pools``
+    are each buffer's arena (pool ``mem{k}``), offsets relative to that arena. ``planner`` is
+    ``"executorch"``, status ``heuristic``; ``info`` holds ``non_const_buffer_sizes`` (the
+    bytes the program declares per ``mem_id``, slot 0 constants), ``method`` (the execution
+    plan's name), ``storage_groups`` (how many tensors share another's storage) and
+    ``mem_ids`` (the arenas its planned tensors use).
+
+    Raises
+    ------
+    planners.ProblemError
+        As :func:`read_plan`.
+    """
+    from planners import Plan, lower_bound
+
+    prog = _program(src)
+    ts = pte_tensors(prog, plan_index)
+    problem, offsets, merged = _read_plan(ts, _label(src, name, plan_index))
+    ep = prog.execution_plan[plan_index]
+    pools = None
+    if problem.pools:
+        pools = np.array([problem.candidate_pools(i)[0] for i in range(problem.n)], np.int64)
+    return Plan(problem, offsets, planner="executorch", status="heuristic",
+                lower_bound=lower_bound(problem), pools=pools,
+                info={"non_const_buffer_sizes": [int(b) for b in ep.non_const_buffer_sizes],
+                      "method": str(ep.name), "storage_groups": merged,
+                      "mem_ids": sorted({t.mem_id for t in ts})})
+
+
+def pte_violations(plan, capacity: int | None = None) -> list:
+    """Every violation of ExecuTorch's plan of one method (:func:`pte_plan`), as
+    :func:`planners.validate.plan_violations` lists them: two buffers (storage groups) live at
+    one instruction step whose address ranges intersect in one arena, and each buffer ending
+    above its arena's capacity: the size the program declares for that ``mem_id``
+    (``non_const_buffer_sizes``, bytes), or ``capacity`` bytes for a program with one arena.
+
+    Raises
+    ------
+    planners.ProblemError
+        ``capacity`` for a plan with several arenas (each has its own declared size).
+    """
+    from planners import MemoryPool
+    from planners.validate import plan_violations
+
+    problem = plan.problem
+    declared = plan.info["non_const_buffer_sizes"]
+    decl = {pool_name(m): int(b) for m, b in enumerate(declared) if m > 0}
+    if problem.pools:
+        if capacity is not None:
+            raise ProblemError(f"{problem.name}: {len(problem.pools)} arenas "
+                               f"({', '.join(q.name for q in problem.pools)}); each is checked "
+                               "against its declared size, a capacity names one")
+        checked = problem.with_pools([MemoryPool(q.name, capacity=decl.get(q.name))
+                                      for q in problem.pools])
+        return plan_violations(checked, plan.offsets, None, plan.pools)
+    return plan_violations(problem, plan.offsets, pte_capacity(plan, capacity))
+
+
+def pte_capacity(plan, capacity: int | None = None) -> int | None:
+    """The capacity (bytes) a one-arena :func:`pte_plan` is checked against: ``capacity`` when
+    given, else the size the program declares for its ``mem_id``; ``None`` for several arenas
+    or none."""
+    mems = plan.info["mem_ids"]
+    if capacity is not None or len(mems) != 1:
+        return capacity if len(mems) <= 1 else None
+    declared = plan.info["non_const_buffer_sizes"]
+    return int(declared[mems[0]]) if mems[0] < len(declared) else None
+
+
+def pte_methods(src) -> list[str]:
+    """The method (execution plan) names of a ``.pte``, in plan-index order."""
+    return [str(ep.name) for ep in _program(src).execution_plan]
 
 
 def example_models(seed: int = 0) -> dict[str, tuple[Any, tuple]]:
@@ -511,14 +803,48 @@ def _mark_inplace_relu(graph_module) -> int:
 
 
 def planning_pass(memory_planning_algo=None, scheduler: str | None = None,
-                  inplace_relu: bool = False, **params):
-    """A ``MemoryPlanningPass`` that, before planning each graph, reorders its operators with
-    the memplan ``scheduler`` (:func:`reorder_graph`; ``None``: keep the exported order;
-    ``params`` are the scheduler's) and, with ``inplace_relu``, marks relus to be written into
-    their inputs' storage (:func:`inplace_relu_pass`). ``memory_planning_algo``: as
-    ``MemoryPlanningPass`` (``None``: ExecuTorch's default suite). The pass keeps ``reorders``
-    (one :func:`reorder_graph` summary per graph) and ``marked``. Raises ``ValueError`` for an
-    unknown scheduler."""
+                  inplace_relu: bool = False, mem_id_of: Callable | None = None,
+                  share_mutable_buffers: bool = False, **params):
+    """A ``MemoryPlanningPass`` with memplan's graph steps before ExecuTorch plans each graph.
+
+    Parameters
+    ----------
+    memory_planning_algo : callable, optional
+        As ``MemoryPlanningPass`` (``None``: ExecuTorch's default suite, its ``greedy``).
+    scheduler : str, optional
+        A memplan scheduler that reorders the operators first (:func:`reorder_graph`, legal
+        orders only; control-flow submodules keep their order); ``None`` keeps the exported
+        order. The reordered order is kept only when its planned bytes (the sum of
+        ``non_const_buffer_sizes`` that ``memory_planning_algo`` gives it) do not exceed the
+        exported order's: both orders are planned on copies of the graph first, and
+        the exported order is restored when the reordered one needs more. Each summary in the
+        pass's ``reorders`` says which order was used (``"order"``: ``"reordered"`` or
+        ``"exported"``) and both orders' planned bytes (``"reordered_bytes"``,
+        ``"exported_bytes"``). The trial plans are extra calls of ``memory_planning_algo`` (a
+        :class:`MemplanAlgorithm` records them in ``plans`` and ``seconds`` too; the last call
+        is the kept plan).
+    inplace_relu : bool
+        Mark relus to be written into their inputs' storage (:func:`inplace_relu_pass`).
+    mem_id_of : callable, optional
+        ``mem_id_of(node) -> int or None``: the arena of each out-variant operator's result
+        (``None`` leaves ExecuTorch's default, 1), set on its ``TensorSpec`` before planning,
+        as ExecuTorch's custom-pool passes do.
+    share_mutable_buffers : bool
+        As ``MemoryPlanningPass``: mutable buffers shared across methods, placed in arena 2 by
+        ``run_multimethod``.
+    **params
+        The scheduler's parameters.
+
+    Returns
+    -------
+    MemoryPlanningPass
+        With ``reorders`` (one summary per graph reordered) and ``marked`` (relus marked).
+
+    Raises
+    ------
+    ValueError
+        An unknown scheduler.
+    """
     _require()
     from executorch.exir.passes import MemoryPlanningPass
 
@@ -528,16 +854,107 @@ def planning_pass(memory_planning_algo=None, scheduler: str | None = None,
         get_scheduler(scheduler, **params)  # unknown names fail here, not mid-export
 
     class _Planning(MemoryPlanningPass):
+        def _trial_bytes(self, graph_module, graph_signature) -> int:
+            trial = MemoryPlanningPass(
+                memory_planning_algo=self.memory_planning_algo,
+                allow_lifetime_and_storage_overlap=self.allow_lifetime_and_storage_overlap,
+                alloc_graph_input=self.alloc_graph_input,
+                alloc_graph_output=self.alloc_graph_output,
+                alloc_mutable_buffers=self.alloc_mutable_buffers, alignment=self.alignment)
+            trial.enable_non_cpu_memory_planning = self.enable_non_cpu_memory_planning
+            gm, restore = _trial_copy(graph_module)
+            try:
+                trial.run(gm, graph_signature)
+                return int(sum(gm.meta["non_const_buffer_sizes"]))
+            finally:
+                restore()
+
         def run(self, graph_module, graph_signature=None):
-            if scheduler is not None:
-                self.reorders.append(reorder_graph(graph_module, scheduler, **params))
             if inplace_relu:
                 self.marked += _mark_inplace_relu(graph_module)
+            if mem_id_of is not None:
+                _assign_mem_ids(graph_module, mem_id_of)
+            if scheduler is not None:
+                exported = list(graph_module.graph.nodes)
+                before = self._trial_bytes(graph_module, graph_signature)
+                summary = reorder_graph(graph_module, scheduler, **params)
+                after = (self._trial_bytes(graph_module, graph_signature) if summary["moved"]
+                         else before)
+                summary.update(exported_bytes=before, reordered_bytes=after,
+                               order="reordered" if after <= before else "exported")
+                if after > before:
+                    _set_order(graph_module, exported)
+                self.reorders.append(summary)
             return super().run(graph_module, graph_signature)
 
-    p = _Planning(memory_planning_algo=memory_planning_algo)
+    p = _Planning(memory_planning_algo=memory_planning_algo,
+                  share_mutable_buffers=share_mutable_buffers)
     p.reorders, p.marked = [], 0
     return p
+
+
+#: The ``TensorSpec`` fields a planning run sets (``update_all_tensors_lifetime``, ``realign``,
+#: ``apply_algo``); a trial plan restores them (:func:`_trial_copy`).
+_PLAN_FIELDS = ("lifetime", "mem_id", "mem_obj_id", "mem_offset", "alignment")
+
+
+def _trial_copy(graph_module):
+    """``(copy, restore)``: a deep copy of ``graph_module`` to plan as a trial, and a function
+    that puts back the planning fields (:data:`_PLAN_FIELDS`) of every ``TensorSpec`` of the
+    graph and its submodules as they are now (``fx`` copies node meta shallowly, so the copy's
+    nodes hold the same specs; ExecuTorch's view specs cannot be deep-copied)."""
+    import copy
+
+    import torch
+
+    saved = []
+    for sub in graph_module.modules():
+        if not isinstance(sub, torch.fx.GraphModule):
+            continue
+        for n in sub.graph.nodes:
+            specs = n.meta.get("spec")
+            for spec in specs if isinstance(specs, (list, tuple)) else [specs]:
+                if spec is not None and hasattr(spec, "lifetime"):
+                    saved.append((spec, [copy.copy(getattr(spec, f)) for f in _PLAN_FIELDS]))
+
+    def restore() -> None:
+        for spec, values in saved:
+            for f, v in zip(_PLAN_FIELDS, values, strict=True):
+                setattr(spec, f, copy.copy(v))
+
+    return copy.deepcopy(graph_module), restore
+
+
+def _set_order(graph_module, nodes) -> None:
+    """Put the nodes of ``graph_module``'s graph back in the order ``nodes`` (all of them)."""
+    for a, b in zip(nodes, nodes[1:]):
+        a.append(b)
+    graph_module.graph.lint()
+    graph_module.recompile()
+
+
+def _assign_mem_ids(graph_module, mem_id_of: Callable) -> int:
+    """Set ``spec.mem_id = mem_id_of(node)`` on each out-variant operator's result spec(s) where
+    it gives an int; returns how many nodes."""
+    import torch
+    from executorch.exir.memory_planning import _is_out_var_node
+
+    k = 0
+    for sub in graph_module.modules():
+        if not isinstance(sub, torch.fx.GraphModule):
+            continue
+        for node in sub.graph.nodes:
+            if node.op != "call_function" or not _is_out_var_node(node):
+                continue
+            mem_id = mem_id_of(node)
+            if mem_id is None:
+                continue
+            specs = node.meta.get("spec")
+            for spec in specs if isinstance(specs, (list, tuple)) else [specs]:
+                if spec is not None:
+                    spec.mem_id = int(mem_id)
+            k += 1
+    return k
 
 
 def write_plan_csv(src, path: str | Path, plan_index: int = 0) -> Problem:
@@ -691,5 +1108,7 @@ def reordering_pass(scheduler: str = "min_live", memory_planning_algo=None, **pa
     """A ``MemoryPlanningPass`` that first reorders the graph's operators with the memplan
     ``scheduler`` (:func:`reorder_graph`, legal orders only; control-flow submodules keep their
     order), then plans memory with ``memory_planning_algo`` (``None``: ExecuTorch's default
-    suite): ``planning_pass(memory_planning_algo, scheduler, **params)``."""
+    suite): ``planning_pass(memory_planning_algo, scheduler, **params)``. The reordered order
+    is kept only when its planned bytes do not exceed the exported order's (otherwise the
+    exported order is restored); ``reorders[-1]["order"]`` says which was used."""
     return planning_pass(memory_planning_algo, scheduler=scheduler, **params)
