@@ -339,8 +339,10 @@ SEED = Interval(Integral, 0, None)
 CPSAT_SEED = Interval(Integral, 0, 2**31 - 1)
 #: A share of a time limit: a number in ``[0, 1]``.
 SHARE = Interval(Real, 0, 1, closed="both")
-#: Solver threads / workers: an int >= 1.
-THREADS = Interval(Integral, 1, None)
+#: Solver threads / workers: an int in ``[1, 2**31 - 1]``, the solvers' type (CP-SAT's
+#: ``num_workers`` and OR-Tools' ``SetNumThreads`` take an int32; ``workers=10**30`` raised
+#: ``TypeError`` / ``OverflowError`` there).
+THREADS = Interval(Integral, 1, 2**31 - 1)
 #: ``model_budget`` of the model-building solvers (:func:`planners.model_size.decline_reason`):
 #: a factor >= 0, or ``None`` (always build).
 MODEL_BUDGET = [Interval(Real, 0, None), None]

@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import planners.base
+import planners.params
 import scheduling.schedulers.base
 from planners import MemplanError, ParameterError, ProblemError, plan
 from planners.base import Configurable as ConfigurableFromBase
@@ -73,7 +74,11 @@ def test_parameter_error_is_a_value_error_and_a_toolkit_error_but_not_a_problem_
          "cpsat: parameter 'warm_start' = 'yes' is not allowed; allowed: a bool"),
         # None is not allowed unless declared
         (CPSat(workers=None),
-         "cpsat: parameter 'workers' = None is not allowed; allowed: an int in [1, inf)"),
+         "cpsat: parameter 'workers' = None is not allowed; allowed: an int in [1, 2147483647]"),
+        # threads reach the solvers as an int32
+        (CPSat(workers=2**31),
+         "cpsat: parameter 'workers' = 2147483648 is not allowed; allowed: an int in "
+         "[1, 2147483647]"),
         # integer interval or None
         (Chaitin(k=0),
          "chaitin: parameter 'k' = 0 is not allowed; allowed: an int in [1, inf) or None"),
@@ -381,3 +386,21 @@ def test_sweep_grid_refuses_non_finite_time_limits(value, tmp_path):
                                              r"-?(inf|nan) is not allowed; allowed: a number in "
                                              r"\(0, 1000000000\] seconds$"):
         load_config(cfg)
+
+
+@pytest.mark.parametrize("planner", [n for n, c in PLANNERS.items()
+                                     if (c._parameter_constraints or {}).get("workers") ==
+                                     [planners.params.THREADS]])
+def test_plan_workers_beyond_int32_exit_2_in_one_line(planner, tmp_path, capsys):
+    """Threads reach CP-SAT (num_workers) and OR-Tools (SetNumThreads) as an int32: a larger
+    count is refused by the rule (before: TypeError / OverflowError tracebacks)."""
+    from experiments.cli.app import main
+
+    f = tmp_path / "p.csv"
+    f.write_text("id,lower,upper,size\na,0,2,64\nb,1,3,32\nc,2,4,48\n")
+    assert main(["plan", str(f), "--planner", planner, "--param",
+                 "workers=1000000000000000000000000000000"]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"memplan: error: {planner}: parameter 'workers' = "
+                   "1000000000000000000000000000000 is not allowed; allowed: an int in "
+                   "[1, 2147483647]\n")
