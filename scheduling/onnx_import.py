@@ -400,9 +400,10 @@ def load_onnx(
     # an initializer that is also a graph input (IR >= 4) is a default a caller may replace:
     # ONNX Runtime does not treat it as a constant, so it folds nothing that reads it
     overridable = init_names & {vi.name for vi in g.input} if model.ir_version >= 4 else set()
-    # outputs ONNX Runtime sizes only when it runs their node (NonZero of a constant), and what
-    # is computed from them: a Shape of one is not folded either
-    unsized: set[str] = set()
+    # outputs ONNX Runtime sizes only when it runs their node (NonZero of a constant, or one its
+    # own inference leaves unshaped: a GroupNormalization's, sized here by the specification),
+    # and what is computed from them: a Shape of one is not folded either
+    unsized = {t for t, src in res.source.items() if src in ("onnx_spec", "ort_symbolic")}
     known_values = ChainMap(values, res.values)  # live: folded values join as they come
     # shapes plain strict inference settles are sized before execution without a check
     inferred_src = ("declared", "override", "onnx_strict")

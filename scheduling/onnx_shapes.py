@@ -92,6 +92,7 @@ __all__ = [
     "CONTRIB_SPEC_OPS",
     "UNTYPED_SPEC_OPS",
     "type_untyped_outputs",
+    "RUNTIME_FUNCTION_OPS",
     "ShapeResolution",
     "apply_overrides",
     "check_node_order",
@@ -1430,6 +1431,29 @@ def _default_valued_inputs(model: onnx.ModelProto, res: ShapeResolution, where: 
                     "other sizes)")
 
 
+#: Operators ONNX Runtime's CPU provider (onnxruntime 1.32) runs as their ONNX function body,
+#: having no kernel for them: ``GroupNormalization`` (opsets 18 and 21; the model ONNX Runtime
+#: writes after optimising holds the body's ``Reshape``, ``ReduceMean``, ``Sub``, ``Mul``, ...,
+#: measured). The body's intermediate tensors are allocated at run time; an operator's
+#: internals are not tensors of the graph here (:func:`_function_body_notes` says so).
+RUNTIME_FUNCTION_OPS = frozenset({"GroupNormalization"})
+
+
+def _function_body_notes(model: onnx.ModelProto, res: ShapeResolution, where: str) -> None:
+    """One note per operator type of :data:`RUNTIME_FUNCTION_OPS` in the main graph: ONNX
+    Runtime runs it as its function body, whose intermediates the plan does not hold."""
+    count: dict[str, list[str]] = {}
+    for k, node in enumerate(model.graph.node):
+        if node.op_type in RUNTIME_FUNCTION_OPS and node.domain in ("", "ai.onnx"):
+            count.setdefault(node.op_type, []).append(_node_label(node, k))
+    for op, labels in count.items():
+        res.notes.append(
+            f"{where}: {len(labels)} {op} node(s) (first {labels[0]!r}): ONNX Runtime's CPU "
+            "provider has no kernel for it and runs its ONNX function body, whose intermediate "
+            "tensors it allocates at run time; the plan holds the operator's inputs and outputs "
+            "only (as for any kernel's internal scratch)")
+
+
 def _ort_symbolic(model: onnx.ModelProto) -> onnx.ModelProto | None:
     """ONNX Runtime's symbolic shape inference, keeping partial results (``None`` on failure).
 
@@ -1599,6 +1623,7 @@ def resolve_shapes(
             _spec_rules(model, res)
     _runtime_sizes(model, res, where, max_fold_elems, seed)
     _default_valued_inputs(model, res, where)
+    _function_body_notes(model, res, where)
     for name, declared in partial_out.items():
         now = res.shapes.get(name)
         if now is not None and declared is not None and (len(declared) != len(now) or any(

@@ -115,3 +115,46 @@ def test_runtime_folds_constant_matches_onnx_runtime(op, folds):
     g = load_onnx(m)
     planned = "o" in g.tensors and g.tensors["o"].kind == "activation"
     assert planned is not folds
+
+
+@pytest.mark.parametrize("op", ["GroupNormalization", "MeanVarianceNormalization"])
+def test_shape_of_an_output_onnx_runtime_cannot_size_is_planned(op):
+    """ONNX Runtime's own inference leaves these outputs unshaped (the toolkit sizes them by the
+    specification), so it runs a Shape of one instead of folding it: planned, as ONNX
+    Runtime's optimised graph keeps it."""
+    ins, kw = (["x", "s", "b"], {"num_groups": 3}) if op[0] == "G" else (["x"], {})
+    nodes = [h.make_node(op, ins, ["g"], **kw), h.make_node("Shape", ["g"], ["sh"]),
+             h.make_node("Cast", ["sh"], ["shf"], to=T.FLOAT),
+             h.make_node("ReduceSum", ["shf"], ["r"], keepdims=0),
+             h.make_node("Add", ["g", "r"], ["y"])]
+    m = _model(nodes, [_vi("x", [2, 6, 4, 5])],
+               [nh.from_array(np.ones(3, np.float32), "s"),
+                nh.from_array(np.zeros(3, np.float32), "b")], opset=18)
+    g = load_onnx(m)
+    kept = ort_runtime_outputs(m)
+    assert {"sh", "shf", "r"} <= kept
+    ort = measured_sizes(m)
+    assert {t: g.tensors[t].nbytes for t in ("g", "sh", "shf", "r", "y")} == \
+        {t: ort[t] for t in ("g", "sh", "shf", "r", "y")} == \
+        {"g": 960, "sh": 32, "shf": 16, "r": 4, "y": 960}
+    assert all(g.tensors[t].kind == "activation" for t in ("sh", "shf", "r"))
+    body = [n for n in g.notes if "function body" in n]
+    assert len(body) == (1 if op == "GroupNormalization" else 0)
+    if body:  # ONNX Runtime does run the body: its nodes are in the optimised graph
+        assert "ReduceMean" in {n.op_type for n in _optimized(m).graph.node}
+
+
+def _optimized(m):
+    import os
+    import tempfile
+
+    import onnx
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    opts.log_severity_level = 3
+    with tempfile.TemporaryDirectory() as d:
+        opts.optimized_model_filepath = os.path.join(d, "o.onnx")
+        ort.InferenceSession(m.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+        return onnx.load(opts.optimized_model_filepath)
