@@ -310,9 +310,13 @@ def test_report_of_records_without_problem_sha256_checks_the_buffer_count(hostil
         r.write_text(json.dumps(rec))
     build_report(out, out=tmp_path / "ok", formats=("png",), max_workload_figures=1, jobs=1)
     (csv,) = list((out / "problems").glob("*.csv"))
-    csv.write_text("\n".join(csv.read_text().splitlines()[:-1]) + "\n")  # a buffer dropped
+    text = csv.read_text()
+    csv.write_text("\n".join(text.splitlines()[:-1]) + "\n")  # a buffer dropped
     with pytest.raises(StoredProblemMismatch, match="buffers, the record"):
         build_report(out, out=tmp_path / "bad", formats=("png",), max_workload_figures=1, jobs=1)
+    csv.write_text(text.replace("lower", "start"))  # not a stored problem at all
+    with pytest.raises(StoredProblemMismatch, match="is not a stored problem"):
+        build_report(out, out=tmp_path / "bad2", formats=("png",), max_workload_figures=1, jobs=1)
 
 
 def test_ref_outside_shared_is_refused(tmp_path):

@@ -179,7 +179,8 @@ def _digest_of(row) -> str:
     """A record's ``problem_digest`` as text, ``""`` when it has none (a run whose problem could
     not be built)."""
     d = row.get("problem_digest")
-    return "" if d is None or (isinstance(d, float) and np.isnan(d)) else d
+    return "" if d is None or (np.isscalar(d) and not isinstance(d, str) and pd.isna(d)) or \
+        d is pd.NA else d
 
 
 def check_stored_problems(df: pd.DataFrame, results: Path) -> None:
@@ -250,14 +251,19 @@ def _problem(results: Path, row, name: str):
             raise StoredProblemMismatch(
                 f"{where}: {f} is not the problem the record was planned on (the SHA-256 of "
                 "its text is not the record's problem_sha256); the report is not drawn from it")
-    t = pd.read_csv(f)
+    try:
+        t = pd.read_csv(f)
+        cols = [t[c].to_numpy() for c in ("lower", "upper", "size")]
+        ids = [str(i) for i in t["id"]]
+    except (KeyError, ValueError) as e:  # pandas' ParserError is a ValueError
+        raise StoredProblemMismatch(f"{where}: {f} is not a stored problem (id, lower, upper, "
+                                    f"size columns): {e}") from None
     n = pd.to_numeric(pd.Series([row.get("buffers")]), errors="coerce").iloc[0]
     if not (isinstance(want, str) and want) and pd.notna(n) and int(n) != len(t):
         raise StoredProblemMismatch(
             f"{where}: {f} has {len(t)} buffers, the record {int(n)}; it is not the problem the "
             "record was planned on")
-    return Problem.from_arrays(t["lower"].to_numpy(), t["upper"].to_numpy(), t["size"].to_numpy(),
-                               ids=[str(i) for i in t["id"]], name=name)
+    return Problem.from_arrays(*cols, ids=ids, name=name)
 
 
 def _workload_figures(results: Path, w: str, sub: pd.DataFrame, figs: Path,
