@@ -16,12 +16,15 @@ allocations, ``naive`` where the graph has no storage-backed specs; the smallest
 memplan's :data:`MEMPLAN_PLANNERS` through :class:`~experiments.runtimes.executorch.
 MemplanAlgorithm`.
 
-Columns (one row per model, planner, order): ``model, planner, source, order, moved`` (nodes
-the reorder moved), ``arena`` (bytes of arena ``mem_id`` 1, ``non_const_buffer_sizes[1]``),
+Columns (one row per model, planner, order): ``model, planner, source, order, order_used``
+(``file`` or ``min_live``: the reordering pass keeps the exported order when the reordered one
+plans more bytes, :func:`~experiments.runtimes.executorch.planning_pass`), ``moved`` (nodes the
+kept order moved: 0 when the exported order was kept), ``arena`` (bytes of arena ``mem_id`` 1, ``non_const_buffer_sizes[1]``),
 ``total_bytes`` (sum over arenas), ``pte_lower_bound`` (max live bytes of the ``.pte``'s planned
 tensors in its own instruction order, unaligned ``nbytes``: :func:`planners.lower_bound` of
 :func:`~experiments.runtimes.executorch.read_plan`), ``planning_seconds`` (wall seconds inside
-the planning algorithm(s), summed over the graph and its submodules), ``same_outputs``
+the planning algorithm(s), summed over the graph and its submodules, and, for a reordered
+row, over the two trial plans that chose the order), ``same_outputs``
 (bit-identical to the default's), ``verified`` (``verify_storage_reuse`` passed), ``note``.
 
 Usage::
@@ -40,7 +43,7 @@ from pathlib import Path
 
 __all__ = ["COLUMNS", "MEMPLAN_PLANNERS", "run", "plot", "main"]
 
-COLUMNS = ["model", "planner", "source", "order", "moved", "arena", "total_bytes",
+COLUMNS = ["model", "planner", "source", "order", "order_used", "moved", "arena", "total_bytes",
            "pte_lower_bound", "planning_seconds", "same_outputs", "verified", "note"]
 
 #: memplan planners run (registry name -> parameters).
@@ -137,9 +140,15 @@ def run(out: Path, orders=("file", "min_live"), models: list[str] | None = None)
                     row = {"arena": "", "total_bytes": "", "pte_lower_bound": "",
                            "same_outputs": "", "verified": ""}
                     note = f"{type(e).__name__}: {e}".splitlines()[0][:200]
-                moved = getattr(mp, "reorders", None)
+                summary = (getattr(mp, "reorders", None) or [{}])[-1]
+                used = order if summary.get("order", "reordered") == "reordered" else "file"
+                if used != order:
+                    note = (note + "; " if note else "") + (
+                        f"exported order kept: {order} plans {summary['reordered_bytes']} B > "
+                        f"{summary['exported_bytes']} B")
                 rows.append({"model": model_name, "planner": planner, "source": source,
-                             "order": order, "moved": moved[-1]["moved"] if moved else 0,
+                             "order": order, "order_used": used,
+                             "moved": summary.get("moved", 0) if used != "file" else 0,
                              **row, "planning_seconds": f"{seconds():.6f}", "note": note})
                 print(f"{model_name:22s} {planner:18s} {order:9s} arena={row['arena']!s:>7} "
                       f"same={row['same_outputs']} verified={row['verified']} "

@@ -2,10 +2,15 @@
 
 The runtime-integration shape (:mod:`experiments.runtimes`):
 
-* :func:`read_plan` -- ExecuTorch's own plan of a ``.pte`` (each planned tensor's ``mem_id``,
-  offset, size and lifetime from the instruction order) as a :class:`planners.Problem` plus
-  offsets, so ``planners.check_plan`` and ``memplan view`` / ``compare`` work on it
-  (:func:`experiments.workloads.load_problem` resolves ``*.pte``);
+* :func:`read_plan` / :func:`pte_plan` -- ExecuTorch's own plan of a ``.pte`` (each planned
+  tensor's ``mem_id``, offset, size and lifetime from the instruction order) as a
+  :class:`planners.Problem` plus offsets (a :class:`planners.Plan` with each buffer's pool), so
+  ``memplan check`` (:func:`pte_violations`), ``memplan view`` and ``compare`` work on it
+  (:func:`experiments.workloads.load_problem` resolves ``*.pte``). Storage is modelled as
+  ExecuTorch lays it out (:func:`storage_aliases`): a view or an in-place result and its base
+  are one buffer with the hull of their lifetimes, and each ``mem_id`` is its own pool
+  ``mem{k}``; ``python -m experiments.runtimes.executorch_diff`` checks the verdicts against
+  ExecuTorch's own storage rules on generated and corrupted programs;
 * :func:`plan_for` / :class:`MemplanAlgorithm` -- a memory-planning algorithm for
   ``MemoryPlanningPass(memory_planning_algo=...)`` and
   ``MemoryPlanningAlgorithmSuite(algo_list=[...])`` that plans ExecuTorch's tensor specs with any
@@ -35,9 +40,11 @@ The contract, read from ExecuTorch 1.5.1's ``exir/memory_planning.py`` (``apply_
   ranges overlap (whatever their lifetimes) to share ``mem_obj_id``: the ids are the connected
   runs of overlapping address ranges in each arena.
 
-Why one problem per arena rather than one :class:`planners.MemoryPool` problem: ExecuTorch
-fixes each spec's ``mem_id`` before planning (nothing is left to assign), and memplan's
-problems refuse alias groups together with pools (:class:`planners.ProblemError`).
+Why :class:`MemplanAlgorithm` plans one problem per arena rather than one
+:class:`planners.MemoryPool` problem: ExecuTorch fixes each spec's ``mem_id`` before planning
+(nothing is left to assign), and memplan's problems refuse alias groups together with pools
+(:class:`planners.ProblemError`); for the same reason :func:`read_plan` collapses each storage
+group to one buffer when a program has several arenas.
 
 ``torch`` and ``executorch`` come from the extra ``pip install -e '.[executorch]'``; this module
 imports them inside its functions only, and raises :class:`experiments.runtimes.RuntimeMissing`
@@ -341,15 +348,25 @@ class PteTensor:
 _DTYPE_BYTES = {0: 1, 1: 1, 2: 2, 3: 4, 4: 8, 5: 2, 6: 4, 7: 8, 11: 1, 15: 2}  # ScalarType enum
 
 
+#: ExecuTorch's own tensor operators, which have no registered schema, as :func:`_written_args`
+#: gives them (ExecuTorch 1.5.1 ``exir/emit/_emitter.py``): ``et_view(self, size)`` then the
+#: view (``_emit_view``, a dynamic view), ``et_copy_index(copy_to, copy_from, index)`` writes
+#: ``copy_to`` (``map`` and ``scan`` outputs).
+_PRIM_WRITES = {("executorch_prim::et_view", "default"): (2, frozenset()),
+                ("executorch_prim::et_copy_index", "tensor"): (3, frozenset({0}))}
+
+
 @functools.cache
 def _written_args(name: str, overload: str) -> tuple[int, frozenset] | None:
     """``(number of schema arguments, positions of the arguments written)`` of the operator
     ``name.overload`` by its registered schema (``alias_info.is_write``: the ``out`` arguments of
     an out variant, ``self`` of an in-place operator); ``None`` when no schema is registered. The
     emitter passes the schema's arguments then the returned value(s), so positions at or beyond
-    the first number are written too."""
+    the first number are written too (:data:`_PRIM_WRITES` for ExecuTorch's own operators)."""
     import torch
 
+    if (name, overload) in _PRIM_WRITES:
+        return _PRIM_WRITES[name, overload]
     try:
         schema = torch._C._get_schema(name, overload)
     except RuntimeError:
@@ -462,9 +479,9 @@ def storage_aliases(tensors: Sequence[PteTensor]) -> dict[int, tuple[int, int]]:
       a second tensor value with its base's ``allocation_info``, and its base's lifetime covers
       the view's uses (``_ViewSpec`` forwards ``lifetime`` to the base). So a tensor that no
       instruction writes and that is no graph input, at exactly the ``(mem_id, offset)`` of a
-      tensor of the same byte size (a view keeps ``numel`` and dtype) that is written (or is an
-      input) no later than the view's first read, is a view of the latest such tensor: what it
-      reads is what that tensor's writer wrote.
+      tensor of the same byte size (a view keeps ``numel`` and dtype) that is written by an
+      instruction before the view's first read (or is a graph input), is a view of the one
+      written last: what it reads is what that tensor's writer wrote.
 
     Two tensors that are both written stay two buffers unless the first write of one is an
     in-place write into the other, so every other overlap of two written tensors is reported.
@@ -524,8 +541,8 @@ def storage_aliases(tensors: Sequence[PteTensor]) -> dict[int, tuple[int, int]]:
         if t.size > 0:
             at.setdefault((t.mem_id, t.offset, t.size), []).append(t)
 
-    def written_at(t: PteTensor, before: int) -> int | None:
-        ks = [k for k in t.writes if k <= before]
+    def written_at(t: PteTensor, before: int) -> int | None:  # last write before a step
+        ks = [k for k in t.writes if k < before]
         if ks:
             return max(ks)
         return -1 if t.is_input else None
@@ -960,10 +977,13 @@ def _assign_mem_ids(graph_module, mem_id_of: Callable) -> int:
 def write_plan_csv(src, path: str | Path, plan_index: int = 0) -> Problem:
     """Write ExecuTorch's own plan of a ``.pte`` (:func:`read_plan`) as a solved MiniMalloc CSV
     (``id,lower,upper,size,offset``; half-open lifetimes in instruction steps, bytes) for
-    ``memplan check`` and ``memplan view``. Alias groups (in-place results inside their base)
-    are written as one row per group (the root's id and offset, the hull of the members'
-    lifetimes, :meth:`planners.Problem.collapse`), since the CSV has no alias column. Returns the
-    collapsed problem written."""
+    ``memplan check`` and ``memplan view``. Alias groups (in-place results and views inside
+    their base) are written as one row per group (the root's id and offset, the hull of the
+    members' lifetimes, :meth:`planners.Problem.collapse`), since the CSV has no alias column.
+    A program with several arenas gets the columns ``pools`` (each buffer's arena, its only
+    candidate) and ``pool`` (``memplan check PLAN.csv --pools mem1=B1,mem2=B2`` checks it
+    against the declared sizes, :func:`planned_bytes`). Returns the collapsed problem
+    written."""
     from planners import Plan
     from planners.io import write_minimalloc_csv
 
@@ -973,7 +993,10 @@ def write_plan_csv(src, path: str | Path, plan_index: int = 0) -> Problem:
     for i, g in enumerate(group.tolist()):
         if problem.ids[i] == collapsed.ids[g]:
             root_off[g] = offsets[i]
-    write_minimalloc_csv(collapsed, path, Plan(collapsed, root_off, "executorch", "heuristic"))
+    pools = (np.array([collapsed.candidate_pools(i)[0] for i in range(collapsed.n)], np.int64)
+             if collapsed.pools else None)
+    write_minimalloc_csv(collapsed, path, Plan(collapsed, root_off, "executorch", "heuristic",
+                                               pools=pools))
     return collapsed
 
 
