@@ -40,11 +40,22 @@ Engines
 The placement runs in one of two engines with byte-identical offsets (``engine=`` of
 :func:`greedy_offsets` and of every greedy planner; ``plan.info["engine"]`` says which ran):
 
-* ``"c"`` -- the compiled core ``planners._greedy`` (``planners/_ext/_greedy.c``): a static
-  centred interval tree over time yields each buffer's placed neighbours in ``O(log n + d)`` for
-  ``d`` buffers live with it (no edge list, ``O(n)`` memory); they are radix-sorted by offset and
-  scanned with the same first-fit / best-fit loops as below. ``O(n log n + E)`` time, and the GIL
-  is released while placing.
+* ``"c"`` -- the compiled core ``planners._greedy`` (``planners/_ext/_greedy.c``), two paths:
+
+  - an order non-decreasing in start (``best_fit``, ``order="start"``, ``greedy_in_order``
+    without residents): a sweep over time with an address-ordered free list (``sweep``). The
+    gaps between the live placed buffers sit in balanced search trees (treaps: by address with
+    the longest gap of each subtree, for best fit also by ``(length, address)``); a buffer is
+    placed by splitting a gap and an expiring buffer's range coalesces with the gaps on both
+    sides. Expected ``O(log L)`` per buffer for ``L`` buffers live at once (plus one step per
+    gap that holds the size but not at its aligned start), ``O(n log n)`` in total whatever the
+    number of interfering pairs;
+  - any other order (``place``): a static centred interval tree over time yields each buffer's
+    placed neighbours in ``O(log n + d)`` for ``d`` buffers live with it (no edge list, ``O(n)``
+    memory); they are radix-sorted by offset and scanned with the same first-fit / best-fit
+    loops as below. ``O(n log n + E)`` time.
+
+  The GIL is released while placing.
 * ``"python"`` -- the reference implementation in this module (the graph and sweep paths above).
 * ``"auto"`` (default) -- the C engine when it is built, else the Python engine.
 
@@ -411,10 +422,13 @@ def _place_graph(problem: Problem, perm: np.ndarray, fit: str, edges=None) -> np
     return np.asarray(off, dtype=np.int64)
 
 
-def _place_c(problem: Problem, perm: np.ndarray, fit: str) -> np.ndarray:
-    """Placement by the compiled core (same offsets as :func:`_place_graph`)."""
+def _place_c(problem: Problem, perm: np.ndarray, fit: str, sweep: bool = False) -> np.ndarray:
+    """Placement by the compiled core (same offsets as :func:`_place_graph`): its interval-tree
+    engine ``place``, or with ``sweep`` (an order non-decreasing in start) its free-list sweep
+    ``sweep``."""
     out = np.empty(problem.n, np.int64)
-    _c_core().place(
+    core = _c_core()
+    (core.sweep if sweep else core.place)(
         perm=np.ascontiguousarray(perm, np.int64),
         starts=np.ascontiguousarray(problem.starts, np.int64),
         ends=np.ascontiguousarray(problem.ends, np.int64),
@@ -446,10 +460,10 @@ def greedy_offsets(
     fit : {"first", "best"}
         Lowest aligned offset that fits, or smallest gap that fits (see the module docstring).
     method : {"auto", "graph", "sweep"}
-        Path of the Python engine: ``graph`` works for any order; ``sweep`` needs an order
-        non-decreasing in start; ``auto`` takes the sweep when it applies. The C engine has one
-        path for every order (``sweep`` is still refused for an order not sorted by start). The
-        offsets depend on neither.
+        Path of either engine: ``graph`` works for any order (Python: the interference graph;
+        C: the interval tree); ``sweep`` needs an order non-decreasing in start (Python: the
+        sorted live list; C: the free-list sweep); ``auto`` takes the sweep when it applies.
+        The offsets depend on neither.
     edges : pair of int arrays or None
         Precomputed :func:`placement_edges` of ``problem`` (Python graph path only; ``None`` builds
         them when needed).
@@ -475,7 +489,8 @@ def greedy_offsets(
     -----
     ``O(n log n + E log k)`` time for ``E`` interfering pairs and ``k`` placed neighbours per buffer
     (graph path); ``O(n log n + n L)`` for at most ``L`` buffers live at once (sweep path); C
-    engine ``O(n log n + E)`` time and ``O(n)`` memory.
+    engine ``O(n log n + E)`` time and ``O(n)`` memory on the graph path, expected
+    ``O(n log n)`` on the sweep path (module docstring, "Engines").
 
     Examples
     --------
@@ -491,14 +506,12 @@ def greedy_offsets(
     perm = _resolve_order(problem, order)
     if problem.n == 0:
         return np.zeros(0, np.int64)
-    if eng == "c" and method != "sweep":
-        return _place_c(problem, perm, fit)
-    by_start = bool(np.all(np.diff(problem.starts[perm]) >= 0))
+    by_start = method != "graph" and bool(np.all(problem.starts[perm[1:]] >= problem.starts[perm[:-1]]))
     if method == "sweep" and not by_start:
         raise ValueError("method='sweep' needs an order that is non-decreasing in start step")
     if eng == "c":
-        return _place_c(problem, perm, fit)
-    if method == "sweep" or (method == "auto" and by_start):
+        return _place_c(problem, perm, fit, sweep=by_start)
+    if by_start:
         return _place_sweep(problem, perm, fit)
     return _place_graph(problem, perm, fit, edges)
 

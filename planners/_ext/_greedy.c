@@ -346,6 +346,303 @@ done:
     return status;
 }
 
+/* ---- the sweep engine: orders non-decreasing in start, an address-ordered free list ----
+   When the order visits the buffers by start step (ties in any order), the placed neighbours of
+   a buffer are exactly the placed buffers still live at its start: those with end > start (every
+   buffer ending at or before that step was placed before it). They are disjoint in address, so
+   the free space below the highest of them is a list of gaps, one below each live buffer b:
+   [gap(b), offset(b)) with gap(b) the top of b's predecessor in address order (0 for the lowest);
+   the space above the highest top is open. A buffer is placed in a gap, splitting it (the new
+   buffer takes the gap's low part, the gap of the buffer above it now starts at its top); a
+   buffer that expires gives its gap to its successor (the two gaps and its range coalesce into
+   one), or lowers the top when it was the highest.
+
+   first fit: the lowest gap (by address) whose aligned start holds the buffer below its end,
+              else the aligned top;
+   best fit:  the shortest such gap, ties to the lowest, else the aligned top;
+   exactly what the scans above return over the live neighbours sorted by offset (gaps of length
+   0 between adjacent buffers are kept; they hold nothing).
+
+   The gaps sit in treaps (randomised balanced search trees; priorities a fixed hash): one by
+   address, each node keeping the longest gap of its subtree, so the first-fit search skips every
+   subtree without a gap of at least `size` bytes; for best fit a second one by (gap length,
+   address), searched from the first gap of at least `size` bytes. Alignment is tested at the
+   candidates (a gap of that length may still fail once its start is rounded up) and the search
+   goes on to the next. The live buffers expire from a binary heap by end. Nodes live in a pool of
+   slots reused as buffers expire, so the working set is the L live buffers (48 bytes each), not
+   n. Expected O(log L) per insertion, removal and search, plus one step per candidate that fails
+   only by its alignment: O(n log L) in total, 4 bytes per buffer beyond the inputs and the
+   output (touched memory: O(L)). */
+
+typedef struct {
+    i64 off, gap, mx;   /* address range starts at off; its gap is [gap, off); mx: subtree max */
+    int l, r, bl, br;   /* children in the address treap and the (length, address) treap */
+    unsigned prio;
+    int inb;            /* in the (length, address) treap: only gaps of length > 0 are */
+} TNode;
+
+typedef struct { i64 end; int slot, pad; } Expiry;
+
+static inline unsigned prio_of(unsigned x) { /* a fixed hash (splitmix32-like) */
+    x *= 0x9E3779B9u;
+    x ^= x >> 16; x *= 0x85EBCA6Bu; x ^= x >> 13; x *= 0xC2B2AE35u; x ^= x >> 16;
+    return x;
+}
+
+#define GL(T, t) ((T)[t].off - (T)[t].gap)
+
+static inline void t_pull(TNode *T, int t) {
+    i64 m = GL(T, t);
+    int c = T[t].l;
+    if (c >= 0 && T[c].mx > m) m = T[c].mx;
+    c = T[t].r;
+    if (c >= 0 && T[c].mx > m) m = T[c].mx;
+    T[t].mx = m;
+}
+
+/* address treap: split t into offsets < key (*a) and >= key (*b) */
+static void a_split(TNode *T, int t, i64 key, int *a, int *b) {
+    if (t < 0) { *a = *b = -1; return; }
+    if (T[t].off < key) { a_split(T, T[t].r, key, &T[t].r, b); *a = t; }
+    else { a_split(T, T[t].l, key, a, &T[t].l); *b = t; }
+    t_pull(T, t);
+}
+
+static int a_merge(TNode *T, int a, int b) {
+    if (a < 0) return b;
+    if (b < 0) return a;
+    if (T[a].prio > T[b].prio) { T[a].r = a_merge(T, T[a].r, b); t_pull(T, a); return a; }
+    T[b].l = a_merge(T, a, T[b].l); t_pull(T, b); return b;
+}
+
+/* Insert node i (its off and gap set) under root t. */
+static int a_insert(TNode *T, int t, int i) {
+    if (t < 0) { T[i].l = T[i].r = -1; t_pull(T, i); return i; }
+    if (T[i].prio > T[t].prio) {
+        a_split(T, t, T[i].off, &T[i].l, &T[i].r);
+        t_pull(T, i);
+        return i;
+    }
+    if (T[i].off < T[t].off) T[t].l = a_insert(T, T[t].l, i);
+    else T[t].r = a_insert(T, T[t].r, i);
+    t_pull(T, t);
+    return t;
+}
+
+/* Remove node i (offsets are distinct) from under root t. */
+static int a_erase(TNode *T, int t, int i) {
+    if (t == i) return a_merge(T, T[i].l, T[i].r);
+    if (T[i].off < T[t].off) T[t].l = a_erase(T, T[t].l, i);
+    else T[t].r = a_erase(T, T[t].r, i);
+    t_pull(T, t);
+    return t;
+}
+
+/* Recompute the subtree maxima on the path to node i (its gap changed). */
+static void a_refresh(TNode *T, int t, int i) {
+    if (t == i) { t_pull(T, t); return; }
+    a_refresh(T, T[i].off < T[t].off ? T[t].l : T[t].r, i);
+    t_pull(T, t);
+}
+
+/* The node with the smallest offset > key, or -1. */
+static int a_next(const TNode *T, int t, i64 key) {
+    int best = -1;
+    while (t >= 0) {
+        if (T[t].off > key) { best = t; t = T[t].l; } else t = T[t].r;
+    }
+    return best;
+}
+
+/* The node with the smallest offset > key takes the gap start g (its gap grows: a coalesce);
+   the subtree maxima on its path are recomputed on the way back. Returns it, or -1. */
+static int a_give(TNode *T, int t, i64 key, i64 g) {
+    if (t < 0) return -1;
+    int r;
+    if (T[t].off > key) {
+        r = a_give(T, T[t].l, key, g);
+        if (r < 0) { T[t].gap = g; r = t; }
+    } else r = a_give(T, T[t].r, key, g);
+    if (r >= 0) t_pull(T, t);
+    return r;
+}
+
+/* First fit and the split in one descent: the lowest node whose gap holds s bytes at its aligned
+   start x (alignment a); its gap then starts at x + s (maxima recomputed on the way back). Returns
+   it, with *x and *below (the gap's old start, now the new buffer's), or -1. */
+static int a_fit(TNode *T, int t, i64 s, i64 a, i64 *x, i64 *below) {
+    if (t < 0 || T[t].mx < s) return -1;
+    int r = a_fit(T, T[t].l, s, a, x, below);
+    if (r < 0) {
+        if (GL(T, t) >= s && round_up(T[t].gap, a) + s <= T[t].off) {
+            *below = T[t].gap;
+            *x = round_up(T[t].gap, a);
+            T[t].gap = *x + s;
+            r = t;
+        } else r = a_fit(T, T[t].r, s, a, x, below);
+    }
+    if (r >= 0) t_pull(T, t);
+    return r;
+}
+
+/* (length, address) treap */
+static inline int b_less(const TNode *T, int i, int j) { /* key of i < key of j */
+    i64 li = GL(T, i), lj = GL(T, j);
+    return li < lj || (li == lj && T[i].off < T[j].off);
+}
+
+static void b_split(TNode *T, int t, int k, int *a, int *b) { /* keys < key(k), >= key(k) */
+    if (t < 0) { *a = *b = -1; return; }
+    if (b_less(T, t, k)) { b_split(T, T[t].br, k, &T[t].br, b); *a = t; }
+    else { b_split(T, T[t].bl, k, a, &T[t].bl); *b = t; }
+}
+
+static int b_merge(TNode *T, int a, int b) {
+    if (a < 0) return b;
+    if (b < 0) return a;
+    if (T[a].prio > T[b].prio) { T[a].br = b_merge(T, T[a].br, b); return a; }
+    T[b].bl = b_merge(T, a, T[b].bl); return b;
+}
+
+static int b_insert(TNode *T, int t, int i) {
+    if (t < 0) { T[i].bl = T[i].br = -1; return i; }
+    if (T[i].prio > T[t].prio) { b_split(T, t, i, &T[i].bl, &T[i].br); return i; }
+    if (b_less(T, i, t)) T[t].bl = b_insert(T, T[t].bl, i);
+    else T[t].br = b_insert(T, T[t].br, i);
+    return t;
+}
+
+static int b_erase(TNode *T, int root, int i) { /* i's key: the one it was inserted with */
+    int *link = &root, t = root;
+    while (t >= 0 && t != i) {
+        link = b_less(T, i, t) ? &T[t].bl : &T[t].br;
+        t = *link;
+    }
+    if (t == i) *link = b_merge(T, T[i].bl, T[i].br);
+    return root;
+}
+
+/* The (length, address) treap holds only the gaps of length > 0 (a gap of length 0, between two
+   adjacent buffers, holds nothing; with alignment 1 every buffer placed into a gap leaves one). */
+static inline int b_put(TNode *T, int root, int i) {
+    T[i].inb = GL(T, i) > 0;
+    return T[i].inb ? b_insert(T, root, i) : root;
+}
+
+static inline int b_take(TNode *T, int root, int i) {
+    return T[i].inb ? b_erase(T, root, i) : root;
+}
+
+/* Best fit: the first node in (length, address) order of length >= s whose aligned gap start
+   holds s bytes, or -1. */
+static int b_best(const TNode *T, int t, i64 s, i64 a) {
+    while (t >= 0) {
+        if (GL(T, t) < s) { t = T[t].br; continue; }
+        int r = b_best(T, T[t].bl, s, a);
+        if (r >= 0) return r;
+        if (round_up(T[t].gap, a) + s <= T[t].off) return t;
+        t = T[t].br;
+    }
+    return -1;
+}
+
+/* binary min-heap of the live buffers by end */
+static void h_push(Expiry *h, int *len, Expiry e) {
+    int q = (*len)++;
+    while (q > 0) {
+        int p = (q - 1) / 2;
+        if (h[p].end <= e.end) break;
+        h[q] = h[p]; q = p;
+    }
+    h[q] = e;
+}
+
+static void h_pop(Expiry *h, int *len) {
+    Expiry e = h[--(*len)];
+    int q = 0, m = *len;
+    for (;;) {
+        int c = 2 * q + 1;
+        if (c >= m) break;
+        if (c + 1 < m && h[c + 1].end < h[c].end) c++;
+        if (e.end <= h[c].end) break;
+        h[q] = h[c]; q = c;
+    }
+    if (m) h[q] = e;
+}
+
+/* The sweep placement proper (pure C, runs without the GIL): in->perm must be non-decreasing in
+   start (checked by the caller). Returns OK or ERR_NOMEM. */
+static int sweep_all(const Input *in) {
+    const int n = in->n;
+    const i64 *st = in->start, *en = in->end, *sz = in->size, *al = in->align;
+    size_t N = (size_t)(n > 0 ? n : 1);
+    int status = ERR_NOMEM;
+    /* at most n nodes live; pages beyond the live peak are never touched */
+    TNode *T = (TNode *)malloc(sizeof(TNode) * N);
+    Expiry *heap = (Expiry *)malloc(sizeof(Expiry) * N);
+    int *free_slot = (int *)malloc(sizeof(int) * N);
+    if (!T || !heap || !free_slot) goto done;
+    const int best = in->fit == FIT_BEST;
+    int aroot = -1, broot = -1, hlen = 0, nfree = 0, used = 0;
+    i64 top = 0;
+    for (int k = 0; k < n; k++) {
+        if (k + AHEAD * 2 < n) { /* the columns are read in a random order: fetch ahead */
+            const i64 f = in->perm[k + AHEAD * 2];
+            PREFETCH(&st[f]); PREFETCH(&en[f]); PREFETCH(&sz[f]); PREFETCH(&al[f]);
+            PREFETCH(&in->out[f]);
+        }
+        const int i = (int)in->perm[k];
+        const i64 s = sz[i];
+        if (s == 0) { in->out[i] = 0; continue; }
+        while (hlen && heap[0].end <= st[i]) { /* expire: its gap goes to its successor */
+            const int b = heap[0].slot;
+            h_pop(heap, &hlen);
+            free_slot[nfree++] = b;
+            if (best) {
+                broot = b_take(T, broot, b);
+                const int nx = a_next(T, aroot, T[b].off);
+                if (nx >= 0) broot = b_take(T, broot, nx);
+            }
+            const int nx = a_give(T, aroot, T[b].off, T[b].gap);
+            aroot = a_erase(T, aroot, b);
+            if (nx < 0) top = T[b].gap;
+            else if (best) broot = b_put(T, broot, nx);
+        }
+        const i64 a = al[i];
+        const int v = nfree ? free_slot[--nfree] : used++;
+        i64 x, below;
+        int g;
+        if (best) {
+            g = b_best(T, broot, s, a);
+            if (g >= 0) { /* the low part of g's gap; g's gap now starts at the new top */
+                x = round_up(T[g].gap, a);
+                below = T[g].gap;
+                broot = b_take(T, broot, g);
+                T[g].gap = x + s;
+                a_refresh(T, aroot, g);
+                broot = b_put(T, broot, g);
+            }
+        } else g = a_fit(T, aroot, s, a, &x, &below);
+        if (g < 0) { /* above the highest live buffer */
+            x = round_up(top, a);
+            below = top;
+            top = x + s;
+        }
+        T[v].gap = below;
+        in->out[i] = x;
+        T[v].off = x;
+        T[v].prio = prio_of((unsigned)k);
+        aroot = a_insert(T, aroot, v);
+        if (best) broot = b_put(T, broot, v);
+        Expiry e = {en[i], v, 0};
+        h_push(heap, &hlen, e);
+    }
+    status = OK;
+done:
+    free(T); free(heap); free(free_slot);
+    return status;
+}
+
 /* ---- Python interface ---- */
 
 #define LIM (((i64)1 << 62) - 1)
@@ -402,12 +699,13 @@ PyDoc_STRVAR(place_doc,
 "(|value| < 2**62, worst-case arena <= 2**63 - 1) or a perm that is not a permutation.\n"
 "O(n log n + E) time for E interfering pairs, O(n) memory; the GIL is released while placing.");
 
-static PyObject *py_place(PyObject *self, PyObject *args, PyObject *kwargs) {
-    (void)self;
+/* place() and sweep(): parse, check, run `engine` without the GIL. */
+static PyObject *run_engine(PyObject *args, PyObject *kwargs, const char *fmt,
+                            int (*engine)(const Input *), int by_start) {
     static char *kwlist[] = {"perm", "starts", "ends", "sizes", "alignments", "fit", "out", NULL};
     PyObject *o_perm, *o_st, *o_en, *o_sz, *o_al, *o_out;
     const char *fit;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OOOOOsO:place", kwlist, &o_perm, &o_st, &o_en,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, fmt, kwlist, &o_perm, &o_st, &o_en,
                                      &o_sz, &o_al, &fit, &o_out))
         return NULL;
     Input in;
@@ -435,9 +733,17 @@ static PyObject *py_place(PyObject *self, PyObject *args, PyObject *kwargs) {
     in.align = (const i64 *)v[4].buf;
     in.out = (i64 *)v[5].buf;
     if (check_input(&in)) goto done;
+    if (by_start)
+        for (int k = 1; k < in.n; k++)
+            if (in.start[in.perm[k]] < in.start[in.perm[k - 1]]) {
+                PyErr_Format(PyExc_ValueError, "perm: not non-decreasing in start (position %d "
+                             "starts at step %lld, before step %lld)", k, in.start[in.perm[k]],
+                             in.start[in.perm[k - 1]]);
+                goto done;
+            }
     int status;
     Py_BEGIN_ALLOW_THREADS
-    status = place_all(&in);
+    status = engine(&in);
     Py_END_ALLOW_THREADS
     if (status != OK) { PyErr_NoMemory(); goto done; }
     result = Py_None;
@@ -447,8 +753,30 @@ done:
     return result;
 }
 
+static PyObject *py_place(PyObject *self, PyObject *args, PyObject *kwargs) {
+    (void)self;
+    return run_engine(args, kwargs, "$OOOOOsO:place", place_all, 0);
+}
+
+PyDoc_STRVAR(sweep_doc,
+"sweep(*, perm, starts, ends, sizes, alignments, fit, out) -> None\n\n"
+"The same placement as place() for an order perm that is non-decreasing in start step (ties in\n"
+"any order), by a sweep over time that keeps the gaps between the live placed buffers in\n"
+"balanced search trees (by address with the longest gap per subtree; for best fit also by\n"
+"(length, address)); an expiring buffer's range coalesces with the gaps on both sides. Offsets\n"
+"identical to place(). Same arguments and errors as place(), and ValueError when perm is not\n"
+"non-decreasing in start. Expected O(n log n) time (O(log L) per buffer for L buffers live at\n"
+"once, plus one step per gap that holds the size but not at its aligned start); the memory it\n"
+"touches grows with the buffers live at once; the GIL is released while placing.");
+
+static PyObject *py_sweep(PyObject *self, PyObject *args, PyObject *kwargs) {
+    (void)self;
+    return run_engine(args, kwargs, "$OOOOOsO:sweep", sweep_all, 1);
+}
+
 static PyMethodDef methods[] = {
     {"place", (PyCFunction)(void (*)(void))py_place, METH_VARARGS | METH_KEYWORDS, place_doc},
+    {"sweep", (PyCFunction)(void (*)(void))py_sweep, METH_VARARGS | METH_KEYWORDS, sweep_doc},
     {NULL, NULL, 0, NULL},
 };
 
