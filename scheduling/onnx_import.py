@@ -358,6 +358,7 @@ def load_onnx(
                 res.shapes[vi.name] = tuple(dims)
                 res.elem_types[vi.name] = int(vi.type.tensor_type.elem_type)
                 res.source[vi.name] = "onnx_strict"
+        _check_if_branch_shapes(flow_model, res.shapes, where)
 
     init_names = {t.name for t in g.initializer}
     init_info = {t.name: (list(t.dims), t.data_type) for t in g.initializer}
@@ -544,6 +545,44 @@ def load_onnx(
         if RUNTIME_NOTE in n:
             logging.getLogger("memplan.onnx").warning("memplan: note: %s", n)
     return graph
+
+
+def _check_if_branch_shapes(inferred: onnx.ModelProto, shapes: Mapping[str, Sequence[int]],
+                            where: str) -> None:
+    """Raise :class:`OnnxImportError` for an ``If`` of the main graph (its condition a runtime
+    value: the decided ones are inlined before) one of whose outputs has a static shape in one
+    branch that differs from the other branch's or from the shape resolved for the output.
+
+    ONNX allows the branches to return different shapes; ONNX Runtime then writes the shape of
+    the branch that runs, so no single static size is right for the output and its consumers
+    (ONNX Runtime's symbolic inference, one of the shape sources, takes one branch's: a plan
+    from it can hold fewer bytes than ONNX Runtime writes when the other branch runs). A
+    branch ruled out by the static shapes (``scheduling.onnx_control_flow``) is a copy of the
+    other in ``inferred``, so it never differs.
+    """
+    for k, node in enumerate(inferred.graph.node):
+        if node.op_type != "If" or node.domain not in ("", "ai.onnx"):
+            continue
+        subs = {a.name: a.g for a in node.attribute
+                if a.name in ("then_branch", "else_branch") and a.type == onnx.AttributeProto.GRAPH}
+        for j, out in enumerate(node.output):
+            if not out:
+                continue
+            got = {b: _static_dims(sub.output[j]) for b, sub in sorted(subs.items())
+                   if j < len(sub.output)}
+            known = {b: tuple(d) for b, d in got.items() if d is not None}
+            planned = tuple(shapes[out]) if out in shapes else None
+            if len(set(known.values())) > 1 or (
+                    planned is not None and any(d != planned for d in known.values())):
+                label = node.name or f"If_{k}"
+                said = ", ".join(f"{b} gives {list(d)}" for b, d in known.items())
+                raise OnnxImportError(
+                    f"{where}: output {j} {out!r} of node {label!r} (op If, node {k} in "
+                    f"topological order) has a shape that depends on the branch taken at run "
+                    f"time ({said}"
+                    + (f"; resolved as {list(planned)}" if planned is not None else "")
+                    + "): no static size holds it for both branches; make the branches return "
+                    "one shape, or make the condition a constant so that the If is inlined")
 
 
 def _read_before_write(nodes: Sequence[onnx.NodeProto], k: int, tensor: str, where: str) -> None:

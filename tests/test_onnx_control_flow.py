@@ -538,3 +538,54 @@ def test_branch_computes_its_shape_data_from_shapes():
     np.testing.assert_allclose(run_ort(m, {"x": x, "flag": np.array(True)})[0], x)
     g = load_onnx(m)
     assert ws_of(g, "If_1") == 18 * 4  # the padded [1, 18] float32; shape data are constants
+
+
+def _if_of_two_shapes(cond_const=None):
+    """then: Neg(x), [2, 6, 4, 5] float32 (960 B); else: ReduceMin(x), a scalar (4 B)."""
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+
+    vi = h.make_tensor_value_info
+    tb = h.make_graph([h.make_node("Neg", ["x"], ["o1"])], "then", [], [vi("o1", T.FLOAT, None)])
+    eb = h.make_graph([h.make_node("ReduceMin", ["x"], ["o2"], keepdims=0)], "else", [],
+                      [vi("o2", T.FLOAT, None)])
+    inputs = [vi("x", T.FLOAT, [2, 6, 4, 5])]
+    inits = []
+    if cond_const is None:
+        inputs.append(vi("c", T.BOOL, []))
+    else:
+        inits.append(nh.from_array(np.array(cond_const), "c"))
+    g = h.make_graph([h.make_node("If", ["c"], ["t"], then_branch=tb, else_branch=eb, name="iff"),
+                      h.make_node("Relu", ["t"], ["y"])], "g", inputs,
+                     [vi("y", T.FLOAT, None)], inits)
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
+    m.ir_version = 8
+    return m
+
+
+def test_if_whose_branches_return_different_shapes_is_refused():
+    """ONNX Runtime writes 960 bytes to t when the then branch runs and 4 when the else branch
+    does (measured); before, t was planned at one branch's size (4 B with the branches swapped:
+    below what ONNX Runtime writes). Now refused, naming the If and both shapes."""
+    from scheduling.onnx_shapes import measured_sizes
+
+    m = _if_of_two_shapes()
+    assert measured_sizes(m, values={"c": True})["t"] == 960
+    assert measured_sizes(m, values={"c": False})["t"] == 4
+    with pytest.raises(OnnxImportError, match=r"output 0 't' of node 'iff' \(op If, node 0.*"
+                                              r"then_branch gives \[2, 6, 4, 5\]"):
+        load_onnx(m)
+    for sub in m.graph.node[0].attribute:  # swapped branches: refused the same way
+        sub.name = {"then_branch": "else_branch", "else_branch": "then_branch"}[sub.name]
+    with pytest.raises(OnnxImportError, match=r"else_branch gives \[2, 6, 4, 5\]"):
+        load_onnx(m)
+
+
+@pytest.mark.parametrize("taken", [True, False])
+def test_if_of_two_shapes_with_a_constant_condition_is_planned(taken):
+    from scheduling.onnx_shapes import measured_sizes
+
+    m = _if_of_two_shapes(taken)
+    g = load_onnx(m)
+    assert g.tensors["y"].nbytes == measured_sizes(m)["y"] == (960 if taken else 4)

@@ -10,8 +10,9 @@ the importer supports: broadcasting, ``Reshape`` with ``0`` and ``-1``, ``Expand
 also inputs, graphs whose sizes depend on runtime data (which the importer must refuse),
 operators whose outputs ONNX shape inference leaves untyped (``GroupNormalization`` opsets 18 and
 21, ``MeanVarianceNormalization``-13, ``Compress``-9), ``NonZero`` and ``Shape`` of constants
-(ONNX Runtime runs the first and folds the second), and cycles through tensors of unknown shape
-(which the importer must refuse as cycles).
+(ONNX Runtime runs the first and folds the second), cycles through tensors of unknown shape
+(which the importer must refuse as cycles), and ``If`` nodes on a runtime condition whose
+branches return different shapes (refused).
 
 :func:`check_model` imports a model with :func:`scheduling.onnx_import.load_onnx` (the inference
 chain, ``shapes="infer"``) and runs it once in ONNX Runtime with every node output exposed as a
@@ -607,6 +608,21 @@ def k_cycle(rng):
     return m
 
 
+def k_dd_if_shapes(rng):
+    """Refusal expected: an ``If`` on a runtime condition whose branches return different
+    shapes (ONNX Runtime writes the shape of the branch that runs)."""
+    x = _shape(rng, int(rng.integers(1, 4)), 2, 5)
+    other = str(rng.choice(["ReduceMin", "ReduceMax"]))
+    branches = [h.make_graph([h.make_node("Neg", ["x"], ["o1"])], "then", [], [_vi("o1", None)]),
+                h.make_graph([h.make_node(other, ["x"], ["o2"], keepdims=0)], "else", [],
+                             [_vi("o2", None)])]
+    if rng.random() < 0.5:
+        branches = [branches[1], branches[0]]
+    nodes = [h.make_node("If", ["c"], ["t"], then_branch=branches[0], else_branch=branches[1])]
+    _tail(nodes, "t")
+    return _model(nodes, [_vi("x", x), _vi("c", [], T.BOOL)], [_vi("y", None)], opset=13)
+
+
 def ort_runtime_outputs(model: onnx.ModelProto) -> set[str]:
     """The node outputs of ``model`` that ONNX Runtime computes at run time after its constant
     folding: the outputs, among ``model``'s node outputs, of the nodes left in the model ONNX
@@ -802,10 +818,11 @@ KINDS: dict[str, Callable[[np.random.Generator], onnx.ModelProto]] = {
     "dd_nonzero": k_dd_nonzero,
     "dd_scales": k_dd_scales, "dd_range": k_dd_range,
     "groupnorm": k_groupnorm, "untyped_spec": k_untyped_spec, "const_fold": k_const_fold,
-    "cycle": k_cycle,
+    "cycle": k_cycle, "dd_if_shapes": k_dd_if_shapes,
 }
 #: Data-dependent kinds (the importer must refuse them) and the operator the refusal must name.
-_REFUSE = {"dd_nonzero": "NonZero", "dd_scales": "Resize", "dd_range": "Range"}
+_REFUSE = {"dd_nonzero": "NonZero", "dd_scales": "Resize", "dd_range": "Range",
+           "dd_if_shapes": "If"}
 #: Kinds whose sizes assume a default value: the import notes must name that input.
 _NOTED_INPUT = {"default_shape": "s"}
 #: Cyclic kinds: the importer must raise :class:`scheduling.errors.CycleError`.
