@@ -18,10 +18,16 @@ from experiments.runtimes.tflm.generate import (  # noqa: E402
     ACCEPTED_LIMITS,
     REFUSED,
     TAGS,
+    VARIANT_KERNELS,
     generate_model,
+    kernel_variant_specs,
     model_tags,
 )
-from experiments.runtimes.tflm.oracle import tflm_arena, tflm_min_arena  # noqa: E402
+from experiments.runtimes.tflm.oracle import (  # noqa: E402
+    arena_too_small,
+    tflm_arena,
+    tflm_min_arena,
+)
 
 #: Every fifth model of the soak set (seeds 0..299): 60 models, about 20 s on one core.
 SAMPLE = list(range(0, 300, 5))
@@ -60,6 +66,31 @@ def test_kernel_limits_numbers_only_where_the_interpreter_runs(tmp_path, seed):
         assert row.get("runtime_arena") is None and row["bisected_min"] is None
 
 
+#: Every twentieth single-operator model at a modelled kernel's limit (42 of the 840 that make
+#: soak checks: --kernel-variants).
+VARIANT_SAMPLE = kernel_variant_specs()[::20]
+
+
+@pytest.mark.parametrize("name,subs,tags", VARIANT_SAMPLE, ids=[v[0] for v in VARIANT_SAMPLE])
+def test_kernel_variants_numbers_only_where_the_interpreter_runs(tmp_path, name, subs, tags):
+    """A kernel at its limit (types, quantisation, arity, shapes, options): memplan's number,
+    measured or modelled, equals the interpreter's bisected minimum where it runs the model, and
+    where it refuses or crashes memplan gives none and quotes it."""
+    from experiments.runtimes.tflm.writer import write_tflite
+
+    path = write_tflite(tmp_path / f"{name}.tflite", subs)
+    row = check_model(name, path, None, tags)
+    assert row["kind"] == "", (f"{name}: {row['kind']}: {row['error']} (interpreter: "
+                               f"{row['refusal'] or row['bisected_min']})")
+
+
+def test_kernel_variants_cover_refusals_crashes_and_both_sources():
+    """The variant set is what it claims: 840 models over 14 kernels, names unique."""
+    specs = kernel_variant_specs()
+    assert len(specs) == 840 and len({n for n, _, _ in specs}) == 840
+    assert {t[0] for _, _, t in specs} == set(VARIANT_KERNELS)
+
+
 def test_generator_is_deterministic_and_covers_every_feature():
     assert generate_model(7) == generate_model(7)
     assert generate_model(7) != generate_model(8)
@@ -76,7 +107,10 @@ def test_probe_worker_bisection_is_checked_and_survives_a_crash(tmp_path):
     w = probe._worker()
     crashes = w.crashes
     r = w.probe(str(path), 64)  # too small for the allocator objects: the interpreter segfaults
-    assert r == {"ok": False, "stage": "crash", "error": "worker exited with -11"}
+    assert (r["ok"], r["stage"], r["error"]) == (False, "crash", "worker exited with -11")
+    # what the interpreter printed before dying, read back from the worker's log file
+    assert r["log"].startswith("Failed to allocate tail memory. Requested: ")
+    assert arena_too_small(r["log"])
     assert w.crashes == crashes + 1 and w.proc is None
     assert not probe.accepts(path, 64)  # a crash counts as rejected
     assert probe.accepts(path, lo)  # the worker is restarted

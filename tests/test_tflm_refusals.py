@@ -35,8 +35,9 @@ from experiments.runtimes.tflm.oracle import (  # noqa: E402
 )
 
 needs_tflm = pytest.mark.skipif(not tflm_available()[0], reason="tflite-micro not installed")
-F32, F16, I8, BOOL = (tflite.TensorType.FLOAT32, tflite.TensorType.FLOAT16,
-                      tflite.TensorType.INT8, tflite.TensorType.BOOL)
+F32, F16, I8, INT32, BOOL = (tflite.TensorType.FLOAT32, tflite.TensorType.FLOAT16,
+                             tflite.TensorType.INT8, tflite.TensorType.INT32,
+                             tflite.TensorType.BOOL)
 Q1, Q2 = {"quant": ([0.1], [0])}, {"quant": ([0.2], [0])}
 
 
@@ -110,6 +111,14 @@ REFUSED = {
              [("RELU", [0], [1], None), ("CONCATENATION", list(range(2, 13)), [13],
                                          ("ConcatenationOptions", {"Axis": 1}))]),
         "Op#0 (RELU) of subgraph 0 has dynamic tensor #1", "operator 0 (RELU) of subgraph 0"),
+    "add_int8_unquantized": (_one([("x", [2, 3], I8), ("y", [2, 3], I8), ("z", [2, 3], I8)],
+                                  [0, 1], [2], [("ADD", [0, 1], [2], ("AddOptions", {}))]),
+                             "add_common.cc:41 output->quantization.type != "
+                             "kTfLiteNoQuantization was not true.", None),
+    "add_int32_quantized": (_one([("x", [2, 3], INT32, Q1), ("y", [2, 3], INT32, Q1),
+                                  ("z", [2, 3], INT32, Q1)], [0, 1], [2],
+                                 [("ADD", [0, 1], [2], ("AddOptions", {}))]),
+                            "input1->quantization.type != kTfLiteNoQuantization (1 != 0)", None),
     "mul_three_inputs": (_one([("x", [2], F32), ("y", [2], F32), ("w", [2], F32),
                                ("z", [2], F32)], [0, 1, 2], [3],
                               [("MUL", [0, 1, 2], [3], ("MulOptions", {}))]),
@@ -252,3 +261,35 @@ def test_every_path_to_the_interpreter_quotes_it(tmp_path):
     r = probe._worker().probe(str(path), 1 << 20)
     assert r["ok"] is False and r["stage"] == "build" and said in r["log"]
     assert r["error"] == "TFLM failed to allocate tensors"  # what memplan used to report alone
+
+
+@needs_tflm
+def test_a_crash_is_no_number_and_says_so(tmp_path):
+    """ADD of two [2, 3] tensors into a [3, 3] output: Prepare accepts it, Invoke aborts (the
+    reference kernel's TFLITE_CHECK). The old model claimed 1128 bytes; the shapes are outside
+    its verified domain now, and the interpreter's crash is reported, not a number."""
+    path = write_tflite(tmp_path / "add_shape.tflite", _one(
+        [("x", [2, 3], F32), ("y", [2, 3], F32), ("z", [3, 3], F32)], [0, 1], [2],
+        [("ADD", [0, 1], [2], ("AddOptions", {}))]))
+    alone = runtime_arena(path, measure=False)
+    assert alone["runtime_arena"] is None
+    assert "ADD (shapes [[2, 3], [2, 3]] -> [[3, 3]])" in alone["runtime_arena_note"]
+    info = runtime_arena(path)
+    assert info == {"runtime_refusal": "TFLite Micro crashes on the model instead of running "
+                                       "it: the interpreter crashed (worker exited with -6)"}
+
+
+@needs_tflm
+def test_an_unverified_arity_is_measured(tmp_path):
+    """int8 ADD with a third input: the interpreter runs it (AddPrepare reads two) and the old
+    model claimed 1296 bytes for it, 80 more than the interpreter needs; an arity outside the
+    verified domain is measured now."""
+    t = [(n, [2, 3], I8, Q1) for n in ("x", "y", "w", "z")]
+    path = write_tflite(tmp_path / "add3.tflite", _one(t, [0, 1, 2], [3], [
+        ("ADD", [0, 1, 2], [3], ("AddOptions", {}))]))
+    alone = runtime_arena(path, measure=False)
+    assert alone["runtime_arena"] is None and "ADD (3 inputs, 1 outputs)" in alone[
+        "runtime_arena_note"]
+    info = runtime_arena(path)
+    assert info["runtime_arena_source"] == "measured"
+    assert info["runtime_arena"] == tflm_min_arena(path) == 1216

@@ -25,9 +25,13 @@ With ``--offline`` each model is also exported with ``--format tflm-offline``
 interpreter on every model the export accepts; accepted and refused models are counted (a
 model the interpreter refuses has nothing to compare and is not exported).
 
-Run: ``python -m experiments.runtimes.tflm.differential --models 300 --seed 0 --offline --out
-results/tflm_differential.csv`` (exit 1 when any model disagrees, 2 when tflite-micro is
-missing).
+With ``--kernel-variants`` the single-operator models at the limits of every modelled kernel
+(:func:`experiments.runtimes.tflm.generate.kernel_variant_specs`, :func:`run_kernel_variants`)
+are checked too.
+
+Run: ``python -m experiments.runtimes.tflm.differential --models 300 --seed 0 --offline
+--kernel-variants --out results/tflm_differential.csv`` (exit 1 when any model disagrees, 2 when
+tflite-micro is missing).
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-__all__ = ["COLUMNS", "check_model", "run", "main"]
+__all__ = ["COLUMNS", "check_model", "run", "run_kernel_variants", "main"]
 
 COLUMNS = ["model", "seed", "tags", "source", "runtime_arena", "bisected_min", "tflm_head",
            "head_model", "arena_ok", "head_ok", "kind", "error", "refusal", "model_refusal",
@@ -66,18 +70,14 @@ def check_model(name: str, path: str | Path, seed: int | None = None,
     line memplan gives without running the interpreter (``measure=False``), ``""`` when it gives
     none. Raises :class:`experiments.runtimes.tflm.oracle.TflmUnavailable` when the interpreter
     cannot be measured for another reason (a timeout, acceptance not monotone)."""
-    from experiments.runtimes.tflm.oracle import (
-        TflmRefused,
-        runtime_arena,
-        tflm_arena,
-        tflm_min_arena,
-    )
+    from experiments.runtimes.tflm.oracle import TflmRefused, runtime_arena, tflm_min_arena
+    from experiments.runtimes.tflm.probe import report
 
     row = {"model": name, "seed": seed, "tags": " ".join(tags), "error": "", "refusal": "",
            "model_refusal": ""}
     try:
+        head = report(path).head  # the persistent worker's report, as tflm_arena's
         lo = tflm_min_arena(path)
-        head = tflm_arena(path).head
     except TflmRefused as e:
         return _check_refused(row, path, e.reason)
     row.update(bisected_min=lo, tflm_head=head)
@@ -227,6 +227,30 @@ def run(models: int, seed: int = 0, failures: str | Path | None = DEFAULT_FAILUR
     return rows
 
 
+def run_kernel_variants(failures: str | Path | None = DEFAULT_FAILURES,
+                        progress: bool = False) -> list[dict]:
+    """:func:`check_model` on every single-operator model of
+    :func:`experiments.runtimes.tflm.generate.kernel_variant_specs` (the kernels memplan's arena
+    model covers, at their limits: types, quantisation, arity, shapes, options; 840 models,
+    named ``v.<kernel>.<type>.<variant>``, ``seed`` empty); failing ones are saved into
+    ``failures``. Returns the rows."""
+    from experiments.runtimes.tflm.generate import kernel_variant_specs
+    from experiments.runtimes.tflm.writer import write_tflite
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="tflm_variants_") as work:
+        for name, subs, tags in kernel_variant_specs():
+            path = write_tflite(Path(work) / f"v.{name}.tflite", subs)
+            row = check_model(f"v.{name}", path, None, tags)
+            rows.append(row)
+            if row["kind"] and failures is not None:
+                _save_failure(row, path, Path(failures))
+            if progress:
+                print(f"v.{name}: {row['kind'] or 'ok'} ({row.get('source')}, "
+                      f"{row.get('runtime_arena')} vs {row['bisected_min']})", file=sys.stderr)
+    return rows
+
+
 def summary(rows: list[dict]) -> str:
     """A few lines: totals, failures by kind, by source and by feature tag."""
     bad = [r for r in rows if r["kind"]]
@@ -278,6 +302,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--offline", action="store_true",
                     help="also export each model with --format tflm-offline and compare the "
                          "planned model's outputs and head with the original's")
+    ap.add_argument("--kernel-variants", action="store_true",
+                    help="also check the 840 single-operator models at the modelled kernels' "
+                         "limits (generate.kernel_variant_specs)")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
     for ok, why in (tflite_available(), tflm_available()):
@@ -285,6 +312,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"tflm differential: {why}", file=sys.stderr)
             return 2
     rows = run(args.models, args.seed, args.failures, args.verbose, args.offline)
+    if args.kernel_variants:
+        rows += run_kernel_variants(args.failures, args.verbose)
     if args.out:
         out = Path(args.out)
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -1,8 +1,9 @@
-"""A seeded generator of small valid TFLite models for the TFLite Micro differential test.
+"""A seeded generator of small TFLite models for the TFLite Micro differential test.
 
 :func:`generate_model` turns a seed into a ``.tflite`` flatbuffer (written with
-:func:`experiments.bench.tflm.write_tflite`) that the ``tflite-micro`` interpreter builds and
-invokes with every input zero. The same seed always gives the same bytes. A model mixes:
+:func:`experiments.runtimes.tflm.writer.write_tflite`) that the ``tflite-micro`` interpreter
+builds and invokes with every input zero, unless a kernel-limit feature of :data:`REFUSED` makes
+it refuse the model. The same seed always gives the same bytes. A model mixes:
 
 * a dtype: float32, or int8 with per-tensor quantisation (scale, zero point) on every tensor
   (int32 bias with scale ``input x weight`` for ``FULLY_CONNECTED``);
@@ -24,7 +25,10 @@ invokes with every input zero. The same seed always gives the same bytes. A mode
   (shared callees), and an ``IF`` branch has an ``IF`` of its own (nested, up to 3 levels).
 
 :func:`model_tags` names the features a seed's model has (the differential test groups
-failures by them). ``python -m experiments.runtimes.tflm.generate --models N --seed S --out DIR``
+failures by them). On about a third of the seeds, one or two operators at a kernel's limit are
+appended (:func:`_limits`; :data:`REFUSED` names those the interpreter refuses at every arena
+size). :func:`kernel_variant_specs` enumerates single-operator models at the limits of every
+kernel the arena model covers (types, quantisation, arity, shapes, options). ``python -m experiments.runtimes.tflm.generate --models N --seed S --out DIR``
 writes ``N`` models.
 """
 
@@ -38,7 +42,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["TAGS", "REFUSED", "ACCEPTED_LIMITS", "model_spec", "model_tags", "generate_model", "write_models", "main"]
+__all__ = ["TAGS", "REFUSED", "ACCEPTED_LIMITS", "VARIANT_KERNELS", "VARIANT_TYPES", "VARIANTS",
+           "kernel_variant_specs", "model_spec", "model_tags", "generate_model", "write_models", "main"]
 
 #: Every feature tag :func:`model_tags` can report.
 TAGS = ("float32", "int8", "scalar", "rank5", "const", "const_op", "variable", "unread",
@@ -611,3 +616,120 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
+
+
+# -- single-operator variants at the kernels' limits ---------------------------------------------
+
+#: The kernels of :func:`kernel_variant_specs` (every data kernel memplan's arena model covers).
+VARIANT_KERNELS = ("ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM", "RELU", "RELU6", "TANH",
+                   "LOGISTIC", "ABS", "LESS", "CONCATENATION", "RESHAPE", "FULLY_CONNECTED")
+#: Tensor type and quantisation of the variants: float32; int8 per tensor with zero point 0 or
+#: 3; int8 without quantisation; int32 without and with quantisation; int16 per tensor.
+VARIANT_TYPES = ("f32", "i8", "i8_zp3", "i8_noquant", "i32", "i32_quant", "i16")
+#: How a variant departs from the plain operator on ``[2, 3]`` tensors.
+VARIANTS = ("plain", "broadcast", "bad_broadcast", "rank7", "output_type", "output_shape",
+            "zero_dim_input", "zero_dim_output", "fused_relu", "extra_input", "axis_negative",
+            "axis_out_of_range", "eleven_inputs")
+
+_OPTIONS = {"ADD": "AddOptions", "SUB": "SubOptions", "MUL": "MulOptions",
+            "CONCATENATION": "ConcatenationOptions", "FULLY_CONNECTED": "FullyConnectedOptions"}
+
+
+def kernel_variant_specs() -> list[tuple[str, list, list[str]]]:
+    """Single-operator models at the limits of every kernel of :data:`VARIANT_KERNELS`, for
+    each :data:`VARIANT_TYPES` and :data:`VARIANTS` (the combinations that apply):
+    ``[(name, subgraphs in the write_tflite format, tags)]``, deterministic. Tags: the kernel,
+    the type, the variant. Many are refused by the interpreter (a kernel's check, a dynamic
+    tensor, a crash); the differential test
+    (:func:`experiments.runtimes.tflm.differential.run_kernel_variants`) expects memplan to give
+    a number exactly where the interpreter runs the model, equal to its bisected minimum."""
+    tt = _tt()
+    out = []
+    for op in VARIANT_KERNELS:
+        for ty in VARIANT_TYPES:
+            for var in VARIANTS:
+                spec = _variant(op, ty, var, tt)
+                if spec is not None:
+                    out.append((f"{op.lower()}.{ty}.{var}", [spec], [op, ty, var]))
+    return out
+
+
+def _variant(op: str, ty: str, var: str, tt) -> dict | None:
+    """One single-operator model (see :func:`kernel_variant_specs`), ``None`` where ``var``
+    does not apply to ``op``."""
+    unary = op in ("RELU", "RELU6", "TANH", "LOGISTIC", "ABS")
+    binary = op in ("ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM", "LESS")
+    if var in ("axis_negative", "axis_out_of_range", "eleven_inputs") and op != "CONCATENATION":
+        return None
+    if var == "fused_relu" and op not in _OPTIONS:
+        return None
+    if var in ("broadcast", "bad_broadcast") and not (binary or op == "CONCATENATION"):
+        return None
+    ttype = {"f32": tt.FLOAT32, "i8": tt.INT8, "i8_zp3": tt.INT8, "i8_noquant": tt.INT8,
+             "i32": tt.INT32, "i32_quant": tt.INT32, "i16": tt.INT16}[ty]
+    quant = {"i8": ([0.05], [0]), "i8_zp3": ([0.05], [3]), "i32_quant": ([0.05], [0]),
+             "i16": ([0.05], [0])}.get(ty)
+    tensors: list = []
+
+    def tensor(shape, ttype=ttype, q="same", data=False):
+        extra = {}
+        qq = quant if q == "same" else q
+        if qq is not None:
+            extra["quant"] = qq
+        if data:
+            extra["data"] = bytes(math.prod(shape) * (4 if ttype in (tt.FLOAT32, tt.INT32)
+                                                      else 2 if ttype == tt.INT16 else 1))
+        tensors.append((f"t{len(tensors)}", list(shape), ttype, extra))
+        return len(tensors) - 1
+
+    a_shape = [1, 1, 1, 1, 1, 2, 3] if var == "rank7" else [2, 0] if var == "zero_dim_input" \
+        else [2, 3]
+    b_shape = {"broadcast": [3], "bad_broadcast": [2]}.get(var, a_shape)
+    n_in = 11 if var == "eleven_inputs" else 3 if var == "extra_input" and binary else 2
+    if unary:
+        n_in = 2 if var == "extra_input" else 1
+    ins = [tensor(a_shape)]
+    opts: dict = {}
+    if binary or unary:
+        ins += [tensor(b_shape) for _ in range(n_in - 1)]
+        o_shape = list(a_shape) if var != "zero_dim_input" else [2, 3]
+    elif op == "CONCATENATION":
+        ins += [tensor(b_shape if var in ("broadcast", "bad_broadcast") else a_shape)
+                for _ in range(n_in - 1 + (var == "extra_input"))]
+        axis = {"axis_negative": -1, "axis_out_of_range": 5}.get(var, 0)
+        opts["Axis"] = axis
+        o_shape = list(a_shape)
+        o_shape[axis if axis < len(a_shape) else 0] *= len(ins)
+    elif op == "RESHAPE":
+        o_shape = [3, 2] if len(a_shape) == 2 and a_shape != [2, 0] else [6]
+        if var == "extra_input":  # the shape as a constant int32 tensor
+            ins.append(tensor([len(o_shape)], tt.INT32, None, data=True))
+        opts["NewShape"] = o_shape
+    else:  # FULLY_CONNECTED: weights [4, n], optional bias
+        n = a_shape[-1]
+        ins.append(tensor([4, n], data=True))
+        bias_q = None if quant is None else ([quant[0][0] * quant[0][0]], [0])
+        ins.append(tensor([4], tt.INT32 if ttype == tt.INT8 else ttype,
+                          bias_q if ttype == tt.INT8 else "same", data=True)
+                   if var == "extra_input" else -1)
+        o_shape = [*a_shape[:-1], 4]
+    if var == "output_shape":
+        o_shape = [3, 3]
+    if var == "zero_dim_output":
+        o_shape = [2, 0]
+    o_type = ttype
+    if op == "LESS":
+        o_type = tt.BOOL
+    if var == "output_type":
+        o_type = tt.FLOAT32 if ttype != tt.FLOAT32 else tt.INT8
+    o_q = None if o_type in (tt.FLOAT32, tt.BOOL) else quant if o_type == ttype else ([0.05], [0])
+    if ttype == tt.INT8 and quant is not None and o_type == tt.INT8:  # the int8 kernels' output
+        o_q = {"LOGISTIC": ([1 / 256], [-128]), "TANH": ([1 / 128], [0])}.get(op, o_q)
+    y = tensor(o_shape, o_type, o_q)
+    if var == "fused_relu":
+        opts["FusedActivationFunction"] = 1
+    table = _OPTIONS.get(op) or ("ReshapeOptions" if op == "RESHAPE" else None)
+    options = (table, opts) if table is not None else None
+    graph_in = [i for i in dict.fromkeys(ins) if i >= 0 and "data" not in tensors[i][3]]
+    return {"tensors": tensors, "inputs": graph_in, "outputs": [y],
+            "ops": [(op, ins, [y], options)]}

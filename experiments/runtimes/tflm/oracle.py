@@ -555,7 +555,8 @@ def _flatbuffer_facts(path: Path) -> dict:
             ops.append({"type": name,
                         "inputs": op.InputsAsNumpy().tolist() if op.InputsLength() else [],
                         "outputs": op.OutputsAsNumpy().tolist() if op.OutputsLength() else [],
-                        "activation": _fused_activation(op, name)})
+                        "activation": _fused_activation(op, name),
+                        "axis": _concat_axis(op, name)})
         called = set()
         for oi, op in enumerate(ops):
             called.update(_called_subgraphs(path, model, sg.Operators(oi), op["type"],
@@ -592,6 +593,21 @@ def _fused_activation(op, otype: str) -> int | None:
     opts = tflite.ConcatenationOptions()
     opts.Init(table.Bytes, table.Pos)
     return int(opts.FusedActivationFunction())
+
+
+def _concat_axis(op, otype: str) -> int | None:
+    """The ``axis`` of a ``CONCATENATION`` operator (``None`` for another operator, 0 when the
+    options table is absent)."""
+    if otype != "CONCATENATION":
+        return None
+    import tflite
+
+    table = op.BuiltinOptions()
+    if table is None:
+        return 0
+    opts = tflite.ConcatenationOptions()
+    opts.Init(table.Bytes, table.Pos)
+    return int(opts.Axis())
 
 
 def _io_tensors(tail: _Tail, subs: list) -> int:
@@ -641,10 +657,11 @@ _DOMAIN: dict[str, tuple[str, int, int | None, int]] = {
 }
 
 
-def _kernel_key(sub: dict, op: dict) -> str:
-    """The :data:`KERNELS` key of ``op``: its type, or ``"TYPE (TENSORTYPE)"`` when the entry was
-    not checked for the tensor type of its first input, or for the mix of types or the number of
-    tensors the operator has (:data:`_DOMAIN`; then it is not modelled)."""
+def _kernel_key(sub: dict, op: dict, shapes: bool = True) -> str:
+    """The :data:`KERNELS` key of ``op``: its type, or ``"TYPE (...)"`` when the entry was not
+    checked for the tensor type of its first input, for the mix of types, the quantisation or
+    the number of tensors the operator has (:data:`_DOMAIN`), or, with ``shapes``, for its
+    shapes (:func:`_shapes_verified`); then it is not modelled."""
     k = KERNELS.get(op["type"])
     if k is None or k.types is None:
         return op["type"]
@@ -661,6 +678,14 @@ def _kernel_key(sub: dict, op: dict) -> str:
     mixed = sorted({str(sub["tensors"][j]["type"]) for j in share} - {t})
     if mixed:
         return f"{op['type']} ({t} with {', '.join(mixed)})"
+    # verified: int8 tensors quantised (per tensor or per channel), int32 ones not (int8
+    # kernels without quantisation fail a check or abort; quantised int32 ADD is refused)
+    tens = {j: sub["tensors"][j] for j in (*ins, *op["outputs"]) if j >= 0}
+    if any(x["type"] == "INT8" and not x["channels"] for x in tens.values()):
+        return f"{op['type']} (INT8 without quantization)"
+    bias = op["inputs"][2:3] if op["type"] == "FULLY_CONNECTED" else []
+    if any(x["type"] == "INT32" and x["channels"] for j, x in tens.items() if j not in bias):
+        return f"{op['type']} (quantized INT32)"
     if k.per_channel >= 0 and len(op["inputs"]) > k.per_channel:
         w = op["inputs"][k.per_channel]
         wt = sub["tensors"][w]["type"] if w >= 0 else t
@@ -668,7 +693,52 @@ def _kernel_key(sub: dict, op: dict) -> str:
             return f"{op['type']} ({t}, weights {wt})"
         if w >= 0 and sub["tensors"][w]["channels"] > 1:
             return f"{op['type']} (per-channel weights)"
+    if shapes and not _shapes_verified(sub, op):
+        return f"{op['type']} (shapes {[sub['tensors'][j]['shape'] for j in ins]} -> " \
+               f"{[sub['tensors'][j]['shape'] for j in op['outputs']]})"
     return op["type"]
+
+
+def _shapes_verified(sub: dict, op: dict) -> bool:
+    """Whether ``op``'s shapes are those its kernel computes, where the arena model's numbers
+    were checked: an elementwise operator's output has the broadcast shape of its inputs (a
+    unary one its input's), CONCATENATION's inputs agree off the axis and sum to the output on
+    it, FULLY_CONNECTED's output holds ``input elements / n x units`` for weights ``[units,
+    n]``. Elsewhere the interpreter aborts at ``Invoke`` (TFLITE_CHECK of the reference kernels)
+    or computes something else, and memplan claims nothing. RESHAPE's shapes are its
+    ``Prepare``'s checks (:func:`_reshape_output`); the control-flow kernels are not shaped
+    here."""
+    t = op["type"]
+    sh = [list(sub["tensors"][j]["shape"]) for j in op["inputs"] if j >= 0]
+    out = [list(sub["tensors"][j]["shape"]) for j in op["outputs"] if j >= 0]
+    if any(d < 0 for x in sh + out for d in x):
+        return False
+    if t in ("ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM", "LESS"):
+        rank = max(len(x) for x in sh)
+        padded = [[1] * (rank - len(x)) + x for x in sh]
+        want = []
+        for dims in zip(*padded, strict=True):
+            big = {d for d in dims if d != 1}
+            if len(big) > 1:
+                return False
+            want.append(big.pop() if big else 1)
+        return out[0] == want
+    if t in ("RELU", "RELU6", "TANH", "LOGISTIC", "ABS"):
+        return out[0] == sh[0]
+    if t == "CONCATENATION":
+        axis = op.get("axis", 0)
+        rank = len(out[0])
+        if not -rank <= axis < rank or any(len(x) != rank for x in sh):
+            return False
+        axis %= rank
+        off = [x[:axis] + x[axis + 1:] for x in sh + out]
+        return all(o == off[0] for o in off) and sum(x[axis] for x in sh) == out[0][axis]
+    if t == "FULLY_CONNECTED":
+        w = sh[1]
+        if len(w) != 2 or not w[1] or math.prod(sh[0]) % w[1]:
+            return False
+        return math.prod(out[0]) == math.prod(sh[0]) // w[1] * w[0]
+    return True
 
 
 #: RuntimeShape::kMaxSmallSize (runtime_shape.h): CONCATENATION refuses inputs of higher rank.
@@ -761,7 +831,7 @@ def tflm_refusal(subs: list) -> str:
     """
     for s, sub in enumerate(subs):
         for oi, op in enumerate(sub["op_io"]):
-            if _kernel_key(sub, op) not in KERNELS:
+            if _kernel_key(sub, op, shapes=False) not in KERNELS:
                 continue
             why = _kernel_refusal(sub, op)
             if why:
@@ -1033,7 +1103,7 @@ def runtime_arena(path: str | Path, measure: bool = True) -> dict:
         * ``tflm_head``: :func:`tflm_head` (TFLM's planner on TFLM's lifetimes), source
           ``"model"``, when every kernel is modelled (none requests scratch buffers); else, when
           ``measure`` and ``tflite-micro`` is installed, the head the interpreter reports
-          (:func:`tflm_arena`), source ``"measured"``; else the modelled value with source
+          (:func:`tflm_arena`'s number, from the probe worker), source ``"measured"``; else the modelled value with source
           ``"model (scratch buffers of unmodelled kernels not included)"`` (``None`` when a
           tensor's size is unknown).
         * ``runtime_arena``: :func:`tflm_arena_model`'s value, source ``"model"``, when it
@@ -1070,7 +1140,7 @@ def runtime_arena(path: str | Path, measure: bool = True) -> dict:
                 f"TFLite Micro refuses the model at every arena_size (TFLM's check, the "
                 f"interpreter not run: {why or 'measure=False'}): {m.refusal}")}
         try:
-            tflm_arena(path)
+            _report(path)
         except TflmRefused as e:
             return {"runtime_refusal": _refusal_line(e)}
         note = (f"memplan's model of TFLite Micro's checks refuses the model ({m.refusal}), but "
@@ -1083,7 +1153,7 @@ def runtime_arena(path: str | Path, measure: bool = True) -> dict:
     if m.runtime_arena is None:
         if measure and ok:
             try:
-                out["tflm_head"] = tflm_arena(path).head
+                out["tflm_head"] = _report(path).head
                 out["runtime_arena"] = tflm_min_arena(path)
             except TflmRefused as e:
                 return {"runtime_refusal": _refusal_line(e)}
@@ -1097,7 +1167,18 @@ def runtime_arena(path: str | Path, measure: bool = True) -> dict:
     return out
 
 
+def _report(path: str | Path) -> TflmArena:
+    """The interpreter's report for ``path`` from the persistent probe worker
+    (:func:`experiments.runtimes.tflm.probe.report`: the numbers of :func:`tflm_arena`, without
+    a child process per call)."""
+    from experiments.runtimes.tflm.probe import report
+
+    return report(path)
+
+
 def _refusal_line(e: TflmRefused) -> str:
     """The one line of ``runtime_refusal`` for the interpreter's own refusal ``e``."""
-    where = {"invoke": " (Invoke)", "crash": " (the interpreter crashed)"}.get(e.stage, "")
+    if e.stage == "crash":  # known at one large arena only: said as such
+        return f"TFLite Micro crashes on the model instead of running it: {e.reason}"
+    where = " (Invoke)" if e.stage == "invoke" else ""
     return f"TFLite Micro refuses the model at every arena_size{where}: {e.reason}"

@@ -31,17 +31,18 @@ import os
 import select
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
 __all__ = ["ProbeWorker", "accepts", "report", "min_arena", "shutdown", "MAX_REPORT_ARENA"]
 
 _WORKER = r"""
-import ctypes, json, os, sys, tempfile
+import ctypes, json, os, sys
 libc = ctypes.CDLL(None)
 proto = os.fdopen(os.dup(1), "w", buffering=1)
 requests = os.fdopen(os.dup(0), "r")
-log = tempfile.TemporaryFile(mode="w+b")  # what the interpreter prints, per request
+log = open(sys.argv[1], "w+b")  # what the interpreter prints, per request (read after a crash)
 os.dup2(log.fileno(), 1)
 os.dup2(log.fileno(), 2)
 import numpy as np
@@ -78,6 +79,9 @@ for line in requests:
         continue
     try:
         zero_inputs(it)
+        printed()  # the end of the inputs ("Input index N out of range") is no message of Invoke
+        log.seek(0)
+        log.truncate()
         it.invoke()
     except Exception as e:
         proto.write(json.dumps({"ok": False, "stage": "invoke", "error": str(e)[:300],
@@ -109,9 +113,13 @@ class ProbeWorker:
         self.proc: subprocess.Popen | None = None
         self.crashes = 0
         self.probes = 0
+        self.log: str | None = None  # the file the worker's fds 1 and 2 write to
 
     def _start(self) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-c", _WORKER], stdin=subprocess.PIPE,
+        fd, self.log = tempfile.mkstemp(prefix="tflm_probe_", suffix=".log")
+        os.close(fd)
+        self.proc = subprocess.Popen([sys.executable, "-c", _WORKER, self.log],
+                                     stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      text=True, bufsize=1)
         line = self._readline(120.0)
@@ -142,15 +150,18 @@ class ProbeWorker:
                 if f is not None:
                     f.close()
             self.proc = None
+        if self.log is not None:
+            Path(self.log).unlink(missing_ok=True)
+            self.log = None
 
     def probe(self, path: str, arena_size: int, timeout: float = 120.0,
               want_report: bool = False) -> dict:
         """Build and invoke (inputs zero) the model at ``path`` with ``arena_size`` bytes.
 
         Returns ``{"ok": bool, "stage": "build" | "invoke" | "crash", "error": str, "log": str}``
-        (``stage``, ``error``, the Python exception's text, and ``log``, what the interpreter
-        printed during the request, its last 4,000 characters, only when rejected; a crash has no
-        ``log``) and, with ``want_report`` and success, ``"text"``: the
+        (``stage``, ``error``, the Python exception's text or the worker's exit status, and
+        ``log``, what the interpreter printed during the request, its last 4,000 characters,
+        only when rejected) and, with ``want_report`` and success, ``"text"``: the
         interpreter's ``print_allocations`` report. Raises ``TimeoutError`` when the worker
         does not answer within ``timeout`` seconds (the worker is then killed).
         """
@@ -172,8 +183,13 @@ class ProbeWorker:
         if line is None:  # the interpreter crashed the worker: rejected, restart next time
             code = self.proc.wait()
             self.crashes += 1
+            try:  # what it printed before dying (an abort's message, an allocator's complaint)
+                printed = Path(self.log).read_bytes()[-4000:].decode("utf-8", "replace")
+            except (OSError, TypeError):
+                printed = ""
             self.close()
-            return {"ok": False, "stage": "crash", "error": f"worker exited with {code}"}
+            return {"ok": False, "stage": "crash", "error": f"worker exited with {code}",
+                    "log": printed}
         return json.loads(line)
 
 
@@ -265,8 +281,10 @@ def report(path: str | Path, arena_size: int | None = None, timeout: float = 120
         if r["ok"]:
             return parse_allocations(r["text"])
         log = r.get("log", "")
+        if r["stage"] == "crash":  # the interpreter's last words, then how the worker ended
+            log += f"\nthe interpreter crashed ({r.get('error', '')})"
         why = runtime_reason(log, r.get("error", ""))
-        if not arena_too_small(log) or r["stage"] == "crash":
+        if not arena_too_small(log):  # a crash right after "missing: N" is a short arena too
             raise TflmRefused(f"{path}: TFLite Micro refuses the model ({r['stage']}, "
                               f"arena_size {size} bytes): {why}", why, r["stage"])
         if arena_size or 2 * size > MAX_REPORT_ARENA:
