@@ -57,7 +57,9 @@ Steps of :func:`load_onnx`:
     inputs at its own step (they are added to :attr:`Operator.inputs`, names kept in the
     attribute ``implicit_inputs``) and writes an extra ``uint8`` output ``<op>_subgraph_ws``
     that no operator reads: its subgraphs' workspace, live exactly during its step. Sequence,
-    optional and map values, and any construct the module cannot model, are a clear error.
+    optional and map values, an ``If`` on a runtime condition whose branches return different
+    shapes (ONNX Runtime writes the taken branch's: no static size holds both), and any
+    construct the module cannot model, are a clear error.
 
 Element sizes come from ``onnx.helper.tensor_dtype_to_np_dtype``; bytes are
 ``prod(shape) * itemsize``.
@@ -298,7 +300,8 @@ def load_onnx(
     OnnxImportError
         Missing, empty or malformed file; nodes out of topological order; external data outside
         the model's folder, missing or short; strict shape inference failure (an operator whose
-        output inference leaves untyped is named, not its consumer); an override that matches
+        output inference leaves untyped is named, not its consumer); an ``If`` on a runtime
+        condition whose branches return different shapes; an override that matches
         nothing; a tensor whose size stays unknown (named, with its symbolic dimensions); an
         element type without a fixed size (strings).
 

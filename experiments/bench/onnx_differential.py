@@ -625,11 +625,24 @@ def k_dd_if_shapes(rng):
 
 def ort_runtime_outputs(model: onnx.ModelProto) -> set[str]:
     """The node outputs of ``model`` that ONNX Runtime computes at run time after its constant
-    folding: the outputs, among ``model``'s node outputs, of the nodes left in the model ONNX
-    Runtime writes after optimising it at graph optimisation level basic
-    (``SessionOptions.optimized_model_filepath``; ``ConstantFolding`` is a level-1 transformer,
-    and the session default, all levels, folds the same nodes). A name ONNX Runtime folded into
-    an initializer, or removed (an ``Identity``), is absent.
+    folding.
+
+    The outputs, among ``model``'s node outputs, of the nodes left in the model ONNX Runtime
+    (CPU provider) writes after optimising it at graph optimisation level basic
+    (``SessionOptions.optimized_model_filepath``, in a temporary folder; ``ConstantFolding`` is
+    a level-1 transformer, and the session default, all levels, folds the same nodes). A name
+    ONNX Runtime folded into an initializer, or removed (an ``Identity``), is absent; a node
+    ONNX Runtime expands into its function body (``GroupNormalization``) keeps its output name.
+
+    Parameters
+    ----------
+    model : onnx.ModelProto
+        The model as the importer reads it (not modified).
+
+    Returns
+    -------
+    set of str
+        Tensor names: each is allocated by ONNX Runtime at run time, so a plan must hold it.
 
     Raises
     ------
