@@ -750,11 +750,21 @@ def _replan(inst: _Instance, pos, planner: str, seconds: float):
 
 def _cp_params(solver, workers: int, seed: int, wall: float, dtime: float | None) -> None:
     """Set a CP-SAT solver's workers, seed, wall-clock limit (seconds, at least 0.01) and, when
-    given, its deterministic-time budget: every sub-solve of this module the same way."""
+    given, its deterministic-time budget: every sub-solve of this module the same way.
+
+    Also ``no_overlap_2d_boolean_relations_limit = 0``: CP-SAT's presolve turns a
+    ``NoOverlap2D`` of fewer than that many boxes (default 10) into Booleans per pair, and with
+    OR-Tools 9.15 that presolve, beside this module's redundant ``AddCumulative``, postsolves
+    a solution that breaks the model on some small graphs with an alignment: the solver then
+    aborts the whole process ("Infeasible solution! ... Check failure": inputs 1829 and, of the
+    kind ``aligned``, 93 of ``experiments.bench.joint_differential``, 2 in 2,800; without the
+    cumulative, or with this limit 0, the same models solve). Small models only, so the search
+    of large ones is unchanged."""
     prm = solver.parameters
     prm.num_workers = workers
     prm.random_seed = seed
     prm.max_time_in_seconds = max(0.01, wall)
+    prm.no_overlap_2d_boolean_relations_limit = 0
     if dtime is not None:
         prm.max_deterministic_time = dtime
 

@@ -7,7 +7,12 @@ pools, the arena of a zero-size pinned tensor, operators stored out of topologic
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import networkx as nx
+import pytest
 
 from experiments.bench.joint_differential import Case, check_case, generate, oracle
 from planners.model import MemoryPool
@@ -184,3 +189,17 @@ def test_generated_sample_agrees_with_the_oracle():
     assert any(r["pools"] and r["status"] == "feasible" and r["mode"] == "exact"
                and r["traffic"] == r["oracle_traffic"] and r["arena"] == r["oracle_arena"]
                for r in rows)
+
+
+@pytest.mark.parametrize(("seed", "kind"), [(1829, None), (93, "aligned")])
+def test_inputs_that_crashed_cp_sat_are_solved(seed, kind):
+    """Whole models on which CP-SAT 9.15's NoOverlap2D presolve aborted the process ("Infeasible
+    solution! ... Check failure"), run in a child process so an abort fails this test only."""
+    code = ("from experiments.bench.joint_differential import check_case, generate\n"
+            f"r = check_case(generate({seed}, kind={kind!r}))\n"
+            "print(r['outcome'], r['status'], r['arena'], r['oracle_arena'], r['detail'])\n")
+    root = Path(__file__).resolve().parents[1]
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                       cwd=root)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.split()[0] == "agree", p.stdout

@@ -233,7 +233,8 @@ def _layout(bufs: tuple, grid: int, cap: int | None) -> int | None:
     """Least arena (bytes) of one memory holding ``bufs`` (``(first, last, size, pin)``, ``size
     > 0``, ``pin`` -1 for none), offsets multiples of ``grid`` (pins as given), every top at most
     ``cap``; ``None`` if none fits. Exhaustive lowest-fit over every placement order, branch and
-    bound on the arena, stopped at the lower bound (most live bytes, highest pinned top)."""
+    bound on the arena, stopped at the lower bound (at each step the live buffers stacked on the
+    grid: every one but the top takes its size rounded up to ``grid``; the highest pinned top)."""
     fixed = [b for b in bufs if b[3] >= 0]
     free = [b for b in bufs if b[3] < 0]
     for i, a in enumerate(fixed):
@@ -243,8 +244,14 @@ def _layout(bufs: tuple, grid: int, cap: int | None) -> int | None:
             if _meet(a, b) and a[3] < b[3] + b[2] and b[3] < a[3] + a[2]:
                 return None
     steps = sorted({k for f, e, _, _ in bufs for k in (f, e)})
-    lb = max([sum(b[2] for b in bufs if b[0] <= k <= b[1]) for k in steps]
-             + [b[3] + b[2] for b in fixed] + [0])
+
+    def stacked(k: int) -> int:  # the buffers live at step k, one above the other on the grid:
+        up = [-(-b[2] // grid) * grid for b in bufs if b[0] <= k <= b[1]]  # each but the top
+        waste = max((u - b[2] for u, b in zip(up, [b for b in bufs if b[0] <= k <= b[1]])),
+                    default=0)  # one takes its rounded-up size, so the top is at least
+        return sum(up) - waste  # sum(rounded) - the largest rounding
+
+    lb = max([stacked(k) for k in steps] + [b[3] + b[2] for b in fixed] + [0])
     if cap is not None and lb > cap:
         return None
     best = [cap + 1 if cap is not None else None]
