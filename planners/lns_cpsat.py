@@ -1,7 +1,10 @@
-"""``lns_cpsat``: large-neighbourhood search with CP-SAT sub-solves.
+"""``lns_cpsat``: large-neighbourhood search with CP-SAT sub-solves, started from TelaMalloc.
 
-Starting from the best greedy plan (smallest arena; ties to the fewest bytes above the max-live
-bound, :func:`planners.local_search.best_greedy_start`), repeat until ``time_limit`` or ``max_rounds``:
+Starting from TelaMalloc's plan (:class:`planners.telamalloc.TelaMalloc` with a placement budget,
+``start="telamalloc"``; the default ``"auto"`` up to :data:`AUTO_TELAMALLOC_BUFFERS` buffers) or
+from the best greedy plan (``start="greedy"``, and ``"auto"`` above that size: smallest arena,
+ties to the fewest bytes above the max-live bound,
+:func:`planners.local_search.best_greedy_start`), repeat until a stop below:
 
 1. **Choose a neighbourhood** with a seeded rule (``neighbourhoods``, drawn in turn from
    ``numpy.random.default_rng(seed)``), always around a **critical** buffer ``c`` (one whose top is
@@ -25,23 +28,49 @@ bound, :func:`planners.local_search.best_greedy_start`), repeat until ``time_lim
    freed one is encoded in that buffer's offset domain (the offsets whose block misses every such
    fixed block; the same constraint as a fixed rectangle, but the model's size follows the freed
    buffers only). The objective is the highest top of the freed buffers, bounded by the current
-   arena; the current layout is the solution hint. Each sub-solve gets at most
-   ``sub_time_limit`` seconds (or ``sub_deterministic_time``) and what is left of
-   ``time_limit``.
+   arena; the current layout is the solution hint. Each sub-solve stops on CP-SAT's
+   deterministic time (``sub_deterministic_time``, and what is left of ``deterministic_time``),
+   with one worker and ``random_seed=seed``; the wall clock (what is left of ``time_limit``,
+   and ``sub_time_limit`` only when set) is the outer stop.
 3. **Accept** the new layout when that highest top is not above the old one (so the arena never
    grows; ties move the search on). With ``adaptive`` the window grows by a quarter after a
    sub-solve proved its neighbourhood optimal without improving, and shrinks by a quarter after
-   one that stopped on its time limit.
+   one that stopped on its budget.
+
+Why the start is TelaMalloc's plan. From the greedy start the search is stuck on MiniMalloc's
+challenging problems A-F (1.11-1.32 x the lower bound after 5 s, barely below
+``greedy_by_size``): their live profile stays above 0.9 x the max-live bound on 86-95 % of the
+steps (A-D), and the greedy plans (1.22-1.37 x) have 15-59 buffers above the bound whose lifetimes
+cover every step of A-E. The excess is spread over the whole time axis, so a neighbourhood local
+in time (or a band around one critical buffer) can lower its own highest top only to the next
+highest top elsewhere: 30 rounds on A and D accepted 8 and 14 improvements of 1-4 KiB each
+while 16-20 of the sub-solves proved their neighbourhood optimal -- neither the sub-solve limit
+nor the window size is the obstacle, the locality is. TelaMalloc's skyline search places every
+buffer under a falling global target and reaches the bound of A, C, E and F, 1.02 x on B and
+1.045 x on D within its budget. From those plans the neighbourhoods find little more (D: no
+improvement in 40 rounds): this planner is then TelaMalloc plus a seeded CP-SAT polish of the
+buffers around the arena's top, which pays where a plan's excess is local (``somas_pangu_2.6B``,
+the ``chain`` problem), and on MiniMalloc's problems is as good as TelaMalloc with
+:data:`AUTO_START_SHARE` of its placements.
+
+Budget and determinism (``time_limit`` is the outer stop only). The start is budgeted by
+placements (``start_nodes``, by default :data:`AUTO_START_SHARE` of TelaMalloc's default budget
+for the same limit), the search by rounds (``max_rounds``, ``stall_rounds``) and CP-SAT
+deterministic time (``sub_deterministic_time`` per sub-solve, ``deterministic_time`` in all: by
+default :data:`AUTO_DETERMINISTIC_SHARE` per second of ``time_limit``); neighbourhoods come from
+the seeded generator. So two runs with the same parameters give the same plan on an idle and on
+a busy machine unless ``info["stopped_by"] == "time_limit"``: the clock stopped the start, a
+sub-solve, or the rounds (a sub-solve that would start with less time left than the last model
+took to build is not started). CP-SAT's deterministic time is a count of work, not seconds: on
+these sub-problems one unit is about 10 s of one idle core (30 s at a load of 6 on 2 cores), hence
+the small defaults. The call returns within ``time_limit`` plus about 0.1 s (a CP-SAT solve
+honours its wall limit within milliseconds; importing OR-Tools, up to 1 s under load, happens
+first and counts).
 
 Conventions: half-open lifetimes in schedule steps; sizes, offsets and arenas in bytes.
 ``plan.info["trajectory"]`` lists ``(seconds, arena)`` at the start plan and at every improvement.
 The best bound is the max-live lower bound (a neighbourhood optimum proves nothing globally);
 the status is ``"optimal"`` when the arena reaches it, else ``"heuristic"``.
-
-Determinism: neighbourhoods come from the seeded generator and every sub-solve runs CP-SAT with one
-worker and ``random_seed=seed``. With ``max_rounds`` and ``sub_deterministic_time`` set (CP-SAT's
-deterministic time, and a ``time_limit`` that is not reached) a run repeats exactly; with
-wall-clock sub-limits the sub-solves may stop at different points under load.
 
 Complexity: per round ``O(n)`` numpy work to choose the neighbourhood, ``O(k f log f)`` to build
 the offset domains of ``k = window`` freed buffers against the ``f`` fixed buffers live with them,
@@ -57,13 +86,14 @@ References
 from __future__ import annotations
 
 import time
-from numbers import Integral
+from numbers import Integral, Real
 
 import numpy as np
 
 from .base import Planner, SolveResult
+from .bounds import lower_bound
 from .feature_cpsat import solve_features
-from .local_search import DEFAULT_START_ORDERS, START_ORDERS_RULE, anytime_start
+from .local_search import DEFAULT_START_ORDERS, START_ORDERS_RULE, Trajectory, anytime_start
 from .model import Problem
 from .params import (
     CPSAT_SEED,
@@ -74,66 +104,103 @@ from .params import (
     SequenceOf,
     StrOptions,
 )
+from .telamalloc import AUTO_NODES_PER_SECOND, TelaMalloc, _resolve_engine
 
-__all__ = ["LNSCPSat", "NEIGHBOURHOODS"]
+__all__ = [
+    "LNSCPSat",
+    "NEIGHBOURHOODS",
+    "STARTS",
+    "AUTO_TELAMALLOC_BUFFERS",
+    "AUTO_START_SHARE",
+    "AUTO_DETERMINISTIC_SHARE",
+]
 
 #: Neighbourhood rules of :class:`LNSCPSat`.
 NEIGHBOURHOODS = ("time", "band", "events")
+#: Start plans of :class:`LNSCPSat` (``start=``).
+STARTS = ("auto", "telamalloc", "greedy")
+#: ``start="auto"`` starts from TelaMalloc up to this many buffers (the size up to which its
+#: search keeps neighbour lists, :data:`planners.telamalloc._NBR_BUFFERS`; beyond it a placement
+#: scans every buffer and the budget goes further in the neighbourhoods), else from the greedy
+#: plan.
+AUTO_TELAMALLOC_BUFFERS = 4_000
+#: ``start_nodes="auto"``: this share of TelaMalloc's default placement budget for the same
+#: time limit (:data:`planners.telamalloc.AUTO_NODES_PER_SECOND`).
+AUTO_START_SHARE = 0.7
+#: ``deterministic_time="auto"``: CP-SAT deterministic time of all sub-solves, per second of
+#: ``time_limit`` (one unit is about 10 s of an idle core on MiniMalloc's sub-problems).
+AUTO_DETERMINISTIC_SHARE = 0.02
 
 
 class LNSCPSat(Planner):
-    """Large-neighbourhood search: free a time window, an address band or the buffers allocated and
-    freed near a top buffer, re-solve them with CP-SAT.
+    """TelaMalloc's plan polished by CP-SAT large-neighbourhood search (work-budgeted, seeded).
 
     Parameters
     ----------
     time_limit : float, default 5.0
-        Wall-clock seconds for the whole call (start plans included).
+        Wall-clock seconds for the whole call (start plans included): the outer stop, reported
+        as ``info["stopped_by"] == "time_limit"`` when it ends the call; it also sets the
+        ``"auto"`` work budgets below.
     seed : int, default 0
         Seed of the neighbourhood choice and of CP-SAT.
+    start : {"auto", "telamalloc", "greedy"}, default "auto"
+        Start plan (:data:`STARTS`): TelaMalloc's skyline search with ``start_nodes``
+        placements, or the best greedy plan; ``"auto"``: TelaMalloc up to
+        :data:`AUTO_TELAMALLOC_BUFFERS` buffers, else greedy (see the module docstring).
+    start_nodes : int or "auto", default "auto"
+        Placements of the TelaMalloc start; ``"auto"`` is :data:`AUTO_START_SHARE` times
+        TelaMalloc's own default budget for ``time_limit``
+        (:data:`planners.telamalloc.AUTO_NODES_PER_SECOND`).
     max_rounds : int or None, default None
-        Sub-solve budget (see Determinism in the module docstring).
+        Sub-solves in all; ``None``: no round count.
+    deterministic_time : float, "auto" or None, default "auto"
+        CP-SAT deterministic time of all sub-solves together (a work count; see the module
+        docstring); ``"auto"`` is :data:`AUTO_DETERMINISTIC_SHARE` times ``time_limit``.
     neighbourhoods : tuple of str, default ("time", "band", "events")
         Rules drawn uniformly each round (:data:`NEIGHBOURHOODS`).
     window : int, default 40
         Buffers freed per round (the starting size when ``adaptive``): exactly ``window`` for
         ``band`` and for a truncated window; at least ``window`` when the ``time`` or ``events``
         window grows, since it grows by whole lifetime end points.
-    sub_time_limit : float, default 0.5
-        Wall-clock seconds per sub-solve.
-    sub_deterministic_time : float or None, default None
-        If set, each sub-solve stops on CP-SAT's deterministic time instead (reproducible).
+    sub_time_limit : float or None, default None
+        Wall-clock seconds per sub-solve; set, the sub-solves (and so the plan) depend on the
+        machine's load. ``None``: only the time left of ``time_limit``.
+    sub_deterministic_time : float or None, default 0.02
+        CP-SAT deterministic time per sub-solve (reproducible).
     adaptive : bool, default True
-        Grow the window after a proved neighbourhood optimum, shrink it after a stopped sub-solve
-        (between 8 and ``4 * window`` buffers).
+        Grow the window after a proved neighbourhood optimum, shrink it after a sub-solve that
+        stopped on its budget (between 8 and ``4 * window`` buffers).
     stall_rounds : int or None, default 30
-        Stop after this many rounds without a new best arena; ``None`` runs to the time limit.
+        Stop after this many rounds without a new best arena; ``None``: no such stop.
     start_orders : tuple of str, default :data:`planners.local_search.DEFAULT_START_ORDERS`
         (every name in :data:`planners.greedy.ORDERS`, ``"size"`` first)
-        Orders of the greedy start plans (each with both fits).
-    start_share : float, default 0.3
-        Share of ``time_limit`` after which no further start plan begins (one always runs).
+        Orders of the greedy start plans (each with both fits), for either start.
+    start_share : float, default 1.0
+        Share of ``time_limit`` after which no further greedy start plan begins (one always
+        runs); the default runs them all unless the time limit bites.
 
     Returns (through :meth:`plan`)
     ------------------------------
-    status ``optimal`` when the arena equals the best proved bound: the max-live lower bound, or
-    the arena itself when one neighbourhood held every buffer and CP-SAT proved it optimal (small
-    problems); else ``heuristic``. ``info``: ``trajectory``, ``start``, ``rounds``, ``accepted``,
-    ``windows`` (last window size), ``stopped_by`` (``"lower_bound"``, ``"proved"``,
-    ``"max_rounds"``, ``"stall_rounds"``, ``"time_limit"``, or ``"range"``: the worst-case arena
-    exceeds ``2**60`` bytes, beyond what the CP-SAT models here are built for, and the start plan
-    is returned).
+    status ``optimal`` when the arena equals the best proved bound: the max-live lower bound,
+    TelaMalloc's proved bound, or the arena itself when one neighbourhood held every buffer and
+    CP-SAT proved it optimal (small problems); else ``heuristic``. ``info``: ``trajectory``
+    (``(seconds, arena)`` pairs, bytes), ``start``, ``start_arenas``, ``start_nodes`` (the
+    TelaMalloc start's placements), ``start_cut``, ``rounds``, ``accepted``, ``windows`` (last
+    window size), ``deterministic_time`` (spent by the sub-solves), ``stopped_by``
+    (``"lower_bound"``, ``"proved"``, ``"max_rounds"``, ``"deterministic_time"``,
+    ``"stall_rounds"``, ``"time_limit"``, or ``"range"``: the worst-case arena exceeds ``2**60``
+    bytes, beyond what the CP-SAT models here are built for, and the start plan is returned).
 
     Raises
     ------
     ParameterError
-        (from :meth:`plan`) Unknown neighbourhood, a window below 2, a time limit that is not
-        positive, ... (``_parameter_constraints``).
+        (from :meth:`plan`) Unknown neighbourhood or start, a window below 2, a time limit that is
+        not positive, ... (``_parameter_constraints``).
 
     Examples
     --------
     >>> from planners.examples import exercise_5_1_problem
-    >>> LNSCPSat(max_rounds=5, sub_deterministic_time=1.0).plan(exercise_5_1_problem()).arena_size
+    >>> LNSCPSat(max_rounds=5).plan(exercise_5_1_problem()).arena_size
     780
     """
 
@@ -144,10 +211,14 @@ class LNSCPSat(Planner):
     _parameter_constraints = {
         "time_limit": [POSITIVE_SECONDS],
         "seed": [CPSAT_SEED],
+        "start": [StrOptions(STARTS)],
+        "start_nodes": [Interval(Integral, 1, None), StrOptions(("auto",))],
         "max_rounds": [Interval(Integral, 0, None), None],
+        "deterministic_time": [Interval(Real, 0, 1e9, closed="right"), StrOptions(("auto",)),
+                               None],
         "neighbourhoods": [SequenceOf(StrOptions(NEIGHBOURHOODS))],
         "window": [Interval(Integral, 2, None)],
-        "sub_time_limit": [POSITIVE_SECONDS],
+        "sub_time_limit": OPTIONAL_POSITIVE_SECONDS,
         "sub_deterministic_time": OPTIONAL_POSITIVE_SECONDS,
         "adaptive": ["boolean"],
         "stall_rounds": [Interval(Integral, 1, None), None],
@@ -159,19 +230,25 @@ class LNSCPSat(Planner):
         self,
         time_limit: float = 5.0,
         seed: int = 0,
+        start: str = "auto",
+        start_nodes: int | str = "auto",
         max_rounds: int | None = None,
+        deterministic_time: float | str | None = "auto",
         neighbourhoods: tuple[str, ...] = NEIGHBOURHOODS,
         window: int = 40,
-        sub_time_limit: float = 0.5,
-        sub_deterministic_time: float | None = None,
+        sub_time_limit: float | None = None,
+        sub_deterministic_time: float | None = 0.02,
         adaptive: bool = True,
         stall_rounds: int | None = 30,
         start_orders: tuple[str, ...] = DEFAULT_START_ORDERS,
-        start_share: float = 0.3,
+        start_share: float = 1.0,
     ) -> None:
         self.time_limit = time_limit
         self.seed = seed
+        self.start = start
+        self.start_nodes = start_nodes
         self.max_rounds = max_rounds
+        self.deterministic_time = deterministic_time
         self.neighbourhoods = neighbourhoods
         self.window = window
         self.sub_time_limit = sub_time_limit
@@ -187,11 +264,24 @@ class LNSCPSat(Planner):
             # its best plan (CP-SAT's own LNS workers improve it as this planner's rounds do)
             return solve_features(problem, problem.capacity, "minimize", self.time_limit,
                                   workers=1, seed=self.seed)
-        st = anytime_start(problem, self.time_limit, self.start_orders, self.start_share)
-        deadline, traj, lb, arena = st.deadline, st.trajectory, st.lower_bound, st.arena
-        off = np.asarray(st.offsets, np.int64).copy()
-        traj.add(arena)
-        info: dict = dict(st.info)
+        t0 = time.perf_counter()
+        deadline = t0 + float(self.time_limit)
+        traj = Trajectory(t0)
+        # OR-Tools takes up to a second to import on a loaded machine: imported before any
+        # decision on the time left, so that set-up counts against the limit
+        from ortools.sat.python import cp_model  # noqa: F401
+        start = self.start
+        if start == "auto":
+            start = "telamalloc" if problem.n <= AUTO_TELAMALLOC_BUFFERS else "greedy"
+        if start == "telamalloc":
+            off, arena, lb, info = self._telamalloc_start(problem, traj)
+        else:
+            st = anytime_start(problem, self.time_limit, self.start_orders, self.start_share)
+            lb, arena = st.lower_bound, st.arena
+            off = np.asarray(st.offsets, np.int64).copy()
+            traj.add(arena)
+            info = dict(st.info)
+        bound = int(info.pop("start_bound", lb))
         sizes = problem.sizes
         live = sizes > 0
         rng = np.random.default_rng(self.seed)
@@ -199,21 +289,27 @@ class LNSCPSat(Planner):
         wmin, wmax = min(8, window), 4 * window
         rounds = accepted = since_best = 0
         last_round = 0.0  # seconds the last round spent building its model
+        det_total = 0.0  # CP-SAT deterministic time spent by the sub-solves
+        det_budget = self._deterministic_budget()
         stopped = "lower_bound"
-        bound = lb
         n_live = int(live.sum())
+        if info.get("start_cut"):
+            stopped = "time_limit"  # the clock stopped the start phase
         if problem.worst_case_arena > 2**60:
             stopped = "range"
-        while arena > bound and stopped != "range":
+        while arena > bound and stopped not in ("range", "time_limit"):
             if self.max_rounds is not None and rounds >= self.max_rounds:
                 stopped = "max_rounds"
+                break
+            if det_budget is not None and det_total >= det_budget:
+                stopped = "deterministic_time"
+                break
+            if self.stall_rounds is not None and since_best >= self.stall_rounds:
+                stopped = "stall_rounds"
                 break
             left = deadline - time.perf_counter()
             if left <= max(0.01, last_round):  # the next round would likely overrun
                 stopped = "time_limit"
-                break
-            if self.stall_rounds is not None and since_best >= self.stall_rounds:
-                stopped = "stall_rounds"
                 break
             rounds += 1
             since_best += 1
@@ -227,7 +323,13 @@ class LNSCPSat(Planner):
                 free, floor = _event_window(problem, off, c, window), 0
             else:
                 free, floor = _address_band(problem, off, c, window)
-            res, last_round = self._sub_solve(problem, off, free, floor, arena, left)
+            det_left = None if det_budget is None else det_budget - det_total
+            res, last_round, det, cut = self._sub_solve(problem, off, free, floor, arena,
+                                                        deadline, det_left)
+            det_total += det
+            if cut:  # the wall clock stopped this sub-solve: its outcome depends on the load
+                stopped = "time_limit"
+                break
             if res is None:
                 continue
             new_off, new_max, old_max, proved = res
@@ -247,21 +349,71 @@ class LNSCPSat(Planner):
                     window = min(wmax, window + max(1, window // 4))
                 elif not proved:
                     window = max(wmin, window - max(1, window // 4))
+        if arena <= bound and stopped not in ("proved", "range"):
+            stopped = "lower_bound" if bound == lb else "proved"
         info.update(
             trajectory=traj.points,
             rounds=rounds,
             accepted=accepted,
             windows=window,
+            deterministic_time=round(det_total, 6),
             stopped_by=stopped,
         )
         return SolveResult(off, "optimal" if arena <= bound else "heuristic", bound, info)
 
-    def _sub_solve(self, problem, off, free, floor, arena, left):
+    def _deterministic_budget(self) -> float | None:
+        """CP-SAT deterministic time for all sub-solves (``deterministic_time``; ``"auto"`` is
+        :data:`AUTO_DETERMINISTIC_SHARE` of ``time_limit``)."""
+        if self.deterministic_time == "auto":
+            return AUTO_DETERMINISTIC_SHARE * float(self.time_limit)
+        return None if self.deterministic_time is None else float(self.deterministic_time)
+
+    def _start_nodes(self, engine: str) -> int:
+        """Placement budget of the TelaMalloc start (``start_nodes``; ``"auto"`` is
+        :data:`AUTO_START_SHARE` of TelaMalloc's own default budget for ``time_limit``)."""
+        if self.start_nodes != "auto":
+            return int(self.start_nodes)
+        rate = AUTO_NODES_PER_SECOND[engine]
+        return max(1, int(AUTO_START_SHARE * rate * float(self.time_limit)))
+
+    def _telamalloc_start(self, problem: Problem, traj: Trajectory):
+        """The start plan of ``start="telamalloc"``: :class:`planners.telamalloc.TelaMalloc`
+        with ``start_nodes`` placements (its greedy starts over ``start_orders`` included) and
+        the whole time limit as its outer stop. Returns ``(offsets, arena, lower bound, info)``,
+        the trajectory extended by TelaMalloc's (seconds since this call began); ``info`` holds
+        ``start`` (``"telamalloc/" + its greedy start``), ``start_nodes``, ``start_arenas``,
+        ``start_cut`` (the clock stopped it) and ``start_bound`` (its proved bound, bytes)."""
+        t_start = time.perf_counter()
+        tela = TelaMalloc(time_limit=self.time_limit, max_nodes=1,
+                          start_orders=self.start_orders, start_share=self.start_share)
+        tela.max_nodes = self._start_nodes(_resolve_engine(tela.engine))
+        res = tela._solve(problem)
+        shift = t_start - traj.t0
+        for secs, arena in res.info["trajectory"]:
+            if not traj.points or arena < traj.points[-1][1]:
+                traj.points.append((round(secs + shift, 6), int(arena)))
+        off = np.asarray(res.offsets, np.int64).copy()
+        arena = int((off + problem.sizes).max(initial=0))
+        ri = res.info
+        info = {
+            "start": f"telamalloc/{ri['start']}",
+            "start_arenas": ri["start_arenas"],
+            "start_nodes": int(ri["nodes"]),
+            "start_cut": ri["stopped_by"] == "time_limit",
+            "start_bound": int(res.best_bound),
+        }
+        return off, arena, lower_bound(problem), info
+
+    def _sub_solve(self, problem, off, free, floor, arena, deadline, det_left):
         """Re-place ``free`` (buffer indices) among the fixed others.
 
-        Returns ``(result, build_seconds)``: ``result`` is ``None`` if CP-SAT found nothing, else
-        ``(offsets, new highest free top, old highest free top, proved)``; ``build_seconds`` is
-        the time spent building the model."""
+        CP-SAT stops on ``min(sub_deterministic_time, det_left)`` deterministic time, on
+        ``sub_time_limit`` seconds when that is set, and on the call's ``deadline`` (a
+        :func:`time.perf_counter` instant). Returns ``(result, build_seconds, det, cut)``:
+        ``result`` is ``None`` if CP-SAT found nothing, else ``(offsets, new highest free top,
+        old highest free top, proved)``; ``build_seconds`` is the time spent building the model,
+        ``det`` the deterministic time CP-SAT spent, ``cut`` whether a wall clock (the deadline
+        or ``sub_time_limit``) rather than the work budget ended the sub-solve."""
         from ortools.sat.python import cp_model  # imported here: `import planners` stays light
 
         t0 = time.perf_counter()
@@ -273,7 +425,7 @@ class LNSCPSat(Planner):
         )
         free = free[sizes[free] > 0]
         if free.size == 0:
-            return None, 0.0
+            return None, 0.0, 0.0, False
         is_free = np.zeros(problem.n, bool)
         is_free[free] = True
         t_lo, t_hi = int(starts[free].min()), int(ends[free].max())
@@ -302,20 +454,30 @@ class LNSCPSat(Planner):
         old_max = max(tops)
         m.AddHint(hz, old_max)
         m.Minimize(hz)
-        build = time.perf_counter() - t0
-        left -= build
+        t1 = time.perf_counter()
+        build = t1 - t0
+        left = deadline - t1
         if left <= 0.01:
-            return None, build
+            return None, build, 0.0, True
+        wall = left if self.sub_time_limit is None else min(float(self.sub_time_limit), left)
+        det_cap = self.sub_deterministic_time
+        if det_left is not None:
+            det_cap = det_left if det_cap is None else min(float(det_cap), det_left)
         solver = cp_model.CpSolver()
         prm = solver.parameters
         prm.num_workers = 1
         prm.random_seed = int(self.seed)
-        prm.max_time_in_seconds = max(0.01, min(float(self.sub_time_limit), left))
-        if self.sub_deterministic_time is not None:
-            prm.max_deterministic_time = float(self.sub_deterministic_time)
+        prm.max_time_in_seconds = max(0.01, wall)
+        if det_cap is not None:
+            prm.max_deterministic_time = max(1e-3, float(det_cap))
         st = solver.Solve(m)
+        det = float(solver.deterministic_time)
+        # a wall clock bit when CP-SAT ran out of seconds before its deterministic budget
+        cut = st != cp_model.OPTIMAL and st != cp_model.INFEASIBLE and (
+            time.perf_counter() - t1 >= prm.max_time_in_seconds - 1e-3
+        ) and (det_cap is None or det < float(det_cap))
         if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            return None, build
+            return None, build, det, cut
         new = off.copy()
         for i, (k, a) in ovars.items():
             new[i] = solver.Value(k) * a
@@ -323,7 +485,7 @@ class LNSCPSat(Planner):
         # Above 2**53 bytes CP-SAT compares objective and bound as doubles, so its OPTIMAL may be
         # off by a few bytes (planners.cpsat): such a claim proves nothing here.
         proved = st == cp_model.OPTIMAL and new_max <= 2**53
-        return (new, new_max, old_max, proved), build
+        return (new, new_max, old_max, proved), build, det, cut
 
 
 def _offset_domain(fix_off, fix_top, size: int, align: int, lo: int, hi: int):

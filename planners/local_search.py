@@ -40,9 +40,11 @@ bytes. ``plan.info["trajectory"]`` lists ``(seconds, arena)`` at the start plan 
 best arena (seconds since the call began). The status is ``"optimal"`` when the arena reaches the
 max-live lower bound (the best proved bound this planner knows), else ``"heuristic"``.
 
-Determinism: the moves come from ``numpy.random.default_rng(seed)``; with ``max_iters`` set and a
-time limit that is not reached, the same seed gives the same plan on any machine. A run stopped by
-``time_limit`` is a prefix of that same move sequence, so it can only stop earlier.
+Determinism: the moves come from ``numpy.random.default_rng(seed)`` and every stop but the time
+limit counts work (``max_iters``, ``stall_limit`` moves, the lower bound); every start plan runs
+(``start_share=1``). So unless ``info["stopped_by"] == "time_limit"`` the same seed gives the same
+plan on any machine and under any load. A run stopped by ``time_limit`` (the outer wall-clock
+stop, reported when it bites) is a prefix of that same move sequence, so it can only stop earlier.
 
 Complexity: one iteration is ``O(n)`` numpy work to find the neighbours plus one re-placement:
 ``O(n log n + E)`` with the engine, or ``O(L n)`` for a suffix of ``L`` buffers incrementally.
@@ -92,8 +94,8 @@ MOVES = ("move", "swap", "ruin")
 #: Re-evaluation of a changed order (see the module docstring).
 EVALUATORS = ("auto", "engine", "incremental")
 #: Orders tried for the start plan: every name of :data:`planners.greedy.ORDERS`, ``"size"``
-#: first (the classic best, so a large problem has its usual start plan before ``start_share``
-#: of the time limit stops the others).
+#: first (the classic best, so a large problem has its usual start plan before the time limit
+#: stops the others).
 DEFAULT_START_ORDERS: tuple[str, ...] = ("size", *(o for o in ORDERS if o != "size"))
 #: Rule of ``start_orders`` (the anytime planners share it): names in :data:`planners.greedy.ORDERS`.
 START_ORDERS_RULE = SequenceOf(StrOptions(lambda: ORDERS))
@@ -195,19 +197,43 @@ class AnytimeStart:
     info: dict
 
 
-def anytime_start(problem: Problem, time_limit: float, start_orders, start_share: float
+def anytime_start(problem: Problem, time_limit: float, start_orders, start_share: float = 1.0
                   ) -> AnytimeStart:
-    """Start an anytime planner's call: the deadline is ``time_limit`` seconds from now, and
-    :func:`best_greedy_start` over ``start_orders`` x both fits starts no plan after
-    ``start_share * time_limit`` seconds (one always runs). The trajectory is left empty: the
-    caller records its start arena."""
+    """Start an anytime planner's call.
+
+    Parameters
+    ----------
+    problem : Problem
+        Half-open lifetimes (schedule steps), sizes in bytes, no features.
+    time_limit : float
+        Wall-clock seconds of the whole call: the deadline is ``time_limit`` seconds from now.
+    start_orders : sequence of str
+        Orders of :data:`planners.greedy.ORDERS`, each placed with both fits by
+        :func:`best_greedy_start`.
+    start_share : float, default 1.0
+        No start plan begins after ``start_share * time_limit`` seconds (one always runs). The
+        default 1.0 makes the deadline the only clock: every start plan runs unless the time
+        limit itself bites, so the start plan (and every search from it) does not depend on the
+        machine's load. A share below 1 is a wall-clock slice: under load it may leave start
+        plans out.
+
+    Returns
+    -------
+    AnytimeStart
+        ``info`` holds ``start`` (``"order/fit"``) and ``start_arenas`` (bytes per combination
+        run); ``start_cut`` is ``True`` when the clock left some combination out (the caller
+        then reports ``stopped_by="time_limit"`` unless its search ends otherwise). The
+        trajectory is left empty: the caller records its start arena.
+    """
     t0 = time.perf_counter()
     limit = float(time_limit)
     perm, fit, off, arena, arenas, name = best_greedy_start(
         problem, start_orders, FITS, t0 + start_share * limit
     )
+    info = {"start": name, "start_arenas": arenas,
+            "start_cut": len(arenas) < len(set(start_orders)) * len(FITS)}
     return AnytimeStart(t0, t0 + limit, Trajectory(t0), lower_bound(problem), perm, fit, off,
-                        arena, {"start": name, "start_arenas": arenas})
+                        arena, info)
 
 
 def _align_up(v: np.ndarray, a: int) -> np.ndarray:
@@ -331,8 +357,9 @@ class LocalSearch(Planner):
     stall_limit : int, "auto" or None, default "auto"
         Stop after this many moves without a new best arena (``"auto"``: 25 per non-empty
         buffer, so a small problem stops in milliseconds); ``None`` runs to the time limit.
-    start_share : float, default 0.3
-        Share of ``time_limit`` after which no further start plan begins (one always runs).
+    start_share : float, default 1.0
+        Share of ``time_limit`` after which no further start plan begins (one always runs); the
+        default runs every start plan unless the time limit bites (:func:`anytime_start`).
 
     Returns (through :meth:`plan`)
     ------------------------------
@@ -390,7 +417,7 @@ class LocalSearch(Planner):
         tie_break: bool = True,
         evaluator: str = "auto",
         stall_limit: int | str | None = "auto",
-        start_share: float = 0.3,
+        start_share: float = 1.0,
     ) -> None:
         self.time_limit = time_limit
         self.seed = seed
@@ -517,6 +544,8 @@ class LocalSearch(Planner):
                 if best_arena <= lb:
                     stopped = "lower_bound"
                     break
+        if st.info["start_cut"] and stopped != "lower_bound":
+            stopped = "time_limit"  # the clock left start plans out
         info.update(
             trajectory=traj.points,
             iterations=it,

@@ -53,9 +53,11 @@ heuristic search part:
 
 Conventions: half-open lifetimes ``[start, end)`` in schedule steps, sizes, offsets and targets in
 bytes. ``plan.info["trajectory"]`` lists ``(seconds, arena)`` at the start plan and at every
-improvement. Deterministic: no randomness; with the default ``time_limit`` not reached the result
-is the same on every machine, and ``max_nodes`` (a total placement budget) makes a stopped run
-repeat exactly too.
+improvement. Deterministic: no randomness, and the search is budgeted by work: ``max_nodes``
+placements in all (by default :data:`AUTO_NODES_PER_SECOND` times ``time_limit``, a rate the
+engine keeps on an idle machine), every start plan run. The wall clock is only the outer stop:
+unless ``info["stopped_by"] == "time_limit"`` the same parameters give the same plan on every
+machine and under any load, and a run the clock stopped is a prefix of that run.
 
 Engines: the probes (one search at one target, :meth:`_Search.run`) run in the C extension
 ``planners._telamalloc`` when it is built (``engine="auto"``, the default, or ``"compiled"``) or in
@@ -97,7 +99,7 @@ from .local_search import DEFAULT_START_ORDERS, START_ORDERS_RULE, anytime_start
 from .model import Problem
 from .params import POSITIVE_SECONDS, SHARE, Interval, SequenceOf, StrOptions
 
-__all__ = ["TelaMalloc", "PRIORITIES", "ENGINES", "contention"]
+__all__ = ["TelaMalloc", "PRIORITIES", "ENGINES", "AUTO_NODES_PER_SECOND", "contention"]
 
 #: Candidate orders of :class:`TelaMalloc`.
 PRIORITIES = ("contention", "contention_width", "size", "area", "width")
@@ -121,6 +123,12 @@ _TIGHT_WEIGHT = 5
 _STEP_TRIES = 8
 #: Step probes aim ``gap >> shift`` below the best arena, ``gap`` its distance to the bound.
 _SHIFTS = (2, 3, 4, 5, 6)
+#: Placements per second of ``time_limit`` in the default budget (``max_nodes="auto"``), per
+#: engine. Measured on MiniMalloc's B and D (``experiments.bench.anytime``): the compiled probe
+#: makes about 1.4 million placements a second on an idle core and 0.35-0.5 million with six
+#: processes on two cores; the numpy probe about 50 times fewer. So the default budget ends
+#: within the time limit on an idle machine, and under load the time limit stops it (reported).
+AUTO_NODES_PER_SECOND = {"compiled": 1_000_000, "python": 20_000}
 
 
 def _compiled_probe():
@@ -617,8 +625,11 @@ class TelaMalloc(Planner):
     node_limit : int, default 2000
         Sets the budgets: a step probe gets ``node_limit // 5`` placements at first, a tight
         probe ``10 * node_limit`` (see the module docstring for how they grow).
-    max_nodes : int or None, default None
-        Total placement budget over all targets; with it a run repeats exactly whatever the load.
+    max_nodes : int, "auto" or None, default "auto"
+        Total placement budget over all targets; with it a run repeats exactly whatever the load
+        (unless the time limit bites first). ``"auto"``: ``AUTO_NODES_PER_SECOND[engine] *
+        time_limit`` placements (``info["max_nodes"]``); ``None``: the time limit alone stops the
+        search, so its result depends on the machine's speed and load.
     max_branch : int or None, default None
         Candidates tried per node (``None``: all, which keeps the search complete).
     symmetry : bool, default True
@@ -630,8 +641,10 @@ class TelaMalloc(Planner):
     start_orders : tuple of str, default :data:`planners.local_search.DEFAULT_START_ORDERS`
         (every name in :data:`planners.greedy.ORDERS`, ``"size"`` first)
         Orders of the greedy start plans (each with both fits).
-    start_share : float, default 0.3
-        Share of ``time_limit`` after which no further start plan begins (one always runs).
+    start_share : float, default 1.0
+        Share of ``time_limit`` after which no further start plan begins (one always runs); the
+        default runs every start plan unless the time limit bites
+        (:func:`planners.local_search.anytime_start`).
     tight_probes : bool, default True
         Give about a sixth of the placements to probes at the bound (or 1/8 of the gap above
         it), each with ten times ``node_limit`` at first.
@@ -680,7 +693,7 @@ class TelaMalloc(Planner):
         "time_limit": [POSITIVE_SECONDS],
         "priority": [StrOptions(PRIORITIES), SequenceOf(StrOptions(PRIORITIES))],
         "node_limit": [Interval(Integral, 1, None)],
-        "max_nodes": [Interval(Integral, 1, None), None],
+        "max_nodes": [Interval(Integral, 1, None), StrOptions(("auto",)), None],
         "max_branch": [Interval(Integral, 1, None), None],
         "symmetry": ["boolean"],
         "check_dominance": ["boolean"],
@@ -696,12 +709,12 @@ class TelaMalloc(Planner):
         time_limit: float = 5.0,
         priority: str | tuple[str, ...] = ("contention_width", "width", "contention"),
         node_limit: int = 2000,
-        max_nodes: int | None = None,
+        max_nodes: int | str | None = "auto",
         max_branch: int | None = None,
         symmetry: bool = True,
         check_dominance: bool = True,
         start_orders: tuple[str, ...] = DEFAULT_START_ORDERS,
-        start_share: float = 0.3,
+        start_share: float = 1.0,
         tight_probes: bool = True,
         decompose: bool = True,
         engine: str = "auto",
@@ -734,6 +747,10 @@ class TelaMalloc(Planner):
         traj.add(best)
         info: dict = dict(st.info)
         info["engine"] = engine
+        max_nodes = self.max_nodes
+        if max_nodes == "auto":
+            max_nodes = max(1, int(AUTO_NODES_PER_SECOND[engine] * float(self.time_limit)))
+        info["max_nodes"] = max_nodes
         bound = lb
         targets: list[tuple[int, str]] = []
         prios = (self.priority,) if isinstance(self.priority, str) else tuple(self.priority)
@@ -765,7 +782,7 @@ class TelaMalloc(Planner):
                 stopped = "time_limit"
                 break
             used = sum(x.nodes for x in searches + tight_searches)
-            left = None if self.max_nodes is None else self.max_nodes - used
+            left = None if max_nodes is None else max_nodes - used
             if left is not None and left <= 0:
                 stopped = "max_nodes"
                 break
@@ -820,4 +837,6 @@ class TelaMalloc(Planner):
             nodes=sum(x.nodes for x in searches + tight_searches),
             stopped_by=stopped if best > bound else "bound",
         )
+        if st.info["start_cut"] and best > bound:
+            info["stopped_by"] = "time_limit"  # the clock left start plans out
         return SolveResult(best_off, "optimal" if best <= bound else "heuristic", bound, info)

@@ -318,3 +318,74 @@ def test_a_truncated_window_keeps_the_critical_buffer(rule):
 def test_plan_of_something_that_is_not_a_problem_is_a_one_line_type_error():
     with pytest.raises(TypeError, match="lns_cpsat: plan\\(\\) needs a planners.Problem, got NoneType"):
         plan(None, "lns_cpsat")
+
+
+def test_work_budgets_give_the_same_plan_under_a_slower_clock():
+    """Every stop of the three searches counts work (placements, moves, rounds, CP-SAT
+    deterministic time), so a clock 50 times faster (a machine 50 times slower or more loaded,
+    CP-SAT's wall limits shrunk alike) gives the same offsets unless the outer time limit bites.
+    A sample of the determinism check; ``python -m experiments.bench.anytime --determinism 200``
+    runs the full count. Before the work budgets, lns_cpsat's 0.5 s sub-solves differed on 3 of
+    these 4 problems."""
+    from experiments.bench.anytime import determinism_check
+
+    rows: list = []
+    runs, diffs = determinism_check(range(4), factor=50.0, rows=rows)
+    assert (runs, diffs) == (12, 0)
+    stops = {(r["planner"], r["stopped_by"]) for r in rows}
+    assert all(r["stopped_by"] != "time_limit" for r in rows)
+    # the sample exercises the budgets, not only plans that start at the bound
+    assert {("local_search", "max_iters"), ("telamalloc", "max_nodes"),
+            ("lns_cpsat", "max_rounds")} <= stops
+
+
+@pytest.mark.parametrize("name", ["local_search", "telamalloc", "lns_cpsat"])
+def test_the_outer_time_limit_is_reported_when_it_bites(name):
+    """On a clock that runs 10**7 times faster every wall-clock check after the first start plan
+    finds the 5 s limit passed: the call returns that start plan (chain: 4/3 x the lower bound)
+    and says ``stopped_by == "time_limit"``, never a work stop it did not reach."""
+    from experiments.bench.anytime import chain_problem, slowed_clock
+
+    p = chain_problem(links=8)
+    with slowed_clock(1e7):
+        pl = plan(p, name)
+    assert pl.info["stopped_by"] == "time_limit"
+    assert pl.info["start_cut"] is True
+    assert len(pl.info["start_arenas"]) == 1  # one start plan always runs
+    assert pl.arena_size == 16 * 1024 > lower_bound(p) == 12 * 1024
+    assert pl.status == "heuristic"
+
+
+def test_default_budgets_follow_the_time_limit():
+    """The default work budgets are rates times ``time_limit``: TelaMalloc 10**6 placements a
+    second with the compiled probe (2 * 10**4 with numpy), lns_cpsat 0.7 of that for its
+    TelaMalloc start and 0.02 CP-SAT deterministic-time units a second for its sub-solves."""
+    from experiments.bench.anytime import chain_problem
+    from planners.lns_cpsat import LNSCPSat
+
+    p = chain_problem(links=4)
+    assert plan(p, "telamalloc", time_limit=2.5).info["max_nodes"] == 2_500_000
+    assert plan(p, "telamalloc", time_limit=2.5, engine="python").info["max_nodes"] == 50_000
+    assert plan(p, "telamalloc", time_limit=2.5, max_nodes=7).info["max_nodes"] == 7
+    lns = LNSCPSat(time_limit=2.0)
+    assert lns._start_nodes("compiled") == 1_400_000
+    assert lns._deterministic_budget() == pytest.approx(0.04)
+    assert LNSCPSat(deterministic_time=None)._deterministic_budget() is None
+
+
+def test_lns_cpsat_reaches_the_lower_bound_of_minimalloc_a_and_f_from_telamalloc():
+    """From the greedy plan lns_cpsat ended at 1.25 x (A) and 1.11 x (F) the lower bound after 5 s;
+    from TelaMalloc's plan with 16,000 / 24,000 placements it is at the bound, proved optimal.
+    Work budgets only: the result holds under any load."""
+    for letter, nodes in (("A", 16_000), ("F", 24_000)):
+        p = read_minimalloc_csv(shared_path("benchmarks", "minimalloc", f"{letter}.1048576.csv"))
+        p = p.with_capacity(None)
+        pl = plan(p, "lns_cpsat", start_nodes=nodes, time_limit=120.0)
+        assert pl.info["start"].startswith("telamalloc/")
+        assert pl.arena_size == lower_bound(p) == 1048576, letter
+        assert pl.status == "optimal" and pl.info["stopped_by"] == "lower_bound", letter
+        assert pl.info["start_nodes"] <= nodes
+        _traj_ok(pl)
+        greedy = plan(p, "lns_cpsat", start="greedy", max_rounds=2, time_limit=120.0)
+        assert greedy.info["start"] == f"{'size' if letter == 'A' else 'in_order'}/first"
+        assert greedy.arena_size > 1.1 * lower_bound(p), letter

@@ -20,18 +20,31 @@ status, trajectory``
 ``trajectory`` is the planner's ``plan.info["trajectory"]`` as JSON, a list of ``[seconds,
 arena]`` pairs (one pair for the one-shot planners). The figure
 ``results/figures/bench_anytime.{png,pdf}`` draws arena / lower bound against seconds from these
-records (one panel per problem), without re-planning. Timings depend on the machine's load: the
-anytime planners stop on wall-clock limits, so their arenas may differ between runs.
+records (one panel per problem), without re-planning. Timings depend on the machine's load; the
+arenas do not unless a planner's ``stopped_by`` is ``time_limit`` (their default budgets count
+work, scaled by the time limit, and the wall clock is only the outer stop), which the printed line
+shows.
+
+Determinism check (``--determinism N``): the anytime planners budget their searches by work
+(placements, moves, rounds, CP-SAT deterministic time), the wall clock being only the outer stop.
+:func:`determinism_check` plans ``N`` seeded random problems with each planner and a work budget
+(:data:`WORK_BUDGETS`) twice, once on the real clock and once on a clock running ``factor`` times
+faster (:func:`slowed_clock`: what a machine ``factor`` times slower or more loaded sees), and
+counts the runs whose offsets differ while neither run reports ``stopped_by == "time_limit"``
+(any wall-clock decision inside a search shows as such a difference); it writes one row per run
+and exits 1 on a difference. Nothing is written under ``results/`` unless ``--det-out`` says so.
 
 Usage::
 
     python -m experiments.bench.anytime --out results/bench_anytime.csv
     python -m experiments.bench.anytime --problems A,chain --scale 0.2   # quick look
+    python -m experiments.bench.anytime --determinism 200 --seed 0       # soak: 0 differences
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
 import sys
@@ -49,6 +62,10 @@ __all__ = [
     "TARGETS",
     "CHAIN_GADGET",
     "chain_problem",
+    "WORK_BUDGETS",
+    "slowed_clock",
+    "determinism_problem",
+    "determinism_check",
     "load_problems",
     "run",
     "plot",
@@ -116,6 +133,120 @@ def chain_problem(links: int = 64, unit: int = 1024, name: str = "chain") -> Pro
     return Problem.from_arrays(starts, ends, sizes, name=name)
 
 
+#: Work budgets of :func:`determinism_check`: every stop counts work; the time limit (seconds,
+#: real) is far above what the budget takes, so only a wall-clock decision inside the search can
+#: make the slowed run differ.
+WORK_BUDGETS = {
+    "local_search": {"max_iters": 300, "time_limit": 1000.0},
+    "telamalloc": {"max_nodes": 30_000, "time_limit": 1000.0},
+    "lns_cpsat": {"start_nodes": 3_000, "max_rounds": 4, "time_limit": 1000.0},
+}
+
+#: Modules whose ``time`` :func:`slowed_clock` replaces (the anytime planners' clocks).
+CLOCKED_MODULES = ("planners.local_search", "planners.telamalloc", "planners.lns_cpsat")
+
+
+class _ScaledTime:
+    """The :mod:`time` module with ``perf_counter`` running ``factor`` times faster from now."""
+
+    def __init__(self, factor: float) -> None:
+        self.factor = float(factor)
+        self.t0 = time.perf_counter()
+
+    def perf_counter(self) -> float:
+        return self.t0 + (time.perf_counter() - self.t0) * self.factor
+
+    def __getattr__(self, name):
+        return getattr(time, name)
+
+
+@contextlib.contextmanager
+def slowed_clock(factor: float):
+    """Within the block, the anytime planners (:data:`CLOCKED_MODULES`) see a clock running
+    ``factor`` times faster than the real one: every wall-clock limit bites ``factor`` times
+    sooner in real seconds, as on a machine ``factor`` times slower. The compiled TelaMalloc
+    probe gets its seconds left from that clock, and a CP-SAT solve's ``max_time_in_seconds``
+    (CP-SAT keeps its own clock) is divided by ``factor`` for the solve: within a wall limit a
+    slower machine does ``factor`` times less work."""
+    import importlib
+
+    from ortools.sat.python import cp_model
+
+    mods = [importlib.import_module(m) for m in CLOCKED_MODULES]
+    saved = [m.time for m in mods]
+    fake = _ScaledTime(factor)
+    solve = cp_model.CpSolver.Solve
+
+    def scaled_solve(self, *args, **kwargs):
+        prm = self.parameters
+        limit = prm.max_time_in_seconds
+        prm.max_time_in_seconds = max(1e-3, limit / fake.factor)
+        try:
+            return solve(self, *args, **kwargs)
+        finally:
+            prm.max_time_in_seconds = limit
+
+    try:
+        for m in mods:
+            m.time = fake
+        cp_model.CpSolver.Solve = scaled_solve
+        yield fake
+    finally:
+        cp_model.CpSolver.Solve = solve
+        for m, t in zip(mods, saved, strict=True):
+            m.time = t
+
+
+def determinism_problem(seed: int) -> Problem:
+    """The seeded random problem ``seed`` of :func:`determinism_check`: 30-90 buffers,
+    lognormal sizes (bytes) with alignments 1 or 64 and a mean lifetime of 6-20 steps (half-open,
+    schedule steps), so most greedy plans are above the lower bound and the searches run."""
+    from planners.random_problems import random_problem
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(30, 91))
+    return random_problem(n, seed=seed, mean_lifetime=float(rng.integers(6, 21)),
+                          alignment=int(rng.choice([1, 64])), name=f"det{seed}")
+
+
+def determinism_check(seeds, factor: float = 50.0, planners=ANYTIME, out: Path | None = None,
+                      rows: list | None = None) -> tuple[int, int]:
+    """Plan :func:`determinism_problem` for every seed with every planner of ``planners`` and its
+    :data:`WORK_BUDGETS` twice, on the real clock and under :func:`slowed_clock` ``(factor)``.
+
+    Returns ``(runs, differences)``: a difference is a pair whose offsets differ while neither
+    reports ``info["stopped_by"] == "time_limit"``; a pair where one does is counted as a run but
+    not compared (the outer stop bit, as it may). With ``out`` one CSV row per pair: ``seed,
+    planner, n_buffers, arena, arena_slowed, stopped_by, stopped_by_slowed, same``, and the
+    same rows appended to ``rows`` when given (dicts)."""
+    runs = diffs = 0
+    rows = [] if rows is None else rows
+    for seed in seeds:
+        p = determinism_problem(int(seed))
+        for name in planners:
+            params = WORK_BUDGETS[name]
+            a = get_planner(name, **params).plan(p)
+            with slowed_clock(factor):
+                b = get_planner(name, **params).plan(p)
+            sa, sb = a.info.get("stopped_by"), b.info.get("stopped_by")
+            same = a.offsets.tolist() == b.offsets.tolist()
+            runs += 1
+            if not same and "time_limit" not in (sa, sb):
+                diffs += 1
+                print(f"seed {seed} {name}: arena {a.arena_size} ({sa}) vs {b.arena_size} ({sb}) "
+                      f"under a {factor:g}x slower clock", file=sys.stderr)
+            rows.append({"seed": seed, "planner": name, "n_buffers": p.n, "arena": a.arena_size,
+                         "arena_slowed": b.arena_size, "stopped_by": sa,
+                         "stopped_by_slowed": sb, "same": same})
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with out.open("w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else ["seed"])
+            w.writeheader()
+            w.writerows(rows)
+    return runs, diffs
+
+
 def load_problems(minimalloc_dir: Path, idealloc_dir: Path, only: list[str] | None = None):
     """``[(label, group, problem)]`` for the benchmark (see the module docstring)."""
     out = []
@@ -171,7 +302,9 @@ def run(out: Path, problems, scale: float = 1.0) -> list[dict]:
                 w.writerow(row)
                 fh.flush()
                 rows.append(row)
-                print(f"{label:6s} {name:15s} {row['ratio']:.4f}  {secs:6.2f} s  {pl.status}")
+                stop = pl.info.get("stopped_by", "")
+                print(f"{label:6s} {name:15s} {row['ratio']:.4f}  {secs:6.2f} s  {pl.status} "
+                      f"{stop}")
     return rows
 
 
@@ -237,7 +370,8 @@ def plot(csv_path: Path, figure: Path) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command-line entry (``python -m experiments.bench.anytime --help``); returns 0."""
+    """Command-line entry (``python -m experiments.bench.anytime --help``); returns 0, or 1 when
+    ``--determinism`` finds a difference."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path("results/bench_anytime.csv"))
     ap.add_argument("--figure", type=Path, default=Path("results/figures/bench_anytime"))
@@ -245,7 +379,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--idealloc-dir", type=Path, default=DEFAULT_IDEALLOC)
     ap.add_argument("--problems", default="", help="comma list (A,...,F,pangu,chain)")
     ap.add_argument("--scale", type=float, default=1.0, help="multiply every time limit")
+    ap.add_argument("--determinism", type=int, default=0, metavar="N",
+                    help="run the determinism check on N seeded problems instead (exit 1 on a "
+                         "difference)")
+    ap.add_argument("--seed", type=int, default=0, help="first seed of --determinism")
+    ap.add_argument("--factor", type=float, default=50.0, help="clock speed-up of --determinism")
+    ap.add_argument("--det-out", type=Path, default=None, help="CSV of the --determinism runs")
     a = ap.parse_args(argv)
+    if a.determinism:
+        runs, diffs = determinism_check(range(a.seed, a.seed + a.determinism), a.factor,
+                                        out=a.det_out)
+        print(f"determinism: {runs} runs, {diffs} differ under a {a.factor:g}x slower clock")
+        return 1 if diffs else 0
     probs = load_problems(a.minimalloc_dir, a.idealloc_dir, [s for s in a.problems.split(",") if s])
     rows = run(a.out, probs, a.scale)
     for line in summary(rows, {label: group for label, group, _ in probs}):
