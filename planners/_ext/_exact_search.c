@@ -100,7 +100,9 @@ typedef struct {
     int *twin;                    /* previous identical buffer (same size, alignment, lifetime) or -1 */
     Undo *undo; size_t nundo, capundo;
     i64 nodes, budget, node_limit;
-    double deadline;
+    double deadline;              /* now_s() at which the call stops: set at entry, so the set-up
+                                     (interference lists, twins) counts against time_limit */
+    i64 work, next_tick;          /* work units done, and at which to look at the clock again */
     PyThreadState *tstate;        /* saved while the search runs without the GIL */
     double next_signal_check;     /* now_s() at which to look for a pending signal again */
     /* floor-profile memo */
@@ -317,24 +319,41 @@ static int cmp_static(const void *pa, const void *pb) {
 
 static int solve_range(Ctx *c, const int *list, int nl, int s0, int s1);
 
+/* Work units between two looks at the clock: a node costs about its list length, a candidate
+   its section count, so one look per TICK_WORK units keeps the clock cheap on small nodes and
+   looks at every node of a large one (a node of 18,692 candidates took 27 ms, and the clock was
+   read every 256 nodes: 7 s past a 1 s limit). */
+#define TICK_WORK 4096
+
+/* Count `work` units; every TICK_WORK units read the clock: ST_TIMEOUT past the deadline,
+   ST_INTERRUPT when a signal handler raised (Ctrl-C), else 0. */
+static int tick(Ctx *c, i64 work) {
+    c->work += work;
+    if (c->work < c->next_tick) return 0;
+    c->next_tick = c->work + TICK_WORK;
+    double t = now_s();
+    if (t > c->deadline) return ST_TIMEOUT;
+    /* Ctrl-C: the search runs without the GIL; take it back briefly (every
+       SIGNAL_CHECK_SECONDS) to run the signal handlers. A handler that raises (SIGINT:
+       KeyboardInterrupt) leaves its exception set and the search unwinds. */
+    if (c->tstate && t >= c->next_signal_check) {
+        int r;
+        PyEval_RestoreThread(c->tstate);
+        r = PyErr_CheckSignals();
+        c->tstate = PyEval_SaveThread();
+        c->next_signal_check = t + SIGNAL_CHECK_SECONDS;
+        if (r) return ST_INTERRUPT;
+    }
+    return 0;
+}
+
 static int dfs(Ctx *c, const int *list, int nl, int s0, int s1, i64 last_off, int last_rank) {
     if (c->budget-- <= 0) return ST_ABORT;
     c->nodes++;
     if (c->node_limit > 0 && c->nodes > c->node_limit) return ST_NODELIMIT;
-    if ((c->nodes & 255) == 0) {
-        double t = now_s();
-        if (t > c->deadline) return ST_TIMEOUT;
-        /* Ctrl-C: the search runs without the GIL; take it back briefly (every
-           SIGNAL_CHECK_SECONDS) to run the signal handlers. A handler that raises (SIGINT:
-           KeyboardInterrupt) leaves its exception set and the search unwinds. */
-        if (c->tstate && t >= c->next_signal_check) {
-            int r;
-            PyEval_RestoreThread(c->tstate);
-            r = PyErr_CheckSignals();
-            c->tstate = PyEval_SaveThread();
-            c->next_signal_check = t + SIGNAL_CHECK_SECONDS;
-            if (r) return ST_INTERRUPT;
-        }
+    {
+        int tt = tick(c, (i64)nl + 16);
+        if (tt) return tt;
     }
     Cand *cand = (Cand *)malloc(sizeof(Cand) * (size_t)(nl ? nl : 1));
     int *sub = (int *)malloc(sizeof(int) * (size_t)(nl ? nl : 1));
@@ -389,6 +408,10 @@ static int dfs(Ctx *c, const int *list, int nl, int s0, int s1, i64 last_off, in
         if (c->dominance && c->twin[b] >= 0 && c->off[c->twin[b]] < 0) continue;
         if (c->canonical && c->inference && o + max_total > c->cap) { if (c->dynamic) break; continue; }
         if (o + c->size[b] > c->cap) continue;
+        {
+            int tt = tick(c, (i64)(c->shi[b] - c->slo[b]) + 1);
+            if (tt) { status = tt; break; }
+        }
         size_t saved = c->nundo;
         if (place(c, b, o)) { unplace(c, b, saved); status = ST_NOMEM; break; }
         int st = ST_NOTFOUND;
@@ -563,6 +586,10 @@ static PyObject *py_search(PyObject *self, PyObject *args, PyObject *kwargs) {
     if (nr < 1) { PyErr_SetString(PyExc_ValueError, "preorderings: need at least one"); return NULL; }
     Ctx c;
     memset(&c, 0, sizeof c);
+    /* time_limit counts from here: the set-up below (O(n + E) interference lists for E
+       interfering pairs) is part of the call, and looks at the clock as it goes */
+    c.deadline = now_s() + time_limit;
+    c.next_tick = TICK_WORK;
     c.n = (int)n; c.ns = ns; c.cap = cap; c.seed = seed;
     c.canonical = flags[0]; c.inference = flags[1]; c.dynamic = flags[2];
     c.dominance = flags[3]; c.decompose = flags[4];
@@ -630,8 +657,10 @@ static PyObject *py_search(PyObject *self, PyObject *args, PyObject *kwargs) {
     free(tmp); tmp = NULL;
 
     /* Section members and unplaced totals. */
-    for (int i = 0; i < c.n; i++)
+    for (int i = 0; i < c.n; i++) {
         for (int s = c.slo[i]; s < c.shi[i]; s++) { c.sec_start[s + 1]++; c.total[s] += c.size[i]; }
+        if (tick(&c, (i64)(c.shi[i] - c.slo[i]) + 1)) { status = ST_TIMEOUT; goto finish; }
+    }
     for (int s = 0; s < ns; s++) c.sec_start[s + 1] += c.sec_start[s];
     c.sec_mem = (int *)malloc(sizeof(int) * (size_t)(c.sec_start[ns] ? c.sec_start[ns] : 1));
     if (!c.sec_mem) { PyErr_NoMemory(); goto done; }
@@ -658,6 +687,9 @@ static PyObject *py_search(PyObject *self, PyObject *args, PyObject *kwargs) {
         for (int x = 0; x < c.n; x++) {
             int i = order[x];
             for (int y = x + 1; y < c.n && c.slo[order[y]] < c.shi[i]; y++) {
+                if ((npairs & 0xFFFF) == 0 && now_s() > c.deadline) {
+                    free(pa); status = ST_TIMEOUT; goto finish;
+                }
                 if (npairs == cappairs) {
                     cappairs *= 2;
                     int *q = (int *)realloc(pa, sizeof(int) * cappairs * 2);
@@ -702,8 +734,8 @@ static PyObject *py_search(PyObject *self, PyObject *args, PyObject *kwargs) {
         if (c.M->fp != fp) { memo_clear(c.M); c.M->fp = fp; }
     }
 
+    if (now_s() > c.deadline) { status = ST_TIMEOUT; goto finish; }
     c.tstate = PyEval_SaveThread();
-    c.deadline = now_s() + time_limit;
     c.next_signal_check = now_s() + SIGNAL_CHECK_SECONDS;
     if (nr == 1) {
         c.heur = heurs;
@@ -726,6 +758,7 @@ static PyObject *py_search(PyObject *self, PyObject *args, PyObject *kwargs) {
     }
     PyEval_RestoreThread(c.tstate);
     c.tstate = NULL;
+finish: /* here with the GIL held: after the search, or a set-up stopped by the deadline */
 
     if (status == ST_INTERRUPT) goto done; /* the handler's exception is set */
     if (status == ST_NOMEM) { PyErr_NoMemory(); goto done; }

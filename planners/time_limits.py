@@ -1,0 +1,114 @@
+"""Time limits that hold: the stated slack and the deadline every limited planner counts down.
+
+A planner with a ``time_limit`` parameter (seconds of wall clock, :func:`time.perf_counter`)
+returns within ``time_limit + slack(time_limit)`` of the moment :meth:`planners.base.Planner.plan`
+was called, whatever the problem's size: its set-up (the lower bound, warm-start heuristics, model
+building, presolve, collapsing groups) counts against the limit, the solver is given only what is
+left, and a solver that cannot start in time returns ``timeout`` (or the best plan it already has,
+``feasible``) instead of starting.
+
+:func:`slack` is the one statement of the allowance (``experiments.bench.overrun`` measures
+against it); :class:`Deadline` is the count-down a planner carries from its set-up into its
+solver, and :meth:`Deadline.record` writes the figures a test or a record checks (the set-up
+seconds and what the solver was given) into a plan's ``info``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+__all__ = ["SLACK_FRACTION", "SLACK_SECONDS", "MIN_SOLVER_SECONDS", "slack", "allowed_seconds",
+           "Deadline"]
+
+#: Relative part of the slack: a share of the time limit (10 %).
+SLACK_FRACTION = 0.10
+#: Absolute part of the slack, seconds: what a call may need past its limit to stop the solver,
+#: read its answer back and validate the plan (0.5 s).
+SLACK_SECONDS = 0.5
+#: The least seconds worth handing to a solver: with less left after the set-up, the planner
+#: answers at once (``timeout``, or ``feasible`` with the warm start) instead of starting one.
+MIN_SOLVER_SECONDS = 0.01
+
+
+def slack(time_limit: float) -> float:
+    """Seconds a call with limit ``time_limit`` (seconds) may run past it.
+
+    The larger of :data:`SLACK_FRACTION` of the limit and :data:`SLACK_SECONDS`: ``slack(1.0)``
+    is 0.5 s, ``slack(60.0)`` 6 s.
+
+    >>> slack(1.0), slack(5.0), slack(60.0)
+    (0.5, 0.5, 6.0)
+    """
+    return max(SLACK_FRACTION * float(time_limit), SLACK_SECONDS)
+
+
+def allowed_seconds(time_limit: float) -> float:
+    """``time_limit + slack(time_limit)``: the longest a limited call may take, in seconds."""
+    return float(time_limit) + slack(time_limit)
+
+
+class Deadline:
+    """A wall-clock count-down of ``time_limit`` seconds from ``start``.
+
+    Parameters
+    ----------
+    time_limit : float
+        Seconds (> 0).
+    start : float or None
+        The :func:`time.perf_counter` instant the limit counts from (default: now). A planner
+        passes the instant its :meth:`planners.base.Planner.plan` call began, so work done before
+        ``_solve`` (the lower bound, collapsing alias and colocation groups) counts too.
+
+    Notes
+    -----
+    ``left()`` may be negative (the set-up already overran); :meth:`solver_seconds` is what a
+    solver started now may be given, or ``None`` when starting one is not worth it (less than
+    :data:`MIN_SOLVER_SECONDS`).
+    """
+
+    __slots__ = ("time_limit", "start", "end", "given")
+
+    def __init__(self, time_limit: float, start: float | None = None) -> None:
+        self.time_limit = float(time_limit)
+        self.start = time.perf_counter() if start is None else float(start)
+        self.end = self.start + self.time_limit
+        self.given: float | None = None
+
+    def elapsed(self) -> float:
+        """Seconds since ``start``."""
+        return time.perf_counter() - self.start
+
+    def left(self) -> float:
+        """Seconds until the deadline (negative once it has passed)."""
+        return self.end - time.perf_counter()
+
+    def expired(self) -> bool:
+        """Whether the deadline has passed."""
+        return time.perf_counter() >= self.end
+
+    def at(self, share: float) -> float:
+        """The :func:`time.perf_counter` instant ``share`` (in [0, 1]) of the way to the end."""
+        return self.start + float(share) * self.time_limit
+
+    def solver_seconds(self) -> float | None:
+        """Seconds to give a solver started now: what is left, or ``None`` below
+        :data:`MIN_SOLVER_SECONDS` (then the caller answers without starting it). The value is
+        kept as :attr:`given` for :meth:`record`."""
+        left = self.left()
+        if left < MIN_SOLVER_SECONDS:
+            self.given = None
+            return None
+        self.given = left
+        return left
+
+    def record(self, info: dict[str, Any]) -> dict[str, Any]:
+        """Write the count-down into a plan's ``info`` and return it: ``time_limit`` (seconds),
+        ``setup_seconds`` (from ``start`` to the last :meth:`solver_seconds` call, or to now when
+        no solver was started) and ``solver_time_limit`` (seconds given to the solver, ``None``
+        when none was started)."""
+        info["time_limit"] = self.time_limit
+        used = self.time_limit - self.given if self.given is not None else self.elapsed()
+        info["setup_seconds"] = round(used, 6)
+        info["solver_time_limit"] = None if self.given is None else round(self.given, 6)
+        return info
