@@ -16,6 +16,8 @@ import re
 
 import pytest
 from conftest import shared_case
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from experiments.cli import main
 from experiments.runtimes.tflm.writer import write_tflite
@@ -293,3 +295,58 @@ def test_an_unverified_arity_is_measured(tmp_path):
     info = runtime_arena(path)
     assert info["runtime_arena_source"] == "measured"
     assert info["runtime_arena"] == tflm_min_arena(path) == 1216
+
+
+_SHAPE = st.lists(st.sampled_from([0, 1, 1, 2, 3]), max_size=4)
+_UNARY = ("RELU", "RELU6", "TANH", "LOGISTIC", "ABS")
+_BINARY = ("ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM", "LESS")
+
+
+@st.composite
+def _single_op(draw):
+    """A single-operator model of a modelled kernel with drawn shapes: zero-size and broadcast
+    dimensions, consistent or not with the kernel's output, CONCATENATION of 2-12 inputs,
+    RESHAPE to any shape; float32 or int8."""
+    op = draw(st.sampled_from(_UNARY + _BINARY + ("CONCATENATION", "RESHAPE")))
+    int8 = draw(st.booleans())
+    t, q = (I8, {"quant": ([0.05], [0])}) if int8 else (F32, {})
+    a = draw(_SHAPE)
+    n = 1 if op in _UNARY or op == "RESHAPE" else draw(st.integers(2, 12)) \
+        if op == "CONCATENATION" else 2
+    ins = [a] + [draw(st.sampled_from([a, draw(_SHAPE)])) for _ in range(n - 1)]
+    opts = {"ADD": ("AddOptions", {}), "SUB": ("SubOptions", {}), "MUL": ("MulOptions", {})}.get(op)
+    if op == "CONCATENATION":
+        axis = draw(st.integers(0, max(len(a) - 1, 0)))
+        out = list(a) or [n]
+        if a:
+            out[axis] = sum(x[axis] if len(x) == len(a) else 0 for x in ins)
+        opts = ("ConcatenationOptions", {"Axis": axis})
+    elif op == "RESHAPE":
+        out = draw(_SHAPE)
+        opts = ("ReshapeOptions", {"NewShape": out})
+    else:
+        out = list(a)
+    out = draw(st.sampled_from([out, draw(_SHAPE)]))
+    ot, oq = (BOOL, {}) if op == "LESS" else (t, q)
+    if int8 and op in ("LOGISTIC", "TANH"):  # the output quantisation their int8 kernels need
+        oq = {"quant": ([1 / 256], [-128]) if op == "LOGISTIC" else ([1 / 128], [0])}
+    tensors = [(f"x{k}", s, t, q) for k, s in enumerate(ins)] + [("y", out, ot, oq)]
+    return op, _one(tensors, list(range(n)), [n], [(op, list(range(n)), [n], opts)])
+
+
+@needs_tflm
+@settings(max_examples=40, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=_single_op())
+def test_property_a_number_only_where_the_interpreter_runs(tmp_path, case):
+    """Against the interpreter on drawn single-operator models (deterministic draws): where it
+    runs the model memplan's number (modelled or measured) is its bisected minimum; where it
+    refuses or crashes, no number, from the model alone either, and its reason quoted
+    (:func:`experiments.runtimes.tflm.differential.check_model`)."""
+    from experiments.runtimes.tflm.differential import check_model
+
+    op, subs = case
+    path = write_tflite(tmp_path / "drawn.tflite", subs)
+    row = check_model("drawn", path, None, [op])
+    assert row["kind"] == "", (subs, row["kind"], row["error"], row["refusal"] or
+                               row["bisected_min"])
