@@ -11,7 +11,10 @@ pools the per-pool bounds of :func:`pool_lower_bounds` (max live of the buffers 
 pool). All lifetimes are half-open ``[start, end)`` in schedule steps; sizes in bytes. A problem
 with alias groups is measured on :meth:`Problem.collapse` (one buffer per group, lifetime the hull of its
 members', size its root's), which is what any plan must reserve. Each function runs in
-``O(n log n)`` time (a sort of the ``2n`` lifetime end points and a prefix sum).
+``O(n log n)`` time (a sort of the ``2n`` lifetime end points and a prefix sum); the plain
+problem's bound in :func:`lower_bound` sorts them with one ``O(n)`` radix sort in the compiled
+module ``planners._validate`` when it is built (the validator's; it shares no code with any
+planner), else with numpy.
 
 The int64 prefix sums are exact: every live sum, rounded size and the naive arena are at most the
 problem's worst-case arena, which :class:`~planners.model.Problem` guarantees is ``<= 2**63 - 1``
@@ -29,6 +32,46 @@ from .placement import pin_pools
 
 __all__ = ["live_profile", "lower_bound", "naive_arena", "peak_step", "pool_lower_bounds",
            "arena_quantum"]
+
+
+def _max_live(starts: np.ndarray, ends: np.ndarray, sizes: np.ndarray) -> int:
+    """The maximum over steps of the live bytes, ``max_t sum(size_i : start_i <= t < end_i)``
+    (half-open lifetimes in steps, sizes in bytes, int64 arrays of shape ``(n,)``; 0 when
+    ``n == 0``).
+
+    With the compiled module ``planners._validate`` (the validator's, sharing no code with any
+    planner): one ``O(n)`` radix sort of the ``2n`` events, ends before starts at a step, and a
+    running sum that raises ``OverflowError`` instead of wrapping. Without it, numpy: the sizes
+    summed in start order and in end order (two argsorts) and, at every start, the bytes started
+    minus the bytes ended at or before it (one ``searchsorted``), ``O(n log n)``. The maximum is
+    reached at some start step (the live bytes only grow there), and at tied starts the last
+    one's prefix holds them all (sizes are ``>= 0``), so the largest difference is the peak. The
+    int64 sums are exact: every partial sum is at most the problem's worst-case arena
+    (``<= 2**63 - 1``, the range rule of :mod:`planners.model`).
+    """
+    if starts.size == 0:
+        return 0
+    try:
+        from . import _validate
+    except ImportError:  # pragma: no cover - depends on the build
+        _validate = None
+    i64 = np.int64
+    if _validate is not None:
+        return _validate.max_live(starts=np.ascontiguousarray(starts, i64),
+                                  ends=np.ascontiguousarray(ends, i64),
+                                  sizes=np.ascontiguousarray(sizes, i64))
+    return _max_live_numpy(starts, ends, sizes)
+
+
+def _max_live_numpy(starts: np.ndarray, ends: np.ndarray, sizes: np.ndarray) -> int:
+    """:func:`_max_live` with numpy only (two argsorts and a ``searchsorted``)."""
+    if starts.size == 0:
+        return 0
+    o = np.argsort(starts)
+    started = np.cumsum(sizes[o])
+    e = np.argsort(ends)
+    ended = np.concatenate([np.zeros(1, np.int64), np.cumsum(sizes[e])])
+    return int((started - ended[np.searchsorted(ends[e], starts[o], side="right")]).max())
 
 
 def _feature_profile(problem: Problem, owners=None, pieces=None) -> tuple[np.ndarray, np.ndarray]:
@@ -152,7 +195,7 @@ def lower_bound(problem: Problem) -> int:
                 pool_bounds = pool_lower_bounds(problem)
             raw = max(raw, sum(pool_bounds.values()))
         return raw
-    raw = int(live_profile(problem)[1].max())
+    raw = _max_live(problem.starts, problem.ends, problem.sizes)
     slack = problem.aligned_sizes - problem.sizes
     if not slack.any():
         return raw
@@ -161,11 +204,7 @@ def lower_bound(problem: Problem) -> int:
     live = problem.sizes > 0
     g = int(np.gcd.reduce(problem.alignments[live])) if live.any() else 1
     rounded = -(-problem.sizes // g) * g
-    times, inv = np.unique(np.concatenate([problem.starts, problem.ends]), return_inverse=True)
-    delta = np.zeros(len(times), np.int64)
-    np.add.at(delta, inv[: problem.n], rounded)
-    np.add.at(delta, inv[problem.n :], -rounded)
-    padded = int(np.cumsum(delta).max()) - int((rounded - problem.sizes).max())
+    padded = _max_live(problem.starts, problem.ends, rounded) - int((rounded - problem.sizes).max())
     return max(raw, padded)
 
 

@@ -7,6 +7,10 @@ test failures are reproducible.
 
 With the defaults (``horizon = n`` steps, ``mean_lifetime = 50`` steps) about 50 buffers are live at
 any step, the "typical overlap" of the speed benchmark.
+
+:func:`realistic_problem` is the scale benchmark's problem (issue #34): starts uniform on
+``[0, n)``, exponential lifetimes of mean 1,000 steps (so about 1,000 buffers live at a step)
+and sizes log-uniform between 64 B and 1 MiB.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import numpy as np
 from .errors import ProblemError
 from .model import Problem
 
-__all__ = ["random_problem", "SIZE_DISTRIBUTIONS"]
+__all__ = ["random_problem", "realistic_problem", "SIZE_DISTRIBUTIONS"]
 
 #: Size distributions accepted by :func:`random_problem` (``size_dist``).
 SIZE_DISTRIBUTIONS = ("lognormal", "uniform", "pow2")
@@ -127,4 +131,80 @@ def random_problem(
     )
     if problem is None:  # pragma: no cover - the draws above satisfy every buffer rule
         raise ProblemError(f"random_problem: drew an invalid buffer (n={n}, seed={seed})")
+    return problem
+
+
+def realistic_problem(
+    n: int,
+    seed: int = 0,
+    *,
+    mean_lifetime: float = 1000.0,
+    horizon: int | None = None,
+    min_size: int = 64,
+    max_size: int = 1 << 20,
+    name: str | None = None,
+) -> Problem:
+    """The realistic large problem of the scale benchmark: ``n`` buffers, half-open lifetimes
+    ``[start, end)`` in schedule steps with starts uniform on ``[0, horizon)``, lengths
+    ``max(1, round(Exponential(mean_lifetime)))`` steps, sizes ``round(exp(U(ln min_size,
+    ln max_size)))`` bytes (log-uniform), alignment 1.
+
+    With the defaults (``horizon = n``, mean 1,000 steps) about ``n x mean / horizon`` = 1,000
+    buffers are live at a step away from the ends of the horizon (the expected live count; it
+    is the mean lifetime, ``mean_lifetime x n / horizon``), and the sizes average about
+    ``(max - min) / ln(max / min)`` = 108 KiB.
+
+    Parameters
+    ----------
+    n : int
+        Number of buffers (``>= 0``).
+    seed : int
+        Seed of ``numpy.random.default_rng``: equal arguments give an identical problem.
+    mean_lifetime : float
+        Mean lifetime in steps (``> 0``).
+    horizon : int or None
+        Starts are uniform on ``[0, horizon)`` steps; default ``n``.
+    min_size, max_size : int
+        Size range in bytes (``1 <= min_size <= max_size``).
+    name : str or None
+        Problem name; default ``"realistic-n{n}-s{seed}"``.
+
+    Returns
+    -------
+    Problem
+        Ids ``"0" .. "n-1"``, no capacity; built from numpy columns (no :class:`Buffer`
+        objects until asked), ``O(n)``.
+
+    Raises
+    ------
+    ProblemError
+        ``n < 0``, ``mean_lifetime <= 0``, ``horizon < 1`` or a bad size range.
+
+    Examples
+    --------
+    >>> p = realistic_problem(1000, seed=3)
+    >>> p.n, int(p.sizes.min()) >= 64, int(p.sizes.max()) <= 1 << 20
+    (1000, True, True)
+    """
+    if n < 0:
+        raise ProblemError(f"realistic_problem: n must be >= 0 buffers, got {n}")
+    if not mean_lifetime > 0:
+        raise ProblemError(f"realistic_problem: mean_lifetime must be > 0 steps, got {mean_lifetime}")
+    horizon = n if horizon is None else int(horizon)
+    if horizon < 1 and n:
+        raise ProblemError(f"realistic_problem: horizon must be >= 1 step, got {horizon}")
+    if not 1 <= min_size <= max_size:
+        raise ProblemError(
+            f"realistic_problem: need 1 <= min_size <= max_size bytes, got {min_size}, {max_size}"
+        )
+    rng = np.random.default_rng(seed)
+    starts = rng.integers(0, max(horizon, 1), size=n, dtype=np.int64)
+    lengths = np.maximum(1, np.rint(rng.exponential(mean_lifetime, size=n))).astype(np.int64)
+    sizes = np.rint(np.exp(rng.uniform(np.log(min_size), np.log(max_size), size=n)))
+    sizes = np.clip(sizes, min_size, max_size).astype(np.int64)
+    problem = Problem._from_columns(
+        None, starts, starts + lengths, sizes, name=name or f"realistic-n{n}-s{seed}"
+    )
+    if problem is None:  # pragma: no cover - the draws above satisfy every buffer rule
+        raise ProblemError(f"realistic_problem: drew an invalid buffer (n={n}, seed={seed})")
     return problem

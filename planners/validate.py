@@ -29,16 +29,23 @@ With the compiler features (:attr:`planners.model.Problem.features`) it also che
 Rules 6-9 are checked by :func:`_feature_violations`, with its own expansion of buffers into
 rectangles (it does not call :meth:`planners.model.Problem.pieces` or :meth:`collapse`).
 
-It shares no code with any planner. The overlap check has two stages. First a vectorised pass
-(:func:`_overlap_free`): the buffers of non-zero size sorted by start step; each buffer ``i``
-meets in time exactly the later-sorted buffers whose start lies in ``[start_i, end_i)`` (one
-``searchsorted``), so every pair live at a common step is listed exactly once, and the pairs are
-tested for address overlap with numpy in blocks of about a million (``O(n log n + E)`` time for
-``E`` such pairs, ``O(n)`` memory beyond a block). Only when that pass finds an overlap does a
-sweep over time run, which keeps the live buffers sorted by offset: when a buffer becomes live it
-can only collide with its neighbours in address order (the live set is disjoint if no error was
-found so far), ``O(n log n + n k)`` for ``k`` buffers live at once; it names the first offending
-pair in sweep order in the error.
+It shares no code with any planner. The overlap check has two stages. First a fast pass
+(:func:`_overlap_free`). With the compiled module ``planners._validate``
+(``planners/_ext/_validate.c``, its own sorts and ordered set, nothing of a planner's) it is a
+sweep over time: the events sorted once by step (ends before starts at the same step, two
+``O(n)`` radix sorts), the live buffers kept as an ordered set by address (a bit set over their
+ranks by offset with a 64-ary summary tree); as long as the live ranges are disjoint a starting
+buffer overlaps a live one iff it overlaps its neighbour below or above in address order, so each
+event costs ``O(log_64 n)``: ``O(n log n)`` in all, whatever the number of pairs live together.
+Without the compiled module, a vectorised numpy pass: the buffers of non-zero size sorted by start
+step; each buffer ``i`` meets in time exactly the later-sorted buffers whose start lies in
+``[start_i, end_i)`` (one ``searchsorted``), so every pair live at a common step is listed
+exactly once, and the pairs are tested for address overlap with numpy in blocks of about a
+million (``O(n log n + E)`` time for ``E`` such pairs, ``O(n)`` memory beyond a block). Only
+when the fast pass finds an overlap does the naming sweep run (Python), which keeps the live
+buffers sorted by offset: when a buffer becomes live it can only collide with its neighbours in
+address order (the live set is disjoint if no error was found so far), ``O(n log n + n k)`` for
+``k`` buffers live at once; it names the first offending pair in sweep order in the error.
 :func:`plan_violations` collects every violation instead (every overlapping pair, misalignment and
 capacity overflow), with a sweep over time and a max-tree over offset ranks (``memplan check``).
 
@@ -226,15 +233,49 @@ def _as_offsets(problem: Problem, offsets) -> np.ndarray:
     return off
 
 
-#: Pairs tested per numpy block by :func:`_overlap_free` (bounds its temporary memory).
+#: Pairs tested per numpy block by :func:`_overlap_free_pairs` (bounds its temporary memory).
 _BLOCK_PAIRS = 1 << 20
 
 
-def _overlap_free(starts, ends, off, sizes) -> bool:
+def _c_sweep():
+    """The compiled overlap sweep ``planners._validate``, or ``None`` when it is not built."""
+    try:
+        from . import _validate
+    except ImportError:  # pragma: no cover - depends on the build
+        return None
+    return _validate
+
+
+def _overlap_free(starts, ends, off, sizes, engine: str = "auto") -> bool:
     """True iff no two buffers of non-zero size live at a common step overlap in address.
 
     Half-open lifetimes ``[start, end)`` (steps) and address ranges ``[off, off + size)`` (bytes),
-    int64 arrays of shape ``(n,)``; every ``off + size`` must be representable (checked before).
+    int64 arrays of shape ``(n,)``; every ``off`` must be ``>= 0`` and every ``off + size``
+    representable (checked before). ``engine``: ``"c"`` the compiled sweep of
+    ``planners._validate`` (``O(n log n)``; module docstring), ``"numpy"`` the pair test of
+    :func:`_overlap_free_pairs` (``O(n log n + E)`` for ``E`` pairs live together), ``"auto"``
+    the compiled sweep when it is built. Both give the same answer (tests/test_validate_sweep.py).
+
+    Raises
+    ------
+    ImportError
+        ``engine="c"`` and ``planners._validate`` is not built.
+    """
+    core = _c_sweep() if engine in ("auto", "c") else None
+    if core is None and engine == "c":
+        raise ImportError("planners._validate is not built; run `pip install -e .`")
+    if core is None:
+        return _overlap_free_pairs(starts, ends, off, sizes)
+    i64 = np.int64
+    return core.first_overlap(
+        starts=np.ascontiguousarray(starts, i64), ends=np.ascontiguousarray(ends, i64),
+        offsets=np.ascontiguousarray(off, i64), sizes=np.ascontiguousarray(sizes, i64),
+    ) is None
+
+
+def _overlap_free_pairs(starts, ends, off, sizes) -> bool:
+    """:func:`_overlap_free` by numpy over the interfering pairs (no compiled code).
+
     Sorted by start (ties by index), buffer ``i`` meets in time exactly the later-sorted ``j`` with
     ``start_j < end_i``, a run ``i + 1 .. hi_i - 1``; these pairs are generated in blocks of at
     most about :data:`_BLOCK_PAIRS` and tested with ``off_i < top_j and off_j < top_i``.
