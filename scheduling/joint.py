@@ -201,8 +201,8 @@ class JointResult:
 
 class _Instance:
     """The graph as integer arrays: operators ``0..n-1`` (stored order), **units** in the order of
-    :func:`lifetime_problem` of the stored order (the set of buffers does not depend on the
-    order). A unit is a buffer, or an alias group (in-place aliases, views, concat slices:
+    :func:`lifetime_problem` of ``ref_order`` -- the stored order when it is topological, else
+    :meth:`Graph.topological_order` (the set of buffers does not depend on the order). A unit is a buffer, or an alias group (in-place aliases, views, concat slices:
     :func:`scheduling.transforms.transformed_problem`) placed as one buffer at its root's offset
     (``ids`` are the roots'), live over the hull of its members' lifetimes. ``pins`` (tensor ->
     byte offset) and ``pools`` (preference order) are the features of :func:`joint_optimize`."""

@@ -53,8 +53,8 @@ oracle; the outcome ``agree`` or the failures of :data:`FAILURES`:
     status ``infeasible`` where the oracle found a plan / a plan (or an error) where the oracle
     proved that pins collide in every order.
 
-``python -m experiments.bench.joint_differential --cases 1000 --seed 0 --out
-results/joint_differential.csv`` runs the full set (the ``make soak`` part): one CSV row per
+``python -m experiments.bench.joint_differential --cases 2000 --seed 0 --out
+results/joint_differential.csv`` runs the full set (the ``make soak`` part, about 3 minutes): one CSV row per
 input, a line per failing input and a table of outcomes per kind; exit status 1 if any input
 fails, 0 otherwise.
 """
@@ -116,8 +116,29 @@ class OracleResult:
 
 
 def generate(seed: int, kind: str | None = None) -> Case:
-    """The input of ``seed`` (module docstring); ``kind`` one of :data:`KINDS` (default: drawn
-    from the seed). Deterministic: the same seed gives the same graph and features."""
+    """The generated input of ``seed`` (module docstring).
+
+    Parameters
+    ----------
+    seed : int
+        Any integer; the same seed gives the same graph, stored order and features.
+    kind : str or None
+        One of :data:`KINDS`; ``None`` draws it from the seed.
+
+    Returns
+    -------
+    Case
+        Tensors are uint8 of 0-16 bytes; pins are multiples of ``alignment`` (bytes), zero-size
+        tensors pinned at 0-64 alignments; the fast pool's capacity (bytes) is 30-100 % of the
+        least peak of live bytes over a few topological orders.
+
+    Raises
+    ------
+    ValueError
+        ``kind`` not in :data:`KINDS`.
+    """
+    if kind is not None and kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     from planners.model import MemoryPool
     from scheduling.graph import Graph
 
@@ -294,8 +315,30 @@ def _layout(bufs: tuple, grid: int, cap: int | None) -> int | None:
 
 
 def oracle(case: Case) -> OracleResult:
-    """The exhaustive optimum of ``case`` (module docstring): every topological order x every
-    pool assignment x an exact layout. Seconds on 7 operators, less on smaller ones."""
+    """The exhaustive optimum of ``case`` (module docstring), written independently of the
+    toolkit's planners, schedulers and lifetime module.
+
+    Every topological order (``networkx.all_topological_sorts`` of the producer -> consumer
+    edges); per order the closed lifetimes ``[first, last]`` (steps) of the produced tensors;
+    with pools every assignment of the buffers of ``size > 0`` (a pinned one only to a pool
+    whose grid and capacity hold its pin); per pool the exact layout of :func:`_layout`.
+
+    Parameters
+    ----------
+    case : Case
+
+    Returns
+    -------
+    OracleResult
+        ``traffic`` (bytes x steps x cost), ``arena`` and ``min_arena`` (bytes), or
+        ``feasible=False`` when no order keeps the pins apart (or a zero-size pin lies on no
+        pool's grid).
+
+    Notes
+    -----
+    Exponential in the operators and buffers: well under a second on the generator's graphs
+    (at most 7 operators, 5 with pools).
+    """
     g = case.graph
     pools = case.pools
     costs = [q.cost for q in pools]
@@ -427,12 +470,29 @@ def _validate(case: Case, r) -> tuple[list[str], int, int, dict]:
 
 def check_case(case: Case, orc: OracleResult | None = None, *, time_limit: float | None = None,
                deterministic_time: float | None = None) -> dict:
-    """Run ``joint_optimize`` on ``case`` and compare with :func:`oracle` (``orc``, computed when
-    ``None``). Budgets: ``time_limit`` seconds (default 30) and ``deterministic_time`` CP-SAT
-    units (default 10 in exact mode, 0.5 in anytime mode, which stops an anytime search whose
-    bound is out of reach after 25 sub-solves); only the exact mode's result is compared with
-    the optimum. Returns one row: the input, the result, the oracle's numbers, ``outcome``
-    (``agree`` or the first failure of :data:`FAILURES`) and ``detail`` (every failure)."""
+    """Run :func:`scheduling.joint.joint_optimize` on ``case`` and compare with the oracle.
+
+    Parameters
+    ----------
+    case : Case
+    orc : OracleResult or None
+        :func:`oracle` of ``case`` (computed when ``None``).
+    time_limit : float or None
+        Wall-clock seconds of the call (default 30).
+    deterministic_time : float or None
+        CP-SAT deterministic-time units (default 10 in exact mode; 0.5 in anytime mode, which
+        stops an anytime search whose bound is out of reach after 25 sub-solves). Only the
+        exact mode's result is compared with the optimum (``suboptimal``).
+
+    Returns
+    -------
+    dict
+        One row (:data:`COLUMNS`): the input, the result (``arena``, ``bound`` in bytes,
+        ``traffic``, ``status``, ``mode``, ``seconds``), the oracle's numbers, ``outcome``
+        (``agree`` or the first failure of :data:`FAILURES`) and ``detail`` (every failure).
+        Never raises for what ``joint_optimize`` does: an exception is the outcome ``error``
+        (or ``missed_infeasible`` where the oracle proved the pins infeasible).
+    """
     from scheduling.joint import joint_optimize
 
     exact = case.exact_max_ops >= len(case.graph.ops)
@@ -502,9 +562,24 @@ COLUMNS = ("seed", "kind", "ops", "shuffled", "alignment", "pins", "pools", "exa
 
 
 def run(cases: int, seed: int = 0, *, out: str | None = None, verbose: bool = True) -> list[dict]:
-    """Check ``cases`` generated inputs, seeds ``seed .. seed + cases - 1``; write one CSV row
-    each to ``out`` (columns :data:`COLUMNS`) when given; print each failing input when
-    ``verbose``. Returns the rows."""
+    """Check generated inputs against the oracle.
+
+    Parameters
+    ----------
+    cases : int
+        How many inputs: seeds ``seed .. seed + cases - 1`` of :func:`generate`.
+    seed : int
+        The first seed.
+    out : str or None
+        A CSV file to write, one row per input (columns :data:`COLUMNS`).
+    verbose : bool
+        Print one line per failing input.
+
+    Returns
+    -------
+    list of dict
+        The rows of :func:`check_case`.
+    """
     rows = []
     for s in range(seed, seed + cases):
         row = check_case(generate(s))
@@ -520,10 +595,16 @@ def run(cases: int, seed: int = 0, *, out: str | None = None, verbose: bool = Tr
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command line (module docstring). Exit status 1 if any input fails, 0 otherwise."""
+    """The command line (module docstring): ``--cases N --seed S --out FILE.csv``.
+
+    Returns
+    -------
+    int
+        The exit status: 1 if any input fails, 0 otherwise.
+    """
     ap = argparse.ArgumentParser(prog="python -m experiments.bench.joint_differential",
                                  description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cases", type=int, default=1000, help="generated inputs (default 1000)")
+    ap.add_argument("--cases", type=int, default=2000, help="generated inputs (default 2000)")
     ap.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
     ap.add_argument("--out", default=None, help="CSV file, one row per input")
     args = ap.parse_args(argv)
