@@ -67,9 +67,10 @@ from .base import Planner, SolveResult
 from .bounds import lower_bound
 from .errors import SolverError
 from .greedy import greedy_offsets
-from .interference import interference_csr
+from .interference import interference_csr, interference_degrees
 from .model import Problem
 from .params import OPTIONAL_POSITIVE_SECONDS, Interval
+from .time_limits import Deadline
 
 __all__ = [
     "TvmGreedyBySize",
@@ -255,29 +256,64 @@ def usmp_first_fit_offsets(problem: Problem, order: np.ndarray, csr=None,
     return np.asarray(off, np.int64)
 
 
+#: Seconds per interfering pair to build the interference graph (CSR) the climb draws its swaps
+#: from (:func:`planners.interference.interference_csr`), about twice the rate measured on a
+#: 2-core machine at a load of 7 (12.7 s for the 9.9M pairs of a 10^5-buffer random problem,
+#: 1.3e-6 s per pair). With a time limit the graph is built only when this estimate fits in what
+#: is left (see :func:`usmp_hill_climb_offsets`).
+CSR_SECONDS_PER_PAIR = 2.5e-6
+
+
 def usmp_hill_climb_offsets(problem: Problem, memory_pressure: int | None = None,
                             attempts: int = MAX_ATTEMPTS,
-                            time_limit: float | None = None) -> tuple[np.ndarray, dict]:
+                            time_limit: float | None = None,
+                            start: float | None = None) -> tuple[np.ndarray | None, dict]:
     """Offsets (bytes) of TVM's ``HillClimbAllocator::PlanMemory`` for one unbounded pool, and
     ``info`` (``attempts`` run, ``accepted`` plans).
 
     ``memory_pressure``: stop once an accepted arena is at most this many bytes (default: the
     lower bound, max live bytes, what USMP passes). ``attempts``: TVM's ``_max_attempts`` (500).
-    ``time_limit``: CPU seconds after which the climb stops at the end of the attempt under way
-    (not in TVM; ``info["stopped"]`` says which limit ended it). See the module docstring for the
-    rules; the random sequence is glibc ``rand_r`` from seed 0.
+    ``time_limit``: wall-clock seconds (:class:`planners.time_limits.Deadline`, counted from
+    ``start``, a :func:`time.perf_counter` instant, default the call) for the whole climb (not in
+    TVM; ``info["stopped"]`` says which limit ended it): an attempt is started only when the
+    longest attempt so far fits in what is left, and the interference graph (``O(n log n + E)``
+    for ``E`` interfering pairs) only when its estimate (:data:`CSR_SECONDS_PER_PAIR`) does;
+    otherwise the climb returns the best plan it has (attempt 0, TVM's greedy first fit), or
+    ``None`` when the greedy itself needs the graph (a zero size or mixed alignments) that does
+    not fit. See the module docstring for the rules; the random sequence is glibc ``rand_r``
+    from seed 0.
     """
-    deadline = None if time_limit is None else time.process_time() + float(time_limit)
+    deadline = None if time_limit is None else Deadline(time_limit, start)
     timed_out = False
     n = problem.n
     if n == 0:
         return np.zeros(0, np.int64), {"attempts": 0, "accepted": 0}
     desired = lower_bound(problem) if memory_pressure is None else int(memory_pressure)
-    csr = interference_csr(problem)
-    indptr, nbrs = csr
-    degrees = np.diff(indptr)
+    # conflict counts without listing the edges (the same counts as the CSR's row lengths)
+    degrees = interference_degrees(problem)
+    pairs = int(degrees.sum()) // 2
     sizes = problem.sizes
     use_core = bool(np.all(sizes > 0) and np.all(problem.alignments == problem.alignments[0]))
+    csr = None
+
+    def graph_fits() -> bool:
+        # whether the interference graph is (or can be) built within the time left
+        nonlocal csr
+        if csr is None:
+            if deadline is not None and pairs * CSR_SECONDS_PER_PAIR > deadline.left():
+                return False
+            csr = interference_csr(problem)
+        return True
+
+    def stopped_info(result, attempt, accepted, why):
+        info = {"attempts": attempt, "accepted": accepted, "stopped": "time_limit",
+                "stopped_because": why, "interference_pairs": pairs}
+        deadline.record(info)
+        return result, info
+
+    if not use_core and not graph_fits():
+        return stopped_info(None, 0, 0, "interference graph estimated "
+                            f"{pairs * CSR_SECONDS_PER_PAIR:.1f} s, not built")
     order = usmp_order(problem, "size", degrees)  # buffer at each position
     pos = np.empty(n, np.int64)
     pos[order] = np.arange(n)
@@ -296,13 +332,16 @@ def usmp_hill_climb_offsets(problem: Problem, memory_pressure: int | None = None
     result: np.ndarray | None = None
     accepted = 0
     attempt = 0
+    longest = 0.0  # seconds of the longest attempt so far
     for attempt in range(attempts):
-        if attempt and deadline is not None and time.process_time() > deadline:
+        if attempt and deadline is not None and deadline.left() < longest:
             timed_out = True
             attempt -= 1
             break
+        t_attempt = time.perf_counter()
         rollback = pool
         pool = usmp_first_fit_offsets(problem, order, csr, use_core)
+        longest = max(longest, time.perf_counter() - t_attempt)
         total = int((pool + sizes).max())
         accept = total_size == 0 or (
             total_size > total
@@ -317,6 +356,10 @@ def usmp_hill_climb_offsets(problem: Problem, memory_pressure: int | None = None
         else:
             swap(swap_i2, swap_i1)
             pool = rollback
+        if not graph_fits():
+            return stopped_info(result, attempt + 1, accepted, "interference graph estimated "
+                                f"{pairs * CSR_SECONDS_PER_PAIR:.1f} s, not built")
+        indptr, nbrs = csr
         tops = pool + sizes
         top = int(tops.max())
         at_top = np.flatnonzero(tops == top)
@@ -352,6 +395,7 @@ def usmp_hill_climb_offsets(problem: Problem, memory_pressure: int | None = None
     info = {"attempts": attempt + 1, "accepted": accepted}
     if time_limit is not None:
         info["stopped"] = "time_limit" if timed_out else "attempts_or_pressure"
+        deadline.record(info)
     return result, info
 
 
@@ -396,8 +440,12 @@ class TvmHillClimb(Planner):
         Stop once an accepted arena is at most this many bytes; ``None``: the problem's lower bound
         (max live bytes), the memory pressure USMP passes.
     time_limit : float or None, default None
-        CPU seconds after which the climb stops at the end of the attempt under way (not in TVM;
-        a cap for benchmarks on large problems, where one attempt can take a second).
+        Wall-clock seconds for the whole call (not in TVM; a cap for benchmarks on large
+        problems, where one attempt can take a second and the interference graph longer): no
+        attempt is started that the longest so far says cannot finish in time, and the graph is
+        not built when its estimate does not fit (:func:`usmp_hill_climb_offsets`); the plan is
+        then the best accepted attempt (status ``heuristic``), or none (``timeout``) when not
+        even TVM's greedy fitted. ``info`` records ``time_limit`` and ``setup_seconds``.
     """
 
     name = "tvm_hill_climb"
@@ -416,4 +464,4 @@ class TvmHillClimb(Planner):
     def _solve(self, problem: Problem) -> SolveResult:
         off, info = usmp_hill_climb_offsets(problem, self.memory_pressure,
                                             time_limit=self.time_limit)
-        return SolveResult(off, "heuristic", info=info)
+        return SolveResult(off, "heuristic" if off is not None else "timeout", info=info)

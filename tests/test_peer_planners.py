@@ -451,8 +451,15 @@ def test_tvm_first_fit_core_and_scan_agree(seed):
 
 def test_tvm_hill_climb_time_limit_and_validity():
     p = random_problem(200, seed=3, zero_fraction=0.05)
+    # zero sizes: TVM's greedy needs the interference graph, which does not fit in 1e-9 s
     off, info = usmp_hill_climb_offsets(p, memory_pressure=0, time_limit=1e-9)
+    assert off is None and info["stopped"] == "time_limit" and info["attempts"] == 0
+    # no zero size: attempt 0 (the compiled greedy) needs no graph and always runs
+    q = random_problem(200, seed=3)
+    off, info = usmp_hill_climb_offsets(q, memory_pressure=0, time_limit=1e-9)
     assert info["stopped"] == "time_limit" and info["attempts"] == 1
+    check_plan(q, off)
+    off, info = usmp_hill_climb_offsets(p, memory_pressure=0, time_limit=10.0)
     check_plan(p, off)
     for name in ("tvm_greedy_by_size", "tvm_greedy_by_conflicts", "tvm_hill_climb", "xla_heap"):
         pl = get_planner(name).plan(p)  # plan() validates; zero-size buffers included
