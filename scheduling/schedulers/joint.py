@@ -70,7 +70,8 @@ class Joint(Scheduler):
         Memories in preference order (capacities, bytes); objective traffic cost, then the sum
         of the pools' arenas (:mod:`scheduling.joint`).
     pins : mapping or None
-        ``{tensor name: offset}`` (bytes): fixed offsets (a pinned buffer is in the first pool).
+        ``{tensor name: offset}`` (bytes): fixed offsets (with pools a pinned buffer takes a
+        pool whose alignment and capacity hold its pin, :func:`planners.placement.pin_pools`).
 
     Raises
     ------
