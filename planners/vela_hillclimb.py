@@ -22,9 +22,9 @@ with two additions around it:
   then id; ``min_required_size``) from the interference graph and the live profile in
   ``O(n log n + E log E)``; ``tests/test_peer_planners.py`` checks it equals Vela's own on seeded
   random problems.
-* **A time cap** (``time_limit``, seconds, optional): when it passes, the search is told to stop
-  after the iteration under way (``max_iterations`` and ``MIN_ITERATIONS_IMPROVE`` set to 0 on the
-  instance). ``plan.info`` records the iterations run and why the search stopped.
+* **A time cap** (``time_limit``, wall-clock seconds from the call's start, optional): when it
+  passes, the search is told to stop after the iteration under way (``max_iterations`` and
+  ``MIN_ITERATIONS_IMPROVE`` set to 0 on the instance). ``plan.info`` records the iterations run and why the search stopped.
 
 Problem mapping: a buffer ``[start, end)`` is Vela's live range ``start_time = start``,
 ``end_time = end - 1`` (inclusive), ``size`` and its alignment as ``get_alignment()``.
@@ -102,8 +102,11 @@ def _live_ranges(problem: Problem) -> list[_LiveRange]:
 
 def vela_allocator(problem: Problem, max_iterations: int | None = None,
                    memory_limit: int | None = None, fast_init: bool = True,
-                   time_limit: float | None = None):
+                   time_limit: float | None = None, start: float | None = None):
     """A Vela ``HillClimbAllocator`` for ``problem`` (see the module docstring), not yet run.
+
+    ``time_limit``: wall-clock seconds counted from ``start`` (a :func:`time.perf_counter`
+    instant, default now), so building the allocator's state counts against it too.
 
     ``fast_init=False`` runs Vela's own ``__init__`` (slow on long schedules; used to check
     :class:`_FastInit`). Raises :class:`planners.errors.SolverError` when ``ethos-u-vela`` is not
@@ -122,7 +125,7 @@ def vela_allocator(problem: Problem, max_iterations: int | None = None,
         def allocate_indices(self, indices):
             self.calls += 1
             size = super().allocate_indices(indices)
-            if self.deadline is not None and time.process_time() > self.deadline:
+            if self.deadline is not None and time.perf_counter() > self.deadline:
                 self.max_iterations = 0
                 self.MIN_ITERATIONS_IMPROVE = 0
                 self.timed_out = True
@@ -140,7 +143,8 @@ def vela_allocator(problem: Problem, max_iterations: int | None = None,
         alloc.memory_limit = alloc.min_required_size
     alloc.calls = 0
     alloc.timed_out = False
-    alloc.deadline = None if time_limit is None else time.process_time() + float(time_limit)
+    t0 = time.perf_counter() if start is None else float(start)
+    alloc.deadline = None if time_limit is None else t0 + float(time_limit)
     return alloc
 
 
@@ -184,7 +188,9 @@ class VelaHillClimb(Planner):
     max_iterations : int, default 99999
         Vela's iteration limit (its ``--hillclimb-max-iterations``, default 99,999).
     time_limit : float or None, default None
-        CPU seconds after which the search stops (not in Vela; a cap for benchmarks).
+        Wall-clock seconds from the start of the call (building the allocator's state counted)
+        after which the search stops at the end of the iteration under way (not in Vela; a cap
+        for benchmarks).
     memory_limit : int or None, default None
         Vela's memory limit in bytes; ``None``: the problem's capacity, else max live bytes.
 
@@ -207,12 +213,14 @@ class VelaHillClimb(Planner):
         self.memory_limit = memory_limit
 
     def _solve(self, problem: Problem) -> SolveResult:
+        t0 = time.perf_counter()
         if problem.n == 0:
             return SolveResult(np.zeros(0, np.int64), "heuristic")
         limit = self.memory_limit
         if limit is None:
             limit = problem.capacity
-        alloc = vela_allocator(problem, self.max_iterations, limit, time_limit=self.time_limit)
+        alloc = vela_allocator(problem, self.max_iterations, limit, time_limit=self.time_limit,
+                               start=t0)
         limit = alloc.memory_limit
         state = random.getstate()
         try:
