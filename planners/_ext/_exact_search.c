@@ -671,6 +671,7 @@ static PyObject *py_search(PyObject *self, PyObject *args, PyObject *kwargs) {
             for (int s = c.slo[i]; s < c.shi[i]; s++) c.sec_mem[fill[s]++] = i;
         memset(c.cuts, 0, sizeof(int) * S);
     }
+    if (now_s() > c.deadline) { status = ST_TIMEOUT; goto finish; }
     for (int i = 0; i < c.n; i++)
         for (int k = c.slo[i]; k + 1 < c.shi[i]; k++) c.cuts[k]++;
     /* Interference lists: sweep buffers sorted by first section (counting sort). */
@@ -699,12 +700,17 @@ static PyObject *py_search(PyObject *self, PyObject *args, PyObject *kwargs) {
                 pa[2 * npairs] = i; pa[2 * npairs + 1] = order[y]; npairs++;
             }
         }
-        for (size_t p = 0; p < npairs; p++) { c.adj_start[pa[2 * p] + 1]++; c.adj_start[pa[2 * p + 1] + 1]++; }
+        if (now_s() > c.deadline) { free(pa); status = ST_TIMEOUT; goto finish; }
+        for (size_t p = 0; p < npairs; p++) {
+            if ((p & 0xFFFF) == 0 && now_s() > c.deadline) { free(pa); status = ST_TIMEOUT; goto finish; }
+            c.adj_start[pa[2 * p] + 1]++; c.adj_start[pa[2 * p + 1] + 1]++;
+        }
         for (int i = 0; i < c.n; i++) c.adj_start[i + 1] += c.adj_start[i];
         c.adj = (int *)malloc(sizeof(int) * (npairs ? 2 * npairs : 1));
         if (!c.adj) { free(pa); PyErr_NoMemory(); goto done; }
         for (int i = 0; i < c.n; i++) order[i] = c.adj_start[i];
         for (size_t p = 0; p < npairs; p++) {
+            if ((p & 0xFFFF) == 0 && now_s() > c.deadline) { free(pa); status = ST_TIMEOUT; goto finish; }
             int u = pa[2 * p], v = pa[2 * p + 1];
             c.adj[order[u]++] = v; c.adj[order[v]++] = u;
         }
@@ -713,7 +719,9 @@ static PyObject *py_search(PyObject *self, PyObject *args, PyObject *kwargs) {
     /* Twins: same size, alignment and section range, hence interchangeable in every layout
        (interference is decided by section ranges alone). Twins interfere, so the interference
        list of a buffer holds all its twins. */
+    if (now_s() > c.deadline) { status = ST_TIMEOUT; goto finish; }
     for (int i = 0; i < c.n; i++) {
+        if (tick(&c, (i64)(c.adj_start[i + 1] - c.adj_start[i]) + 1)) { status = ST_TIMEOUT; goto finish; }
         c.twin[i] = -1;
         for (int k = c.adj_start[i]; k < c.adj_start[i + 1]; k++) {
             int j = c.adj[k];
