@@ -102,10 +102,12 @@ def random_layered(
     layers: list[list[str]] = [["x"]]
     made = 0
     read: set[str] = set()
+    earlier: list[str] = []  # the tensors of every layer but the last (grows by one layer)
     while made < n_ops - 1:
         w = min(int(rng.integers(1, width + 1)), n_ops - 1 - made)
         layer = []
-        earlier = [t for lay in layers[:-1] for t in lay]
+        if len(layers) >= 2:
+            earlier.extend(layers[-2])
         for _ in range(w):
             ins = [layers[-1][int(rng.integers(len(layers[-1])))]]
             for _ in range(int(rng.integers(0, max_fan_in))):
@@ -196,10 +198,13 @@ def moccasin_layered(
             if u not in read:
                 preds[lb[int(rng.integers(len(lb)))]].add(u)
     layer_of = {v: i for i, lay in enumerate(layers) for v in lay}
+    # operators are numbered layer by layer: those two or more layers after u are the range
+    # first[layer_of[u] + 2] .. k - 1 (no list per operator: O(n) in all, not O(n^2 / width))
+    first = [lay[0] for lay in layers] + [k, k]
     for u in range(k):
-        later = [v for lay in layers[layer_of[u] + 2:] for v in lay]
-        for _ in range(int(rng.poisson(skip)) if later else 0):
-            preds[later[int(rng.integers(len(later)))]].add(u)
+        f = first[layer_of[u] + 2]
+        for _ in range(int(rng.poisson(skip)) if f < k else 0):
+            preds[f + int(rng.integers(k - f))].add(u)
     b = _Builder(f"moccasin_layered_s{seed}_n{n_ops}", size())
     src = b.op("Op", ["x"], size(), name="source")
     out = [""] * k

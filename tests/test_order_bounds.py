@@ -22,6 +22,8 @@ from scheduling.schedulers.bounds import (
     complete_cuts,
     order_bound_details,
     order_lower_bound,
+    sample_operators,
+    sampled_closure_bound,
 )
 from scheduling.schedulers.budget_search import BudgetSearch
 from scheduling.schedulers.memsim import MemoryModel
@@ -152,8 +154,51 @@ def test_bound_sizes_are_stated_when_skipped():
     assert d["pair"] is None and "pair bound not computed: 20 operators > 10" in d["skipped"]
     d = order_bound_details(g, closure_max_ops=10)
     assert d["closure"] is None and "closure bound not computed: 20 operators > 10" in d["skipped"]
-    d = order_bound_details(g, cut_max_ops=10)
+    d = order_bound_details(g, cut_max_ops=10, closure_sample=0)
     assert d["cut"] is None and d["closure"] is None and d["bound"] == d["op"] == MemoryModel(g).op_lower_bound()
+    # above cut_max_ops the closure bound is computed at a sample of operators, and said so
+    d = order_bound_details(g, cut_max_ops=10)
+    assert d["cut"] is None and d["closure"] is None and d["sampled_ops"] == 8
+    assert "closure bound at 8 sampled operators only" in d["skipped"]
+    assert d["bound"] == max(d["op"], d["closure_sampled"]) <= order_bound_details(g)["bound"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_graphs(max_ops=8))
+def test_sampled_closure_bound_equals_the_closure_cut_and_stays_below_the_optimum(g):
+    # every operator's value without the ancestor matrix is the ClosureCut's (with it), and the
+    # sampled bound above cut_max_ops never exceeds the brute-force optimum
+    m = MemoryModel(g)
+    net = ClosureCut(m, ancestor_matrix(m), engine="python")
+    best, vals = sampled_closure_bound(m, ops=range(m.n))
+    assert vals == {v: net.value(v)[0] for v in range(m.n)}
+    opt = brute(g)
+    assert best <= opt
+    d = order_bound_details(g, cut_max_ops=0)
+    assert d["closure_sampled"] <= best and d["bound"] <= opt
+
+
+def test_sampled_closure_bound_by_hand():
+    # side_reader (above): only the least live set around c sees the optimum, 30 bytes; the
+    # other operators' values are their working sets plus what must stay live (a: 10, b: 20)
+    g = side_reader()
+    m = MemoryModel(g)
+    best, vals = sampled_closure_bound(m, ops=range(m.n))
+    assert vals[m.index["c"]] == best == 30 == brute(g)
+    assert vals[m.index["a"]] == 10 and vals[m.index["b"]] == 20
+    assert sample_operators(m, 0) == [] and sampled_closure_bound(m, ops=[]) == (0, {})
+
+
+def test_sampled_closure_bound_at_5000_operators_is_far_above_the_working_set():
+    # moccasin_layered at 5,000 operators: the working-set bound is a few percent of the peak;
+    # the closure bound at 8 sampled operators is within a few percent of the best order found
+    g = moccasin_layered(seed=0, n_ops=5000)
+    d = order_bound_details(g)
+    assert d["cut"] is None and d["sampled_ops"] == 8
+    assert d["op"] == 174_930 and d["closure_sampled"] == d["bound"]
+    s = schedule(g, "min_live")
+    assert s.bound == d["bound"] and 20 * d["op"] < d["bound"] <= s.info["peak_bytes"]
+    assert s.info["peak_bytes"] / d["bound"] < 1.05
 
 
 # -- property tests against brute force ------------------------------------------------------------

@@ -45,7 +45,8 @@ class Anneal(Scheduler):
     seed : int, default 0
         Seed of the numpy generator; same graph and seed give the same order.
     time_limit : float or None, default None
-        Optional wall-clock budget in seconds (stops early; makes results machine-dependent).
+        Optional wall-clock budget in seconds, counted from the start of :meth:`schedule`
+        (an outer stop; when it bites the result depends on the machine, and ``info`` says so).
 
     Raises
     ------
@@ -56,7 +57,9 @@ class Anneal(Scheduler):
     Notes
     -----
     ``O(iterations * (n + #tensor uses))``. Status ``"heuristic"``; ``info`` has ``peak_bytes``,
-    ``initial_peak`` and ``accepted``.
+    ``initial_peak``, ``accepted``, ``iterations`` (moves made) and ``stopped_by``
+    (``"iterations"``, or ``"time_limit"`` when the wall clock stopped it first: the budget is
+    the work, so a seed gives the same order at any load unless the time limit bites).
     """
 
     name = "anneal"
@@ -86,7 +89,7 @@ class Anneal(Scheduler):
         self.time_limit = time_limit
 
     def _schedule(self, graph: Graph) -> ScheduleResult:
-        m = MemoryModel(graph)
+        m = MemoryModel.of(graph)
         n = m.n
         if self.init == "min_live":
             order, cur = min_live_order(m)
@@ -96,8 +99,10 @@ class Anneal(Scheduler):
         best, best_peak, peak0 = list(order), cur, max(cur, 1)
         rng = np.random.default_rng(self.seed)
         iters = int(self.iterations)
-        deadline = None if self.time_limit is None else time.perf_counter() + self.time_limit
+        deadline = None if self.time_limit is None else self._started() + self.time_limit
         accepted = 0
+        done = 0
+        stopped = "iterations"
         if n >= 2 and iters:
             ratio = (self.t_end / self.t_start) ** (1.0 / max(iters - 1, 1))
             temp = float(self.t_start)
@@ -108,7 +113,9 @@ class Anneal(Scheduler):
                 pos[v] = k
             for it in range(iters):
                 if deadline is not None and time.perf_counter() > deadline:
+                    stopped = "time_limit"
                     break
+                done += 1
                 v = int(picks[it])
                 a = pos[v]
                 lo = max((pos[p] for p in m.preds[v]), default=-1) + 1
@@ -135,5 +142,7 @@ class Anneal(Scheduler):
                 "peak_bytes": int(best_peak),
                 "initial_peak": int(peak0 if n else 0),
                 "accepted": accepted,
+                "iterations": done,
+                "stopped_by": stopped,
             },
         )

@@ -28,7 +28,7 @@ from planners.params import Configurable, validate_params
 
 from ..graph import Graph
 from ..schedule import SCHEDULE_STATUSES, Schedule, check_schedule, is_valid_schedule
-from .memsim import MemoryModel
+from .memsim import MemoryModel, shared_model
 
 __all__ = [
     "Schedule",
@@ -69,17 +69,18 @@ def _fingerprint(graph: Graph) -> int:
     ))
 
 
-def cached_order_bound(graph: Graph) -> int:
+def cached_order_bound(graph: Graph, model: MemoryModel | None = None) -> int:
     """:func:`.bounds.order_lower_bound` of ``graph`` (bytes), remembered per graph object and
     recomputed when its operators or tensors changed (a fingerprint of names, edges, sizes and
-    kinds, ``O(#ops + #tensor uses)``)."""
+    kinds, ``O(#ops + #tensor uses)``). ``model``: ``graph``'s :class:`MemoryModel` when
+    already compiled."""
     from .bounds import order_lower_bound
 
     fp = _fingerprint(graph)
     hit = _BOUND_CACHE.get(graph)
     if hit is not None and hit[0] == fp:
         return hit[1]
-    b = order_lower_bound(graph)
+    b = order_lower_bound(graph if model is None else model)
     _BOUND_CACHE[graph] = (fp, b)
     return b
 
@@ -122,15 +123,18 @@ class Scheduler(Configurable):
         """
         validate_params(self)
         t0 = time.perf_counter()
-        res = self._schedule(graph)
-        seconds = time.perf_counter() - t0
-        if not isinstance(res, ScheduleResult):
-            res = ScheduleResult(res)
-        order = tuple(res.order)
-        check_schedule(graph, order)
-        m = MemoryModel(graph)
-        peak = m.peak(m.to_indices(order))
-        bound = cached_order_bound(graph)
+        self._call_started = t0  # the time limits of the schedulers count from here
+        with shared_model(graph) as (m, notes):
+            res = self._schedule(graph)
+            seconds = time.perf_counter() - t0
+            if not isinstance(res, ScheduleResult):
+                res = ScheduleResult(res)
+            order = tuple(res.order)
+            check_schedule(graph, order)
+            peak = m.peak(m.to_indices(order))
+            if "order_bound" not in notes:
+                notes["order_bound"] = cached_order_bound(graph, m)
+            bound = notes["order_bound"]
         if res.bound is not None:
             bound = max(bound, min(int(res.bound), peak))
         info = dict(res.info)
@@ -140,6 +144,13 @@ class Scheduler(Configurable):
 
     def _schedule(self, graph: Graph) -> Sequence[str] | ScheduleResult:  # pragma: no cover
         raise NotImplementedError
+
+    def _started(self) -> float:
+        """The :func:`time.perf_counter` value at which the :meth:`schedule` call under way
+        started (compiling the graph counts against a scheduler's time limit), or now when
+        :meth:`_schedule` is called directly."""
+        t = getattr(self, "_call_started", None)
+        return time.perf_counter() if t is None else t
 
 
 class FunctionScheduler(Scheduler):

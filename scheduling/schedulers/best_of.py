@@ -73,7 +73,7 @@ class BestOf(Scheduler):
         names = list(self.schedulers)
         if "file_order" not in names:
             names.insert(0, "file_order")
-        m = MemoryModel(graph)
+        m = MemoryModel.of(graph)
         best = None
         peaks: dict[str, int] = {}
         bound = 0

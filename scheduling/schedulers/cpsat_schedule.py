@@ -131,7 +131,7 @@ class CPSatSchedule(Scheduler):
 
         t0 = time.perf_counter()
         limit = float(self.time_limit)
-        m = MemoryModel(graph)
+        m = MemoryModel.of(graph)
         n = m.n
         lb = order_lower_bound(m) if n else 0
         info: dict = {"order_bound": lb}

@@ -15,7 +15,7 @@ from .base import Scheduler, ScheduleResult
 from .bounds import CUT_MAX_OPS, ENGINES, ancestor_matrix, complete_cuts, order_bound_details
 from .budget_search import BudgetSearch
 from .list_base import list_schedule
-from .memsim import MemoryModel
+from .memsim import MemoryModel, shared_notes
 from .pivot_search import PivotSearch
 
 __all__ = ["ExactDP", "initial_order", "SEARCH_CANDIDATES"]
@@ -33,6 +33,7 @@ def initial_order(
     best_of: bool = True,
     info: dict | None = None,
     search_seconds: float | None = None,
+    deadline: float | None = None,
 ) -> tuple[list[int], int]:
     """The best of the toolkit's heuristic orders, as operator indices, with its peak (bytes).
 
@@ -43,7 +44,10 @@ def initial_order(
     given), so an exact scheduler that starts from it is never worse than any heuristic of the
     toolkit run with those settings. Ties keep that order. It is the upper bound and fallback of
     the exact schedulers. ``info`` (optional dict) receives ``initial_winner``, the name of the
-    best, and ``initial_peaks`` (peak per candidate, bytes).
+    best, and ``initial_peaks`` (peak per candidate, bytes). ``deadline`` (a
+    :func:`time.perf_counter` value or ``None``): the candidates after greedy ``min_live`` are
+    not run once it has passed (``info["initial_skipped"]`` names them), and each search gets
+    at most the time left before it.
     Cost: the candidates' costs, each about ``O((n + #tensor uses) log n)`` except the two
     searches (``O(iterations * (n + #tensor uses))``, bounded by ``search_seconds``).
     """
@@ -57,23 +61,43 @@ def initial_order(
             *list_schedule(model, lambda tr, v: (tr.alloc[v] - tr.freed_now[v], tr.alloc[v], v)),
         )
     ]
-    dfs = model.to_indices(DFS()._schedule(model.graph).order)
-    cands.append(("dfs", dfs, model.peak(dfs)))
+    skipped: list[str] = []
+
+    def late() -> bool:
+        return deadline is not None and time.perf_counter() >= deadline
+
+    if late():
+        skipped.append("dfs")
+    else:
+        dfs = model.to_indices(DFS()._schedule(model.graph).order)
+        cands.append(("dfs", dfs, model.peak(dfs)))
     stored = list(range(model.n))
     if model.is_topological(stored):
         cands.append(("file_order", stored, model.peak(stored)))
     if best_of:
         for name in DEFAULT_CANDIDATES:
+            if late():
+                skipped.append(name)
+                continue
             order = model.to_indices(get_scheduler(name).schedule(model.graph).order)
             cands.append((name, order, model.peak(order)))
         for name in SEARCH_CANDIDATES:
-            params = {} if search_seconds is None else {"time_limit": max(search_seconds, 1e-3)}
+            secs = search_seconds
+            if deadline is not None:
+                left = deadline - time.perf_counter()
+                secs = left if secs is None else min(secs, left)
+            if secs is not None and secs < 1e-3:
+                skipped.append(name)
+                continue
+            params = {} if secs is None else {"time_limit": secs}
             order = model.to_indices(get_scheduler(name, **params).schedule(model.graph).order)
             cands.append((name, order, model.peak(order)))
     name, order, peak = min(cands, key=lambda c: c[2])
     if info is not None:
         info["initial_winner"] = name
         info["initial_peaks"] = {c[0]: int(c[2]) for c in cands}
+        if skipped:
+            info["initial_skipped"] = skipped
     return list(order), int(peak)
 
 
@@ -176,10 +200,16 @@ class ExactDP(Scheduler):
         its search stops, ``info["reason"]`` says so and the status is ``"timeout"`` unless the
         bound still proves the result optimal.
     time_limit : float or None, default 10.0
-        Budget in seconds for the whole call, the initial orders and bounds included (checked once
-        per state expansion). Segments share what is left after the initial orders: each gets
+        Budget in seconds for the whole :meth:`schedule` call, compiling the graph, the order
+        bound and the initial orders included (checked once per state expansion, per probe and
+        between initial orders: the candidates after greedy ``min_live`` are skipped once it
+        has passed, ``info["initial_skipped"]``, and the status is ``"timeout"`` with the best
+        order found). Segments share what is left after the initial orders: each gets
         the time left divided by the number of segments still to search (those whose initial
-        peak is above the bound proved so far).
+        peak is above the bound proved so far). The call returns within the limit plus the
+        larger of 10 % and 0.5 s (``experiments.bench.sched_scale`` measures the overrun at
+        1,000 to 20,000 operators), except for a graph whose compilation, order bound and
+        ``min_live`` order alone take longer (they always run: the fallback order).
     best_of_start : bool, default True
         Start from the best of all heuristics (:func:`initial_order`), so the result is never
         worse than any; ``False`` (ablation) starts from ``min_live``, DFS and the stored order.
@@ -218,7 +248,9 @@ class ExactDP(Scheduler):
 
     Notes
     -----
-    Worst case ``O(#down-sets * n)`` time and ``O(#down-sets)`` memory per segment: exponential
+    A state expansion tries only the operators ready after its set (kept per state as a bit
+    mask), ``O(width)`` rather than ``O(n)``. Worst case ``O(#down-sets * width)`` time and
+    ``O(#down-sets)`` memory per segment: exponential
     in the width of a segment, fine for chains of small irregular cells, hopeless for one wide
     segment -- hence the budgets. Peak convention of :mod:`.memsim` (the same as
     :func:`scheduling.lifetimes.peak_live_bytes`).
@@ -254,8 +286,9 @@ class ExactDP(Scheduler):
         self.engine = engine
 
     def _schedule(self, graph: Graph) -> ScheduleResult:
-        t0 = time.perf_counter()
-        m = MemoryModel(graph)
+        t0 = self._started()  # compiling the graph in schedule() counts against the limit
+        deadline = None if self.time_limit is None else t0 + float(self.time_limit)
+        m = MemoryModel.of(graph)
         n = m.n
         if n == 0:
             return ScheduleResult([], "optimal", {"peak_bytes": 0, "states": 0, "lower_bound": 0},
@@ -263,15 +296,22 @@ class ExactDP(Scheduler):
         A = ancestor_matrix(m) if n <= CUT_MAX_OPS else None
         det = order_bound_details(m, ancestors=A)
         lb = int(det["bound"])
+        notes = shared_notes(graph)
+        if notes is not None:  # schedule() takes this bound instead of computing it again
+            notes["order_bound"] = lb
         info: dict = {"order_bound": lb}
         search = None if self.time_limit is None else 0.1 * float(self.time_limit)
-        greedy, ub = initial_order(m, self.best_of_start, info, search)
+        greedy, ub = initial_order(m, self.best_of_start, info, search, deadline)
         info["initial_peak"] = ub
         if ub <= lb:
             info.update(lower_bound=lb, peak_bytes=ub, states=1, segments=1, segments_searched=0,
                         largest_segment=n)
             return ScheduleResult(m.to_names(greedy), "optimal", info, bound=lb)
-        deadline = None if self.time_limit is None else t0 + float(self.time_limit)
+        if deadline is not None and time.perf_counter() >= deadline:
+            # the set-up spent the time: the best initial order, unsearched
+            info.update(lower_bound=lb, peak_bytes=ub, states=0, segments=1, segments_searched=0,
+                        largest_segment=n, reason="time limit reached in the initial orders")
+            return ScheduleResult(m.to_names(greedy), "timeout", info, bound=lb)
         all_cuts = complete_cuts(m, A) if A is not None else []
         bs = None
         ps = None  # the pivot splits, kept for both budget search calls
@@ -471,23 +511,32 @@ class ExactDP(Scheduler):
         al = [alloc[v] for v in ops]
         de = [dead[v] for v in ops]
         full = (1 << k) - 1
-        level: dict[int, tuple[int, int]] = {0: (0, live0)}
+        succ_loc: list[list[int]] = [[] for _ in range(k)]
+        for j, v in enumerate(ops):
+            for p in m.preds[v]:
+                if p in loc:
+                    succ_loc[loc[p]].append(j)
+        ready0 = 0
+        for j in range(k):
+            if not pred_mask[j]:
+                ready0 |= 1 << j
+        # a state: S -> (peak, live bytes after S, mask of the operators ready after S); only
+        # the ready operators are tried (not every operator outside S), in increasing index
+        level: dict[int, tuple[int, int, int]] = {0: (0, live0, ready0)}
         parents: list[dict[int, tuple[int, int]]] = []
         states = 1
         proved = 0  # least peak over the last complete level: every order of the segment >= it
         for _ in range(k):
-            nxt: dict[int, tuple[int, int]] = {}
+            nxt: dict[int, tuple[int, int, int]] = {}
             par: dict[int, tuple[int, int]] = {}
-            for S, (pk, live) in level.items():
+            for S, (pk, live, ready) in level.items():
                 if deadline is not None and time.perf_counter() > deadline:
                     return _Part(None, ub, min(proved, ub), states, "time limit reached")
-                r = full & ~S
+                r = ready
                 while r:
                     low = r & -r
                     j = low.bit_length() - 1
                     r ^= low
-                    if pred_mask[j] & ~S:
-                        continue
                     at = live + al[j]
                     npk = pk if pk >= at else at
                     if npk >= ub:
@@ -505,13 +554,19 @@ class ExactDP(Scheduler):
                         if states > self.max_states:
                             return _Part(None, ub, min(proved, ub), states,
                                          f"memo limit of {self.max_states} states reached")
-                    nxt[S2] = (npk, nl)
+                        rd = ready ^ low
+                        for q in succ_loc[j]:
+                            if not (pred_mask[q] & ~S2):
+                                rd |= 1 << q
+                    else:
+                        rd = cur[2]  # the same set S2: the same ready operators
+                    nxt[S2] = (npk, nl, rd)
                     par[S2] = (S, j)
             parents.append(par)
             level = nxt
             if not level:
                 break
-            proved = min(pk for pk, _ in level.values())
+            proved = min(st[0] for st in level.values())
         if full not in level:  # every order of the segment peaks at >= ub: the initial one is best
             return _Part(list(ops), ub, ub, states)
         best = level[full][0]

@@ -90,7 +90,7 @@ class ListScheduler(Scheduler):
         raise NotImplementedError
 
     def _schedule(self, graph: Graph) -> ScheduleResult:
-        model = MemoryModel(graph)
+        model = MemoryModel.of(graph)
         self._prepare(model)
         order, peak = list_schedule(model, self._key)
         return ScheduleResult(model.to_names(order), "heuristic", {"peak_bytes": int(peak)})

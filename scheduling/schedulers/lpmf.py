@@ -85,7 +85,7 @@ class LPMF(Scheduler):
         pass
 
     def _schedule(self, graph: Graph) -> ScheduleResult:
-        m = MemoryModel(graph)
+        m = MemoryModel.of(graph)
         alloc = m.alloc.tolist()
         rank_order = sorted(range(m.n), key=lambda v: (alloc[v], v))
         pos = [0] * m.n

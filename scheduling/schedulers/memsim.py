@@ -34,7 +34,12 @@ from ..graph import Graph
 #: Largest int64 (bytes): the live sums of a memory model are computed in int64.
 _INT64_MAX = 2**63 - 1
 
-__all__ = ["MemoryModel", "ReadyTracker"]
+__all__ = ["MemoryModel", "ReadyTracker", "shared_model", "shared_notes"]
+
+#: id(graph) -> (graph, model, notes) of the :meth:`Scheduler.schedule` calls under way: a
+#: scheduler that calls others on the same graph (``best_of``, ``exact_dp``'s initial orders)
+#: compiles it once. ``notes`` holds per-call results keyed by name (the order bound).
+_SHARED: dict[int, tuple[Graph, MemoryModel, dict]] = {}
 
 
 class MemoryModel:
@@ -72,7 +77,6 @@ class MemoryModel:
     """
 
     def __init__(self, graph: Graph) -> None:
-        graph.check_acyclic()
         self.graph = graph
         self.names: list[str] = list(graph.ops)
         self.index: dict[str, int] = {n: i for i, n in enumerate(self.names)}
@@ -105,6 +109,19 @@ class MemoryModel:
             outs_of.append([tindex[t] for t in op.outputs if t in tindex])
             preds.append(list(dict.fromkeys(prod[t] for t in ins)))
         self._compile(sizes, keep, prod, ins_of, outs_of, preds)
+        if self._kahn() is None:  # a cycle: the graph names it (networkx, only on this path)
+            graph.check_acyclic()
+            raise CycleError(f"graph {graph.name!r}: the operator graph has a cycle")  # pragma: no cover
+
+    @classmethod
+    def of(cls, graph: Graph) -> MemoryModel:
+        """The model of ``graph``: the one compiled by the :func:`shared_model` block under way
+        for this graph object (a :meth:`Scheduler.schedule` call), else a new one. The graph
+        must not change inside such a block (schedulers only read it)."""
+        hit = _SHARED.get(id(graph))
+        if hit is not None and hit[0] is graph:
+            return hit[1]
+        return cls(graph)
 
     @classmethod
     def from_arrays(cls, sizes: Sequence[int], keep: Sequence[bool], producer: Sequence[int],
@@ -134,21 +151,32 @@ class MemoryModel:
         self.ins, self.outs, self.preds = ins, outs, preds
         self.consumers: list[list[int]] = [[] for _ in range(m)]
         self.succs: list[list[int]] = [[] for _ in range(n)]
-        alloc = np.zeros(n, np.int64)
         for i in range(n):
-            alloc[i] = sum(sizes[t] for t in outs[i])
             for p in preds[i]:
                 self.succs[p].append(i)
             for t in ins[i]:
                 self.consumers[t].append(i)
+        i64 = np.int64
+        olen = np.fromiter((len(o) for o in outs), i64, n)
+        oflat = np.fromiter((t for o in outs for t in o), i64, int(olen.sum()))
+        ilen = np.fromiter((len(x) for x in ins), i64, n)
+        iflat = np.fromiter((t for x in ins for t in x), i64, int(ilen.sum()))
+        alloc = np.zeros(n, i64)
+        np.add.at(alloc, np.repeat(np.arange(n, dtype=i64), olen), self.size[oflat])
         self.alloc = alloc
-        self.n_consumers = np.asarray([len(c) for c in self.consumers], dtype=np.int64)
-        dead = np.zeros(n, np.int64)
-        for t in range(m):
-            if not self.consumers[t] and not keep[t]:
-                dead[prod[t]] += sizes[t]
+        self.n_consumers = np.fromiter((len(c) for c in self.consumers), i64, m)
+        dead = np.zeros(n, i64)
+        unread = (self.n_consumers == 0) & ~self.keep
+        np.add.at(dead, self.producer[unread], self.size[unread])
         self.dead = dead
-        self.in_bytes = np.asarray([int(self.size[i].sum()) for i in ins], np.int64)
+        in_bytes = np.zeros(n, i64)
+        np.add.at(in_bytes, np.repeat(np.arange(n, dtype=i64), ilen), self.size[iflat])
+        self.in_bytes = in_bytes
+        self._float_exact = int(self.size.sum()) < 2**53
+        # CSR arrays of the readers (for the vectorised evaluation in :meth:`peak_vector`)
+        self._cons_ptr = np.concatenate([[0], np.cumsum(self.n_consumers)]).astype(i64)
+        self._cons_flat = np.fromiter((c for cs in self.consumers for c in cs), i64,
+                                      int(self.n_consumers.sum()))
         self.n = n
         self.m = m
 
@@ -188,11 +216,69 @@ class MemoryModel:
             live -= freed
         return out
 
-    def peak(self, order: Sequence[int]) -> int:
-        """Peak live bytes of ``order`` (operator indices, assumed topological); 0 if empty.
+    def _kahn(self) -> list[int] | None:
+        """A topological order (first in, first out), or ``None`` when the operators have a
+        cycle. ``O(n + E)``, no networkx."""
+        indeg = [len(p) for p in self.preds]
+        out = [v for v in range(self.n) if indeg[v] == 0]
+        succs = self.succs
+        for v in out:  # the list grows while it is read
+            for s in succs[v]:
+                indeg[s] -= 1
+                if indeg[s] == 0:
+                    out.append(s)
+        return out if len(out) == self.n else None
 
-        Pure-Python loop over integer lists, ``O(n + #tensor uses)``.
+    #: From this many operators on, :meth:`peak` is evaluated by numpy (below it the Python loop
+    #: is faster; both give the same number).
+    VECTOR_MIN_OPS = 512
+
+    def peak(self, order: Sequence[int]) -> int:
+        """Peak live bytes of ``order`` (operator indices, assumed topological, possibly a
+        prefix of an order: tensors whose readers have not all run stay live to its end); 0 if
+        empty.
+
+        ``O(n + #tensor uses)``: a Python loop over integer lists below
+        :data:`VECTOR_MIN_OPS` operators, else :meth:`peak_vector` (the same number).
         """
+        if self.n >= self.VECTOR_MIN_OPS:
+            return self.peak_vector(order)
+        return self.peak_loop(order)
+
+    def peak_vector(self, order: Sequence[int]) -> int:
+        """:meth:`peak` by numpy, without a Python loop over the steps: each tensor is live on
+        the closed range ``[its producer's step, its last reader's step]`` (a graph output, or a
+        tensor with a reader not in ``order``, to the last step; an unread one on its producer's
+        step), added to a difference array whose running sum is the live bytes at each step.
+        Tensors whose producer is not in ``order`` are not counted. ``O(n + #tensor uses)``
+        numpy work, int64 (exact: a model's sizes sum below ``2**63``)."""
+        L = len(order)
+        if L == 0 or self.m == 0:
+            return 0
+        o = np.asarray(order, dtype=np.int64)
+        pos = np.full(self.n, L, np.int64)
+        pos[o] = np.arange(L, dtype=np.int64)
+        start = pos[self.producer]
+        end = start.copy()
+        has = self.n_consumers > 0
+        if self._cons_flat.size:
+            last = np.maximum.reduceat(pos[self._cons_flat], self._cons_ptr[:-1][has])
+            end[has] = np.maximum(start[has], last)
+        end[self.keep] = L - 1
+        np.minimum(end, L - 1, out=end)
+        ok = start < L
+        sz = self.size[ok]
+        if self._float_exact:  # every partial sum is an integer below 2**53: float64 is exact
+            diff = (np.bincount(start[ok], sz, L + 1)
+                    - np.bincount(end[ok] + 1, sz, L + 1))[:L]
+            return int(round(float(np.cumsum(diff).max())))
+        diff = np.zeros(L + 1, np.int64)
+        np.add.at(diff, start[ok], sz)
+        np.subtract.at(diff, end[ok] + 1, sz)
+        return int(np.cumsum(diff[:L]).max())
+
+    def peak_loop(self, order: Sequence[int]) -> int:
+        """:meth:`peak` by a pure-Python loop over integer lists, ``O(n + #tensor uses)``."""
         remaining = self.n_consumers.tolist()
         size = self.size.tolist()
         keep = self.keep.tolist()
@@ -322,3 +408,36 @@ class ReadyTracker:
             self.indeg[s] -= 1
             if self.indeg[s] == 0:
                 self.on_ready(s)
+
+
+def shared_notes(graph: Graph) -> dict | None:
+    """The ``notes`` dict of the :class:`shared_model` block under way for ``graph`` (``None``
+    outside one)."""
+    hit = _SHARED.get(id(graph))
+    return hit[2] if hit is not None and hit[0] is graph else None
+
+
+class shared_model:
+    """Context manager: ``with shared_model(graph) as (model, notes):`` compiles ``graph`` once
+    (or reuses the model of an enclosing block on the same graph object), so that
+    :meth:`MemoryModel.of` inside the block returns it; ``notes`` is a dict shared by the
+    nested blocks (results that depend on the graph alone, e.g. the order lower bound). The
+    outermost block forgets both on exit. Not thread-safe (one scheduler call at a time per
+    process, as the schedulers run)."""
+
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self.owner = False
+
+    def __enter__(self) -> tuple[MemoryModel, dict]:
+        hit = _SHARED.get(id(self.graph))
+        if hit is not None and hit[0] is self.graph:
+            return hit[1], hit[2]
+        m = MemoryModel(self.graph)
+        _SHARED[id(self.graph)] = (self.graph, m, {})
+        self.owner = True
+        return m, _SHARED[id(self.graph)][2]
+
+    def __exit__(self, *exc) -> None:
+        if self.owner:
+            _SHARED.pop(id(self.graph), None)

@@ -43,7 +43,7 @@ class DFS(Scheduler):
         self.direction = direction
 
     def _schedule(self, graph: Graph) -> ScheduleResult:
-        m = MemoryModel(graph)
+        m = MemoryModel.of(graph)
         nxt = m.preds if self.direction == "backward" else m.succs
         roots = [
             v for v in range(m.n) if not (m.succs if self.direction == "backward" else m.preds)[v]
@@ -88,7 +88,7 @@ class BFS(Scheduler):
         pass
 
     def _schedule(self, graph: Graph) -> ScheduleResult:
-        m = MemoryModel(graph)
+        m = MemoryModel.of(graph)
         lev = m.levels().tolist()
         order = sorted(range(m.n), key=lambda v: (lev[v], v))
         return ScheduleResult(m.to_names(order), "heuristic", {"peak_bytes": m.peak(order)})
