@@ -96,12 +96,19 @@ def solve_features(problem: Problem, capacity: int | None, mode: str, time_limit
     # a valid plan from the greedy spill gives every unbounded pool an upper bound
     warm = hint if hint is not None else place_features(
         problem, np.lexsort((np.arange(n), -problem.sizes)), "first")
-    worst = int(problem.aligned_sizes.sum() + problem.alignments.sum())
+    # A stack of every buffer, each at the next offset its alignment and the pool's allow, ends
+    # at most sum(size + a - 1) with a = lcm(buffer alignment, pool alignment): an upper bound of
+    # an unbounded pool's arena (the pool's alignment counts: a problem's alignments alone gave
+    # psram (alignment 4) 44 bytes for three buffers of 14, 14, 13 that need 45).
+    sizes_l = problem.sizes.tolist()
+    al_l = problem.alignments.tolist()
+    pal_l = [q.alignment for q in problem.pools] or [1]
     pins = problem.pins.tolist()
     pinned = [i for i in range(n) if pins[i] >= 0]
     may = {i: pin_pools(problem, i, capacity=False) for i in pinned}
     ub = []
     for k in range(npools):
+        worst = sum(s + math.lcm(a, pal_l[k]) - 1 for s, a in zip(sizes_l, al_l))
         pinned_top = max([pins[i] + int(tops[i]) for i in pinned if k in may[i]], default=0)
         u = caps[k] if caps[k] is not None else worst + pinned_top
         ub.append(int(u))

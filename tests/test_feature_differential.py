@@ -230,6 +230,22 @@ def test_oracle_hand_vectors():
     assert fd.oracle(clash).arena is None and not fd.oracle(clash).feasible
 
 
+def test_an_unbounded_pools_room_counts_the_pools_alignment():
+    """psram (alignment 4, unbounded) must hold three buffers of 14, 14 and 13 B live together at
+    step 2 (sram, 12 B, holds none): offsets 0, 16, 32 reach 45 B. The CP-SAT feature model gave
+    the pool 44 B of room (the buffers' own alignments only) and called the problem infeasible;
+    found by the joint optimiser's differential (seed 1335)."""
+    p = Problem([Buffer("a", 0, 3, 14), Buffer("b", 1, 3, 14), Buffer("c", 2, 3, 13)],
+                pools=[MemoryPool("sram", 12, 2, 0), MemoryPool("psram", None, 4, 1)])
+    truth = fd.oracle(p)
+    assert truth.feasible and truth.key == (83, 45)  # (traffic, total arena)
+    for name in ("cpsat", "exact_search", "minimize", "lns_cpsat", "telamalloc"):
+        out = fd.check_planner(p, name, truth)
+        assert out.result == "agree", (name, out)
+        plan = get_planner(name, time_limit=5).plan(p)
+        assert plan.status != "infeasible" and plan.arena_size == 45, name
+
+
 # -- the differential sample (the full count: make soak) --------------------------------------
 #: Problems of the sample in ``make test`` (seeds 0 ..); the soak runs 2,000.
 SAMPLE = 120

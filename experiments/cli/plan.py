@@ -395,8 +395,10 @@ def joint_plan(problem, schedule, graph):
         raise RuntimeError(f"joint optimiser: arena {arena} bytes against its bound {jb} and "
                            f"reported arena {info['arena_bytes']} (a bug)")
     status = "optimal" if arena == jb else "feasible"
-    if pools is not None and info["joint_status"] == "optimal":
-        status = "optimal"  # proved by CP-SAT (traffic, then total arena), or zero traffic
+    if pools is not None:
+        # the planners' rule with pools: an arena at the bound does not prove the traffic least;
+        # optimal needs the joint optimiser's own proof (CP-SAT's, traffic then total arena)
+        status = "optimal" if info["joint_status"] == "optimal" else "feasible"
     if status != info["joint_status"]:
         raise RuntimeError(f"joint optimiser: status {info['joint_status']!r} but arena {arena} "
                            f"and bound {jb} bytes give {status!r} (a bug)")
