@@ -132,13 +132,15 @@ bench-executorch: $(STAMP)
 ## results/tflm_differential.csv, and 300 generated ONNX graphs, every tensor's bytes against
 ## ONNX Runtime -> results/onnx_differential.csv; 2,000 generated problems with pins, gaps, pools and
 ## colocations through every planner against an exhaustive oracle -> results/feature_differential.csv;
-## 20,000 random hostile report tables rendered by markdown-it (every cell one cell, no raw HTML)
+## 2,000 generated graphs, the joint optimiser against every order x an exhaustive layout ->
+## results/joint_differential.csv; 20,000 random hostile report tables rendered by markdown-it (every cell one cell, no raw HTML)
 ## (each exits 1 on any disagreement)
 soak: $(STAMP)
 	$(PY) -m experiments.bench.soak --problems 100000 --files 10000 --seed 1 --jobs 2 --out results/soak.csv
 	$(PY) -m experiments.runtimes.tflm.differential --models 300 --seed 0 --offline --out results/tflm_differential.csv
 	$(PY) -m experiments.bench.onnx_differential --graphs 300 --seed 0 --out results/onnx_differential.csv
 	$(PY) -m experiments.bench.feature_differential --problems 2000 --seed 0 --out results/feature_differential.csv
+	$(PY) -m experiments.bench.joint_differential --cases 2000 --seed 0 --out results/joint_differential.csv
 	$(PY) -m experiments.report.markdown_check --cases 20000 --seed 0
 
 ## TFLite Micro arena model (head + persistent tail) vs the smallest arena_size the tflite-micro
