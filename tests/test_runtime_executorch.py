@@ -539,3 +539,43 @@ def test_reordering_never_plans_more_than_the_exported_order(reread):
     assert et.planned_bytes(ours) == et.planned_bytes(default) == [0, 79872]
     assert torch.equal(out_d[0], out_m[0])
     et.verify_storage_reuse(ours)
+
+
+@needs_extra
+def test_dynamic_view_is_one_storage_with_its_base(tmp_path):
+    """A dynamic-shape view is emitted as ``executorch_prim::et_view(self, size, out)``
+    (no registered schema: only ``out`` is written): each view is one buffer with its base,
+    ``check`` exits 0 on both plans, and both run correctly at two sequence lengths."""
+    from torch import nn
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.ln, self.b = nn.Linear(16, 32), nn.LayerNorm(32), nn.Linear(32, 32)
+
+        def forward(self, x):
+            y = self.ln(self.a(x))
+            return y + self.b(y)
+
+    from executorch.exir import ExecutorchBackendConfig, to_edge
+
+    torch.manual_seed(0)
+    m, x = M().eval(), torch.randn(1, 8, 16)
+    with torch.no_grad():
+        ep = torch.export.export(m, (x,), dynamic_shapes={"x": {1: torch.export.Dim(
+            "T", min=2, max=8)}}, strict=False)
+    for label, mp in (("default", None), ("memplan", et.plan_for(PLANNER)[0])):
+        cfg = (ExecutorchBackendConfig() if mp is None
+               else ExecutorchBackendConfig(memory_planning_pass=mp))
+        manager = to_edge(ep).to_executorch(cfg)
+        plan = manager.executorch_program.execution_plan[0]
+        views = [ins.instr_args.args for ch in plan.chains for ins in ch.instructions
+                 if "et_view" in plan.operators[ins.instr_args.op_index].name]
+        assert len(views) == 4
+        aliases = et.storage_aliases(et.pte_tensors(manager))
+        assert {int(out): (int(base), 0) for base, _, out in views}.items() <= aliases.items()
+        pte = tmp_path / f"dyn_{label}.pte"
+        pte.write_bytes(manager.buffer)
+        assert _check_exit(pte) == 0
+        for xx in (x, x[:, :5]):
+            assert torch.allclose(et.run(manager.buffer, [xx])[0], m(xx).detach(), atol=1e-5)

@@ -18,8 +18,9 @@ are not storage-backed by one another (``Verifier._storage_root_chain``), exactl
 uncorrupted program must also run in ``executorch.runtime`` with outputs equal to those of the
 default plan of the same model.
 
-``python -m experiments.runtimes.executorch_diff --count 60 --seed 0`` runs cases ``seed ..
-seed + count - 1`` and exits 1 when any disagrees (``make soak``); the tests run a few.
+``python -m experiments.runtimes.executorch_diff --count 60 --seed 0 [--out CSV]`` runs cases
+``seed .. seed + count - 1`` (one line each, a CSV of them with ``--out``) and exits 1 when any
+disagrees (``make soak``); the tests run a few.
 Needs the extra ``[executorch]``.
 """
 
@@ -331,6 +332,7 @@ def main(argv: list[str] | None = None) -> int:
                                  description=__doc__.splitlines()[0])
     ap.add_argument("--count", type=int, default=60, help="cases to run (default 60)")
     ap.add_argument("--seed", type=int, default=0, help="first case's seed (default 0)")
+    ap.add_argument("--out", type=Path, help="CSV of the cases (one row each, run_case's keys)")
     a = ap.parse_args(argv)
     from experiments.runtimes import RuntimeMissing, require
 
@@ -340,9 +342,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"executorch_diff: error: {e}", file=sys.stderr)
         return 2
     bad = flagged = corrupted = 0
+    rows = []
     with tempfile.TemporaryDirectory(prefix="etdiff") as tmp:
         for seed in range(a.seed, a.seed + a.count):
             r = run_case(seed, workdir=tmp)
+            rows.append(r)
             bad += not r["agree"]
             corrupted += r["corrupt"]
             flagged += not r["valid"]
@@ -350,6 +354,14 @@ def main(argv: list[str] | None = None) -> int:
                   f"corrupt={r['corrupt']!s:5s} conflicts={r['conflicts']} valid={r['valid']!s:5s}"
                   f" same={r['same_outputs']} {'ok' if r['agree'] else 'DISAGREE'} "
                   f"{r['seconds']:.1f} s", flush=True)
+    if a.out is not None:
+        import csv
+
+        a.out.parent.mkdir(parents=True, exist_ok=True)
+        with a.out.open("w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else ["seed"])
+            w.writeheader()
+            w.writerows(rows)
     print(f"executorch_diff: {a.count} cases ({corrupted} corrupted, {flagged} flagged): "
           f"{bad} disagree with ExecuTorch")
     return 1 if bad else 0
