@@ -75,6 +75,20 @@ def _if_with_empty_branch_tensor():
     return [main_sg, br, ok]
 
 
+def _if(cond=((1,), BOOL), then_inputs=1):
+    """IF on a [1, 2] operand whose branches ADD it to itself; the condition's shape and type
+    and the then-branch's number of inputs as given."""
+    def branch(n_in):
+        return {"tensors": [(f"i{k}", [1, 2], F32) for k in range(n_in)] + [("o", [1, 2], F32)],
+                "inputs": list(range(n_in)), "outputs": [n_in],
+                "ops": [("ADD", [0, 0], [n_in], ("AddOptions", {}))]}
+    main_sg = {"tensors": [("c", list(cond[0]), cond[1]), ("x", [1, 2], F32), ("y", [1, 2], F32)],
+               "inputs": [0, 1], "outputs": [2],
+               "ops": [("IF", [0, 1], [2], ("IfOptions", {"ThenSubgraphIndex": 1,
+                                                           "ElseSubgraphIndex": 2}))]}
+    return [main_sg, branch(then_inputs), branch(1)]
+
+
 #: name -> (subgraphs, a fragment of the interpreter's own message, a fragment of memplan's
 #: model's refusal or None where the kernel is not modelled and the interpreter alone decides)
 REFUSED = {
@@ -121,6 +135,13 @@ REFUSED = {
                                   ("z", [2, 3], INT32, Q1)], [0, 1], [2],
                                  [("ADD", [0, 1], [2], ("AddOptions", {}))]),
                             "input1->quantization.type != kTfLiteNoQuantization (1 != 0)", None),
+    "if_float_condition": (_if(cond=((1,), F32)), "if.cc:58 cond->type != kTfLiteBool (1 != 6)",
+                           "cond->type == kTfLiteBool fails (condition FLOAT32)"),
+    "if_two_element_condition": (_if(cond=((2,), BOOL)), "NumElements(cond) != 1 (2 != 1)",
+                                 "NumElements(cond) == 1 fails (shape [2])"),
+    "if_then_branch_arity": (_if(then_inputs=2),
+                             "num_inputs != graph_info.NumSubgraphInputs(op_data->then_subgraph_"
+                             "index) (1 != 2)", "the then-branch takes 2 and gives 1"),
     "mul_three_inputs": (_one([("x", [2], F32), ("y", [2], F32), ("w", [2], F32),
                                ("z", [2], F32)], [0, 1, 2], [3],
                               [("MUL", [0, 1, 2], [3], ("MulOptions", {}))]),

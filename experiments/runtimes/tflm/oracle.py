@@ -559,8 +559,9 @@ def _flatbuffer_facts(path: Path) -> dict:
                         "axis": _concat_axis(op, name)})
         called = set()
         for oi, op in enumerate(ops):
-            called.update(_called_subgraphs(path, model, sg.Operators(oi), op["type"],
-                                            model.SubgraphsLength(), ()) or ())
+            op["callees"] = list(_called_subgraphs(path, model, sg.Operators(oi), op["type"],
+                                                   model.SubgraphsLength(), ()) or ())
+            called.update(op["callees"])
         sub = {
             "tensors": tensors, "ops": [op["type"] for op in ops], "op_io": ops, "calls": called,
             "inputs": sg.InputsAsNumpy().tolist() if sg.InputsLength() else [],
@@ -576,6 +577,12 @@ def _flatbuffer_facts(path: Path) -> dict:
                 raise TfliteImportError(f"{path}: {what} name tensor(s) {bad}, but subgraph {s} "
                                         f"has {n} tensors")
         subs.append(sub)
+    for sub in subs:  # what each called subgraph takes and gives: (shape, type) per tensor
+        for op in sub["op_io"]:
+            op["callee_io"] = [
+                {key: [(subs[c]["tensors"][j]["shape"], subs[c]["tensors"][j]["type"])
+                       for j in subs[c][key]] for key in ("inputs", "outputs")}
+                for c in op["callees"]]
     return {"subgraphs": subs, "resource_variables": sum(
         op == "VAR_HANDLE" for s in subs for op in s["ops"])}
 
@@ -663,7 +670,11 @@ def _kernel_key(sub: dict, op: dict, shapes: bool = True) -> str:
     the number of tensors the operator has (:data:`_DOMAIN`), or, with ``shapes``, for its
     shapes (:func:`_shapes_verified`); then it is not modelled."""
     k = KERNELS.get(op["type"])
-    if k is None or k.types is None:
+    if k is None:
+        return op["type"]
+    if k.types is None:  # the control-flow kernels
+        if shapes and not _control_flow_refusal(sub, op) and not _shapes_verified(sub, op):
+            return f"{op['type']} (operands unlike the called subgraphs' tensors)"
         return op["type"]
     first = next((i for i in op["inputs"] if i >= 0), None)
     t = sub["tensors"][first]["type"] if first is not None else None
@@ -706,9 +717,17 @@ def _shapes_verified(sub: dict, op: dict) -> bool:
     it, FULLY_CONNECTED's output holds ``input elements / n x units`` for weights ``[units,
     n]``. Elsewhere the interpreter aborts at ``Invoke`` (TFLITE_CHECK of the reference kernels)
     or computes something else, and memplan claims nothing. RESHAPE's shapes are its
-    ``Prepare``'s checks (:func:`_reshape_output`); the control-flow kernels are not shaped
-    here."""
+    ``Prepare``'s checks (:func:`_reshape_output`). IF and WHILE: their operands and results
+    have the shapes and types of every called subgraph's inputs and outputs (the condition
+    aside; the kernels copy them tensor by tensor)."""
     t = op["type"]
+    if t in ("IF", "WHILE"):
+        mine = [(sub["tensors"][j]["shape"], sub["tensors"][j]["type"]) if j >= 0 else None
+                for j in op["inputs"][1 if t == "IF" else 0:]]
+        outs = [(sub["tensors"][j]["shape"], sub["tensors"][j]["type"]) for j in op["outputs"]]
+        callees = op["callee_io"] if t == "IF" else op["callee_io"][1:]
+        return all(c["inputs"] == mine and c["outputs"] == outs for c in callees) and (
+            t == "IF" or op["callee_io"][0]["inputs"] == mine)
     sh = [list(sub["tensors"][j]["shape"]) for j in op["inputs"] if j >= 0]
     out = [list(sub["tensors"][j]["shape"]) for j in op["outputs"] if j >= 0]
     if any(d < 0 for x in sh + out for d in x):
@@ -752,11 +771,14 @@ def _kernel_refusal(sub: dict, op: dict) -> str:
     states it (``""``: none of the transcribed checks fails). Transcribed: CONCATENATION
     (concatenation.cc ``ConcatenationPrepare``: fused activation ``NONE``, at most
     ``kMaxInputNum`` = 10 inputs, every input of rank <= ``kMaxSmallSize`` = 6, an int8 input's
-    scale and zero point equal to the output's) and RESHAPE (reshape_common.cc
-    ``ReshapeOutput``: at most one ``-1``, as many output elements as input elements)."""
+    scale and zero point equal to the output's), RESHAPE (reshape_common.cc
+    ``ReshapeOutput``: at most one ``-1``, as many output elements as input elements) and the
+    control-flow kernels (:func:`_control_flow_refusal`)."""
     tensors, ins = sub["tensors"], [i for i in op["inputs"] if i >= 0]
     if op["type"] == "RESHAPE":
         return _reshape_output(sub, op)[0]
+    if op["type"] in ("IF", "WHILE", "CALL_ONCE"):
+        return _control_flow_refusal(sub, op)
     if op["type"] != "CONCATENATION":
         return ""
     if op["activation"]:
@@ -775,6 +797,38 @@ def _kernel_refusal(sub: dict, op: dict) -> str:
                 out["scale"], out["zero_point"]):
             return (f"concatenation.cc ConcatenationPrepare: int8 input tensor {i}'s scale and "
                     "zero point must equal the output's (no re-scaling)")
+    return ""
+
+
+def _control_flow_refusal(sub: dict, op: dict) -> str:
+    """The ``Prepare`` checks of IF (if.cc ``IfPrepare``: a condition input, of type bool, one
+    element; as many other inputs as the then-branch takes, as many outputs as it gives), WHILE
+    (while.cc ``WhilePrepare``: inputs == cond's inputs == body's inputs == outputs == body's
+    outputs) and CALL_ONCE (call_once.cc ``CallOncePrepare``: no inputs, no outputs) that fail on
+    ``op`` (``""``: none). The subgraph indices are checked when the file is read."""
+    t, n_in, n_out, io = op["type"], len(op["inputs"]), len(op["outputs"]), op["callee_io"]
+    if t == "CALL_ONCE":
+        if n_in or n_out:
+            return ("call_once.cc CallOncePrepare: NumInputs(node) == 0 and NumOutputs(node) "
+                    f"== 0 fail ({n_in} inputs, {n_out} outputs)")
+        return ""
+    if t == "IF":
+        if not n_in:
+            return "if.cc IfPrepare: node->inputs->size > 0 fails"
+        cond = sub["tensors"][op["inputs"][0]] if op["inputs"][0] >= 0 else None
+        if cond is None or cond["type"] != "BOOL":
+            return ("if.cc IfPrepare: cond->type == kTfLiteBool fails (condition "
+                    f"{None if cond is None else cond['type']})")
+        if math.prod(cond["shape"]) != 1:
+            return f"if.cc IfPrepare: NumElements(cond) == 1 fails (shape {cond['shape']})"
+        if n_in - 1 != len(io[0]["inputs"]) or n_out != len(io[0]["outputs"]):
+            return (f"if.cc IfPrepare: {n_in - 1} inputs and {n_out} outputs, the then-branch "
+                    f"takes {len(io[0]['inputs'])} and gives {len(io[0]['outputs'])}")
+        return ""
+    counts = (n_in, len(io[0]["inputs"]), len(io[1]["inputs"]), n_out, len(io[1]["outputs"]))
+    if len(set(counts)) > 1:
+        return ("while.cc WhilePrepare: inputs, cond's inputs, body's inputs, outputs and "
+                f"body's outputs must be as many: {counts}")
     return ""
 
 
