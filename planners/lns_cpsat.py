@@ -46,12 +46,14 @@ in time (or a band around one critical buffer) can lower its own highest top onl
 highest top elsewhere: 30 rounds on A and D accepted 8 and 14 improvements of 1-4 KiB each
 while 16-20 of the sub-solves proved their neighbourhood optimal -- neither the sub-solve limit
 nor the window size is the obstacle, the locality is. TelaMalloc's skyline search places every
-buffer under a falling global target and reaches the bound of A, C, E and F, 1.02 x on B and
-1.045 x on D within its budget. From those plans the neighbourhoods find little more (D: no
-improvement in 40 rounds): this planner is then TelaMalloc plus a seeded CP-SAT polish of the
-buffers around the arena's top, which pays where a plan's excess is local (``somas_pangu_2.6B``,
-the ``chain`` problem), and on MiniMalloc's problems is as good as TelaMalloc with
-:data:`AUTO_START_SHARE` of its placements.
+buffer under a falling global target and reaches the bound of A, C, E and F. From its plan the
+neighbourhoods mend what is left around the top: with the budgets of ``time_limit=5`` (4 million
+placements, then 0.1 deterministic-time units) B ends at 1.0117 x the bound (TelaMalloc alone
+with its 5 million: 1.0137 x) and D at 1.0436 x (TelaMalloc 1.0436 x; the LNS rounds alone gain
+one 1 KiB step there, 40 rounds of 40 buffers nothing, 15 of 100 nothing). So this planner is
+TelaMalloc with :data:`AUTO_START_SHARE` of its placements plus a seeded CP-SAT polish of the
+buffers around the arena's top; the polish pays most where a plan's excess is local
+(``somas_pangu_2.6B``, which starts from the greedy plan, and the ``chain`` problem).
 
 Budget and determinism (``time_limit`` is the outer stop only). The start is budgeted by
 placements (``start_nodes``, by default :data:`AUTO_START_SHARE` of TelaMalloc's default budget
@@ -126,7 +128,7 @@ STARTS = ("auto", "telamalloc", "greedy")
 AUTO_TELAMALLOC_BUFFERS = 4_000
 #: ``start_nodes="auto"``: this share of TelaMalloc's default placement budget for the same
 #: time limit (:data:`planners.telamalloc.AUTO_NODES_PER_SECOND`).
-AUTO_START_SHARE = 0.7
+AUTO_START_SHARE = 0.8
 #: ``deterministic_time="auto"``: CP-SAT deterministic time of all sub-solves, per second of
 #: ``time_limit`` (one unit is about 10 s of an idle core on MiniMalloc's sub-problems).
 AUTO_DETERMINISTIC_SHARE = 0.02

@@ -358,7 +358,7 @@ def test_the_outer_time_limit_is_reported_when_it_bites(name):
 
 def test_default_budgets_follow_the_time_limit():
     """The default work budgets are rates times ``time_limit``: TelaMalloc 10**6 placements a
-    second with the compiled probe (2 * 10**4 with numpy), lns_cpsat 0.7 of that for its
+    second with the compiled probe (2 * 10**4 with numpy), lns_cpsat 0.8 of that for its
     TelaMalloc start and 0.02 CP-SAT deterministic-time units a second for its sub-solves."""
     from experiments.bench.anytime import chain_problem
     from planners.lns_cpsat import LNSCPSat
@@ -368,7 +368,7 @@ def test_default_budgets_follow_the_time_limit():
     assert plan(p, "telamalloc", time_limit=2.5, engine="python").info["max_nodes"] == 50_000
     assert plan(p, "telamalloc", time_limit=2.5, max_nodes=7).info["max_nodes"] == 7
     lns = LNSCPSat(time_limit=2.0)
-    assert lns._start_nodes("compiled") == 1_400_000
+    assert lns._start_nodes("compiled") == 1_600_000
     assert lns._deterministic_budget() == pytest.approx(0.04)
     assert LNSCPSat(deterministic_time=None)._deterministic_budget() is None
 
@@ -389,3 +389,19 @@ def test_lns_cpsat_reaches_the_lower_bound_of_minimalloc_a_and_f_from_telamalloc
         greedy = plan(p, "lns_cpsat", start="greedy", max_rounds=2, time_limit=120.0)
         assert greedy.info["start"] == f"{'size' if letter == 'A' else 'in_order'}/first"
         assert greedy.arena_size > 1.1 * lower_bound(p), letter
+
+
+def test_lns_cpsat_mends_telamalloc_plan_of_minimalloc_b():
+    """MiniMalloc's B: TelaMalloc with 300,000 placements ends at 1,076,224 bytes (1.0264 x the
+    bound); lns_cpsat starts from that very plan (the same search and budget) and its CP-SAT
+    rounds, 0.05 deterministic-time units in all, take it to 1,075,200. Work budgets only."""
+    p = read_minimalloc_csv(shared_path("benchmarks", "minimalloc", "B.1048576.csv"))
+    p = p.with_capacity(None)
+    tela = plan(p, "telamalloc", max_nodes=300_000, time_limit=300.0)
+    assert tela.arena_size == 1_076_224 and tela.info["stopped_by"] == "max_nodes"
+    pl = plan(p, "lns_cpsat", start_nodes=300_000, deterministic_time=0.05, time_limit=300.0)
+    assert pl.info["start_nodes"] == 300_000
+    assert 1_076_224 in [a for _, a in pl.info["trajectory"]]  # the TelaMalloc start
+    assert pl.arena_size == 1_075_200 and pl.info["stopped_by"] == "deterministic_time"
+    assert pl.info["deterministic_time"] >= 0.05 and pl.info["accepted"] >= 1
+    _traj_ok(pl)
