@@ -367,7 +367,8 @@ def _fast_columns(raw: bytes, header: list[str], has_align: bool):
     """The columns of a plain, valid MiniMalloc CSV parsed with numpy from its bytes, or ``None``
     (then the slower paths read the file and name any error exactly as before).
 
-    Returns ``(ids, lower, upper, size, own_align)``: ids as ``str`` (problem order), int64 arrays
+    Returns ``(ids, lower, upper, size, own_align)``: ids as ``str`` (problem order; ``None`` when
+    they are exactly ``"0" .. "rows-1"`` in order, :func:`_canonical_range_ids`), int64 arrays
     of shape ``(rows,)``, ``own_align`` 0 where the field is empty (or ``None`` without an
     alignment column). Taken only when ``raw`` is ASCII with no carriage return, the header line
     holds no control character or quote, the rows hold only printable characters other than space
@@ -430,13 +431,34 @@ def _fast_columns(raw: bytes, header: list[str], has_align: bool):
     longest = int(length.max())
     if int(length.min()) == 0 or longest > _FAST_ID_BYTES:
         return None
+    (lower, _), (upper, _), (size, _) = out
+    if _canonical_range_ids(body, fs, fe):  # "0", "1", ..., the problem's own default ids
+        return None, lower, upper, size, own_align
     mat = np.zeros((rows, longest), np.uint8)
     for j in range(longest):
         has = length > j
         mat[has, j] = body[fs[has] + j]
     ids = mat.view(f"S{longest}").ravel().astype(f"U{longest}").tolist()
-    (lower, _), (upper, _), (size, _) = out
     return ids, lower, upper, size, own_align
+
+
+def _canonical_range_ids(body: np.ndarray, fs: np.ndarray, fe: np.ndarray) -> bool:
+    """Whether the id fields ``body[fs[r]:fe[r]]`` are exactly ``str(0), str(1), ..., str(rows -
+    1)`` in order (no sign, no leading zero), the ids :class:`~planners.model.Problem` gives
+    itself when none are passed; then no id string is built or hashed (``O(rows)`` vector
+    passes). Any other id column (a sign, ``"01"``, a gap, another order) gives ``False``."""
+    rows = fs.size
+    if rows > 10**17:  # pragma: no cover - beyond _int_columns' digits
+        return False
+    parsed = _int_columns(body, fs, fe, allow_empty=False)
+    if parsed is None:
+        return False
+    val = parsed[0]
+    if not np.array_equal(val, np.arange(rows, dtype=np.int64)):
+        return False
+    # the canonical decimal of v >= 0 has 1 digit for v < 10, else floor(log10 v) + 1
+    digits = np.searchsorted(10 ** np.arange(1, 19, dtype=np.int64), val, side="right") + 1
+    return bool(np.array_equal(fe - fs, digits))
 
 
 def _read_text(path: Path) -> tuple[bytes, str]:

@@ -215,3 +215,37 @@ def test_differential_sample():
     df = sd.run(40, seed=0)
     assert int(df["comparisons"].sum()) > 500
     assert int(df["disagreements"].sum()) == 0, df[df["disagreements"] > 0]["first"].tolist()
+
+
+# --- CSV reading: ids "0" .. "n-1" are not built as strings ---------------------------------
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(st.integers(1, 30), st.sampled_from(["canonical", "lead0", "plus", "swap", "gap", "dup"]))
+def test_csv_ids_read_as_the_csv_module_reads_them(tmp_path_factory, n, kind):
+    import csv
+
+    ids = [str(i) for i in range(n)]
+    k = n // 2
+    if kind == "lead0":
+        ids[k] = "0" + ids[k]
+    elif kind == "plus":
+        ids[k] = "+" + ids[k]
+    elif kind == "swap" and n > 1:
+        ids[0], ids[1] = ids[1], ids[0]
+    elif kind == "gap":
+        ids[-1] = str(n)
+    elif kind == "dup" and n > 1:
+        ids[1] = ids[0]
+    path = tmp_path_factory.mktemp("csv") / "p.csv"
+    path.write_text("id,lower,upper,size\n" + "".join(f"{b},{i},{i + 2},{i + 1}\n"
+                                                      for i, b in enumerate(ids)))
+    from planners.errors import ProblemError
+    from planners.io import read_minimalloc_csv
+    with open(path, newline="") as f:
+        want = [row["id"] for row in csv.DictReader(f)]
+    if len(set(want)) < len(want):
+        with pytest.raises(ProblemError, match="duplicate buffer id"):
+            read_minimalloc_csv(path)
+        return
+    p = read_minimalloc_csv(path)
+    assert list(p.ids) == want
+    assert p.starts.tolist() == list(range(n)) and p.sizes.tolist() == list(range(1, n + 1))
