@@ -231,9 +231,30 @@ def run_kernel_variants(failures: str | Path | None = DEFAULT_FAILURES,
                         progress: bool = False) -> list[dict]:
     """:func:`check_model` on every single-operator model of
     :func:`experiments.runtimes.tflm.generate.kernel_variant_specs` (the kernels memplan's arena
-    model covers, at their limits: types, quantisation, arity, shapes, options; 840 models,
-    named ``v.<kernel>.<type>.<variant>``, ``seed`` empty); failing ones are saved into
-    ``failures``. Returns the rows."""
+    model covers, at their limits: types, quantisation, arity, shapes, options).
+
+    Parameters
+    ----------
+    failures : path or None
+        Folder for ``NAME.tflite`` + ``NAME.json`` of each disagreeing model (``None``: none).
+    progress : bool
+        One line per model on standard error.
+
+    Returns
+    -------
+    list of dict
+        840 rows (:data:`COLUMNS`), models named ``v.<kernel>.<type>.<variant>``, ``seed``
+        empty; numbers in bytes.
+
+    Raises
+    ------
+    experiments.runtimes.tflm.oracle.TflmUnavailable
+        As :func:`check_model` (``tflite-micro`` missing, a probe timed out).
+
+    Notes
+    -----
+    About 2 minutes on one core (a crash restarts the probe worker).
+    """
     from experiments.runtimes.tflm.generate import kernel_variant_specs
     from experiments.runtimes.tflm.writer import write_tflite
 

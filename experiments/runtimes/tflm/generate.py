@@ -637,12 +637,19 @@ _OPTIONS = {"ADD": "AddOptions", "SUB": "SubOptions", "MUL": "MulOptions",
 
 def kernel_variant_specs() -> list[tuple[str, list, list[str]]]:
     """Single-operator models at the limits of every kernel of :data:`VARIANT_KERNELS`, for
-    each :data:`VARIANT_TYPES` and :data:`VARIANTS` (the combinations that apply):
-    ``[(name, subgraphs in the write_tflite format, tags)]``, deterministic. Tags: the kernel,
-    the type, the variant. Many are refused by the interpreter (a kernel's check, a dynamic
-    tensor, a crash); the differential test
-    (:func:`experiments.runtimes.tflm.differential.run_kernel_variants`) expects memplan to give
-    a number exactly where the interpreter runs the model, equal to its bisected minimum."""
+    each :data:`VARIANT_TYPES` and :data:`VARIANTS` (the combinations that apply).
+
+    Returns
+    -------
+    list of (str, list, list of str)
+        ``(name, subgraphs in the :func:`experiments.runtimes.tflm.writer.write_tflite` format,
+        tags)``: 840 models, deterministic (no randomness), named ``kernel.type.variant``,
+        tagged with the kernel, the type and the variant. Many are refused by the interpreter (a
+        kernel's check, a dynamic tensor, a crash at ``Invoke``); the differential test
+        (:func:`experiments.runtimes.tflm.differential.run_kernel_variants`) expects memplan to
+        give a number exactly where the interpreter runs the model, equal to its bisected
+        minimum (bytes), and the interpreter's reason elsewhere.
+    """
     tt = _tt()
     out = []
     for op in VARIANT_KERNELS:

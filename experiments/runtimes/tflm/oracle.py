@@ -129,19 +129,39 @@ _ARENA_SHORT = re.compile(r"\bmissing: \d+")
 
 
 def runtime_reason(printed: str, error: str = "") -> str:
-    """The interpreter's own reason in one line: the distinct non-empty lines it ``printed``
-    (``MicroPrintf`` from C, e.g. ``tensorflow/lite/micro/kernels/concatenation.cc:156 num_inputs
-    <= kMaxInputNum was not true.`` then ``Node CONCATENATION (number 0) failed to prepare with
-    status 1``), in order, joined by ``" | "``; ``error`` (the Python exception's text) when it
-    printed nothing."""
+    """The interpreter's own reason in one line.
+
+    Parameters
+    ----------
+    printed : str
+        What the interpreter printed to its file descriptors 1 and 2 (``MicroPrintf`` from C,
+        e.g. ``tensorflow/lite/micro/kernels/concatenation.cc:156 num_inputs <= kMaxInputNum
+        was not true.`` then ``Node CONCATENATION (number 0) failed to prepare with status 1``).
+    error : str, optional
+        The Python exception's text (``TFLM failed to allocate tensors``), used only when
+        nothing was printed.
+
+    Returns
+    -------
+    str
+        The distinct non-empty lines of ``printed``, stripped, in order, joined by ``" | "``;
+        else ``error``; else ``"no message"``. Never raises.
+    """
     lines = list(dict.fromkeys(ln.strip() for ln in printed.splitlines() if ln.strip()))
     return " | ".join(lines) if lines else (error.strip() or "no message")
 
 
 def arena_too_small(printed: str) -> bool:
-    """Whether the interpreter's messages say the arena was too small (``Failed to allocate tail
-    memory. Requested: 60, available 8, missing: 52``, ``Failed to resize buffer. ... missing:
-    16``; single_arena_buffer_allocator.cc), rather than refusing the model itself."""
+    """Whether the interpreter's messages ``printed`` say the arena was too small, rather than
+    refusing the model itself.
+
+    Returns
+    -------
+    bool
+        True when a line has ``missing: N`` (bytes), as the allocator's messages do: ``Failed to
+        allocate tail memory. Requested: 60, available 8, missing: 52``, ``Failed to resize
+        buffer. Requested: 512, available 496, missing: 16`` (single_arena_buffer_allocator.cc).
+    """
     return bool(_ARENA_SHORT.search(printed))
 
 
@@ -870,18 +890,31 @@ def _dynamic(shape: list) -> bool:
 
 def tflm_refusal(subs: list) -> str:
     """Why the TFLite Micro interpreter refuses a model at every ``arena_size``, from its
-    flatbuffer facts (:func:`_flatbuffer_facts` ``["subgraphs"]``) and TFLM's source; ``""``
-    when no modelled check fails.
+    flatbuffer and TFLM's source, without running it.
 
+    Parameters
+    ----------
+    subs : list
+        The model's subgraphs as :func:`_flatbuffer_facts` reads them (``["subgraphs"]``).
+
+    Returns
+    -------
+    str
+        ``"operator I (TYPE) of subgraph S: <the TFLM check that fails, with its source
+        file>"``, or ``""`` when no transcribed check fails (then the interpreter may still
+        refuse an operator that is not modelled; :func:`runtime_arena` measures those).
+
+    Notes
+    -----
     Operators are visited in the order of ``MicroInterpreterGraph::PrepareSubgraphs``
-    (subgraph by subgraph, operator by operator); for each operator whose kernel is modelled
-    (:data:`KERNELS`, in its verified domain) the transcribed checks of its ``Prepare``
-    (:func:`_kernel_refusal`), then ``CheckDynamicTensors`` on its outputs (an output with a
-    dimension ``<= 0`` other than the legacy scalar ``[0]``: "Dynamic tensors are not
-    supported"; for ``RESHAPE`` on the dimensions its ``Prepare`` sets, :func:`_reshape_output`). Each
-    of these fails whatever came before it (an earlier failure refuses the model too), so the
-    first one found is a refusal; an operator that is not modelled is skipped (the interpreter
-    itself decides there).
+    (micro_interpreter_graph.cc: subgraph by subgraph, operator by operator); for each operator
+    whose kernel is modelled (:data:`KERNELS`, its types, quantisation and arity verified; its
+    shapes need not be) the transcribed checks of its ``Prepare`` (:func:`_kernel_refusal`),
+    then ``CheckDynamicTensors`` on its outputs (an output with a dimension ``<= 0`` other than
+    the legacy scalar ``[0]``: "Dynamic tensors are not supported"; for ``RESHAPE`` on the
+    dimensions its ``Prepare`` sets, :func:`_reshape_output`). Each of these fails whatever came
+    before it (an earlier failure refuses the model too), so the first one found is a refusal
+    (the interpreter's own message may name an earlier one). ``O(#operators + #tensors)``.
     """
     for s, sub in enumerate(subs):
         for oi, op in enumerate(sub["op_io"]):
