@@ -1229,7 +1229,7 @@ def runtime_arena(path: str | Path, measure: bool = True) -> dict:
         try:
             _report(path)
         except TflmRefused as e:
-            return {"runtime_refusal": _refusal_line(e)}
+            return {"runtime_refusal": _refusal_line(e, m)}
         note = (f"memplan's model of TFLite Micro's checks refuses the model ({m.refusal}), but "
                 "the interpreter runs it: measured")
         m = TflmArenaModel(None, None, None, None, m.unknown_kernels, {}, note)
@@ -1243,7 +1243,7 @@ def runtime_arena(path: str | Path, measure: bool = True) -> dict:
                 out["tflm_head"] = _report(path).head
                 out["runtime_arena"] = tflm_min_arena(path)
             except TflmRefused as e:
-                return {"runtime_refusal": _refusal_line(e)}
+                return {"runtime_refusal": _refusal_line(e, m)}
             out["tflm_head_source"] = "measured"
             out["runtime_arena_source"] = "measured"
         else:
@@ -1263,9 +1263,14 @@ def _report(path: str | Path) -> TflmArena:
     return report(path)
 
 
-def _refusal_line(e: TflmRefused) -> str:
-    """The one line of ``runtime_refusal`` for the interpreter's own refusal ``e``."""
+def _refusal_line(e: TflmRefused, m: TflmArenaModel) -> str:
+    """The one line of ``runtime_refusal`` for the interpreter's own refusal ``e`` (its words
+    verbatim), with the custom codes of the model's CUSTOM operators when the interpreter names
+    only ``op code CUSTOM``."""
+    customs = [k.split(":", 1)[1] for k in m.unknown_kernels if k.startswith("CUSTOM:")]
+    extra = (f" (the model's custom operators: {', '.join(customs)})"
+             if customs and "op code CUSTOM" in e.reason else "")
     if e.stage == "crash":  # known at one large arena only: said as such
         return f"TFLite Micro crashes on the model instead of running it: {e.reason}"
     where = " (Invoke)" if e.stage == "invoke" else ""
-    return f"TFLite Micro refuses the model at every arena_size{where}: {e.reason}"
+    return f"TFLite Micro refuses the model at every arena_size{where}: {e.reason}{extra}"
