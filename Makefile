@@ -128,7 +128,8 @@ bench-executorch: $(STAMP)
 ## through the importers (2 workers, under 30 min); counts of invalid plans, wrong bounds, tracebacks
 ## and hangs -> results/soak.csv, results/soak.md, first failing inputs in results/soak_failures/;
 ## then the two differential tests in full: 300 generated .tflite models against the tflite-micro
-## interpreter (runtime_arena = bisected minimum, tflm_head = its head, tflm-offline outputs) ->
+## interpreter (runtime_arena = bisected minimum, tflm_head = its head, tflm-offline outputs; and 840
+## single-operator models at the kernels' limits: a refusal gets no number and quotes the interpreter) ->
 ## results/tflm_differential.csv, and 300 generated ONNX graphs, every tensor's bytes against
 ## ONNX Runtime -> results/onnx_differential.csv; 2,000 generated problems with pins, gaps, pools and
 ## colocations through every planner against an exhaustive oracle -> results/feature_differential.csv;
@@ -137,7 +138,7 @@ bench-executorch: $(STAMP)
 ## (each exits 1 on any disagreement)
 soak: $(STAMP)
 	$(PY) -m experiments.bench.soak --problems 100000 --files 10000 --seed 1 --jobs 2 --out results/soak.csv
-	$(PY) -m experiments.runtimes.tflm.differential --models 300 --seed 0 --offline --out results/tflm_differential.csv
+	$(PY) -m experiments.runtimes.tflm.differential --models 300 --seed 0 --offline --kernel-variants --out results/tflm_differential.csv
 	$(PY) -m experiments.bench.onnx_differential --graphs 300 --seed 0 --out results/onnx_differential.csv
 	$(PY) -m experiments.bench.feature_differential --problems 2000 --seed 0 --out results/feature_differential.csv
 	$(PY) -m experiments.bench.joint_differential --cases 2000 --seed 0 --out results/joint_differential.csv
