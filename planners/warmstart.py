@@ -61,8 +61,10 @@ def best_heuristic(
         ``<= stop_at`` (the exact planners' "does it fit the capacity?" shortcut). ``None`` runs all.
     deadline : float or None
         A :func:`time.perf_counter` instant after which no further heuristic is started (the one
-        running finishes); heuristics run until one has succeeded (``naive`` last), so a plan is
-        always returned.
+        running finishes), nor one whose class estimates (``estimated_seconds(problem)``, e.g.
+        :meth:`planners.colouring.Chaitin.estimated_seconds`) that it would end past it
+        (``info["heuristics_skipped"]``: name -> estimated seconds); heuristics run until one has
+        succeeded (``naive`` last), so a plan is always returned.
 
     Returns
     -------
@@ -89,6 +91,7 @@ def best_heuristic(
         names = names + ("naive",)
     t0 = time.perf_counter()
     arenas: dict[str, object] = {}
+    skipped: dict[str, float] = {}
     best = None
     stopped = None
     for name in names:
@@ -100,6 +103,12 @@ def best_heuristic(
         if deadline is not None and best is not None and time.perf_counter() > deadline:
             stopped = "deadline"
             break
+        estimate = getattr(PLANNERS[name], "estimated_seconds", None)
+        if deadline is not None and best is not None and estimate is not None:
+            seconds = float(estimate(free))
+            if time.perf_counter() + seconds > deadline:
+                skipped[name] = round(seconds, 3)
+                continue
         try:
             p = PLANNERS[name]().plan(free)
         except MemplanError as e:  # a broken heuristic must not stop an exact solve; recorded
@@ -117,4 +126,6 @@ def best_heuristic(
     }
     if stopped is not None:
         info["heuristics_stopped_by"] = stopped
+    if skipped:
+        info["heuristics_skipped"] = skipped
     return best[2], int(best[1]), info
