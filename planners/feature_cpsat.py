@@ -38,7 +38,6 @@ capacities, ``best_bound = capacity + 1`` for one arena) or ``timeout``.
 from __future__ import annotations
 
 import math
-import time
 from typing import Any
 
 import numpy as np
@@ -46,6 +45,7 @@ import numpy as np
 from .bounds import lower_bound
 from .model import Problem, SolveResult
 from .placement import assign_pins, pin_pools, place_features
+from .time_limits import Deadline
 
 __all__ = ["solve_features", "traffic_cost"]
 
@@ -75,11 +75,17 @@ def solve_features(problem: Problem, capacity: int | None, mode: str, time_limit
     Returns a :class:`planners.base.SolveResult` (``pools`` set for a problem with pools).
     When the traffic weights times the arenas could leave int64, the total arena is dropped
     from the objective (``info["objective"]`` says which terms were minimised).
+
+    ``time_limit``: wall-clock seconds for the whole call (:class:`planners.time_limits.
+    Deadline`): the pin proof, the greedy spill start and the model building are counted, CP-SAT
+    gets what is left (``info["solver_time_limit"]``; ``info["setup_seconds"]``,
+    ``info["time_limit"]``), and with less than :data:`planners.time_limits.MIN_SOLVER_SECONDS`
+    left it is not started (status ``timeout``, ``info["stopped_by"]``).
     """
     from ortools.sat.python import cp_model
 
 
-    t0 = time.perf_counter()
+    clock = Deadline(time_limit)
     n = problem.n
     info: dict[str, Any] = {"engine": "cpsat-features", "mode": mode}
     bb_inf = None if capacity is None or problem.pools else int(capacity) + 1
@@ -218,9 +224,13 @@ def solve_features(problem: Problem, capacity: int | None, mode: str, time_limit
         for k, lit in pres[i].items():
             if lit is not None:
                 m.AddHint(lit, int(warm.pools[i]) == k)
+    left = clock.solver_seconds()  # what the set-up left of time_limit, or None
+    clock.record(info)
+    if left is None:
+        info["stopped_by"] = "time_limit"
+        return SolveResult(None, "timeout", info=info)
     solver = cp_model.CpSolver()
-    left = float(time_limit) - (time.perf_counter() - t0)
-    solver.parameters.max_time_in_seconds = max(0.01, left)
+    solver.parameters.max_time_in_seconds = left
     solver.parameters.num_search_workers = int(workers)
     solver.parameters.random_seed = int(seed)
     st_ = solver.Solve(m)

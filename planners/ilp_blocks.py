@@ -50,6 +50,7 @@ from .lp_backends import solve_pulp
 from .model import Problem
 from .model_size import ModelEstimate, clique_terms, decline_reason, interference_pairs
 from .params import MODEL_BUDGET, POSITIVE_SECONDS, THREADS, Interval, StrOptions
+from .time_limits import Deadline
 
 __all__ = ["ILPBlocks", "maximal_cliques", "BACKENDS", "ORTOOLS_SOLVERS", "estimate_model"]
 
@@ -138,7 +139,11 @@ class ILPBlocks(Planner):
         pywraplp solver id for ``backend="ortools"``: one of :data:`ORTOOLS_SOLVERS` (``"SCIP"``
         default, ``"CBC"``, ``"CP_SAT"``).
     time_limit : float
-        Seconds for the whole call (model building included; the solver gets what is left).
+        Wall-clock seconds for the whole call (:class:`planners.time_limits.Deadline`; the lower
+        bound and model building included): the solver gets what is left
+        (``info["solver_time_limit"]``; ``info["setup_seconds"]``, ``info["time_limit"]``), and is
+        not started with less than :data:`planners.time_limits.MIN_SOLVER_SECONDS` left
+        (``timeout``).
     blocks : int or None
         Number of blocks ``M``; ``None`` = max live count (clique number).
     conflicts : {"clique", "edge"}
@@ -247,8 +252,8 @@ class ILPBlocks(Planner):
     def _solve(self, problem: Problem) -> SolveResult:
         if not (problem.sizes > 0).any():
             return SolveResult(np.zeros(problem.n, np.int64), "optimal", 0)
-        t0 = time.perf_counter()
-        deadline = t0 + float(self.time_limit)
+        clock = Deadline(self.time_limit)  # the whole call: bound, model, search
+        t0 = clock.start
         lb = lower_bound(problem)
         omega = max_live_count(problem)
         if self.blocks is not None and int(self.blocks) < omega:
@@ -260,12 +265,13 @@ class ILPBlocks(Planner):
         reason = decline_reason(est, left, self.model_budget, "ilp_blocks")
         if reason is not None:
             info = {"model_estimate": est.as_info(), "reason": reason}
-            return SolveResult(None, "skipped", lb, info)
+            return SolveResult(None, "skipped", lb, clock.record(info))
         M, rank, allowed, groups, hint, sz = self._data(problem)
         if self.backend == "ortools":
-            status, bound, assign, info = self._ortools(M, allowed, groups, hint, sz, lb, deadline)
+            status, bound, assign, info = self._ortools(M, allowed, groups, hint, sz, lb, clock)
         else:
-            status, bound, assign, info = self._pulp(M, allowed, groups, hint, sz, lb, deadline)
+            status, bound, assign, info = self._pulp(M, allowed, groups, hint, sz, lb, clock)
+        clock.record(info)
         info["model_estimate"] = est.as_info()
         info.update(blocks_max=M, groups=len(groups), optimal_within="shared_blocks")
         info["block_bound"] = None if bound is None else math.ceil(bound - 1e-6)
@@ -282,7 +288,7 @@ class ILPBlocks(Planner):
         return SolveResult(offsets, status, None, info)
 
     # -- OR-Tools pywraplp ----------------------------------------------------------------------
-    def _ortools(self, M, allowed, groups, hint, sz, lb, deadline):
+    def _ortools(self, M, allowed, groups, hint, sz, lb, clock):
         from ortools.linear_solver import pywraplp
 
         s = pywraplp.Solver.CreateSolver(self.solver)
@@ -316,8 +322,8 @@ class ILPBlocks(Planner):
                 if hint[i] == m:
                     bmax[m] = max(bmax[m], sz[i])
             s.SetHint(hv + blk, hval + [float(b) for b in bmax])
-        left = deadline - time.perf_counter()
-        if left <= 0:
+        left = clock.solver_seconds()  # what the model building left, or None
+        if left is None:
             info = {"lp_solver": f"ortools-{self.solver}", "stopped_by": "time_limit"}
             return "timeout", None, None, info
         s.SetTimeLimit(max(1, int(left * 1000)))
@@ -337,7 +343,7 @@ class ILPBlocks(Planner):
         return status, None, None, info
 
     # -- PuLP -----------------------------------------------------------------------------------
-    def _pulp(self, M, allowed, groups, hint, sz, lb, deadline):
+    def _pulp(self, M, allowed, groups, hint, sz, lb, clock):
         import pulp
 
         prob = pulp.LpProblem("ilp_blocks", pulp.LpMinimize)
@@ -370,8 +376,8 @@ class ILPBlocks(Planner):
                     bmax[m] = max(bmax[m], sz[i])
             for m in range(M):
                 blk[m].setInitialValue(bmax[m])
-        left = deadline - time.perf_counter()
-        if left <= 0:
+        left = clock.solver_seconds()  # what the model building left, or None
+        if left is None:
             return "timeout", None, None, {"lp_solver": "pulp", "stopped_by": "time_limit"}
         status, bound, info = solve_pulp(
             prob, left, warm_start=hint is not None, threads=self.workers

@@ -12,7 +12,10 @@ import math
 import os
 import re
 import tempfile
+import time
 from typing import TYPE_CHECKING
+
+from .time_limits import MIN_SOLVER_SECONDS
 
 if TYPE_CHECKING:  # imported where used: `import planners` stays light
     import pulp
@@ -80,7 +83,10 @@ def solve_pulp(
     ----------
     prob : pulp.LpProblem
     time_limit : float
-        Seconds (passed to the solver; CBC checks it between nodes, so a run may overshoot a little).
+        Wall-clock seconds for the whole call, counted from its start (passed to the solver;
+        CBC checks it between nodes, so a run may overshoot a little). When CBC crashes on the
+        MIP start, the solve without it gets only what is left of ``time_limit`` (none left:
+        status ``timeout``, ``info["stopped_by"]``), never a second full limit.
     warm_start : bool
         Pass the variables' initial values (``setInitialValue``) to the solver (CBC ``mipstart``).
     threads : int
@@ -100,6 +106,7 @@ def solve_pulp(
     """
     import pulp  # imported here: `import planners` stays light
 
+    end = time.perf_counter() + float(time_limit)
     name = pulp_backend_name()
     info: dict = {"lp_solver": name}
     log_text = ""
@@ -109,22 +116,28 @@ def solve_pulp(
     else:
         fd, log = tempfile.mkstemp(suffix=".cbc.log")
         os.close(fd)
-        def cbc(mip_start: bool):
-            return pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit, threads=threads,
+        def cbc(mip_start: bool, seconds: float):
+            return pulp.PULP_CBC_CMD(msg=False, timeLimit=seconds, threads=threads,
                                      warmStart=mip_start, logPath=log,
                                      options=list(cbc_options or []))
 
         try:
             try:
-                prob.solve(cbc(warm_start))
+                prob.solve(cbc(warm_start, float(time_limit)))
             except pulp.PulpSolverError:
                 if not warm_start:
                     return _cbc_failed(log, info)
                 # The bundled CBC (2.10) was seen to crash reading a MIP start on larger models
                 # (ilp_blocks on MiniMalloc A); retry once without it and record the fact.
                 info["mip_start"] = "CBC crashed with the MIP start; solved again without it"
+                left = end - time.perf_counter()
+                if left < MIN_SOLVER_SECONDS:
+                    info["mip_start"] = "CBC crashed with the MIP start; no time left to solve again"
+                    info["stopped_by"] = "time_limit"
+                    return "timeout", None, info
+                info["retry_time_limit"] = round(left, 6)
                 try:
-                    prob.solve(cbc(False))
+                    prob.solve(cbc(False, left))
                 except pulp.PulpSolverError:
                     return _cbc_failed(log, info)
             with open(log, errors="replace") as f:

@@ -63,6 +63,7 @@ from .lp_backends import solve_pulp
 from .model import Problem
 from .model_size import ModelEstimate, decline_reason, interference_pairs
 from .params import MODEL_BUDGET, POSITIVE_SECONDS, THREADS
+from .time_limits import Deadline
 from .warmstart import HEURISTIC_SHARE, best_heuristic
 
 __all__ = ["MILPOffsets", "offsets_from_order", "estimate_model", "INTEGRALITY_TOLERANCE"]
@@ -151,8 +152,11 @@ class MILPOffsets(Planner):
     Parameters
     ----------
     time_limit : float
-        Seconds for the whole call: the warm-start heuristics and the model building are counted,
-        the MILP solver gets what is left.
+        Wall-clock seconds for the whole call (:class:`planners.time_limits.Deadline`): the
+        warm-start heuristics and the model building are counted, the MILP solver gets what is
+        left (``info["solver_time_limit"]``; ``info["setup_seconds"]``, ``info["time_limit"]``)
+        and is not started with less than :data:`planners.time_limits.MIN_SOLVER_SECONDS` left
+        (``feasible`` with the warm start, else ``timeout``).
     warm_start : bool
         Use the best registered heuristic as the MIP start and its arena as ``U`` and big-M.
     workers : int
@@ -218,8 +222,8 @@ class MILPOffsets(Planner):
         from .bounds import arena_quantum
         from .colouring import max_live_count
 
-        t0 = time.perf_counter()
-        limit = float(self.time_limit)
+        clock = Deadline(self.time_limit)  # the whole call: heuristics, model, search
+        t0, limit = clock.start, clock.time_limit
         lb = lower_bound(problem)
         info: dict = {}
         live = np.flatnonzero(problem.sizes > 0).tolist()
@@ -241,7 +245,7 @@ class MILPOffsets(Planner):
         reason = decline_reason(est, left, self.model_budget, "milp_offsets")
         if reason is not None:
             info["reason"] = reason
-            return SolveResult(None, "skipped", lb, info)
+            return SolveResult(None, "skipped", lb, clock.record(info))
         sizes, aligns = problem.sizes.tolist(), problem.alignments.tolist()
         edges = interference_edges(problem).tolist()
         info["edges"] = len(edges)
@@ -292,8 +296,9 @@ class MILPOffsets(Planner):
             for (i, j), v in z.items():
                 v.setInitialValue(1 if start[i] < start[j] else 0)
         info["build_seconds"] = round(time.perf_counter() - t0, 4)
-        left = limit - (time.perf_counter() - t0)
-        if left <= 0:
+        left = clock.solver_seconds()  # what the set-up left of time_limit, or None
+        clock.record(info)
+        if left is None:
             status, bound = "timeout", None
             info["stopped_by"] = "time_limit"
         else:

@@ -65,14 +65,20 @@ class Deadline:
     ``left()`` may be negative (the set-up already overran); :meth:`solver_seconds` is what a
     solver started now may be given, or ``None`` when starting one is not worth it (less than
     :data:`MIN_SOLVER_SECONDS`).
+
+    >>> d = Deadline(2.0, start=time.perf_counter() - 0.5)  # 0.5 s of set-up already spent
+    >>> 1.3 < d.solver_seconds(reserve=0.1) < 1.4
+    True
     """
 
-    __slots__ = ("time_limit", "start", "end", "given")
+    __slots__ = ("time_limit", "start", "end", "setup", "reserve", "given")
 
     def __init__(self, time_limit: float, start: float | None = None) -> None:
         self.time_limit = float(time_limit)
         self.start = time.perf_counter() if start is None else float(start)
         self.end = self.start + self.time_limit
+        self.setup: float | None = None
+        self.reserve = 0.0
         self.given: float | None = None
 
     def elapsed(self) -> float:
@@ -91,24 +97,26 @@ class Deadline:
         """The :func:`time.perf_counter` instant ``share`` (in [0, 1]) of the way to the end."""
         return self.start + float(share) * self.time_limit
 
-    def solver_seconds(self) -> float | None:
-        """Seconds to give a solver started now: what is left, or ``None`` below
-        :data:`MIN_SOLVER_SECONDS` (then the caller answers without starting it). The value is
-        kept as :attr:`given` for :meth:`record`."""
-        left = self.left()
-        if left < MIN_SOLVER_SECONDS:
-            self.given = None
-            return None
-        self.given = left
-        return left
+    def solver_seconds(self, reserve: float = 0.0) -> float | None:
+        """Seconds to give a solver started now: ``time_limit - setup - reserve``, ``setup``
+        being the seconds since ``start`` and ``reserve`` (seconds, >= 0) what the caller keeps
+        for work the solver's own limit does not count (loading the model, reading the answer
+        back); ``None`` below :data:`MIN_SOLVER_SECONDS` (then the caller answers without
+        starting it). The figures are kept for :meth:`record`."""
+        self.setup = self.elapsed()
+        self.reserve = max(0.0, float(reserve))
+        given = self.time_limit - self.setup - self.reserve
+        self.given = given if given >= MIN_SOLVER_SECONDS else None
+        return self.given
 
     def record(self, info: dict[str, Any]) -> dict[str, Any]:
         """Write the count-down into a plan's ``info`` and return it: ``time_limit`` (seconds),
-        ``setup_seconds`` (from ``start`` to the last :meth:`solver_seconds` call, or to now when
-        no solver was started) and ``solver_time_limit`` (seconds given to the solver, ``None``
-        when none was started)."""
+        ``setup_seconds`` (from ``start`` to the :meth:`solver_seconds` call, or to now when there
+        was none), ``solver_reserve`` (seconds kept back) and ``solver_time_limit`` (seconds given
+        to the solver, ``None`` when none was started), so that ``solver_time_limit ==
+        time_limit - setup_seconds - solver_reserve`` (to rounding, 1e-6 s)."""
         info["time_limit"] = self.time_limit
-        used = self.time_limit - self.given if self.given is not None else self.elapsed()
-        info["setup_seconds"] = round(used, 6)
+        info["setup_seconds"] = round(self.elapsed() if self.setup is None else self.setup, 6)
+        info["solver_reserve"] = round(self.reserve, 6)
         info["solver_time_limit"] = None if self.given is None else round(self.given, 6)
         return info
