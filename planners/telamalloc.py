@@ -58,6 +58,11 @@ placements in all (by default :data:`AUTO_NODES_PER_SECOND` times ``time_limit``
 engine keeps on an idle machine), every start plan run. The wall clock is only the outer stop:
 unless ``info["stopped_by"] == "time_limit"`` the same parameters give the same plan on every
 machine and under any load, and a run the clock stopped is a prefix of that run.
+Time limit: the call returns within ``time_limit`` plus the stated slack (the larger of 10 % and
+0.5 s; measured at most 0.18 s over at limits of 0.5-5 s on MiniMalloc's D and
+``somas_pangu_2.6B`` at a load of 6 on 2 cores): no greedy start begins that would likely end
+after the deadline, no search's tables are built after it (0.16 s each on 18,692 buffers), and a
+probe checks the clock every 64 placements.
 
 Engines: the probes (one search at one target, :meth:`_Search.run`) run in the C extension
 ``planners._telamalloc`` when it is built (``engine="auto"``, the default, or ``"compiled"``) or in
@@ -754,24 +759,23 @@ class TelaMalloc(Planner):
         bound = lb
         targets: list[tuple[int, str]] = []
         prios = (self.priority,) if isinstance(self.priority, str) else tuple(self.priority)
-        searches = [
-            _Search(
-                problem,
-                pr,
-                self.max_branch,
-                self.symmetry,
-                self.check_dominance,
-                self.decompose,
-                engine,
-            )
-            for pr in prios
-        ]
-        # tight probes rank with failures of their own (a failed step leaves them as they were)
-        tight_searches = [x.fork() for x in searches]
-        stopped = "lower_bound"
         if problem.worst_case_arena > 2**62:
             info.update(trajectory=traj.points, targets=[], nodes=0, stopped_by="range")
             return SolveResult(best_off, "optimal" if best <= bound else "heuristic", bound, info)
+        # a search's tables take a while on a large problem (0.16 s each on 18,692 buffers):
+        # none is built once the time limit has passed
+        searches: list[_Search] = []
+        for pr in prios:
+            if best <= bound or time.perf_counter() >= deadline:
+                break
+            searches.append(_Search(problem, pr, self.max_branch, self.symmetry,
+                                    self.check_dominance, self.decompose, engine))
+        if best > bound and len(searches) < len(prios):
+            info.update(trajectory=traj.points, targets=[], nodes=0, stopped_by="time_limit")
+            return SolveResult(best_off, "heuristic", bound, info)
+        # tight probes rank with failures of their own (a failed step leaves them as they were)
+        tight_searches = [x.fork() for x in searches]
+        stopped = "lower_bound"
         tight_budget = 10 * int(self.node_limit)  # a tight probe prunes hardest: more nodes
         step_budget = max(1, int(self.node_limit) // _STEP_SHARE)
         spent = {"tight": 0, "step": 0}
