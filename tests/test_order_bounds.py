@@ -359,3 +359,23 @@ def test_one_status_rule():
     assert d.info["peak_bytes"] == 102 and d.status == "optimal"  # proved by the pair bound
     b = schedule(g, "best_of")
     assert b.status == "optimal" and b.bound == 102
+
+
+def test_scale_differential_sample_agrees_with_brute_force(monkeypatch):
+    # the make-test sample of python -m experiments.bench.sched_scale --differential (the soak
+    # runs 2,000): sampled closure bound = ClosureCut, <= the optimum; exact_dp reaches it;
+    # peak_vector = the oracle's peak on every order and = peak_loop on every prefix
+    from experiments.bench import sched_scale
+
+    rows = sched_scale.run_differential(25, seed=0)
+    assert len(rows) == 25 and not [r for r in rows if r["failed"]]
+    # the check can fail: a sampled bound one byte too high is caught on every graph
+    real = sched_scale.sampled_closure_bound
+
+    def high(m, ops=None, **kw):
+        best, vals = real(m, ops=ops, **kw)
+        return best + 1, {v: c + 1 for v, c in vals.items()}
+
+    monkeypatch.setattr(sched_scale, "sampled_closure_bound", high)
+    rows = sched_scale.run_differential(5, seed=0)
+    assert all(r["failed"] and "ClosureCut" in r["why"] for r in rows)

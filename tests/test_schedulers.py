@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import networkx as nx
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -13,6 +14,7 @@ from scheduling.generators import GENERATORS, generate
 from scheduling.graph import Graph
 from scheduling.lifetimes import live_bytes, peak_live_bytes
 from scheduling.schedulers import SCHEDULERS, schedule
+from scheduling.schedulers.genetic import decode_priorities
 from scheduling.schedulers.memsim import MemoryModel
 
 FAST = [s for s in SCHEDULERS if s not in ("cpsat_schedule", "joint")]  # joint: test_joint.py
@@ -330,3 +332,51 @@ def test_moccasin_layered_has_one_source_one_sink_and_the_published_shape():
     # the published n=250 file has 24 layers and 944 edges; this reading of it is close
     assert 18 <= int(m.levels().max()) + 1 <= 30
     assert 700 <= sum(len(p) for p in m.preds) <= 1100
+
+
+# -- at scale -------------------------------------------------------------------------------------
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_graphs(max_ops=12), st.randoms(use_true_random=False))
+def test_vector_peak_equals_the_loop_and_live_bytes_on_orders_and_prefixes(g, rnd):
+    m = MemoryModel(g)
+    keys = np.asarray([rnd.random() for _ in range(m.n)])
+    order = decode_priorities(m, keys)
+    assert m.peak_vector(order) == m.peak_loop(order) == peak_live_bytes(g, m.to_names(order))
+    for k in range(len(order) + 1):  # a prefix: tensors still to be read stay live to its end
+        assert m.peak_vector(order[:k]) == m.peak_loop(order[:k])
+
+
+def test_vector_peak_is_exact_above_2_to_the_53():
+    # sizes whose sums float64 cannot hold exactly: the int64 path, the same as the loop
+    sizes = {"a": 2**60 + 1, "b": 2**60 + 3, "c": 5}
+    g = build("big", sizes, [("p", ["x"], "a"), ("q", ["a"], "b"), ("r", ["b"], "c")], ["c"])
+    m = MemoryModel(g)
+    assert not m._float_exact
+    assert m.peak_vector([0, 1, 2]) == m.peak_loop([0, 1, 2]) == 2**61 + 4
+
+
+@pytest.fixture(scope="module")
+def big_graph() -> Graph:
+    return generate("moccasin_layered", seed=0, n_ops=20_000)
+
+
+def test_schedulers_at_20000_operators_return_and_say_what_stopped_them(big_graph):
+    g = big_graph
+    # the budget is work: two generations of four orders (elite 2: two new per generation)
+    s = schedule(g, "genetic", generations=2, population=4)
+    assert s.info["encoding"] == "order" and s.info["stopped_by"] == "generations"
+    assert s.info["generations"] == 2 and s.info["evaluations"] == 4 + 2 * 2
+    ml = schedule(g, "min_live")
+    assert s.info["peak_bytes"] <= ml.info["peak_bytes"] == peak_live_bytes(g, ml.order)
+    assert s.order == schedule(g, "genetic", generations=2, population=4).order  # seeded
+    # a wall clock too short for one generation stops it, and it says so
+    t = schedule(g, "genetic", time_limit=1e-3)
+    assert t.info["stopped_by"] == "time_limit" and t.info["generations"] == 0
+    assert t.info["peak_bytes"] <= ml.info["peak_bytes"]
+    # exact_dp with a limit its set-up cannot meet: timeout with the best order it has
+    e = schedule(g, "exact_dp", time_limit=0.05)
+    assert e.status == "timeout" and e.info["peak_bytes"] == peak_live_bytes(g, e.order)
+    assert e.info["peak_bytes"] <= ml.info["peak_bytes"]
+    assert e.info["states"] == 0 and "initial" in e.info["reason"]
+    assert e.info["initial_skipped"]  # the candidates after min_live: the time was spent
+    assert ml.bound >= e.bound >= MemoryModel(g).op_lower_bound()

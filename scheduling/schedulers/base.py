@@ -69,19 +69,25 @@ def _fingerprint(graph: Graph) -> int:
     ))
 
 
-def cached_order_bound(graph: Graph, model: MemoryModel | None = None) -> int:
+def cached_order_bound(graph: Graph, model: MemoryModel | None = None,
+                       deadline: float | None = None) -> int:
     """:func:`.bounds.order_lower_bound` of ``graph`` (bytes), remembered per graph object and
     recomputed when its operators or tensors changed (a fingerprint of names, edges, sizes and
     kinds, ``O(#ops + #tensor uses)``). ``model``: ``graph``'s :class:`MemoryModel` when
-    already compiled."""
-    from .bounds import order_lower_bound
+    already compiled. ``deadline`` (a :func:`time.perf_counter` value): the sampled closure
+    bound above :data:`.bounds.CUT_MAX_OPS` operators stops there (a time-limited scheduler's
+    set-up); such a partial bound is valid but not remembered."""
+    from .bounds import CLOSURE_SAMPLE, CUT_MAX_OPS, order_bound_details
 
     fp = _fingerprint(graph)
     hit = _BOUND_CACHE.get(graph)
     if hit is not None and hit[0] == fp:
         return hit[1]
-    b = order_lower_bound(graph if model is None else model)
-    _BOUND_CACHE[graph] = (fp, b)
+    m = MemoryModel.of(graph) if model is None else model
+    d = order_bound_details(m, deadline=deadline)
+    b = int(d["bound"])
+    if m.n <= CUT_MAX_OPS or d["sampled_ops"] >= min(CLOSURE_SAMPLE, m.n):
+        _BOUND_CACHE[graph] = (fp, b)
     return b
 
 
@@ -107,6 +113,10 @@ class Scheduler(Configurable):
     def schedule(self, graph: Graph) -> Schedule:
         """Schedule ``graph`` and return a checked :class:`Schedule`.
 
+        The graph is compiled once (:class:`.memsim.shared_model`: the schedulers called inside,
+        e.g. by ``best_of``, reuse it) and its order bound computed before the algorithm runs;
+        both count in ``seconds`` and against a ``time_limit`` parameter (the sampled part of
+        the bound above :data:`.bounds.CUT_MAX_OPS` operators gets a third of it at most).
         The schedule's ``bound`` is the larger of :func:`.bounds.order_lower_bound` and the bound
         the scheduler proved (:class:`ScheduleResult`), and its status follows the one rule of
         :func:`decide_status` (``optimal`` only when the bound proves it). ``info["peak_bytes"]``
@@ -125,6 +135,10 @@ class Scheduler(Configurable):
         t0 = time.perf_counter()
         self._call_started = t0  # the time limits of the schedulers count from here
         with shared_model(graph) as (m, notes):
+            if "order_bound" not in notes:  # before the search: it counts against its limit
+                limit = getattr(self, "time_limit", None)
+                notes["order_bound"] = cached_order_bound(
+                    graph, m, deadline=None if limit is None else t0 + float(limit) / 3)
             res = self._schedule(graph)
             seconds = time.perf_counter() - t0
             if not isinstance(res, ScheduleResult):
@@ -132,8 +146,6 @@ class Scheduler(Configurable):
             order = tuple(res.order)
             check_schedule(graph, order)
             peak = m.peak(m.to_indices(order))
-            if "order_bound" not in notes:
-                notes["order_bound"] = cached_order_bound(graph, m)
             bound = notes["order_bound"]
         if res.bound is not None:
             bound = max(bound, min(int(res.bound), peak))

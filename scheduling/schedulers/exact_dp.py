@@ -45,9 +45,10 @@ def initial_order(
     toolkit run with those settings. Ties keep that order. It is the upper bound and fallback of
     the exact schedulers. ``info`` (optional dict) receives ``initial_winner``, the name of the
     best, and ``initial_peaks`` (peak per candidate, bytes). ``deadline`` (a
-    :func:`time.perf_counter` value or ``None``): the candidates after greedy ``min_live`` are
-    not run once it has passed (``info["initial_skipped"]`` names them), and each search gets
-    at most the time left before it.
+    :func:`time.perf_counter` value or ``None``): a candidate after greedy ``min_live`` is not
+    started when less than 1.5 times the greedy order's time (``info["min_live_seconds"]``, the
+    yardstick of one candidate) is left (``info["initial_skipped"]`` names them), and each
+    search gets at most the time left before it.
     Cost: the candidates' costs, each about ``O((n + #tensor uses) log n)`` except the two
     searches (``O(iterations * (n + #tensor uses))``, bounded by ``search_seconds``).
     """
@@ -55,16 +56,20 @@ def initial_order(
     from .registry import get_scheduler
     from .traversal import DFS
 
+    t_ml = time.perf_counter()
     cands = [
         (
             "min_live_greedy",
             *list_schedule(model, lambda tr, v: (tr.alloc[v] - tr.freed_now[v], tr.alloc[v], v)),
         )
     ]
+    cost = time.perf_counter() - t_ml  # the yardstick: each greedy candidate costs about this
+    if info is not None:
+        info["min_live_seconds"] = round(cost, 4)
     skipped: list[str] = []
 
-    def late() -> bool:
-        return deadline is not None and time.perf_counter() >= deadline
+    def late() -> bool:  # too late to start another greedy candidate
+        return deadline is not None and time.perf_counter() + 1.5 * cost >= deadline
 
     if late():
         skipped.append("dfs")
@@ -209,7 +214,9 @@ class ExactDP(Scheduler):
         peak is above the bound proved so far). The call returns within the limit plus the
         larger of 10 % and 0.5 s (``experiments.bench.sched_scale`` measures the overrun at
         1,000 to 20,000 operators), except for a graph whose compilation, order bound and
-        ``min_live`` order alone take longer (they always run: the fallback order).
+        ``min_live`` order alone take longer (they always run: the fallback order). Above
+        :data:`.bounds.CUT_MAX_OPS` operators the sampled closure bound of the order bound
+        gets a third of the limit at most (:meth:`Scheduler.schedule`).
     best_of_start : bool, default True
         Start from the best of all heuristics (:func:`initial_order`), so the result is never
         worse than any; ``False`` (ablation) starts from ``min_live``, DFS and the stored order.
@@ -294,15 +301,20 @@ class ExactDP(Scheduler):
             return ScheduleResult([], "optimal", {"peak_bytes": 0, "states": 0, "lower_bound": 0},
                                   bound=0)
         A = ancestor_matrix(m) if n <= CUT_MAX_OPS else None
-        det = order_bound_details(m, ancestors=A)
-        lb = int(det["bound"])
         notes = shared_notes(graph)
-        if notes is not None:  # schedule() takes this bound instead of computing it again
-            notes["order_bound"] = lb
+        if notes is not None and "order_bound" in notes:  # schedule() computed it
+            lb = int(notes["order_bound"])
+        else:  # above CUT_MAX_OPS the closure bound is sampled: a third of the limit at most
+            det = order_bound_details(m, ancestors=A, deadline=None if deadline is None
+                                      or A is not None else t0 + float(self.time_limit) / 3)
+            lb = int(det["bound"])
         info: dict = {"order_bound": lb}
         search = None if self.time_limit is None else 0.1 * float(self.time_limit)
         greedy, ub = initial_order(m, self.best_of_start, info, search, deadline)
         info["initial_peak"] = ub
+        if deadline is not None:  # keep time for schedule()'s check (a few greedy orders' worth)
+            lim = float(self.time_limit)
+            deadline -= min(3 * info["min_live_seconds"], 0.5 * max(0.1 * lim, 0.5))
         if ub <= lb:
             info.update(lower_bound=lb, peak_bytes=ub, states=1, segments=1, segments_searched=0,
                         largest_segment=n)
