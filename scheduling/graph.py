@@ -49,6 +49,7 @@ import networkx as nx
 import numpy as np
 
 from .errors import CycleError, GraphError
+from .nxgraph import build_from_networkx
 
 __all__ = ["Tensor", "Operator", "Graph", "TENSOR_KINDS", "dtype_itemsize", "find_cycle_in"]
 
@@ -418,9 +419,7 @@ class Graph:
             (:class:`~scheduling.nodelink.NodeLinkError`) undirected graph, a missing (node
             named), non-integer or negative size; :class:`CycleError` naming the cycle's nodes.
         """
-        from .nodelink import graph_from_networkx
-
-        return graph_from_networkx(G, size=size, name=name)
+        return build_from_networkx(cls, G, size=size, name=name)
 
     # -- queries ------------------------------------------------------------------------------
     def __len__(self) -> int:
