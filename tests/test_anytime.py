@@ -359,7 +359,8 @@ def test_the_outer_time_limit_is_reported_when_it_bites(name):
 def test_default_budgets_follow_the_time_limit():
     """The default work budgets are rates times ``time_limit``: TelaMalloc 10**6 placements a
     second with the compiled probe (2 * 10**4 with numpy), lns_cpsat 0.8 of that for its
-    TelaMalloc start and 0.02 CP-SAT deterministic-time units a second for its sub-solves."""
+    TelaMalloc start and 0.02 CP-SAT deterministic-time units a second for its sub-solves,
+    local_search 600,000 buffer placements a second (moves: that over the buffers)."""
     from experiments.bench.anytime import chain_problem
     from planners.lns_cpsat import LNSCPSat
 
@@ -367,6 +368,9 @@ def test_default_budgets_follow_the_time_limit():
     assert plan(p, "telamalloc", time_limit=2.5).info["max_nodes"] == 2_500_000
     assert plan(p, "telamalloc", time_limit=2.5, engine="python").info["max_nodes"] == 50_000
     assert plan(p, "telamalloc", time_limit=2.5, max_nodes=7).info["max_nodes"] == 7
+    # local_search: 600,000 buffer placements a second over the 24 buffers
+    assert plan(p, "local_search", time_limit=2.5).info["max_iters"] == 62_500
+    assert plan(p, "local_search", time_limit=2.5, max_iters=9).info["max_iters"] == 9
     lns = LNSCPSat(time_limit=2.0)
     assert lns._start_nodes("compiled") == 1_600_000
     assert lns._deterministic_budget() == pytest.approx(0.04)
