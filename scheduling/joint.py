@@ -21,7 +21,7 @@ of OLLA / MODeL (ICML 2023), which solve order and addresses in one ILP:
   (precedence kept) and a band of addresses whose buffers may move, the rest fixed, each
   sub-model minimising the highest ``offset + size`` of the buffers it frees, so the arena never
   increases (40 % of the neighbourhoods move addresses only, keeping the order). The first 40 %
-  of the time, and every other iteration after it, works on the order alone: a window around the step of most live bytes is permuted by
+  of the deterministic-time budget, and every other iteration after it, works on the order alone: a window around the step of most live bytes is permuted by
   a CP-SAT model with a cumulative constraint (the peak of live bytes, addresses ignored), and
   when that shadow order's peak falls below the arena it is planned by ``planner`` and adopted
   if its arena is lower. The result is never worse than the starting pair.
@@ -91,12 +91,31 @@ Every result is checked by the independent validators: the order by
 :func:`planners.validate.check_plan` (with the pools and their capacities) on the problem of
 that order: :func:`scheduling.lifetimes.lifetime_problem` with the alias groups, pins and pools.
 
-Determinism: with ``workers=1``, a fixed ``seed`` and a ``deterministic_time`` budget (CP-SAT's
-deterministic time units, summed over sub-solves, each counted as at least 0.02 units, so the
-anytime search stops after at most ``deterministic_time / 0.02`` sub-solves even where the bound
-is out of reach) the result does not depend on the machine's
-load, as long as the wall-clock ``time_limit`` is not what stops the search and the starting
-schedulers are themselves deterministic (``schedulers`` without wall-clock limits).
+Determinism (issue #34): every phase is budgeted by work, the wall clock is only the outer
+stop, so with ``workers=1`` and a fixed ``seed`` the result does not depend on the machine's
+load unless ``info["stopped_by"] == "time_limit"`` (then ``cut_by_clock`` is true and
+``info["clock_cuts"]`` names where the clock stopped it; the result is still checked and never
+worse than the pairs evaluated):
+
+* the search: ``deterministic_time`` (CP-SAT's deterministic time units, summed over
+  sub-solves, each counted as at least 0.02 units, so the anytime search stops after at most
+  ``deterministic_time / 0.02`` sub-solves even where the bound is out of reach; default
+  :data:`DETERMINISTIC_TIME_PER_SECOND` x ``time_limit``), the order phase 40 % of it, its
+  re-plans after every tenth of that; each CP-SAT sub-solve gets ``min(1, what is left)``
+  units and the time left before the deadline as its wall limit (no per-solve wall slice);
+* the re-plans of a shadow order: the planner's work budget for :data:`REPLAN_SECONDS`
+  nominal seconds (:func:`planner_budget`: ``telamalloc``'s ``max_nodes``);
+* the starting pairs (:func:`sequential_pairs` at ``time_limit / 3`` nominal seconds, run to
+  completion): ``anneal``'s iterations, ``genetic``'s generations, ``exact_dp``'s states
+  without its time limit and pivot decisions (:func:`scheduler_budget`), the planners' work
+  budgets; ``cpsat_schedule``, which has no work budget, is not in the default set
+  (:data:`CLOCK_ONLY_SCHEDULERS`). A scheduler named in ``schedulers`` that has only a
+  wall-clock budget is listed in ``info["clock_dependent"]``.
+
+Not covered: a problem with pins or pools planned by ``telamalloc`` (or ``cpsat``) goes to the
+CP-SAT feature model of :mod:`planners.feature_cpsat`, which takes a wall-clock limit only, so
+its starting plans and re-plans may depend on the load; ``greedy`` honours pins and pools
+deterministically.
 """
 
 from __future__ import annotations
@@ -117,7 +136,21 @@ from .graph import Graph
 from .lifetimes import lifetime_problem, resident_bytes
 from .schedule import Schedule, check_schedule
 
-__all__ = ["JointResult", "joint_optimize", "sequential_pairs"]
+__all__ = ["DETERMINISTIC_TIME_PER_SECOND", "REPLAN_SECONDS", "JointResult", "joint_optimize",
+           "planner_budget", "scheduler_budget", "sequential_pairs"]
+
+#: The default ``deterministic_time`` of :func:`joint_optimize`: CP-SAT deterministic time
+#: units per second of ``time_limit``. One process of the anytime search spends about 0.2 units
+#: per second on the shared 2-core machine at load 6 (``moccasin_layered`` seed 0, 250
+#: operators: 6.0 units in 30 s; 60 and 40 operators: 2.0 units in 12-14 s, start included),
+#: so the default budget takes about a quarter of the time limit there and the clock, the outer
+#: stop, bites only on a machine about four times busier (load 20 and more: the result then
+#: says ``stopped_by="time_limit"``).
+DETERMINISTIC_TIME_PER_SECOND = 0.05
+#: Nominal seconds of work of one re-plan of the shadow order (at most; ``time_limit / 10``
+#: when that is less, 0.1 at least), turned into the planner's work budget by
+#: :func:`planner_budget`.
+REPLAN_SECONDS = 3.0
 
 
 @dataclass
@@ -154,13 +187,22 @@ class JointResult:
         Wall-clock seconds of the whole call.
     info : dict
         ``mode`` (``exact``/``lns``), ``iterations``, ``improvements``, ``trace`` (list of
-        ``(seconds, arena)`` whenever the arena fell), ``deterministic_time``.
+        ``(seconds, arena)`` whenever the arena fell), ``deterministic_time`` (units spent),
+        ``deterministic_budget`` (units given), ``stopped_by`` (``"bound"``: optimal;
+        ``"deterministic_time"``: the work budget was spent; ``"time_limit"``: the wall clock
+        stopped some phase early; ``"proof"``: pins proved infeasible), ``clock_cuts`` (where
+        the clock stopped it, e.g. ``"start: scheduler anneal"``, ``"cp-sat sub-solve"``,
+        ``"anytime search"``; empty when it did not bite) and ``clock_dependent`` (starting
+        schedulers run with a wall-clock budget only).
     pools : numpy int64 array or None
         With pools: the index (into the pools given) of each buffer's pool, ``problem`` order.
     arenas : dict
         With pools: ``{pool name: arena bytes}``; empty without.
     traffic : int
         With pools: the traffic cost (:func:`planners.feature_cpsat.traffic_cost`); else 0.
+    cut_by_clock : bool
+        The wall clock (``time_limit``) stopped a phase before its work budget was spent
+        (``info["clock_cuts"]``): the result may then depend on the machine's load.
     """
 
     schedule: Schedule | None
@@ -175,6 +217,7 @@ class JointResult:
     pools: np.ndarray | None = None
     arenas: dict = field(default_factory=dict)
     traffic: int = 0
+    cut_by_clock: bool = False
 
     @property
     def order(self) -> tuple[str, ...]:
@@ -631,7 +674,7 @@ def _solve(inst: _Instance, pos: list[int], off: list[int], window: tuple[int, i
         mdl.Minimize(top)
     solver = cp_model.CpSolver()
     _cp_params(solver, workers, seed, wall, dtime)
-    st = solver.Solve(mdl)
+    st = _cp_solve(solver, mdl, wall)
     dt = solver.deterministic_time
     if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return pos, off, None, dt, False
@@ -709,7 +752,7 @@ def _order_solve(inst: _Instance, pos, window: tuple[int, int], *, dtime, wall, 
     mdl.Minimize(cap)
     solver = cp_model.CpSolver()
     _cp_params(solver, workers, seed, wall, dtime)
-    st = solver.Solve(mdl)
+    st = _cp_solve(solver, mdl, wall)
     dt = solver.deterministic_time
     if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return pos, old, dt
@@ -719,23 +762,31 @@ def _order_solve(inst: _Instance, pos, window: tuple[int, int], *, dtime, wall, 
     return npos, inst.peak(npos), dt
 
 
-def _replan(inst: _Instance, pos, planner: str, seconds: float):
+def _replan(inst: _Instance, pos, planner: str, seconds: float, clock: _Clock | None = None):
     """Offsets (unit order of ``inst``) of the order ``pos`` planned by ``planner`` on
     :meth:`_Instance.problem` (checked), or ``None`` when it found no plan within the pools'
-    capacities. With pools: ``(offsets, pools)``."""
-    from planners.errors import CapacityError
-    from planners.registry import PLANNERS, get_planner
+    capacities. With pools: ``(offsets, pools)``.
 
-    if seconds <= 0.05:
+    ``seconds`` is the planner's nominal budget: its work budget derives from it
+    (:func:`planner_budget`), so the plan does not depend on the load; ``clock`` is the outer
+    stop: once it has passed no plan is made (``None``, the clock records ``"re-plan"``), and
+    a planner that says its time limit stopped it is recorded too."""
+    from planners.errors import CapacityError
+    from planners.registry import get_planner
+
+    if clock is not None and clock.passed():
+        clock.cut("re-plan")
         return None
     order = inst.order_of(pos)
     prob = inst.problem(order)
-    cls = PLANNERS.get(planner)
-    kw = {"time_limit": seconds} if cls is not None and "time_limit" in cls._param_names() else {}
+    kw = planner_budget(planner, seconds, None if clock is None else clock.left(),
+                        features=bool(inst.features))
     try:
         plan = get_planner(planner, **kw).plan(prob)
     except CapacityError:  # a pool below what its forced (pinned) buffers need
         return None
+    if clock is not None and _clock_stopped_plan(plan):
+        clock.cut(f"planner {planner}")
     if plan.status in ("infeasible", "timeout", "skipped", "error", "over_capacity"):
         return None
     check_plan(prob, plan.offsets, pools=plan.pools if inst.pools else None)
@@ -748,9 +799,52 @@ def _replan(inst: _Instance, pos, planner: str, seconds: float):
     return off, [pk[i] for i in inst.ids]
 
 
-def _cp_params(solver, workers: int, seed: int, wall: float, dtime: float | None) -> None:
-    """Set a CP-SAT solver's workers, seed, wall-clock limit (seconds, at least 0.01) and, when
-    given, its deterministic-time budget: every sub-solve of this module the same way.
+def _clock_stopped_plan(plan) -> bool:
+    """Whether a planner's own time limit stopped it: status ``timeout`` or
+    ``info["stopped_by"] == "time_limit"`` (the planners' convention)."""
+    return plan.status == "timeout" or (plan.info or {}).get("stopped_by") == "time_limit"
+
+
+def planner_budget(planner: str, seconds: float, outer: float | None, *,
+                   features: bool = False, given: Mapping | None = None) -> dict:
+    """The keyword parameters that budget ``planner`` by work for a nominal ``seconds``, the
+    wall clock (``outer`` seconds, ``None``: ``seconds``) only as the outer stop.
+
+    * ``telamalloc``: ``max_nodes`` = :data:`planners.telamalloc.AUTO_NODES_PER_SECOND` of its
+      engine x ``seconds`` placements (what ``max_nodes="auto"`` gives at ``time_limit =
+      seconds``) and ``time_limit = max(seconds, outer)``, so the placements, not the load,
+      decide where it stops. On a problem with ``features`` (pins, pools) it runs the CP-SAT
+      feature model, stopped by ``time_limit`` alone: ``time_limit = seconds`` then (no work
+      budget exists there; the plan may depend on the load).
+    * any other planner with a ``time_limit``: ``time_limit = seconds`` (its own work budgets,
+      e.g. ``lns_cpsat``'s ``deterministic_time="auto"``, derive from it);
+    * a planner without one: nothing.
+
+    ``given`` (e.g. ``planner_params``) overrides. Returns a new dict; raises nothing (an
+    unknown name gets ``given`` alone and fails in :func:`planners.registry.get_planner`)."""
+    from planners.registry import PLANNERS
+
+    cls = PLANNERS.get(planner)
+    names = cls._param_names() if cls is not None else ()
+    kw: dict = {}
+    if "time_limit" in names:
+        kw["time_limit"] = max(0.05, float(seconds))
+        if "max_nodes" in names and not features and not (given and "max_nodes" in given):
+            from planners.telamalloc import AUTO_NODES_PER_SECOND, _resolve_engine
+
+            rate = AUTO_NODES_PER_SECOND[_resolve_engine((given or {}).get("engine", "auto"))]
+            kw["max_nodes"] = max(1, int(rate * float(seconds)))
+            if outer is not None:
+                kw["time_limit"] = max(kw["time_limit"], float(outer))
+    kw.update(given or {})
+    return kw
+
+
+def _cp_params(solver, workers: int, seed: int, wall, dtime: float | None) -> None:
+    """Set a CP-SAT solver's workers, seed, wall-clock limit and, when given, its
+    deterministic-time budget (``max_deterministic_time``, CP-SAT's deterministic time units):
+    every sub-solve of this module the same way. ``wall`` is the outer stop: a :class:`_Clock`
+    (the seconds left before its deadline) or seconds; at least 0.01 s.
 
     Also ``no_overlap_2d_boolean_relations_limit = 0``: CP-SAT's presolve turns a
     ``NoOverlap2D`` of fewer than that many boxes (default 10) into Booleans per pair, and with
@@ -763,10 +857,49 @@ def _cp_params(solver, workers: int, seed: int, wall: float, dtime: float | None
     prm = solver.parameters
     prm.num_workers = workers
     prm.random_seed = seed
-    prm.max_time_in_seconds = max(0.01, wall)
+    prm.max_time_in_seconds = max(0.01, wall.left() if isinstance(wall, _Clock) else wall)
     prm.no_overlap_2d_boolean_relations_limit = 0
     if dtime is not None:
-        prm.max_deterministic_time = dtime
+        prm.max_deterministic_time = max(1e-3, dtime)
+
+
+def _cp_solve(solver, mdl, wall):
+    """``solver.Solve(mdl)``; when ``wall`` is a :class:`_Clock` and the solve ended without a
+    proof (neither ``OPTIMAL`` nor ``INFEASIBLE``) after at least 90 % of its wall-clock limit,
+    the clock records that it bit (``"cp-sat sub-solve"``): conservative, a stop by
+    deterministic time that happens to coincide is reported as the clock's too."""
+    from ortools.sat.python import cp_model
+
+    limit = solver.parameters.max_time_in_seconds
+    st = solver.Solve(mdl)
+    if (isinstance(wall, _Clock) and st not in (cp_model.OPTIMAL, cp_model.INFEASIBLE)
+            and solver.wall_time >= 0.9 * limit):
+        wall.cut("cp-sat sub-solve")
+    return st
+
+
+class _Clock:
+    """The wall-clock outer stop of one :func:`joint_optimize` call: ``seconds`` from now
+    (:func:`time.perf_counter`). Every phase is budgeted by work; the clock only stops one
+    early, and every place where it did is recorded once in ``cuts`` (the result then says
+    ``stopped_by="time_limit"`` and ``cut_by_clock``)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.t0 = time.perf_counter()
+        self.deadline = self.t0 + float(seconds)
+        self.cuts: list[str] = []
+
+    def left(self) -> float:
+        """Seconds left before the deadline (negative once it has passed)."""
+        return self.deadline - time.perf_counter()
+
+    def passed(self) -> bool:
+        return time.perf_counter() >= self.deadline
+
+    def cut(self, where: str) -> None:
+        """Record that the clock stopped ``where`` (once per place)."""
+        if where not in self.cuts:
+            self.cuts.append(where)
 
 
 def _solve_pools_whole(inst: _Instance, pos, off, pool, *, dtime, wall, seed, workers):
@@ -868,7 +1001,7 @@ def _solve_pools_whole(inst: _Instance, pos, off, pool, *, dtime, wall, seed, wo
         mdl.Minimize(sum(terms))
     solver = cp_model.CpSolver()
     _cp_params(solver, workers, seed, wall, dtime)
-    st = solver.Solve(mdl)
+    st = _cp_solve(solver, mdl, wall)
     dt = solver.deterministic_time
     if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return pos, off, pool, False, dt
@@ -882,14 +1015,16 @@ def _solve_pools_whole(inst: _Instance, pos, off, pool, *, dtime, wall, seed, wo
     return npos, noff, npool, proved, dt
 
 
-def _pin_order(inst: _Instance, *, wall: float, seed: int, workers: int):
+def _pin_order(inst: _Instance, *, wall, seed: int, workers: int,
+               dtime: float | None = None):
     """An order in which the pinned units that meet in address never meet in time, or the reason
     no order exists. CP-SAT: positions, precedences and the pinned units' time x fixed address
     rectangles, ``NoOverlap2D``; with pools each pinned unit of ``size > 0`` takes one of the
     pools whose grid and capacity hold its pin (:func:`planners.placement.pin_pools`; a Boolean
     per pool, optional rectangles, one ``NoOverlap2D`` per pool), so ``INFEASIBLE`` proves that
     no (order, layout) pair keeps the pins apart with any number of pools. Returns ``(pos,
-    None)``, ``(None, reason)`` (proved) or ``(None, None)`` (nothing found in time)."""
+    None)``, ``(None, reason)`` (proved) or ``(None, None)`` (nothing found within
+    ``dtime``, CP-SAT deterministic time units, or before the outer stop ``wall``)."""
     from ortools.sat.python import cp_model
 
     cands: dict[int, list[int]] = {}
@@ -935,8 +1070,8 @@ def _pin_order(inst: _Instance, *, wall: float, seed: int, workers: int):
         if len(tx) > 1:
             mdl.AddNoOverlap2D(tx, ay)
     solver = cp_model.CpSolver()
-    _cp_params(solver, workers, seed, wall, None)
-    st = solver.Solve(mdl)
+    _cp_params(solver, workers, seed, wall, dtime)
+    st = _cp_solve(solver, mdl, wall)
     if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return [solver.Value(P[v]) for v in range(n)], None
     if st == cp_model.INFEASIBLE:
@@ -947,37 +1082,39 @@ def _pin_order(inst: _Instance, *, wall: float, seed: int, workers: int):
     return None, None
 
 
-def _lns_pools(inst: _Instance, pos, off, pool, *, deadline, dtime_total, planner, window,
-               band, rng, seed, workers, t0, trace):
+def _lns_pools(inst: _Instance, pos, off, pool, *, clock, dtime_total, planner, window,
+               band, rng, seed, workers, t0, trace, replan_seconds):
     """Large-neighbourhood search with pools (anytime mode): alternately (1) the order
     neighbourhood of :func:`_order_solve` on a shadow order, re-planned by the pool-aware
     ``planner`` whenever its peak falls, adopted when ``(traffic, total arena)`` falls; (2) an
     address band inside one pool with the order and the pool assignment fixed (:func:`_solve`,
-    the traffic unchanged, that pool's arena never above its old one). Returns ``(pos, off,
-    pool, iterations, improvements, deterministic time)``."""
+    the traffic unchanged, that pool's arena never above its old one). Budgeted by work: it
+    stops when ``dtime_total`` (CP-SAT deterministic time units; every sub-solve counts 0.02 at
+    least, a re-plan 0.1) is spent, the ``clock`` (:class:`_Clock`) only as the outer stop;
+    each re-plan gets the nominal ``replan_seconds`` (:func:`planner_budget`). Returns
+    ``(pos, off, pool, iterations, improvements, deterministic time)``."""
     best = inst.objective(pos, off, pool)
     opos, opeak = list(pos), inst.peak(pos)
     planned_peak, ow = opeak, min(2 * window, inst.n)
     iters = improvements = 0
     dt_used = 0.0
     nb = band
-    while True:
-        now = time.perf_counter()
-        if now >= deadline or (dtime_total is not None and dt_used >= dtime_total):
+    while dt_used < dtime_total:
+        if clock.passed():
+            clock.cut("anytime search")
             break
-        sub_dt = 1.0 if dtime_total is None else min(1.0, dtime_total - dt_used)
+        sub_dt = min(1.0, dtime_total - dt_used)
         if iters % 2 == 0:
             lo_k, hi_k = _peak_window(inst, opos, ow, rng)
-            opos2, pk, dt = _order_solve(inst, opos, (lo_k, hi_k), dtime=sub_dt,
-                                         wall=min(deadline - now, 5.0), seed=seed + iters,
-                                         workers=workers)
+            opos2, pk, dt = _order_solve(inst, opos, (lo_k, hi_k), dtime=sub_dt, wall=clock,
+                                         seed=seed + iters, workers=workers)
             iters += 1
             dt_used += max(dt, 0.02)  # every step costs something: a deterministic stop
             if pk <= opeak:
                 opos, opeak = opos2, pk
             if opeak < planned_peak:
                 planned_peak = opeak
-                got = _replan(inst, opos, planner, min(3.0, deadline - time.perf_counter()))
+                got = _replan(inst, opos, planner, replan_seconds, clock)
                 dt_used += 0.1  # a re-plan is charged too (its planner has no CP-SAT clock)
                 if got is not None:
                     noff, npool = got
@@ -1001,8 +1138,7 @@ def _lns_pools(inst: _Instance, pos, off, pool, *, deadline, dtime_total, planne
             dt_used += 0.02
             continue
         npos, noff, _, dt, _ = _solve(inst, pos, off, (lo_k, lo_k), set(fb), dtime=sub_dt,
-                                      wall=min(deadline - now, 5.0), seed=seed + iters,
-                                      workers=workers, pool=pool)
+                                      wall=clock, seed=seed + iters, workers=workers, pool=pool)
         dt_used += max(dt, 0.02)
         obj = inst.objective(pos, noff, pool)
         if obj <= best:
@@ -1023,15 +1159,24 @@ def sequential_pairs(graph: Graph, schedulers: Sequence[str] | None = None,
                      top: int = 3, unified: bool = False, include_inputs: bool = False,
                      alignment: int = 1, planner_params: dict | None = None,
                      scheduler_params: dict | None = None, pins=None,
-                     pools=None, runs: dict | None = None) -> list[dict]:
+                     pools=None, runs: dict | None = None,
+                     deadline: float | None = None) -> list[dict]:
     """The sequential (scheduler, planner) pairs the joint search starts from.
 
     Every scheduler in ``schedulers`` (registry names; ``None``: every registered one but
-    ``best_of`` and ``joint``; schedulers taking a ``time_limit`` get ``time_limit / 4`` seconds
-    each, unless ``scheduler_params[name]`` says otherwise) orders the graph; the file order and
+    ``best_of``, ``joint`` and those of :data:`CLOCK_ONLY_SCHEDULERS`) orders the graph, each
+    budgeted by work (:func:`scheduler_budget`: ``anneal``'s iterations, ``genetic``'s
+    generations, ``exact_dp``'s states, :data:`START_STATES_PER_SECOND` per second of
+    ``time_limit / 4``) unless ``scheduler_params[name]`` says otherwise; the file order and
     the ``top`` distinct orders of lowest peak are planned by ``planner`` (a registry name, or
-    several: the best arena of them per order; ``time_limit`` seconds shared among the orders
-    when it takes one). Returns one dict per planned order, best arena first: ``scheduler``,
+    several: the best arena of them per order), each budgeted by work for a nominal
+    ``time_limit / (orders planned)`` seconds (:func:`planner_budget`). ``time_limit``
+    (seconds) is thus a nominal budget that fixes the work, not a wall-clock limit: the same
+    arguments give the same pairs at any load. ``deadline`` (a :func:`time.perf_counter`
+    value, ``None``: none) is the wall-clock outer stop: schedulers and planners are stopped by
+    it, and a scheduler not started before it is skipped.
+
+    Returns one dict per planned order, best arena first: ``scheduler``,
     ``order``, ``peak`` (bytes), ``arena`` (bytes), ``offsets`` ({tensor name: offset}), ``bound``
     (the scheduler's order bound, bytes), ``order_bound`` (bytes: the largest bound on every
     order's peak that any scheduler proved, :attr:`Schedule.bound`). A scheduler that raises a
@@ -1046,34 +1191,49 @@ def sequential_pairs(graph: Graph, schedulers: Sequence[str] | None = None,
     of the pools' arenas), ``arenas`` ({pool: bytes}) and ``pools`` ({tensor name: pool index}).
     ``runs``: a dict that receives, per scheduler that ran, ``{"seconds": wall-clock seconds,
     "status": its schedule's status, "peak": its order's peak (bytes), "bound": its bound}``.
+
+    Every record also carries ``clock_cuts`` (list of str: the schedulers and planners that
+    ``deadline`` stopped or skipped, empty when the pairs were computed to completion by work)
+    and ``clock_dependent`` (list of str: schedulers run with a wall-clock budget and no work
+    budget, e.g. ``cpsat_schedule`` or ``exact_dp`` given a ``time_limit`` in
+    ``scheduler_params``, whose order may then depend on the load).
     """
-    import time
 
     from planners import MemplanError
     from planners.errors import CapacityError
     from planners.feature_cpsat import traffic_cost
-    from planners.registry import PLANNERS, get_planner
+    from planners.registry import get_planner
 
     from .lifetimes import peak_live_bytes
     from .schedulers.registry import SCHEDULERS, get_scheduler
 
     names = list(schedulers) if schedulers is not None else [
-        s for s in SCHEDULERS if s not in ("best_of", "joint")]
+        s for s in SCHEDULERS if s not in ("best_of", "joint", *CLOCK_ONLY_SCHEDULERS)]
     if "file_order" not in names:
         names.insert(0, "file_order")
     orders: dict[tuple, dict] = {}
     proved = 0  # the largest order bound any scheduler proved (e.g. exact_dp's optimum)
+    cuts: list[str] = []
+    dependent: list[str] = []
     for s in names:
-        cls = SCHEDULERS.get(s)
-        params = {}
-        if cls is not None and "time_limit" in cls._param_names():
-            params["time_limit"] = max(0.05, time_limit / 4)
+        if deadline is not None and s != "file_order" and time.perf_counter() >= deadline:
+            cuts.append(f"scheduler {s} (not started)")
+            continue
+        outer = None if deadline is None else deadline - time.perf_counter()
+        params = scheduler_budget(s, time_limit / 4, outer)
         params.update((scheduler_params or {}).get(s, {}))
+        if s in CLOCK_ONLY_SCHEDULERS or (s in _CLOCK_UNLESS_NONE and params.get("time_limit")
+                                          is not None):
+            dependent.append(s)
         t0 = time.perf_counter()
         try:
             sch = get_scheduler(s, **params).schedule(graph)
         except (MemplanError, ValueError):
             continue
+        if (sch.info or {}).get("stopped_by") == "time_limit" or (
+                s in _CLOCK_UNLESS_NONE and sch.status == "timeout"
+                and params.get("time_limit") is not None):
+            cuts.append(f"scheduler {s}")
         key = tuple(sch.order)
         if runs is not None:
             runs[s] = {"seconds": time.perf_counter() - t0, "status": sch.status,
@@ -1103,14 +1263,18 @@ def sequential_pairs(graph: Graph, schedulers: Sequence[str] | None = None,
         prob = inst.problem(r["order"])
         best = None
         for pname in names_p:
-            pp = dict(planner_params or {})
-            cls = PLANNERS.get(pname)
-            if cls is not None and "time_limit" in cls._param_names():
-                pp.setdefault("time_limit", max(0.05, time_limit / max(1, len(chosen))))
+            if deadline is not None and out and time.perf_counter() >= deadline:
+                cuts.append(f"planner {pname} (not started)")
+                continue  # one planned order at least: the clock never leaves none
+            outer = None if deadline is None else deadline - time.perf_counter()
+            pp = planner_budget(pname, time_limit / max(1, len(chosen)), outer,
+                                features=bool(inst.features), given=planner_params)
             try:
                 plan = get_planner(pname, **pp).plan(prob)
             except CapacityError:  # a pool below what its forced (pinned) buffers need
                 continue
+            if deadline is not None and _clock_stopped_plan(plan):
+                cuts.append(f"planner {pname}")
             if plan.status in ("infeasible", "timeout", "skipped", "error", "over_capacity"):
                 continue
             check_plan(prob, plan.offsets, pools=plan.pools if inst.pools else None)
@@ -1129,8 +1293,52 @@ def sequential_pairs(graph: Graph, schedulers: Sequence[str] | None = None,
         raise ValueError(f"graph {graph.name!r}: no planner of {names_p} planned an order")
     out.sort(key=lambda r: (r.get("traffic", 0), r["arena"], r["peak"]))
     for r in out:
-        r["order_bound"] = proved
+        r.update(order_bound=proved, clock_cuts=list(dict.fromkeys(cuts)),
+                 clock_dependent=list(dependent))
     return out
+
+
+#: Schedulers with a wall-clock budget and no work budget
+#: (``cpsat_schedule``: its model-size decision and CP-SAT's stop read the clock), left out of
+#: :func:`sequential_pairs`' default set so that its pairs do not depend on the load.
+CLOCK_ONLY_SCHEDULERS = ("cpsat_schedule",)
+#: Schedulers whose ``time_limit`` divides their work by the clock (phases, probes and segments
+#: get shares of the time left) unless it is ``None``: :func:`scheduler_budget` gives them
+#: ``None`` and a work budget.
+_CLOCK_UNLESS_NONE = ("exact_dp",)
+#: ``exact_dp``'s ``max_states`` per nominal second in :func:`sequential_pairs` (about what it
+#: expands on one core of the shared 2-core machine at load 6: 500,000 states in 22 s on
+#: ``moccasin_layered`` seed 0, 250 operators).
+START_STATES_PER_SECOND = 20_000
+
+
+def scheduler_budget(scheduler: str, seconds: float, outer: float | None) -> dict:
+    """The keyword parameters that budget ``scheduler`` (registry name) by work for a nominal
+    ``seconds``, the wall clock (``outer`` seconds, ``None``: no clock) only as the outer stop.
+
+    * ``anneal``, ``genetic``: their ``iterations``/``generations`` (defaults) are the budget;
+      ``time_limit = outer`` (they say ``info["stopped_by"] == "time_limit"`` when it bites).
+    * ``exact_dp``: ``time_limit=None`` (with a limit it splits its phases, probes and segments
+      by the time left, so its order depends on the load), ``pivot_search=False`` (its pivot
+      decisions stop after a wall-clock share even without a limit) and ``max_states =
+      max(1,000, START_STATES_PER_SECOND x seconds)``; it has no outer stop then.
+    * any other scheduler with a ``time_limit`` (``cpsat_schedule``): ``time_limit = seconds``
+      (a wall-clock budget: :data:`CLOCK_ONLY_SCHEDULERS`).
+    * a scheduler without one: nothing.
+
+    Returns a new dict; raises nothing."""
+    from .schedulers.registry import SCHEDULERS
+
+    cls = SCHEDULERS.get(scheduler)
+    names = cls._param_names() if cls is not None else ()
+    if "time_limit" not in names:
+        return {}
+    if scheduler in ("anneal", "genetic"):
+        return {"time_limit": None if outer is None else max(0.01, float(outer))}
+    if scheduler == "exact_dp":
+        return {"time_limit": None, "pivot_search": False,
+                "max_states": max(1000, int(START_STATES_PER_SECOND * float(seconds)))}
+    return {"time_limit": max(0.05, float(seconds))}
 
 
 # --------------------------------------------------------------------------------------------
@@ -1163,14 +1371,20 @@ def joint_optimize(
     graph : Graph
         Acyclic (``CycleError`` otherwise); its operators may be stored in any order.
     time_limit : float
-        Wall-clock seconds for the whole call (starting pair included: at most a third of it).
+        Seconds. The wall-clock outer stop of the whole call (starting pairs included), and
+        the nominal budget the work budgets derive from: the starting pairs get the work of
+        ``time_limit / 3`` seconds (:func:`sequential_pairs`), the search
+        ``deterministic_time``. When the clock stops a phase early the result says so
+        (``cut_by_clock``, ``info["stopped_by"] == "time_limit"``).
     seed : int
         Seed of the neighbourhood choice and of CP-SAT.
     workers : int
-        CP-SAT workers (1 = deterministic).
+        CP-SAT workers (1 = deterministic; more make CP-SAT's search depend on the threads'
+        timing).
     deterministic_time : float or None
-        Budget in CP-SAT deterministic time units over all sub-solves; the search stops when
-        it is spent (reproducible), or at ``time_limit`` (whichever comes first).
+        Budget in CP-SAT deterministic time units over all sub-solves (each counted as 0.02
+        at least); the search stops when it is spent, reproducibly, unless ``time_limit``
+        stops it first. ``None``: :data:`DETERMINISTIC_TIME_PER_SECOND` x ``time_limit``.
     schedulers, planner
         The starting pairs (:func:`sequential_pairs`).
     start : dict or None
@@ -1211,8 +1425,11 @@ def joint_optimize(
     if workers < 1 or alignment < 1 or window < 2 or band_buffers < 1:
         raise ValueError("joint_optimize: workers, alignment, band_buffers must be >= 1 and "
                          f"window >= 2 (got {workers}, {alignment}, {band_buffers}, {window})")
-    t0 = time.perf_counter()
-    deadline = t0 + time_limit
+    clock = _Clock(time_limit)
+    t0 = clock.t0
+    if deterministic_time is None:  # the default work budget: reproducible at any load
+        deterministic_time = DETERMINISTIC_TIME_PER_SECOND * float(time_limit)
+    replan_seconds = min(REPLAN_SECONDS, max(0.1, time_limit / 10))
     from .schedulers.base import cached_order_bound
 
     order_bound = int(cached_order_bound(graph)) if len(graph.ops) else 0  # CycleError first
@@ -1225,25 +1442,33 @@ def joint_optimize(
             raise FeatureError(f"graph {graph.name!r}: an in-place decision is not valid for "
                                f"the stored order ({why}); joint_optimize cannot rebuild it")
     res_bytes = resident_bytes(graph, include_inputs) if unified else 0
+    clock_dependent: list[str] = []
     if start is None:
         try:
             pairs = sequential_pairs(graph, schedulers, planner, time_limit=time_limit / 3,
                                      unified=unified, include_inputs=include_inputs,
-                                     alignment=alignment, pins=pins, pools=pools)
+                                     alignment=alignment, pins=pins, pools=pools,
+                                     deadline=clock.deadline)
         except ValueError:
             if not inst.pin_map:
                 raise
             pairs = []
-        if not pairs:  # pins: an order that keeps them apart, or the proof that none does
-            ppos, reason = _pin_order(inst, wall=max(0.05, deadline - time.perf_counter()),
-                                      seed=seed, workers=workers)
+        if pairs:
+            for c in pairs[0]["clock_cuts"]:
+                clock.cut(f"start: {c}")
+            clock_dependent = list(pairs[0]["clock_dependent"])
+        else:  # pins: an order that keeps them apart, or the proof that none does
+            ppos, reason = _pin_order(inst, wall=clock, seed=seed, workers=workers,
+                                      dtime=deterministic_time)
             if reason is not None:
                 return JointResult(None, None, None, None, order_bound + res_bytes,
                                    "infeasible", {}, time.perf_counter() - t0,
-                                   {"reason": reason, "order_bound": order_bound})
+                                   {"reason": reason, "order_bound": order_bound,
+                                    "stopped_by": "proof", "clock_cuts": list(clock.cuts)},
+                                   cut_by_clock=bool(clock.cuts))
             got = None if ppos is None else _replan(
                 inst, ppos, planner if isinstance(planner, str) else list(planner)[0],
-                max(0.1, deadline - time.perf_counter()))
+                time_limit / 3, clock)
             if got is None:
                 raise ValueError(f"graph {graph.name!r}: no planner of {planner} planned an "
                                  "order with the pins" + ("" if ppos is None else
@@ -1259,6 +1484,9 @@ def joint_optimize(
         fo_arena = fo["arena"] if fo else None
     else:
         fo_arena = start.get("file_order_arena")
+        clock_dependent = list(start.get("clock_dependent") or [])
+        for c in start.get("clock_cuts") or []:
+            clock.cut(f"start: {c}")
     # a scheduler's proved bound (exact_dp's optimum) holds for every order's peak too
     order_bound = max(order_bound, int(start.get("order_bound") or 0))
     if inst.aliases:
@@ -1314,8 +1542,8 @@ def joint_optimize(
             pname = planner if isinstance(planner, str) else list(planner)[0]
             if mode == "exact":
                 npos, noff, npool, proved, dt_used = _solve_pools_whole(
-                    inst, pos, off, pool, dtime=deterministic_time,
-                    wall=deadline - time.perf_counter(), seed=seed, workers=workers)
+                    inst, pos, off, pool, dtime=deterministic_time, wall=clock, seed=seed,
+                    workers=workers)
                 iters = 1
                 if inst.objective(npos, noff, npool) <= obj0:
                     pos, off, pool = npos, noff, npool
@@ -1323,14 +1551,13 @@ def joint_optimize(
                     proved = False
             else:
                 pos, off, pool, iters, improvements, dt_used = _lns_pools(
-                    inst, pos, off, pool, deadline=deadline, dtime_total=deterministic_time,
+                    inst, pos, off, pool, clock=clock, dtime_total=deterministic_time,
                     planner=pname, window=window, band=band_buffers, rng=rng, seed=seed,
-                    workers=workers, t0=t0, trace=trace)
+                    workers=workers, t0=t0, trace=trace, replan_seconds=replan_seconds)
     elif arena > bound and inst.n:
         if mode == "exact":
-            wall = deadline - time.perf_counter()
             npos, noff, b, dt, _ = _solve(inst, pos, off, (0, inst.n), set(range(inst.m)),
-                                          dtime=deterministic_time, wall=wall, seed=seed,
+                                          dtime=deterministic_time, wall=clock, seed=seed,
                                           workers=workers, whole=True)
             iters, dt_used = 1, dt
             if inst.arena(noff) <= arena:
@@ -1345,11 +1572,12 @@ def joint_optimize(
             planned_peak, ow = opeak, min(2 * window, inst.n)
             pname = planner if isinstance(planner, str) else list(planner)[0]
 
-            def adopt(order_pos, seconds: float) -> None:
-                """Plan the shadow order ``order_pos`` with ``pname`` (at most ``seconds``) and
-                take that (order, offsets) pair when its arena is below the incumbent's."""
+            def adopt(order_pos) -> None:
+                """Plan the shadow order ``order_pos`` with ``pname`` (its work budget for
+                ``replan_seconds``, the clock the outer stop) and take that (order, offsets)
+                pair when its arena is below the incumbent's."""
                 nonlocal pos, off, arena, improvements
-                noff = _replan(inst, order_pos, pname, seconds)
+                noff = _replan(inst, order_pos, pname, replan_seconds, clock)
                 if noff is not None:
                     na = inst.arena(noff)
                     if na < arena:
@@ -1357,42 +1585,42 @@ def joint_optimize(
                         improvements += 1
                         trace.append((round(time.perf_counter() - t0, 3), arena))
 
-            # first the order alone for 40 % of the time (windows are cheap without addresses)
-            phase_end = time.perf_counter() + 0.4 * (deadline - time.perf_counter())
-            next_plan = time.perf_counter() + 0.1 * (deadline - t0)
-            while opeak > peak_floor and time.perf_counter() < phase_end and (
-                    deterministic_time is None or dt_used < 0.4 * deterministic_time):
+            # first the order alone for 40 % of the deterministic time (windows are cheap
+            # without addresses), the shadow order planned after every tenth of it when its
+            # peak fell by 0.5 % since the last plan
+            phase_dt = 0.4 * deterministic_time
+            next_plan = 0.1 * phase_dt
+            while opeak > peak_floor and dt_used < phase_dt:
+                if clock.passed():
+                    clock.cut("order phase")
+                    break
                 lo_k, hi_k = _peak_window(inst, opos, ow, rng)
-                opos2, pk, dt = _order_solve(inst, opos, (lo_k, hi_k), dtime=1.0,
-                                             wall=min(phase_end - time.perf_counter(), 5.0),
-                                             seed=seed + iters, workers=workers)
+                sub_dt = min(1.0, max(phase_dt - dt_used, 1e-3))
+                opos2, pk, dt = _order_solve(inst, opos, (lo_k, hi_k), dtime=sub_dt,
+                                             wall=clock, seed=seed + iters, workers=workers)
                 iters += 1
                 dt_used += max(dt, dt_floor)
                 if pk <= opeak:
                     opos, opeak = opos2, pk
-                ow = min(ow + 4, 120, inst.n) if dt < 0.2 else (max(ow - 4, 6) if dt >= 1.0
-                                                                 else ow)
-                now = time.perf_counter()
-                if (opeak < arena and opeak < 0.995 * planned_peak and now >= next_plan
-                        and deterministic_time is None):  # plan now and then (wall clock only)
-                    planned_peak, next_plan = opeak, now + 0.1 * (deadline - t0)
-                    adopt(opos, min(3.0, phase_end - now))
+                ow = min(ow + 4, 120, inst.n) if dt < 0.2 * sub_dt else (
+                    max(ow - 4, 6) if dt >= sub_dt else ow)
+                if opeak < arena and opeak < 0.995 * planned_peak and dt_used >= next_plan:
+                    planned_peak, next_plan = opeak, dt_used + 0.1 * phase_dt
+                    adopt(opos)
             phase_peak = opeak
             if opeak < arena and opeak < planned_peak:
                 planned_peak = opeak
-                adopt(opos, min(5.0, deadline - time.perf_counter()))
-            while arena > bound:
-                now = time.perf_counter()
-                if now >= deadline or (deterministic_time is not None
-                                       and dt_used >= deterministic_time):
+                adopt(opos)
+            while arena > bound and dt_used < deterministic_time:
+                if clock.passed():
+                    clock.cut("anytime search")
                     break
                 if iters % 2 == 1 and opeak > peak_floor:
-                    sub_dt = 1.0 if deterministic_time is None else min(
-                        1.0, deterministic_time - dt_used)
+                    sub_dt = min(1.0, deterministic_time - dt_used)
                     lo_k, hi_k = _peak_window(inst, opos, ow, rng)
                     opos2, pk, dt = _order_solve(inst, opos, (lo_k, hi_k), dtime=sub_dt,
-                                                 wall=min(deadline - now, 5.0),
-                                                 seed=seed + iters, workers=workers)
+                                                 wall=clock, seed=seed + iters,
+                                                 workers=workers)
                     iters += 1
                     dt_used += max(dt, dt_floor)
                     if pk <= opeak:
@@ -1401,17 +1629,16 @@ def joint_optimize(
                         max(ow - 4, 6) if dt >= sub_dt else ow)
                     if opeak < arena and opeak < planned_peak:
                         planned_peak = opeak
-                        adopt(opos, min(3.0, deadline - time.perf_counter()))
+                        adopt(opos)
                     continue
                 layout_only = rng.random() < 0.4  # an address band alone (the order kept)
                 lo_k, hi_k, fb = _neighbourhood(inst, pos, off, arena, w, nb, rng)
                 if layout_only:
                     hi_k = lo_k
-                sub_dt = 1.0 if deterministic_time is None else min(
-                    1.0, deterministic_time - dt_used)
+                sub_dt = min(1.0, deterministic_time - dt_used)
                 npos, noff, _, dt, improved = _solve(
-                    inst, pos, off, (lo_k, hi_k), fb, dtime=sub_dt,
-                    wall=min(deadline - now, 5.0), seed=seed + iters, workers=workers)
+                    inst, pos, off, (lo_k, hi_k), fb, dtime=sub_dt, wall=clock,
+                    seed=seed + iters, workers=workers)
                 iters += 1
                 dt_used += max(dt, dt_floor)
                 na = inst.arena(noff)
@@ -1470,17 +1697,23 @@ def joint_optimize(
     from .schedulers.base import decide_status
 
     peak = peak_live_bytes(graph, order)
+    cut = bool(clock.cuts)
+    stopped_by = "time_limit" if cut else ("bound" if status == "optimal"
+                                           else "deterministic_time")
     sched = Schedule(tuple(order), "joint",
                      decide_status("feasible", peak, order_bound), time.perf_counter() - t0,
-                     {"time_limit": time_limit, "seed": seed, "planner": planner},
+                     {"time_limit": time_limit, "seed": seed, "planner": planner,
+                      "deterministic_time": deterministic_time},
                      {"peak_bytes": peak}, order_bound)
     return JointResult(sched, prob, offsets, arena, int(bound), status, start_info,
                        time.perf_counter() - t0,
                        {"mode": mode, "iterations": iters, "improvements": improvements,
                         "trace": trace, "deterministic_time": round(dt_used, 4),
+                        "deterministic_budget": deterministic_time, "stopped_by": stopped_by,
+                        "clock_cuts": list(clock.cuts), "clock_dependent": clock_dependent,
                         "order_bound": order_bound, "resident_bytes": res_bytes,
                         "order_phase_peak": phase_peak},
-                       pools=pools_arr, arenas=arenas, traffic=int(traffic))
+                       pools=pools_arr, arenas=arenas, traffic=int(traffic), cut_by_clock=cut)
 
 
 def _status(arena: int, bound: int, *, pools: bool, proved: bool) -> str:

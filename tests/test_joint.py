@@ -180,3 +180,97 @@ def test_anytime_search_with_its_bound_out_of_reach_stops_by_deterministic_time(
     for r in runs:
         assert (r.arena, r.bound, r.status, r.info["mode"]) == (7, 6, "feasible", "lns")
         assert r.info["iterations"] == 25 and r.info["deterministic_time"] >= 0.5
+
+
+def _burners(k: int = 2):
+    """``k`` CPU-burning child processes (``while True: pass``), one per core of the machine."""
+    import subprocess
+    import sys
+
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(k)]
+
+
+def test_result_is_the_same_on_a_loaded_machine():
+    """Issue #34: the same call (every default starting scheduler, the search stopped by its
+    deterministic-time budget) gives the same order, offsets, arena and work on an idle machine
+    and with both cores loaded by two CPU burners, and says the clock did not bite. The search
+    is never worse than the best sequential pair at the same nominal budget."""
+    from scheduling.generators import moccasin_layered
+
+    g = moccasin_layered(seed=0, n_ops=30)
+    kw = {"time_limit": 60, "deterministic_time": 0.25, "planner": "greedy_by_size",
+          "exact_max_ops": 8, "seed": 5}
+    a = joint_optimize(g, **kw)
+    procs = _burners()
+    try:
+        b = joint_optimize(g, **kw)
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    for r in (a, b):
+        assert (r.cut_by_clock, r.info["stopped_by"], r.info["clock_cuts"]) == (
+            False, "deterministic_time", [])
+        assert r.info["iterations"] > 0 and r.info["improvements"] > 0
+    assert a.order == b.order and np.array_equal(a.offsets, b.offsets) and a.arena == b.arena
+    assert a.info["iterations"] == b.info["iterations"] and a.start == b.start
+    assert a.info["deterministic_time"] == b.info["deterministic_time"]
+    assert checked(g, a) == a.arena < a.start["arena"]
+    pairs = sequential_pairs(g, None, "greedy_by_size", time_limit=20)
+    assert a.start["arena"] == pairs[0]["arena"] and pairs[0]["clock_cuts"] == []
+    assert "cpsat_schedule" not in {p["scheduler"] for p in pairs}
+
+
+def test_default_budget_is_deterministic_time_from_the_time_limit():
+    g = generate("randwire", seed=3, n_nodes=24)
+    from scheduling.joint import DETERMINISTIC_TIME_PER_SECOND
+
+    r = joint_optimize(g, time_limit=8, schedulers=START, planner="greedy_by_size",
+                       exact_max_ops=8, seed=5)
+    assert r.info["deterministic_budget"] == DETERMINISTIC_TIME_PER_SECOND * 8 == 0.4
+    assert r.info["stopped_by"] == "deterministic_time" and not r.cut_by_clock
+    assert r.info["deterministic_time"] >= 0.4
+    s = joint_optimize(g, time_limit=8, schedulers=START, planner="greedy_by_size",
+                       exact_max_ops=8, seed=5, deterministic_time=0.4)
+    assert s.order == r.order and np.array_equal(s.offsets, r.offsets)
+
+
+def test_clock_that_bites_is_reported_and_the_result_is_no_worse():
+    """The 2-operator chain of the previous test (bound out of reach): 1,000 units would be
+    50,000 sub-solves, so the 0.5 s wall clock stops the search; the result says so and is the
+    checked start pair (or better)."""
+    g = Graph("odd")
+    g.add_tensor("x", (1,), "uint8", kind="input")
+    g.add_tensor("A", (3,), "uint8")
+    g.add_tensor("B", (3,), "uint8")
+    g.add_op("a", "Op", ["x"], ["A"])
+    g.add_op("b", "Op", ["A"], ["B"])
+    g.mark_output("B")
+    r = joint_optimize(g, time_limit=0.5, deterministic_time=1000, schedulers=["file_order"],
+                       alignment=2, exact_max_ops=0)
+    assert r.cut_by_clock and r.info["stopped_by"] == "time_limit"
+    assert "anytime search" in r.info["clock_cuts"] or "cp-sat sub-solve" in r.info["clock_cuts"]
+    assert r.info["deterministic_time"] < 1000
+    assert (r.arena, r.bound, r.status) == (7, 6, "feasible")
+    assert checked(g, r, alignment=2) == 7 <= r.start["arena"]
+
+
+def test_start_budgets_are_work_not_the_clock():
+    """The starting schedulers get work budgets: exact_dp no time limit, no pivot decisions, a
+    state budget; anneal and genetic the outer stop only; cpsat_schedule (clock only) is out of
+    the default set and reported as clock dependent when named."""
+    from scheduling.joint import START_STATES_PER_SECOND, planner_budget, scheduler_budget
+
+    assert scheduler_budget("exact_dp", 2.0, 30.0) == {
+        "time_limit": None, "pivot_search": False, "max_states": 2 * START_STATES_PER_SECOND}
+    assert scheduler_budget("anneal", 2.0, None) == {"time_limit": None}
+    assert scheduler_budget("genetic", 2.0, 7.5) == {"time_limit": 7.5}
+    assert scheduler_budget("min_live", 2.0, 1.0) == {}
+    kw = planner_budget("telamalloc", 2.0, 30.0)
+    assert kw["time_limit"] == 30.0 and kw["max_nodes"] in (2_000_000, 40_000)
+    assert planner_budget("telamalloc", 2.0, 30.0, features=True) == {"time_limit": 2.0}
+    assert planner_budget("greedy_by_size", 2.0, 30.0) == {}
+    g = diamond()
+    pairs = sequential_pairs(g, ["file_order", "cpsat_schedule"], "greedy_by_size",
+                             time_limit=2)
+    assert pairs[0]["clock_dependent"] == ["cpsat_schedule"]

@@ -55,12 +55,16 @@ class Joint(Scheduler):
     Parameters
     ----------
     time_limit : float, default 10
-        Wall-clock seconds for the whole search.
+        Seconds: the wall-clock outer stop of the whole search and the nominal budget its work
+        budgets derive from (:func:`scheduling.joint.joint_optimize`).
     seed : int, default 0
     workers : int, default 1
         CP-SAT workers (1 is deterministic).
     deterministic_time : float or None
-        CP-SAT deterministic-time budget (reproducible stop), ``None`` for the wall clock only.
+        CP-SAT deterministic-time budget of the search (reproducible stop); ``None``:
+        :data:`scheduling.joint.DETERMINISTIC_TIME_PER_SECOND` x ``time_limit``. ``info``'s
+        ``stopped_by`` is ``"time_limit"`` and ``cut_by_clock`` true when the clock stopped
+        it first (the order may then depend on the load).
     planner : str, default ``"telamalloc"``
         The planner of the starting pairs (registry name).
     exact_max_ops : int, default 12
@@ -122,7 +126,8 @@ class Joint(Scheduler):
         info = {"arena_bytes": r.arena, "offsets": r.offsets_by_id(), "joint_bound": r.bound,
                 "joint_status": r.status, "start_scheduler": r.start["scheduler"],
                 "start_arena": r.start["arena"], "mode": r.info["mode"],
-                "iterations": r.info["iterations"]}
+                "iterations": r.info["iterations"], "stopped_by": r.info["stopped_by"],
+                "cut_by_clock": r.cut_by_clock, "deterministic_time": r.info["deterministic_time"]}
         if r.problem.aliases:
             info["aliases"] = len(r.problem.aliases)
         if r.pools is not None:
