@@ -1,8 +1,9 @@
 """Benchmark of the anytime planners -> ``results/bench_anytime.csv`` and a figure.
 
-Planners: ``local_search``, ``telamalloc`` and ``lns_cpsat`` (each starting from the best greedy
-plan and improving it until its time limit), with ``greedy_by_size`` as the baseline row and, on
-the chain problem, ``cpsat`` as the exact reference. Problems and time limits (seconds):
+Planners: ``local_search``, ``telamalloc`` and ``lns_cpsat`` (the first two starting from the best
+greedy plan, ``lns_cpsat`` from TelaMalloc's up to 4,000 buffers, each improving it until its work
+budget for the time limit is spent or the time limit bites), with ``greedy_by_size`` as the
+baseline row and, on the chain problem, ``cpsat`` as the exact reference. Problems and time limits (seconds):
 
 * MiniMalloc's challenging problems A-F (``../shared/benchmarks/minimalloc``), 5 s each;
 * ``somas_pangu_2.6B`` (18,692 buffers, ``../shared/benchmarks/idealloc``), 30 s;
@@ -15,10 +16,13 @@ within 30 s, the chain at its lower bound.
 One row per run (``arena``, ``lower_bound``, ``best_bound`` in bytes, ``seconds`` wall clock):
 
 ``problem, n_buffers, planner, time_limit, seconds, arena, lower_bound, ratio, best_bound,
-status, trajectory``
+status, trajectory, stopped_by, load``
 
 ``trajectory`` is the planner's ``plan.info["trajectory"]`` as JSON, a list of ``[seconds,
-arena]`` pairs (one pair for the one-shot planners). The figure
+arena]`` pairs (one pair for the one-shot planners); ``stopped_by`` is the planner's
+``info["stopped_by"]`` (empty for the one-shot ones: ``time_limit`` says the wall clock cut the
+run, so its arena depends on the load), ``load`` the machine's 1-minute load average when the
+run began (``os.getloadavg``). The figure
 ``results/figures/bench_anytime.{png,pdf}`` draws arena / lower bound against seconds from these
 records (one panel per problem), without re-planning. Timings depend on the machine's load; the
 arenas do not unless a planner's ``stopped_by`` is ``time_limit`` (their default budgets count
@@ -47,6 +51,7 @@ import argparse
 import contextlib
 import csv
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -84,6 +89,8 @@ COLUMNS = [
     "best_bound",
     "status",
     "trajectory",
+    "stopped_by",
+    "load",
 ]
 
 #: The anytime planners measured (registry names).
@@ -282,6 +289,7 @@ def run(out: Path, problems, scale: float = 1.0) -> list[dict]:
                 params = {"time_limit": limit} if name in ANYTIME else {}
                 if name == "cpsat":
                     params = {"time_limit": limit, "workers": 1}
+                load = os.getloadavg()[0]
                 t0 = time.perf_counter()
                 pl = get_planner(name, **params).plan(p)
                 secs = time.perf_counter() - t0
@@ -298,13 +306,14 @@ def run(out: Path, problems, scale: float = 1.0) -> list[dict]:
                     "best_bound": pl.best_bound,
                     "status": pl.status,
                     "trajectory": json.dumps([[float(s), int(a)] for s, a in traj]),
+                    "stopped_by": pl.info.get("stopped_by", ""),
+                    "load": round(load, 2),
                 }
                 w.writerow(row)
                 fh.flush()
                 rows.append(row)
-                stop = pl.info.get("stopped_by", "")
                 print(f"{label:6s} {name:15s} {row['ratio']:.4f}  {secs:6.2f} s  {pl.status} "
-                      f"{stop}")
+                      f"{row['stopped_by']}  load {row['load']}")
     return rows
 
 
