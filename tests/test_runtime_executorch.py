@@ -243,19 +243,22 @@ def test_reordered_program_runs_identically(models, name):
 
 def test_read_plan_takes_an_alias_only_from_one_instruction(monkeypatch):
     """A written tensor inside another's storage is its alias only when its first write reads
-    the other (an in-place result); two unrelated live tensors overlapping that way are an
-    overlap that ``memplan check`` reports, never an alias that hides it."""
+    the other for the last time (an in-place result); two unrelated live tensors overlapping
+    that way, or an argument read again after the write, are an overlap that ``memplan check``
+    reports, never an alias that hides it."""
     from planners.validate import plan_violations
 
     def fake(steps_v0):  # v0 written at 0; v1 written at 1, read at 2
-        ts = [et.PteTensor(0, 1, 0, 64, 0, 2, frozenset(steps_v0), frozenset({0})),
+        ts = [et.PteTensor(0, 1, 0, 64, 0, max(steps_v0), frozenset(steps_v0), frozenset({0})),
               et.PteTensor(1, 1, 16, 32, 1, 2, frozenset({1, 2}), frozenset({1}))]
         monkeypatch.setattr(et, "pte_tensors", lambda src, plan_index=0: ts)
         problem, offsets = et.read_plan("x.pte")
         return problem, plan_violations(problem, offsets.tolist(), None)
 
-    problem, violations = fake({0, 1, 2})  # instruction 1 writes v1 and reads v0
+    problem, violations = fake({0, 1})  # instruction 1 reads v0 a last time and writes v1
     assert problem.aliases == {"v1": ("v0", 16)} and violations == []
+    problem, violations = fake({0, 1, 2})  # v0 read again after v1 was written over it
+    assert not problem.aliases and [v.rule for v in violations] == ["overlap"]
     problem, violations = fake({0, 2})  # live together, v1 written without reading v0
     assert not problem.aliases and [v.rule for v in violations] == ["overlap"]
 
@@ -302,6 +305,8 @@ def test_storage_aliases_hand_checked():
     arg = _t(12, 0, 64, {0, 1}, writes={0})
     res = _t(13, 16, 32, {1, 2}, writes={1})
     assert et.storage_aliases([arg, res]) == {13: (12, 16)}
+    # ... but not when the argument is read again after the write clobbered it
+    assert et.storage_aliases([_t(12, 0, 64, {0, 1, 3}, writes={0}), res]) == {}
     # two tensors one instruction only reads (a concat's inputs) are not joined
     a, b = _t(14, 0, 64, {0, 3}, writes={0}), _t(15, 0, 64, {1, 3}, writes={1})
     assert et.storage_aliases([a, b]) == {}

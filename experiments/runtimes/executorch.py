@@ -349,10 +349,11 @@ _DTYPE_BYTES = {0: 1, 1: 1, 2: 2, 3: 4, 4: 8, 5: 2, 6: 4, 7: 8, 11: 1, 15: 2}  #
 
 
 #: ExecuTorch's own tensor operators, which have no registered schema, as :func:`_written_args`
-#: gives them (ExecuTorch 1.5.1 ``exir/emit/_emitter.py``): ``et_view(self, size)`` then the
-#: view (``_emit_view``, a dynamic view), ``et_copy_index(copy_to, copy_from, index)`` writes
-#: ``copy_to`` (``map`` and ``scan`` outputs).
-_PRIM_WRITES = {("executorch_prim::et_view", "default"): (2, frozenset()),
+#: gives them (ExecuTorch 1.5.1 ``exir/emit/_emitter.py``): ``et_view(self, size, out)``
+#: (``_emit_view``, a dynamic view) writes no bytes: ``out`` is ``self``'s storage under new
+#: sizes; ``et_copy_index(copy_to, copy_from, index)`` writes ``copy_to`` (``map`` and ``scan``
+#: outputs).
+_PRIM_WRITES = {("executorch_prim::et_view", "default"): (3, frozenset()),
                 ("executorch_prim::et_copy_index", "tensor"): (3, frozenset({0}))}
 
 
@@ -470,14 +471,17 @@ def storage_aliases(tensors: Sequence[PteTensor]) -> dict[int, tuple[int, int]]:
     Two rules, each within one ``mem_id``:
 
     * an **in-place result**: the instruction that first writes tensor ``t`` reads (and does not
-      write) a tensor ``b`` whose address range ``[offset, offset + size)`` holds ``t``'s: the
-      result is written inside its argument's storage (ExecuTorch's ``storage_base`` from
-      ``_share_alloc_with_arg_idx``, a dynamic ``et_view``). Two tensors an instruction only
-      reads, or only writes, are never joined by it;
-    * an **elided static view**: ExecuTorch emits no instruction for a static
-      ``memory.view`` (a ``view_copy`` replaced by ``ReplaceViewCopyWithViewPass``); the view is
-      a second tensor value with its base's ``allocation_info``, and its base's lifetime covers
-      the view's uses (``_ViewSpec`` forwards ``lifetime`` to the base). So a tensor that no
+      write) a tensor ``b`` whose address range ``[offset, offset + size)`` holds ``t``'s, and
+      no later instruction names ``b``: the result is written over its argument's storage
+      (ExecuTorch's ``storage_base`` from ``_share_alloc_with_arg_idx``; ExecuTorch's
+      ``reinplace_pass`` and memplan's :func:`inplace_relu_pass` mark only an argument no later
+      node reads). Two tensors an instruction only reads, or only writes, are never joined by
+      it, nor an argument read again after the write (the write clobbered it);
+    * a **view**: ExecuTorch emits no instruction for a static ``memory.view`` (a
+      ``view_copy`` replaced by ``ReplaceViewCopyWithViewPass``; ``_emit_view``), and for a
+      dynamic one an ``et_view``, which writes no bytes; the view is a second tensor value with
+      its base's ``allocation_info``, and its base's lifetime covers the view's uses
+      (``_ViewSpec`` forwards ``lifetime`` to the base). So a tensor that no
       instruction writes and that is no graph input, at exactly the ``(mem_id, offset)`` of a
       tensor of the same byte size (a view keeps ``numel`` and dtype) that is written by an
       instruction before the view's first read (or is a graph input), is a view of the one
@@ -486,9 +490,9 @@ def storage_aliases(tensors: Sequence[PteTensor]) -> dict[int, tuple[int, int]]:
     Two tensors that are both written stay two buffers unless the first write of one is an
     in-place write into the other, so every other overlap of two written tensors is reported.
     Not detectable from the ``.pte`` alone (the bytes are those of a correct program): an
-    operator result placed by mistake over an argument the same instruction reads (it reads as
-    an in-place write), and a view whose true base was overwritten by another tensor of the same
-    size at the same offset before the view is read.
+    operator result placed by mistake over an argument that the same instruction reads for the
+    last time (it reads as an in-place write), and a view whose true base was overwritten by
+    another tensor of the same size at the same offset before the view is read.
 
     Parameters
     ----------
@@ -523,7 +527,7 @@ def storage_aliases(tensors: Sequence[PteTensor]) -> dict[int, tuple[int, int]]:
         if all(holds(by_index[big], t) for t in members):  # one root holds the whole group
             root[small] = big
 
-    # rule 1: an instruction's first write of t lands inside an argument b it reads
+    # rule 1: an instruction's first write of t lands inside an argument b it reads last
     by_size = sorted(tensors, key=lambda t: (-t.size, t.index))
     for t in tensors:
         if not t.writes:
@@ -532,7 +536,7 @@ def storage_aliases(tensors: Sequence[PteTensor]) -> dict[int, tuple[int, int]]:
         for b in by_size:
             if b is t or b.size < t.size or b.mem_id != t.mem_id:
                 continue
-            if holds(b, t) and k in b.steps and k not in b.writes:
+            if holds(b, t) and k in b.steps and k not in b.writes and max(b.steps) == k:
                 join(b, t)
                 break
     # rule 2: elided static views (never written, not an input) read a same-size tensor's bytes
