@@ -259,8 +259,27 @@ def sample_operators(model: MemoryModel, k: int) -> list[int]:
 def sampled_closure_bound(model: MemoryModel, ops: list[int] | None = None,
                           sample: int = CLOSURE_SAMPLE,
                           deadline: float | None = None) -> tuple[int, dict[int, int]]:
-    """Bound 4 (``closure``) at some operators only, without the ``n x n`` ancestor matrix:
-    ``(max over them of C(v), {v: C(v)})`` in bytes (``(0, {})`` for no operator).
+    """Bound 4 (``closure``, Picard's minimum closure; module docstring) at some operators
+    only, without the ``n x n`` ancestor matrix.
+
+    Parameters
+    ----------
+    model : MemoryModel
+    ops : iterable of int, optional
+        Operator indices (default: :func:`sample_operators` of ``sample``).
+    sample : int, default :data:`CLOSURE_SAMPLE`
+        How many operators :func:`sample_operators` picks when ``ops`` is not given.
+    deadline : float, optional
+        A :func:`time.perf_counter` value (below).
+
+    Returns
+    -------
+    best : int
+        ``max over the operators of C(v)`` (bytes; 0 for no operator): a lower bound on the
+        peak of live bytes of every topological order, under the closed ``[producer step, last
+        reader step]`` lifetimes of :mod:`.memsim`.
+    values : dict int -> int
+        ``C(v)`` (bytes) per operator evaluated.
 
     Every ``C(v)`` is a lower bound on the peak of every order (module docstring, proof 4), so
     their maximum over any set of operators is one too, weaker than :func:`closure_bounds` at

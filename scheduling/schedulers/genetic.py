@@ -44,19 +44,49 @@ def decode_priorities(m: MemoryModel, keys: np.ndarray) -> list[int]:
 def order_crossover(a: np.ndarray, b: np.ndarray, k: int) -> np.ndarray:
     """The first ``k`` operators of order ``a``, then the others in the order ``b`` runs them.
 
-    A prefix of a topological order is a down-set, and ``b`` restricted to the rest lists each
-    operator after its predecessors there, so the child of two topological orders is one
-    (precedence-preserving crossover). ``O(n)`` numpy."""
+    Hartmann's one-point crossover of activity lists (S. Hartmann, "A competitive genetic
+    algorithm for resource-constrained project scheduling", Naval Research Logistics 45, 1998):
+    a prefix of a topological order is a down-set, and ``b`` restricted to the rest lists each
+    operator after its predecessors there, so the child of two topological orders is one.
+
+    Parameters
+    ----------
+    a, b : numpy int64 array ``(n,)``
+        Topological orders (operator indices).
+    k : int
+        Cut, ``0 <= k <= n`` (operators taken from ``a``).
+
+    Returns
+    -------
+    numpy int64 array ``(n,)``, a topological order. ``O(n)`` numpy work.
+    """
     taken = np.zeros(a.size, bool)
     taken[a[:k]] = True
     return np.concatenate([a[:k], b[~taken[b]]])
 
 
 def window_move(m: MemoryModel, order: np.ndarray, pos: np.ndarray, v: int, u: float) -> int:
-    """Move operator ``v`` of ``order`` (in place, with ``pos`` its inverse) to the position
-    ``lo + floor(u * (hi - lo + 1))`` of its window (``lo`` just after its last predecessor,
-    ``hi`` just before its first successor), so the order stays topological. Returns the new
-    position. ``O(deg(v))`` plus a numpy shift of the positions between."""
+    """Move operator ``v`` of ``order`` to the position ``lo + floor(u * (hi - lo + 1))`` of
+    its window (``lo`` just after its last predecessor, ``hi`` just before its first
+    successor), so the order stays topological (the move of :class:`.anneal.Anneal`).
+
+    Parameters
+    ----------
+    m : MemoryModel
+    order : numpy int64 array ``(n,)``
+        A topological order, changed in place.
+    pos : numpy int64 array ``(n,)``
+        Its inverse (``order[pos[v]] == v``), kept so in place.
+    v : int
+        The operator moved.
+    u : float
+        In ``[0, 1)``: where in the window.
+
+    Returns
+    -------
+    int, the new position of ``v``. ``O(deg(v))`` plus a numpy shift of the positions between
+    the old and the new one.
+    """
     a = int(pos[v])
     lo = max((int(pos[p]) for p in m.preds[v]), default=-1) + 1
     hi = min((int(pos[s]) for s in m.succs[v]), default=order.size) - 1

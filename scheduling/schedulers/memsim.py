@@ -73,7 +73,8 @@ class MemoryModel:
 
     Notes
     -----
-    Construction is ``O(#ops + #tensor uses)`` plus networkx's cycle check.
+    Construction is ``O(#ops + #tensor uses)``, the cycle check included (Kahn's algorithm;
+    networkx runs only on a cyclic graph, to name the cycle in the error).
     """
 
     def __init__(self, graph: Graph) -> None:
@@ -251,7 +252,8 @@ class MemoryModel:
         tensor with a reader not in ``order``, to the last step; an unread one on its producer's
         step), added to a difference array whose running sum is the live bytes at each step.
         Tensors whose producer is not in ``order`` are not counted. ``O(n + #tensor uses)``
-        numpy work, int64 (exact: a model's sizes sum below ``2**63``)."""
+        numpy work: float64 sums when the sizes sum below ``2**53`` bytes (exact), else int64
+        (exact: a model's sizes sum below ``2**63``). Returns bytes (int)."""
         L = len(order)
         if L == 0 or self.m == 0:
             return 0
