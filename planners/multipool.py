@@ -52,8 +52,22 @@ def plan_pools(planner, problem: Problem):
     else ``feasible`` when every pool was planned by an exact method (``optimal``/``feasible``;
     the assignment itself is heuristic), otherwise ``heuristic``. ``info["pools"]`` holds, per
     pool, the planner's status and arena or why the spill's offsets were kept.
+
+    Time: a planner with a ``time_limit`` (seconds) keeps it for the whole call, not per pool:
+    each pool's plan gets an equal share of what is left (``info["pools"][name]["time_limit"]``,
+    the share; the time a pool does not use goes to the pools after it), and a pool left less
+    than :data:`planners.time_limits.MIN_SOLVER_SECONDS` keeps the spill's offsets. Before, each
+    pool got the whole limit, so ``k`` pools could take ``k`` times it.
     """
+    import copy
+    import time
+
     from .errors import MemplanError
+    from .time_limits import MIN_SOLVER_SECONDS
+
+    t0 = time.perf_counter()
+    names = getattr(planner, "_param_names", lambda: [])()
+    limit = getattr(planner, "time_limit", None) if "time_limit" in names else None
 
     sp = spill_assignment(problem)
     if sp.conflict is not None:  # pins colliding in every choice of pools (a proof)
@@ -63,6 +77,7 @@ def plan_pools(planner, problem: Problem):
     off = sp.offsets.copy()
     info: dict[str, Any] = {"assignment": "spill", "pools": {}}
     exact = True
+    used = [k for k in range(len(problem.pools)) if (sp.pools == k).any()]
     for k, q in enumerate(problem.pools):
         idx = np.flatnonzero(sp.pools == k)
         if idx.size == 0:
@@ -74,8 +89,19 @@ def plan_pools(planner, problem: Problem):
             cap = spill_top  # the spill's own arena fits: a decision planner answers "fits"
         sub, idx = pool_subproblem(problem, sp.pools, k, cap)
         rec: dict[str, Any] = {"buffers": int(idx.size), "spill_arena": spill_top}
+        runner = planner
+        if limit is not None:
+            share = (float(limit) - (time.perf_counter() - t0)) / len([j for j in used if j >= k])
+            if share < MIN_SOLVER_SECONDS:
+                rec["kept_spill"] = f"no time left of time_limit {float(limit):g} s"
+                exact = False
+                info["pools"][q.name] = rec
+                continue
+            rec["time_limit"] = round(share, 6)
+            runner = copy.copy(planner)
+            runner.time_limit = share
         try:
-            p = planner.plan(sub)
+            p = runner.plan(sub)
         except MemplanError as e:
             rec["kept_spill"] = f"{type(e).__name__}: {e}"
             exact = False

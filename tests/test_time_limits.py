@@ -300,3 +300,58 @@ def test_overrun_benchmark_row_and_summary(tmp_path):
     (line,) = summary(rows)
     assert line.startswith("exact_search: worst overrun") and "0 of 1 calls over" in line
     assert (tmp_path / "o.csv").read_text().splitlines()[0] == ",".join(COLUMNS)
+
+
+# ------------------------------------------------------------------------------------------------
+# pools through the spill policy: one limit for the whole call, shared by the pools
+# ------------------------------------------------------------------------------------------------
+
+
+def test_spilled_pools_share_one_time_limit(monkeypatch):
+    """Three pools planned one after the other by a planner with a time limit: each gets an
+    equal share of what is left (it used to get the whole limit, so three pools took up to three
+    times it), and a pool left no time keeps the spill's offsets."""
+    from planners.model import MemoryPool
+    from planners.tvm_usmp import TvmHillClimb
+
+    pools = [MemoryPool("a", 1 << 20), MemoryPool("b", 1 << 20), MemoryPool("c", 1 << 20)]
+    bufs = [Buffer(f"{q.name}{i}", i % 5, i % 5 + 2, 16 + i, pools=(q.name,))
+            for q in pools for i in range(12)]
+    p = Problem(bufs, pools=pools)
+    plan = TvmHillClimb(time_limit=1.5).plan(p)
+    got = [plan.info["pools"][q.name]["time_limit"] for q in pools]
+    assert got[0] == pytest.approx(0.5, abs=0.05)  # a third of 1.5 s, less the spill
+    assert got[1] <= 1.5 / 2 and got[2] <= 1.5  # half, then all, of what is left
+    # each pool's planner saw its share, not the limit: a slow pool eats the others' time
+    import planners.tvm_usmp as mod
+
+    real = mod.usmp_hill_climb_offsets
+    seen = []
+
+    def slow(problem, memory_pressure=None, attempts=500, time_limit=None, start=None):
+        seen.append(time_limit)
+        time.sleep(0.6)
+        return real(problem, memory_pressure, attempts, time_limit, start)
+
+    monkeypatch.setattr(mod, "usmp_hill_climb_offsets", slow)
+    plan = TvmHillClimb(time_limit=1.0).plan(p)
+    assert seen[0] == pytest.approx(1.0 / 3, abs=0.05) and len(seen) == 2
+    assert seen[1] <= (1.0 - 0.6) / 2
+    assert plan.info["pools"]["c"]["kept_spill"] == "no time left of time_limit 1 s"
+    assert plan.status == "heuristic"
+
+
+def test_import_within_waits_at_most_the_time_left(tmp_path, monkeypatch):
+    """A module whose import takes 0.6 s is not waited for 0.05 s; the import goes on in the
+    background and a later call gets the module. A broken module raises its ImportError."""
+    from planners.time_limits import import_within
+
+    (tmp_path / "slow_mod_for_limits.py").write_text("import time\ntime.sleep(0.6)\nVALUE = 7\n")
+    (tmp_path / "broken_mod_for_limits.py").write_text("raise ImportError('no such solver')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert import_within("slow_mod_for_limits", 0.05) is None
+    assert import_within("slow_mod_for_limits", 30.0).VALUE == 7
+    assert import_within("slow_mod_for_limits", 0.0).VALUE == 7  # imported: at once
+    assert import_within("json", 0.0).dumps([1]) == "[1]"
+    with pytest.raises(ImportError, match="no such solver"):
+        import_within("broken_mod_for_limits", 30.0)
