@@ -153,8 +153,19 @@ def order_in_order(problem: Problem) -> np.ndarray:
 
 
 def order_by_start(problem: Problem) -> np.ndarray:
-    """By start step ascending, ties in problem order (best-fit of seed 002 section 5.1.1)."""
-    return np.argsort(problem.starts, kind="stable").astype(np.int64)
+    """By start step ascending, ties in problem order (best-fit of seed 002 section 5.1.1).
+
+    When ``(max start - min start + 1) x n`` fits in int64, the key ``(start - min start) x n +
+    index`` is sorted as values (no index array carried) and the permutation is ``key mod n``;
+    otherwise a stable argsort. Both give the same permutation. ``O(n log n)``."""
+    n = problem.n
+    st = problem.starts
+    if n and (int(st.max()) - int(st.min()) + 1) * n <= 2**63 - 1:
+        key = (st - st.min()) * n
+        key += np.arange(n, dtype=np.int64)
+        key.sort()
+        return np.remainder(key, n, out=key)
+    return np.argsort(st, kind="stable").astype(np.int64)
 
 
 def order_by_size(problem: Problem) -> np.ndarray:

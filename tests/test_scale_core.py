@@ -249,3 +249,15 @@ def test_csv_ids_read_as_the_csv_module_reads_them(tmp_path_factory, n, kind):
     p = read_minimalloc_csv(path)
     assert list(p.ids) == want
     assert p.starts.tolist() == list(range(n)) and p.sizes.tolist() == list(range(1, n + 1))
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(st.lists(st.integers(-(2**61), 2**61), max_size=40), st.sampled_from([7, 1000, None]))
+def test_order_by_start_packed_key_equals_stable_argsort(raw, modulus):
+    from planners.greedy import order_by_start
+
+    # starts mod 7 (many ties) and mod 1000 take the packed key; the raw starts spread so far
+    # that (range + 1) x n leaves int64 and the stable argsort runs
+    starts = raw if modulus is None else [v % modulus - 3 for v in raw]
+    p = Problem([Buffer(str(i), s, s + 1, 1) for i, s in enumerate(starts)])
+    assert order_by_start(p).tolist() == np.argsort(p.starts, kind="stable").tolist()
