@@ -508,6 +508,7 @@ def storage_aliases(tensors: Sequence[PteTensor]) -> dict[int, tuple[int, int]]:
     """
     by_index = {t.index: t for t in tensors}
     root: dict[int, int] = {t.index: t.index for t in tensors}
+    members: dict[int, list[PteTensor]] = {t.index: [t] for t in tensors}  # by root
 
     def find(i: int) -> int:
         while root[i] != i:
@@ -523,23 +524,26 @@ def storage_aliases(tensors: Sequence[PteTensor]) -> dict[int, tuple[int, int]]:
         if rb == rc:
             return
         big, small = (rb, rc) if by_index[rb].size >= by_index[rc].size else (rc, rb)
-        members = [t for t in tensors if find(t.index) in (rb, rc)]
-        if all(holds(by_index[big], t) for t in members):  # one root holds the whole group
+        if all(holds(by_index[big], t) for t in members[small]):  # one root holds the group
             root[small] = big
+            members[big].extend(members.pop(small))
 
     # rule 1: an instruction's first write of t lands inside an argument b it reads last
-    by_size = sorted(tensors, key=lambda t: (-t.size, t.index))
+    named_at: dict[int, list[PteTensor]] = {}
+    for t in sorted(tensors, key=lambda t: (-t.size, t.index)):
+        for k in t.steps:
+            named_at.setdefault(k, []).append(t)
     for t in tensors:
         if not t.writes:
             continue
         k = min(t.writes)
-        for b in by_size:
+        for b in named_at.get(k, ()):
             if b is t or b.size < t.size or b.mem_id != t.mem_id:
                 continue
-            if holds(b, t) and k in b.steps and k not in b.writes and max(b.steps) == k:
+            if holds(b, t) and k not in b.writes and max(b.steps) == k:
                 join(b, t)
                 break
-    # rule 2: elided static views (never written, not an input) read a same-size tensor's bytes
+    # rule 2: views (never written, not an input) read a same-size tensor's bytes
     at: dict[tuple[int, int, int], list[PteTensor]] = {}
     for t in tensors:
         if t.size > 0:
