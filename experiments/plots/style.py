@@ -36,6 +36,7 @@ from matplotlib.collections import PatchCollection
 from matplotlib.colors import to_rgb
 from matplotlib.patches import Rectangle
 
+from experiments.plots.units import BINARY_UNITS, format_bytes, unit_for
 from planners import Plan, Problem, live_profile, lower_bound
 
 __all__ = [
@@ -84,8 +85,6 @@ PALETTE = [
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h"]
 #: Line styles that stay distinguishable where curves overlap (solid, dashed, dotted, dash-dot).
 LINESTYLES = ["-", (0, (5, 2)), (0, (1.2, 1.2)), (0, (6, 2, 1.2, 2)), (0, (3, 1, 1, 1, 1, 1))]
-#: Binary byte units (IEC 80000-13), largest first.
-BINARY_UNITS = (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10), ("B", 1))
 
 
 _BASE_RC = {
@@ -419,43 +418,6 @@ def _hollow_markers(fig) -> int:
 # -- bytes ----------------------------------------------------------------------------------------
 
 
-def _unit_for(x: float) -> tuple[str, int]:
-    """The largest binary unit not above ``|x|`` (bytes for ``|x| < 1024``)."""
-    ax = abs(float(x))
-    for name, scale in BINARY_UNITS:
-        if ax >= scale:
-            return name, scale
-    return "B", 1
-
-
-def format_bytes(x: float, _pos=None) -> str:
-    """One byte count in binary units with at least three significant digits and no exponent.
-
-    Parameters
-    ----------
-    x : float
-        Bytes.
-
-    Returns
-    -------
-    str
-        ``"N B"`` below 1 KiB (integer), else the largest unit not above ``|x|`` with 2 decimals
-        below 10 units, 1 decimal below 100 and none from 100 up (so 1015 KiB stays ``"1015 KiB"``,
-        never ``"1.02e+03 KiB"``). Usable as a matplotlib ``FuncFormatter`` (``_pos`` ignored).
-
-    Examples
-    --------
-    >>> format_bytes(1039360), format_bytes(1536 * 1024), format_bytes(100), format_bytes(0)
-    ('1015 KiB', '1.50 MiB', '100 B', '0 B')
-    """
-    name, scale = _unit_for(x)
-    if scale == 1:
-        return f"{x:.0f} B"
-    v = x / scale
-    digits = 2 if abs(v) < 10 else (1 if abs(v) < 100 else 0)
-    return f"{v:.{digits}f} {name}"
-
-
 #: Former private name of :func:`format_bytes` (kept for callers such as ``report.py``).
 _human_bytes = format_bytes
 
@@ -496,7 +458,7 @@ class BinaryByteLocator(mticker.Locator):
         vmin, vmax = sorted((float(vmin), float(vmax)))
         if not (np.isfinite(vmin) and np.isfinite(vmax)) or vmax - vmin <= 0:
             return np.array([vmin])
-        _, unit = _unit_for(max(abs(vmin), abs(vmax)))
+        _, unit = unit_for(max(abs(vmin), abs(vmax)))
         while True:
             steps = [s for s in _BYTE_STEPS if unit > 1 or s >= 1]
             ticks = None
@@ -539,7 +501,7 @@ class BinaryByteFormatter(mticker.Formatter):
         not above the largest ``|tick|`` of which every tick is a multiple of 1/8."""
         self._locs = list(locs)
         big = max((abs(v) for v in self._locs), default=0.0)
-        top = _unit_for(big)[1]
+        top = unit_for(big)[1]
         self._unit = next(
             (u for u in BINARY_UNITS if u[1] <= top
              and all(int(round(v * 8)) % u[1] == 0 for v in self._locs)),

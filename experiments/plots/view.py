@@ -182,7 +182,7 @@ def _status_text(pl: Plan, lb: int) -> str:
 def _panel_title(label: str, pl: Plan, lb: int, bad: int) -> str:
     """Two lines: arena (binary units and bytes), ratio to the lower bound and status; then the
     capacity verdict and the violation count."""
-    from experiments.plots.style import format_bytes
+    from experiments.plots.units import format_bytes
     from experiments.safe import html_text
 
     arena = int(pl.arena_size)
