@@ -26,7 +26,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from experiments.cli.common import os_error_text, package_version
+from experiments.cli.common import OneLineParser, os_error_text, package_version
 
 __all__ = ["main", "build_parser", "command_modules", "OneLineParser"]
 
@@ -36,28 +36,6 @@ def command_modules():
     from experiments.cli import budget, check, compare, plan, schedule, sweep, transforms, view
 
     return [compare, plan, sweep, transforms, budget, schedule, check, view]
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """An argparse parser whose usage errors are one line, as every other input error:
-    ``memplan: error: MESSAGE (see `memplan COMMAND --help`)`` on stderr, exit status 2, no
-    usage block. Its subparsers are of the same class (argparse creates them with the parent's
-    class), so a bad ``--time-limit``, ``--param``, ``--capacity``, an unknown option or a
-    missing argument of any subcommand reads the same."""
-
-    def parse_args(self, args=None, namespace=None):
-        """As argparse's, but an unknown argument is reported by the subcommand's parser (so the
-        line names ``memplan COMMAND --help``, not the top-level one)."""
-        ns, extra = self.parse_known_args(args, namespace)
-        if extra:
-            sub = next((a.choices.get(getattr(ns, a.dest, None)) for a in self._actions
-                        if isinstance(a, argparse._SubParsersAction)), None)
-            (sub or self).error(f"unrecognized arguments: {' '.join(extra)}")
-        return ns
-
-    def error(self, message):  # noqa: D401 - argparse's hook
-        sys.stderr.write(f"memplan: error: {message} (see `{self.prog} --help`)\n")
-        sys.exit(2)
 
 
 class _VersionAction(argparse.Action):

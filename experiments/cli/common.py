@@ -3,13 +3,38 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from planners.io import parse_pools  # noqa: F401  (re-exported: the --pools text)
 
-__all__ = ["split_list", "positive_seconds", "capacity_bytes", "package_version", "os_error_text",
-           "parse_pools", "add_pool_flags", "parse_param", "add_param_flag", "DEFAULT_TIME_LIMIT",
-           "DEFAULT_PIPELINE", "parse_pipeline", "add_pipeline_flag", "add_time_limit_flag",
-           "note_time_limit", "params_of", "time_limit_of", "refuse_capacity_with_pools"]
+__all__ = ["OneLineParser", "split_list", "positive_seconds", "capacity_bytes", "package_version",
+           "os_error_text", "parse_pools", "add_pool_flags", "parse_param", "add_param_flag",
+           "DEFAULT_TIME_LIMIT", "DEFAULT_PIPELINE", "parse_pipeline", "add_pipeline_flag",
+           "add_time_limit_flag", "note_time_limit", "params_of", "time_limit_of",
+           "refuse_capacity_with_pools"]
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argparse parser whose usage errors are one line, as every other input error:
+    ``memplan: error: MESSAGE (see `memplan COMMAND --help`)`` on stderr, exit status 2, no
+    usage block. Its subparsers are of the same class (argparse creates them with the parent's
+    class), so a bad ``--time-limit``, ``--param``, ``--capacity``, an unknown option or a
+    missing argument of any subcommand reads the same."""
+
+    def parse_args(self, args=None, namespace=None):
+        """As argparse's, but an unknown argument is reported by the subcommand's parser (so the
+        line names ``memplan COMMAND --help``, not the top-level one)."""
+        ns, extra = self.parse_known_args(args, namespace)
+        if extra:
+            sub = next((a.choices.get(getattr(ns, a.dest, None)) for a in self._actions
+                        if isinstance(a, argparse._SubParsersAction)), None)
+            (sub or self).error(f"unrecognized arguments: {' '.join(extra)}")
+        return ns
+
+    def error(self, message):  # noqa: D401 - argparse's hook
+        sys.stderr.write(f"memplan: error: {message} (see `{self.prog} --help`)\n")
+        sys.exit(2)
+
 
 #: The one solver time limit (seconds) of every command that plans or schedules (``plan``,
 #: ``view``, ``export``, ``compare``, ``budget``, ``schedule``; a sweep config's ``time_limit``

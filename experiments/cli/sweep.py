@@ -150,7 +150,7 @@ def _run(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Stand-alone entry point (``python -m experiments.cli.sweep``)."""
-    from experiments.cli.app import OneLineParser  # usage errors as one line, as `memplan`
+    from experiments.cli.common import OneLineParser  # usage errors as one line, as `memplan`
     from planners import MemplanError
 
     ap = OneLineParser(prog="memplan")
