@@ -110,6 +110,7 @@ def test_cpsat_does_not_start_when_the_set_up_ate_the_limit(monkeypatch, medium)
 def test_feature_model_counts_its_set_up_and_answers_timeout_when_it_bit():
     from planners.feature_cpsat import solve_features
 
+    pytest.importorskip("ortools.sat.python.cp_model")  # a cold import is set-up it counts
     p = Problem([Buffer(str(i), i % 7, i % 7 + 3, 8, offset=0 if i == 0 else None)
                  for i in range(40)])
     assert p.features == {"pins"}
@@ -191,6 +192,7 @@ def test_milp_offsets_and_ilp_blocks_record_their_count_down():
     from planners.ilp_blocks import ILPBlocks
     from planners.milp_offsets import MILPOffsets
 
+    pytest.importorskip("ortools.linear_solver.pywraplp")  # a cold import is set-up it counts
     p = random_problem(30, seed=2)
     for planner in (MILPOffsets(time_limit=3.0), ILPBlocks(time_limit=3.0)):
         plan = planner.plan(p)
