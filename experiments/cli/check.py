@@ -152,7 +152,9 @@ def read_pools(path: str | Path, problem) -> list[int]:
 
 def check_report(path: str | Path, capacity: int | None = None, pools=None) -> dict:
     """Validate the plan in ``path`` (module docstring); ``pools``: the problem's pools
-    (``--pools``), whose capacities and alignments the plan's ``pool`` column must obey.
+    (``--pools``), whose capacities and alignments the plan's ``pool`` column must obey. An
+    ExecuTorch ``.pte`` is checked by :func:`pte_check_report` (its arenas are its own pools:
+    ``pools`` is refused).
 
     Returns
     -------
@@ -175,6 +177,9 @@ def check_report(path: str | Path, capacity: int | None = None, pools=None) -> d
 
     refuse_capacity_with_pools(capacity, pools)  # each pool has its own capacity
     if str(path).endswith(".pte"):  # ExecuTorch's own plan (the extra [executorch])
+        if pools:
+            raise ProblemError(f"{path}: an ExecuTorch program names its own arenas (mem_id, "
+                               "checked against their declared sizes); --pools is for CSV plans")
         return pte_check_report(path, capacity)
     if not pools and "pool" in (csv_dict_reader(path).fieldnames or []):
         raise ProblemError(f"{path}: the plan places buffers in pools (column 'pool'); give the "
