@@ -105,7 +105,7 @@ worse than the pairs evaluated):
   units and the time left before the deadline as its wall limit (no per-solve wall slice);
 * the re-plans of a shadow order: the planner's work budget for :data:`REPLAN_SECONDS`
   nominal seconds (:func:`planner_budget`: ``telamalloc``'s ``max_nodes``);
-* the starting pairs (:func:`sequential_pairs` at ``time_limit / 3`` nominal seconds, run to
+* the starting pairs (:func:`sequential_pairs` at ``START_SHARE x time_limit`` nominal seconds, run to
   completion): ``anneal``'s iterations, ``genetic``'s generations, ``exact_dp``'s states
   without its time limit and pivot decisions (:func:`scheduler_budget`), the planners' work
   budgets; ``cpsat_schedule``, which has no work budget, is not in the default set
@@ -136,17 +136,28 @@ from .graph import Graph
 from .lifetimes import lifetime_problem, resident_bytes
 from .schedule import Schedule, check_schedule
 
-__all__ = ["DETERMINISTIC_TIME_PER_SECOND", "REPLAN_SECONDS", "JointResult", "joint_optimize",
+__all__ = ["DETERMINISTIC_TIME_PER_SECOND", "NODES_PER_SECOND", "REPLAN_SECONDS", "START_SHARE", "JointResult", "joint_optimize",
            "planner_budget", "scheduler_budget", "sequential_pairs"]
 
 #: The default ``deterministic_time`` of :func:`joint_optimize`: CP-SAT deterministic time
 #: units per second of ``time_limit``. One process of the anytime search spends about 0.2 units
-#: per second on the shared 2-core machine at load 6 (``moccasin_layered`` seed 0, 250
-#: operators: 6.0 units in 30 s; 60 and 40 operators: 2.0 units in 12-14 s, start included),
-#: so the default budget takes about a quarter of the time limit there and the clock, the outer
-#: stop, bites only on a machine about four times busier (load 20 and more: the result then
-#: says ``stopped_by="time_limit"``).
-DETERMINISTIC_TIME_PER_SECOND = 0.05
+#: per second on the shared 2-core machine at load 6 and 0.09 at load 10 (``moccasin_layered``
+#: seed 0, 250 operators: 1.5 units in 17.7 s), so at load 10 the default budget takes about a
+#: quarter of the time limit and the starting pairs (:data:`START_SHARE`) about another
+#: (30 s: 0.6 units in about 7 s, the pairs 12 s), and the clock, the outer stop, bites only on
+#: a machine about two times busier (the result then says ``stopped_by="time_limit"``).
+DETERMINISTIC_TIME_PER_SECOND = 0.02
+#: The nominal share of ``time_limit`` that :func:`joint_optimize` gives the starting pairs
+#: (:func:`sequential_pairs`' ``time_limit``: their work budgets, not a wall-clock slice).
+START_SHARE = 1 / 6
+#: ``telamalloc``'s ``max_nodes`` (placements) per nominal second in :func:`planner_budget`: a
+#: quarter of what it places on the shared 2-core machine at load 9.5 (2.5 million in 9.7 s on
+#: an order of ``moccasin_layered`` seed 0, 250 operators), the margin of
+#: :data:`DETERMINISTIC_TIME_PER_SECOND` (its own ``max_nodes="auto"`` assumes 10**6 per second,
+#: an idle machine's rate).
+NODES_PER_SECOND = 65_000
+#: The wall-clock limit (seconds) given to a work-budgeted planner when there is no outer stop.
+NO_CLOCK = 1e6
 #: Nominal seconds of work of one re-plan of the shadow order (at most; ``time_limit / 10``
 #: when that is less, 0.1 at least), turned into the planner's work budget by
 #: :func:`planner_budget`.
@@ -810,10 +821,10 @@ def planner_budget(planner: str, seconds: float, outer: float | None, *,
     """The keyword parameters that budget ``planner`` by work for a nominal ``seconds``, the
     wall clock (``outer`` seconds, ``None``: ``seconds``) only as the outer stop.
 
-    * ``telamalloc``: ``max_nodes`` = :data:`planners.telamalloc.AUTO_NODES_PER_SECOND` of its
-      engine x ``seconds`` placements (what ``max_nodes="auto"`` gives at ``time_limit =
-      seconds``) and ``time_limit = max(seconds, outer)``, so the placements, not the load,
-      decide where it stops. On a problem with ``features`` (pins, pools) it runs the CP-SAT
+    * ``telamalloc``: ``max_nodes`` = :data:`NODES_PER_SECOND` x ``seconds`` placements (the
+      same for both of its engines, which search the same nodes) and ``time_limit =
+      max(seconds, outer)`` (``outer=None``: :data:`NO_CLOCK` seconds), so the placements, not
+      the load, decide where it stops. On a problem with ``features`` (pins, pools) it runs the CP-SAT
       feature model, stopped by ``time_limit`` alone: ``time_limit = seconds`` then (no work
       budget exists there; the plan may depend on the load).
     * any other planner with a ``time_limit``: ``time_limit = seconds`` (its own work budgets,
@@ -830,12 +841,8 @@ def planner_budget(planner: str, seconds: float, outer: float | None, *,
     if "time_limit" in names:
         kw["time_limit"] = max(0.05, float(seconds))
         if "max_nodes" in names and not features and not (given and "max_nodes" in given):
-            from planners.telamalloc import AUTO_NODES_PER_SECOND, _resolve_engine
-
-            rate = AUTO_NODES_PER_SECOND[_resolve_engine((given or {}).get("engine", "auto"))]
-            kw["max_nodes"] = max(1, int(rate * float(seconds)))
-            if outer is not None:
-                kw["time_limit"] = max(kw["time_limit"], float(outer))
+            kw["max_nodes"] = max(1, int(NODES_PER_SECOND * float(seconds)))
+            kw["time_limit"] = NO_CLOCK if outer is None else max(kw["time_limit"], float(outer))
     kw.update(given or {})
     return kw
 
@@ -1306,10 +1313,11 @@ CLOCK_ONLY_SCHEDULERS = ("cpsat_schedule",)
 #: get shares of the time left) unless it is ``None``: :func:`scheduler_budget` gives them
 #: ``None`` and a work budget.
 _CLOCK_UNLESS_NONE = ("exact_dp",)
-#: ``exact_dp``'s ``max_states`` per nominal second in :func:`sequential_pairs` (about what it
-#: expands on one core of the shared 2-core machine at load 6: 500,000 states in 22 s on
-#: ``moccasin_layered`` seed 0, 250 operators).
-START_STATES_PER_SECOND = 20_000
+#: ``exact_dp``'s ``max_states`` per nominal second in :func:`sequential_pairs`: a quarter of
+#: what it expands on the shared 2-core machine at load 6 (500,000 states in 22 s on
+#: ``moccasin_layered`` seed 0, 250 operators), the margin of
+#: :data:`DETERMINISTIC_TIME_PER_SECOND`.
+START_STATES_PER_SECOND = 5_000
 
 
 def scheduler_budget(scheduler: str, seconds: float, outer: float | None) -> dict:
@@ -1373,7 +1381,7 @@ def joint_optimize(
     time_limit : float
         Seconds. The wall-clock outer stop of the whole call (starting pairs included), and
         the nominal budget the work budgets derive from: the starting pairs get the work of
-        ``time_limit / 3`` seconds (:func:`sequential_pairs`), the search
+        ``START_SHARE x time_limit`` seconds (:func:`sequential_pairs`), the search
         ``deterministic_time``. When the clock stops a phase early the result says so
         (``cut_by_clock``, ``info["stopped_by"] == "time_limit"``).
     seed : int
@@ -1445,7 +1453,8 @@ def joint_optimize(
     clock_dependent: list[str] = []
     if start is None:
         try:
-            pairs = sequential_pairs(graph, schedulers, planner, time_limit=time_limit / 3,
+            pairs = sequential_pairs(graph, schedulers, planner,
+                                     time_limit=START_SHARE * time_limit,
                                      unified=unified, include_inputs=include_inputs,
                                      alignment=alignment, pins=pins, pools=pools,
                                      deadline=clock.deadline)
@@ -1468,7 +1477,7 @@ def joint_optimize(
                                    cut_by_clock=bool(clock.cuts))
             got = None if ppos is None else _replan(
                 inst, ppos, planner if isinstance(planner, str) else list(planner)[0],
-                time_limit / 3, clock)
+                START_SHARE * time_limit, clock)
             if got is None:
                 raise ValueError(f"graph {graph.name!r}: no planner of {planner} planned an "
                                  "order with the pins" + ("" if ppos is None else

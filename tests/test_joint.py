@@ -196,6 +196,7 @@ def test_result_is_the_same_on_a_loaded_machine():
     and with both cores loaded by two CPU burners, and says the clock did not bite. The search
     is never worse than the best sequential pair at the same nominal budget."""
     from scheduling.generators import moccasin_layered
+    from scheduling.joint import START_SHARE
 
     g = moccasin_layered(seed=0, n_ops=30)
     kw = {"time_limit": 60, "deterministic_time": 0.25, "planner": "greedy_by_size",
@@ -216,7 +217,7 @@ def test_result_is_the_same_on_a_loaded_machine():
     assert a.info["iterations"] == b.info["iterations"] and a.start == b.start
     assert a.info["deterministic_time"] == b.info["deterministic_time"]
     assert checked(g, a) == a.arena < a.start["arena"]
-    pairs = sequential_pairs(g, None, "greedy_by_size", time_limit=20)
+    pairs = sequential_pairs(g, None, "greedy_by_size", time_limit=60 * START_SHARE)
     assert a.start["arena"] == pairs[0]["arena"] and pairs[0]["clock_cuts"] == []
     assert "cpsat_schedule" not in {p["scheduler"] for p in pairs}
 
@@ -225,13 +226,13 @@ def test_default_budget_is_deterministic_time_from_the_time_limit():
     g = generate("randwire", seed=3, n_nodes=24)
     from scheduling.joint import DETERMINISTIC_TIME_PER_SECOND
 
-    r = joint_optimize(g, time_limit=8, schedulers=START, planner="greedy_by_size",
+    r = joint_optimize(g, time_limit=15, schedulers=START, planner="greedy_by_size",
                        exact_max_ops=8, seed=5)
-    assert r.info["deterministic_budget"] == DETERMINISTIC_TIME_PER_SECOND * 8 == 0.4
+    assert r.info["deterministic_budget"] == DETERMINISTIC_TIME_PER_SECOND * 15 == 0.3
     assert r.info["stopped_by"] == "deterministic_time" and not r.cut_by_clock
-    assert r.info["deterministic_time"] >= 0.4
-    s = joint_optimize(g, time_limit=8, schedulers=START, planner="greedy_by_size",
-                       exact_max_ops=8, seed=5, deterministic_time=0.4)
+    assert r.info["deterministic_time"] >= 0.3
+    s = joint_optimize(g, time_limit=15, schedulers=START, planner="greedy_by_size",
+                       exact_max_ops=8, seed=5, deterministic_time=0.3)
     assert s.order == r.order and np.array_equal(s.offsets, r.offsets)
 
 
@@ -259,15 +260,22 @@ def test_start_budgets_are_work_not_the_clock():
     """The starting schedulers get work budgets: exact_dp no time limit, no pivot decisions, a
     state budget; anneal and genetic the outer stop only; cpsat_schedule (clock only) is out of
     the default set and reported as clock dependent when named."""
-    from scheduling.joint import START_STATES_PER_SECOND, planner_budget, scheduler_budget
+    from scheduling.joint import (
+        NO_CLOCK,
+        NODES_PER_SECOND,
+        START_STATES_PER_SECOND,
+        planner_budget,
+        scheduler_budget,
+    )
 
     assert scheduler_budget("exact_dp", 2.0, 30.0) == {
         "time_limit": None, "pivot_search": False, "max_states": 2 * START_STATES_PER_SECOND}
     assert scheduler_budget("anneal", 2.0, None) == {"time_limit": None}
     assert scheduler_budget("genetic", 2.0, 7.5) == {"time_limit": 7.5}
     assert scheduler_budget("min_live", 2.0, 1.0) == {}
-    kw = planner_budget("telamalloc", 2.0, 30.0)
-    assert kw["time_limit"] == 30.0 and kw["max_nodes"] in (2_000_000, 40_000)
+    assert planner_budget("telamalloc", 2.0, 30.0)["max_nodes"] == 2 * NODES_PER_SECOND
+    assert planner_budget("telamalloc", 2.0, 30.0)["time_limit"] == 30.0
+    assert planner_budget("telamalloc", 2.0, None)["time_limit"] == NO_CLOCK
     assert planner_budget("telamalloc", 2.0, 30.0, features=True) == {"time_limit": 2.0}
     assert planner_budget("greedy_by_size", 2.0, 30.0) == {}
     g = diamond()

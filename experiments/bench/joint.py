@@ -31,6 +31,12 @@ shrinking with time. :func:`goals` states for each whether this run met it (the 
 
 Run: ``python -m experiments.bench.joint --out results`` (``make bench-joint``, about 8 min on
 the shared 2-core machine). Deterministic except the seconds and what the wall clock cut.
+
+Determinism under load (issue #34): ``python -m experiments.bench.joint --determinism N``
+(:func:`determinism`) runs :func:`scheduling.joint.joint_optimize` on ``N`` generated graphs
+twice, on the machine as it is and with both cores loaded by two CPU-burner processes, and
+counts the cases whose order, offsets or arena differ (exit status 1 if any) and those the
+clock stopped (``cut_by_clock``, reported, not counted as a difference).
 """
 
 from __future__ import annotations
@@ -46,7 +52,7 @@ from experiments.records import write_csv
 from experiments.workloads import KIND_LIFETIME_POLICY
 
 __all__ = ["EXACT_DP_SECONDS", "PLANNERS", "workloads", "joint_seconds", "run", "goals",
-           "draw_figure", "main"]
+           "draw_figure", "determinism_cases", "determinism", "main"]
 
 #: The planners of every pair (the best arena of the two per order).
 PLANNERS = ("telamalloc", "choose_best")
@@ -204,14 +210,99 @@ def draw_figure(df: pd.DataFrame, out: Path) -> list[Path]:
         return save(fig, out / "figures" / "bench_joint")
 
 
+def determinism_cases(count: int, seed: int = 0) -> list[tuple[str, object, dict]]:
+    """``count`` generated inputs of :func:`determinism`: ``(name, graph, joint_optimize
+    keywords)``, drawn by ``random.Random(seed)``: a MOCCASIN-shaped layered graph
+    (:func:`scheduling.generators.moccasin_layered`, 20-40 operators) or a ``randwire`` graph
+    (16-30 nodes), planner ``greedy_by_size`` or ``telamalloc``, alignment 1 or 16, every default
+    starting scheduler, ``exact_max_ops=8`` (the anytime search), CP-SAT seed 0-99."""
+    import random
+
+    from scheduling.generators import generate, moccasin_layered
+
+    rng = random.Random(seed)
+    out = []
+    for i in range(count):
+        gs = rng.randrange(10**6)
+        if rng.random() < 0.5:
+            n = rng.randint(20, 40)
+            name, g = f"moccasin{n}_s{gs}", moccasin_layered(seed=gs, n_ops=n)
+        else:
+            n = rng.randint(16, 30)
+            name, g = f"randwire{n}_s{gs}", generate("randwire", seed=gs, n_nodes=n)
+        kw = {"planner": rng.choice(["greedy_by_size", "telamalloc"]),
+              "alignment": rng.choice([1, 16]), "exact_max_ops": 8, "seed": rng.randrange(100)}
+        out.append((f"{i}:{name}", g, kw))
+    return out
+
+
+def determinism(count: int, seed: int = 0, *, time_limit: float = 60.0,
+                deterministic_time: float | None = 0.3, log=print) -> dict:
+    """Run each case of :func:`determinism_cases` twice, first on the machine as it is, then
+    with both cores loaded by two ``python -c "while True: pass"`` processes (started here,
+    killed in a ``finally``), at ``time_limit`` seconds (the outer stop) and
+    ``deterministic_time`` units (``None``: the default derived from ``time_limit``).
+
+    Returns ``{"cases", "differ", "clock_cut", "names"}``: how many cases ran, in how many the
+    order, the offsets or the arena differ between the two runs while neither says the clock
+    stopped it, in how many a run says ``cut_by_clock`` (not a difference: reported), and the
+    names of the differing cases. Raises what :func:`scheduling.joint.joint_optimize` raises."""
+    import os
+    import subprocess
+    import sys
+
+    from scheduling.joint import joint_optimize
+
+    cases = determinism_cases(count, seed)
+    kw0 = {"time_limit": time_limit, "deterministic_time": deterministic_time}
+
+    def one(g, kw):
+        r = joint_optimize(g, **kw0, **kw)
+        return (r.order, tuple(int(o) for o in r.offsets), r.arena,
+                bool(getattr(r, "cut_by_clock", False)))
+
+    idle = [one(g, kw) for _, g, kw in cases]
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        loaded = [one(g, kw) for _, g, kw in cases]
+        load = os.getloadavg()[0]
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    differ, cut = [], 0
+    for (name, _, _), a, b in zip(cases, idle, loaded):
+        if a[3] or b[3]:
+            cut += 1
+        elif a[:3] != b[:3]:
+            differ.append(name)
+        log(f"{name}: arena {a[2]} / {b[2]} (loaded){' clock cut' if a[3] or b[3] else ''}"
+            f"{' DIFFER' if name in differ else ''}")
+    log(f"{len(cases)} cases, {len(differ)} differ between idle and loaded (load {load:.1f}), "
+        f"{cut} stopped by the clock")
+    return {"cases": len(cases), "differ": len(differ), "clock_cut": cut, "names": differ}
+
+
 def main(argv=None) -> int:
-    """CLI: ``--out DIR`` (default results), ``--workloads NAME ...`` (default all)."""
+    """CLI: ``--out DIR`` (default results), ``--workloads NAME ...`` (default all);
+    ``--determinism N`` (with ``--seed``, ``--time-limit``, ``--deterministic-time``, a
+    negative value: the default) runs :func:`determinism` instead, exit status 1 when a case
+    differs."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default="results")
     ap.add_argument("--workloads", nargs="*")
     ap.add_argument("--figures-only", action="store_true",
                     help="redraw the figure from OUT/bench_joint.csv")
+    ap.add_argument("--determinism", type=int, metavar="N",
+                    help="run N generated cases idle and loaded (no CSV)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--time-limit", type=float, default=60.0)
+    ap.add_argument("--deterministic-time", type=float, default=0.3)
     a = ap.parse_args(argv)
+    if a.determinism is not None:
+        dt = None if a.deterministic_time < 0 else a.deterministic_time
+        res = determinism(a.determinism, a.seed, time_limit=a.time_limit, deterministic_time=dt)
+        return 1 if res["differ"] else 0
     out = Path(a.out)
     csv = out / "bench_joint.csv"
     if a.figures_only:
