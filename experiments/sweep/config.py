@@ -20,7 +20,10 @@ from typing import Any
 import tomllib
 
 from experiments.harness import DEFAULT_TIME_LIMIT
-from planners.errors import MemplanError, ParameterError
+from experiments.sweep.common import ConfigError
+from experiments.sweep.common import digest_bytes as _digest_bytes
+from experiments.sweep.common import digest_obj as _digest_obj
+from planners.errors import ParameterError
 from planners.params import POSITIVE_SECONDS, check_params
 
 __all__ = [
@@ -45,12 +48,6 @@ _TOP_KEYS = {
     "timing_repeats", "pools",
 }
 _SEED_PARAMS = ("seed", "random_state")
-
-
-class ConfigError(MemplanError, ValueError):
-    """A sweep configuration that cannot run: unknown planner, scheduler or workload, a parameter
-    the planner does not have, an empty or nested grid, a missing file or a glob matching nothing.
-    Raised by :func:`parse_config` before anything runs; the message names the key and the rule."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -142,14 +139,6 @@ def _parse_pools_key(value: Any) -> list[str]:
         except ProblemError as e:
             raise ConfigError(f"{where}: {e}") from None
     return list(dict.fromkeys(out))
-
-
-def _digest_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def _digest_obj(obj: Any) -> str:
-    return _digest_bytes(json.dumps(obj, sort_keys=True, default=str).encode())
 
 
 def _expand_grid(kind: str, name: str, table: Any, allowed: list[str],

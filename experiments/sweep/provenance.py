@@ -19,7 +19,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from experiments.sweep.config import ConfigError, _digest_bytes, _digest_obj
+from experiments.sweep.common import ConfigError
+from experiments.sweep.common import digest_bytes as _digest_bytes
+from experiments.sweep.common import digest_obj as _digest_obj
 
 __all__ = [
     "PROJECT_PACKAGES",
