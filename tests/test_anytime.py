@@ -26,7 +26,8 @@ from planners.telamalloc import contention
 BUDGETED = {
     "local_search": {"max_iters": 150, "time_limit": 60.0},
     "telamalloc": {"max_nodes": 400, "time_limit": 60.0},
-    "lns_cpsat": {"max_rounds": 3, "sub_deterministic_time": 0.5, "time_limit": 60.0},
+    "lns_cpsat": {"start_nodes": 2000, "max_rounds": 3, "sub_deterministic_time": 0.5,
+                  "time_limit": 60.0},
 }
 
 
