@@ -140,7 +140,9 @@ bench-executorch: $(STAMP)
 ## ONNX Runtime -> results/onnx_differential.csv; 2,000 generated problems with pins, gaps, pools and
 ## colocations through every planner against an exhaustive oracle -> results/feature_differential.csv;
 ## 2,000 generated graphs, the joint optimiser against every order x an exhaustive layout ->
-## results/joint_differential.csv; 20,000 random hostile report tables rendered by markdown-it (every cell one cell, no raw HTML)
+## results/joint_differential.csv; 20,000 random hostile report tables rendered by markdown-it (every cell one cell, no raw HTML);
+## the anytime planners on 200 problems twice, on the real clock and on a 50x fast one (same plan unless
+## the clock cut the run) -> results/anytime_determinism.csv
 ## (each exits 1 on any disagreement)
 soak: $(STAMP)
 	$(PY) -m experiments.bench.soak --problems 100000 --files 10000 --seed 1 --jobs 2 --out results/soak.csv
@@ -149,6 +151,7 @@ soak: $(STAMP)
 	$(PY) -m experiments.bench.feature_differential --problems 2000 --seed 0 --out results/feature_differential.csv
 	$(PY) -m experiments.bench.joint_differential --cases 2000 --seed 0 --out results/joint_differential.csv
 	$(PY) -m experiments.report.markdown_check --cases 20000 --seed 0
+	$(PY) -m experiments.bench.anytime --determinism 200 --seed 0 --det-out results/anytime_determinism.csv
 
 ## TFLite Micro arena model (head + persistent tail) vs the smallest arena_size the tflite-micro
 ## interpreter accepts (bisection) on every bundled .tflite -> results/bench_tflm_arena.csv
