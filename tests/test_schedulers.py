@@ -380,3 +380,18 @@ def test_schedulers_at_20000_operators_return_and_say_what_stopped_them(big_grap
     assert e.info["states"] == 0 and "initial" in e.info["reason"]
     assert e.info["initial_skipped"]  # the candidates after min_live: the time was spent
     assert ml.bound >= e.bound >= MemoryModel(g).op_lower_bound()
+
+
+def test_exact_dp_memo_of_a_wide_segment_is_capped_by_bytes(monkeypatch):
+    # the memo holds one k-bit set per state: a segment's states are capped at MEMO_BYTES over
+    # (200 + k / 8) bytes (at least 1,000), below max_states, and the reason says so
+    import scheduling.schedulers.exact_dp as exact_dp
+
+    g = generate("moccasin_layered", seed=0, n_ops=100)
+    free = schedule(g, "exact_dp", budget_search=False, time_limit=None, max_states=20_000)
+    assert free.info["states"] > 1001
+    monkeypatch.setattr(exact_dp, "MEMO_BYTES", 100_000)
+    s = schedule(g, "exact_dp", budget_search=False, time_limit=None, max_states=20_000)
+    assert s.status == "timeout" and s.info["states"] == 1001
+    assert "memo limit of 1000 states reached (100000 bytes for sets of" in s.info["reason"]
+    assert s.info["peak_bytes"] == peak_live_bytes(g, s.order) <= peak(g, "best_of")

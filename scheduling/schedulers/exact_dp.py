@@ -18,11 +18,15 @@ from .list_base import list_schedule
 from .memsim import MemoryModel, shared_notes
 from .pivot_search import PivotSearch
 
-__all__ = ["ExactDP", "initial_order", "SEARCH_CANDIDATES"]
+__all__ = ["ExactDP", "initial_order", "SEARCH_CANDIDATES", "MEMO_BYTES"]
 
 #: The pivot splits are asked only while the incumbent is within this factor of the proved
 #: bound (a proof is within reach near the bound; farther, the probes find better orders).
 PIVOT_GAP = 1.03
+
+#: Memory for one segment's DP memo (bytes, estimated at ``200 + k / 8`` per state of a
+#: ``k``-operator segment): it caps the states of wide segments below ``max_states``.
+MEMO_BYTES = 1 << 30
 
 #: Search heuristics added to :data:`.best_of.DEFAULT_CANDIDATES` in :func:`initial_order`.
 SEARCH_CANDIDATES = ("anneal", "genetic")
@@ -201,9 +205,12 @@ class ExactDP(Scheduler):
     ----------
     max_states : int, default 500_000
         The memo limit: the most DP states held in memory for one segment (a segment's memo is
-        freed when it is done; about 200 bytes per state in CPython). When a segment needs more,
-        its search stops, ``info["reason"]`` says so and the status is ``"timeout"`` unless the
-        bound still proves the result optimal.
+        freed when it is done; about ``200 + k / 8`` bytes per state of a ``k``-operator
+        segment in CPython, the set being a ``k``-bit integer). A segment's limit is also at
+        most :data:`MEMO_BYTES` over that size (below the default on segments of more than about
+        15,600 operators: 397,682 states at 20,000). When a segment needs more, its search stops,
+        ``info["reason"]`` says so and the status is ``"timeout"`` unless the bound still
+        proves the result optimal.
     time_limit : float or None, default 10.0
         Budget in seconds for the whole :meth:`schedule` call, compiling the graph, the order
         bound and the initial orders included (checked once per state expansion, per probe and
@@ -523,6 +530,7 @@ class ExactDP(Scheduler):
         al = [alloc[v] for v in ops]
         de = [dead[v] for v in ops]
         full = (1 << k) - 1
+        cap = min(int(self.max_states), max(1000, MEMO_BYTES // (200 + k // 8)))
         succ_loc: list[list[int]] = [[] for _ in range(k)]
         for j, v in enumerate(ops):
             for p in m.preds[v]:
@@ -563,9 +571,11 @@ class ExactDP(Scheduler):
                             nl -= sz
                     if cur is None:
                         states += 1
-                        if states > self.max_states:
+                        if states > cap:
                             return _Part(None, ub, min(proved, ub), states,
-                                         f"memo limit of {self.max_states} states reached")
+                                         f"memo limit of {cap} states reached" + (
+                                             "" if cap == self.max_states else
+                                             f" ({MEMO_BYTES} bytes for sets of {k} operators)"))
                         rd = ready ^ low
                         for q in succ_loc[j]:
                             if not (pred_mask[q] & ~S2):
