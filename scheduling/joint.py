@@ -1212,7 +1212,7 @@ def sequential_pairs(graph: Graph, schedulers: Sequence[str] | None = None,
     from planners.registry import get_planner
 
     from .lifetimes import peak_live_bytes
-    from .schedulers.registry import SCHEDULERS, get_scheduler
+    from .schedulers.catalogue import SCHEDULERS, get_scheduler
 
     names = list(schedulers) if schedulers is not None else [
         s for s in SCHEDULERS if s not in ("best_of", "joint", *CLOCK_ONLY_SCHEDULERS)]
@@ -1335,7 +1335,7 @@ def scheduler_budget(scheduler: str, seconds: float, outer: float | None) -> dic
     * a scheduler without one: nothing.
 
     Returns a new dict; raises nothing."""
-    from .schedulers.registry import SCHEDULERS
+    from .schedulers.catalogue import SCHEDULERS
 
     cls = SCHEDULERS.get(scheduler)
     names = cls._param_names() if cls is not None else ()

@@ -21,6 +21,11 @@ from .base import (
 from .file_order import FileOrder
 from .registry import SCHEDULERS, available_schedulers, get_scheduler, schedule
 
+from . import catalogue as _catalogue  # isort: skip
+from . import registry as _registry  # isort: skip
+
+_catalogue.bind(_registry)  # scheduler modules look names up here, never in the registry
+
 __all__ = [
     "Schedule",
     "ScheduleResult",

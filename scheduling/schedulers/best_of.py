@@ -28,7 +28,7 @@ DEFAULT_CANDIDATES = (
 def _candidates() -> list[str]:
     """Registered scheduler names but ``best_of`` (read at check time: the registry imports this
     module)."""
-    from .registry import SCHEDULERS  # noqa: PLC0415
+    from .catalogue import SCHEDULERS  # noqa: PLC0415
 
     return [n for n in SCHEDULERS if n != "best_of"]
 
@@ -68,7 +68,7 @@ class BestOf(Scheduler):
         self.schedulers = schedulers
 
     def _schedule(self, graph: Graph) -> ScheduleResult:
-        from .registry import get_scheduler
+        from .catalogue import get_scheduler
 
         names = list(self.schedulers)
         if "file_order" not in names:

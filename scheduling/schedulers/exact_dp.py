@@ -57,7 +57,7 @@ def initial_order(
     searches (``O(iterations * (n + #tensor uses))``, bounded by ``search_seconds``).
     """
     from .best_of import DEFAULT_CANDIDATES
-    from .registry import get_scheduler
+    from .catalogue import get_scheduler
     from .traversal import DFS
 
     t_ml = time.perf_counter()
