@@ -366,7 +366,8 @@ def test_greedy_by_size_tree_core_interleaved_runs(k):
 
 @needs_rv64
 def test_code_size_and_stack_of_one_core_images():
-    from experiments.rv64.build import core_stack_bytes, core_text_bytes
+    from experiments.rv64.build import core_text_bytes
+    from experiments.rv64.emulate import core_stack_bytes
 
     for build in ("baseline_rv64", "sifive_u74"):
         full = rv64.estimate(seed_000_demo(), "first_fit").stack_bytes[build]

@@ -435,7 +435,7 @@ def _sizes(df, cores) -> list[str]:
              "`.text` of an image holding one core (plus `_start`, `memset`, `memcpy`); stack "
              "bytes touched below the entry stack pointer in the full image, whose `memplan_run` "
              "frame is sized for the largest core (so nearly equal for all cores; one core alone: "
-             "`experiments.rv64.build.core_stack_bytes`, not in the CSV); scratch bytes touched in "
+             "`experiments.rv64.emulate.core_stack_bytes`, not in the CSV); scratch bytes touched in "
              "the host-provided work array (sized 13 n + 64 int64 words, the tree core's bound); "
              "`heap_bytes` (the cores allocate nothing else). A "
              "range means the value differs between rows.", "",

@@ -172,7 +172,7 @@ class Rv64Estimate:
         and no instruction-fetch misses (``cycles`` includes the L1 caches).
     cache : ``{model: {"l1i_accesses", "l1i_misses", "l1d_accesses", "l1d_misses"}}``.
     stack_bytes : ``{build: bytes}`` of stack touched below the entry stack pointer in the full
-        image, where ``memplan_run``'s frame is sized for the largest core; one core alone: :func:`.build.core_stack_bytes`.
+        image, where ``memplan_run``'s frame is sized for the largest core; one core alone: :func:`.emulate.core_stack_bytes`.
     scratch_bytes : bytes of the host-provided work array the core touched (the cores allocate
         nothing else: no heap).
     text_bytes : ``{build: bytes}`` of ``.text`` in an image holding this core alone

@@ -21,9 +21,18 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CPUS", "Image", "build_image", "cache_dir", "compile_command", "core_stack_bytes",
-           "core_text_bytes",
-           "load_elf", "section_size"]
+__all__ = ["CORES", "CPUS", "Image", "build_image", "cache_dir", "compile_command",
+           "core_text_bytes", "load_elf", "section_size"]
+
+#: Core ids of ``memplan_run`` (``cores.c``) by planner registry name.
+CORES = {
+    "greedy_in_order": 0,
+    "first_fit": 1,
+    "best_fit": 2,
+    "greedy_by_size": 3,
+    "freelist_bump": 4,
+    "greedy_by_size_tree": 5,
+}
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "cores.c"
@@ -143,23 +152,7 @@ def section_size(path: Path, name: str) -> int:
 def core_text_bytes(core: str, cpu: str) -> int:
     """``.text`` bytes of an image built with the allocator core ``core`` alone (plus the
     ``_start`` stub and the ``memset``/``memcpy`` the compiler may call), for ``cpu``."""
-    from .emulate import CORES
-
     return section_size(build_image(cpu, only_core=CORES[core]).path, ".text")
-
-
-def core_stack_bytes(core: str, cpu: str) -> int:
-    """Stack bytes the core ``core`` touches below its entry stack pointer, measured in an image
-    holding that core alone (in the full image ``memplan_run``'s frame is sized for the largest
-    core). The cores do not recurse, so a small problem (seed 000 section 8's graph) shows it."""
-    from planners.examples import seed000_problem
-
-    from .emulate import CORES, run_core
-
-    p = seed000_problem()
-    img = build_image(cpu, only_core=CORES[core])
-    run = run_core(img, core, p.starts, p.ends, p.sizes, p.alignments, p.resident.astype("int64"))
-    return run.sim.stack_bytes
 
 
 def build_image(cpu: str = "sifive_u74", only_core: int | None = None) -> Image:

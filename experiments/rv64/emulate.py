@@ -29,20 +29,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .build import Image
+from .build import CORES, Image, build_image
 
-__all__ = ["CORES", "ENGINES", "INTERP_STATUS", "JOB_ADDR", "RunResult", "interp_run", "job_bytes",
-           "run_core", "work_words"]
-
-#: Core ids of ``memplan_run`` (``cores.c``) by planner registry name.
-CORES = {
-    "greedy_in_order": 0,
-    "first_fit": 1,
-    "best_fit": 2,
-    "greedy_by_size": 3,
-    "freelist_bump": 4,
-    "greedy_by_size_tree": 5,
-}
+__all__ = ["CORES", "ENGINES", "INTERP_STATUS", "JOB_ADDR", "RunResult", "core_stack_bytes",
+           "interp_run", "job_bytes", "run_core", "work_words"]
 
 
 def work_words(n: int) -> int:
@@ -301,3 +291,40 @@ def run_core(
         block_sizes=sizes_seen,
         mem=mem_py,
     )
+
+
+def core_stack_bytes(core: str, cpu: str) -> int:
+    """Stack bytes the core ``core`` touches below its entry stack pointer, measured in an image
+    holding that core alone (in the full image ``memplan_run``'s frame is sized for the largest
+    core). The cores do not recurse, so a small problem (seed 000 section 8's graph) shows it.
+
+    Parameters
+    ----------
+    core : str
+        A key of :data:`CORES` (a planner registry name).
+    cpu : str
+        A build of :data:`experiments.rv64.build.CPUS`.
+
+    Returns
+    -------
+    int
+        Bytes.
+
+    Raises
+    ------
+    KeyError
+        Unknown ``core``.
+    ValueError, RuntimeError
+        As :func:`experiments.rv64.build.build_image` (unknown ``cpu``, compiler failure).
+
+    Notes
+    -----
+    Moved here from :mod:`experiments.rv64.build`, which imports no emulator (the emulator loads
+    the images it builds).
+    """
+    from planners.examples import seed000_problem
+
+    p = seed000_problem()
+    img = build_image(cpu, only_core=CORES[core])
+    run = run_core(img, core, p.starts, p.ends, p.sizes, p.alignments, p.resident.astype("int64"))
+    return run.sim.stack_bytes
