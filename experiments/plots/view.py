@@ -163,8 +163,8 @@ def _hover(plan: Plan, uses, flagged: Mapping[str, list[str]]) -> list[str]:
 def _byte_ticks(top: float) -> tuple[list[float], list[str]]:
     """Tick values and binary-unit labels (``"0"``, ``"256 KiB"``, ``"1.25 MiB"``) for a byte axis
     from 0 to ``top`` bytes, as in every matplotlib figure
-    (:class:`experiments.plots.style.BinaryByteLocator` / ``BinaryByteFormatter``)."""
-    from experiments.plots.style import BinaryByteFormatter, BinaryByteLocator
+    (:class:`experiments.plots.ticks.BinaryByteLocator` / ``BinaryByteFormatter``)."""
+    from experiments.plots.ticks import BinaryByteFormatter, BinaryByteLocator
 
     vals = [float(v) for v in BinaryByteLocator(6).tick_values(0.0, max(float(top), 1.0))]
     return vals, BinaryByteFormatter().format_ticks(vals)
