@@ -643,7 +643,7 @@ def _judge_realistic(df: pd.DataFrame) -> None:
             df.at[k, "target"] = "< 1 s whole-process CPU and <= 2x the floor"
             df.at[k, "met"] = bool(proc < 1 and floor is not None and proc <= 2 * floor)
             if floor is not None:
-                df.at[k, "note"] = f"whole process; {proc / floor:.1f}x the floor"
+                df.at[k, "note"] = f"{r['note']}; {proc / floor:.1f}x the floor"
         elif r["n_buffers"] == 10**7:
             df.at[k, "target"] = "< 15 s whole-process CPU and < 4096 MiB peak RSS"
             df.at[k, "met"] = bool(proc < 15 and float(r["peak_rss_mb"]) < 4096)
