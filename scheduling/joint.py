@@ -1174,7 +1174,8 @@ def sequential_pairs(graph: Graph, schedulers: Sequence[str] | None = None,
     ``best_of``, ``joint`` and those of :data:`CLOCK_ONLY_SCHEDULERS`) orders the graph, each
     budgeted by work (:func:`scheduler_budget`: ``anneal``'s iterations, ``genetic``'s
     generations, ``exact_dp``'s states, :data:`START_STATES_PER_SECOND` per second of
-    ``time_limit / 4``) unless ``scheduler_params[name]`` says otherwise; the file order and
+    ``time_limit / 4``) unless ``scheduler_params[name]`` is given (then those parameters
+    alone, the scheduler's defaults for the rest); the file order and
     the ``top`` distinct orders of lowest peak are planned by ``planner`` (a registry name, or
     several: the best arena of them per order), each budgeted by work for a nominal
     ``time_limit / (orders planned)`` seconds (:func:`planner_budget`). ``time_limit``
@@ -1227,8 +1228,9 @@ def sequential_pairs(graph: Graph, schedulers: Sequence[str] | None = None,
             cuts.append(f"scheduler {s} (not started)")
             continue
         outer = None if deadline is None else deadline - time.perf_counter()
-        params = scheduler_budget(s, time_limit / 4, outer)
-        params.update((scheduler_params or {}).get(s, {}))
+        given = (scheduler_params or {}).get(s)
+        # parameters given for a scheduler replace its work budget (not merged into it)
+        params = dict(given) if given is not None else scheduler_budget(s, time_limit / 4, outer)
         if s in CLOCK_ONLY_SCHEDULERS or (s in _CLOCK_UNLESS_NONE and params.get("time_limit")
                                           is not None):
             dependent.append(s)

@@ -102,6 +102,9 @@ def test_lns_is_valid_never_worse_and_deterministic():
     assert a.info["mode"] == "lns" and a.info["iterations"] > 0
     assert checked(g, a) == a.arena <= a.start["arena"] <= a.start["file_order_arena"]
     assert a.bound <= a.arena
+    # the work budget stopped both runs, not the clock (issue #34: a 5 s wall-clock slice per
+    # CP-SAT sub-solve made two runs differ at load 20)
+    assert [r.info["stopped_by"] for r in (a, b)] == ["deterministic_time"] * 2
     assert a.order == b.order and np.array_equal(a.offsets, b.offsets)
 
 
