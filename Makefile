@@ -148,7 +148,9 @@ bench-executorch: $(STAMP)
 ## results/joint_differential.csv; 20,000 random hostile report tables rendered by markdown-it (every cell one cell, no raw HTML);
 ## the anytime planners on 200 problems twice, on the real clock and on a 50x fast one (same plan unless
 ## the clock cut the run) -> results/anytime_determinism.csv; 2,000 generated graphs, the schedulers'
-## vectorised peaks and sampled closure bound against the reference computations
+## vectorised peaks and sampled closure bound against the reference computations; 60 generated
+## ExecuTorch MHA/LSTM/GRU programs (half with a broken plan), memplan check against ExecuTorch's own
+## storage rules -> results/executorch_differential.csv (installs the extra [executorch] if missing)
 ## (each exits 1 on any disagreement)
 soak: $(STAMP)
 	$(PY) -m experiments.bench.soak --problems 100000 --files 10000 --seed 1 --jobs 2 --out results/soak.csv
@@ -159,6 +161,8 @@ soak: $(STAMP)
 	$(PY) -m experiments.report.markdown_check --cases 20000 --seed 0
 	$(PY) -m experiments.bench.anytime --determinism 200 --seed 0 --det-out results/anytime_determinism.csv
 	$(PY) -m experiments.bench.sched_scale --differential 2000 --seed 0 --out results
+	$(PY) -c 'import torch, executorch.exir' 2>/dev/null || $(PY) -m pip install -q -e '.[executorch]'
+	$(PY) -m experiments.runtimes.executorch_diff --count 60 --seed 0 --out results/executorch_differential.csv
 
 ## TFLite Micro arena model (head + persistent tail) vs the smallest arena_size the tflite-micro
 ## interpreter accepts (bisection) on every bundled .tflite -> results/bench_tflm_arena.csv
