@@ -48,7 +48,7 @@ def problems(draw, max_n: int = 50):
 
 
 # --- the sweep engine -------------------------------------------------------------------------
-@settings(max_examples=300, deadline=None, derandomize=True,
+@settings(max_examples=150, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(problems(), st.randoms(use_true_random=False))
 def test_sweep_matches_python_and_interval_tree(p, rnd):
@@ -109,7 +109,7 @@ def _pairs_oracle(p, off) -> bool:
     return sd.brute_conflict(p, off) is None
 
 
-@settings(max_examples=300, deadline=None, derandomize=True,
+@settings(max_examples=120, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(problems(), st.data())
 def test_validator_sweep_matches_all_pairs_and_numpy(p, data):
@@ -162,7 +162,7 @@ def test_validator_sweep_on_a_large_plan_with_one_fault():
 
 
 # --- max live bytes -------------------------------------------------------------------------
-@settings(max_examples=300, deadline=None, derandomize=True)
+@settings(max_examples=120, deadline=None, derandomize=True)
 @given(problems())
 def test_max_live_matches_a_step_by_step_count(p):
     peak = sd.brute_peak(p)
@@ -181,7 +181,7 @@ def test_max_live_hand_checked_and_refuses_to_wrap():
 
 
 # --- naive, the generator, the differential sample ------------------------------------------
-@settings(max_examples=200, deadline=None, derandomize=True)
+@settings(max_examples=80, deadline=None, derandomize=True)
 @given(problems())
 def test_naive_offsets_stack_in_problem_order(p):
     off = Naive()._solve(p).offsets.tolist()
