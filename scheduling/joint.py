@@ -103,6 +103,7 @@ worse than the pairs evaluated):
   :data:`DETERMINISTIC_TIME_PER_SECOND` x ``time_limit``), the order phase 40 % of it, its
   re-plans after every tenth of that; each CP-SAT sub-solve gets ``min(1, what is left)``
   units and the time left before the deadline as its wall limit (no per-solve wall slice);
+  the pinned units' order model (pins and no starting pair) ``max(1, deterministic_time)``;
 * the re-plans of a shadow order: the planner's work budget for :data:`REPLAN_SECONDS`
   nominal seconds (:func:`planner_budget`: ``telamalloc``'s ``max_nodes``);
 * the starting pairs (:func:`sequential_pairs` at ``START_SHARE x time_limit`` nominal seconds, run to
@@ -1469,8 +1470,10 @@ def joint_optimize(
                 clock.cut(f"start: {c}")
             clock_dependent = list(pairs[0]["clock_dependent"])
         else:  # pins: an order that keeps them apart, or the proof that none does
+            # the pinned units' order model: a feasibility question, given at least one unit
+            # of deterministic time (it had the whole wall clock before it was budgeted)
             ppos, reason = _pin_order(inst, wall=clock, seed=seed, workers=workers,
-                                      dtime=deterministic_time)
+                                      dtime=max(1.0, deterministic_time))
             if reason is not None:
                 return JointResult(None, None, None, None, order_bound + res_bytes,
                                    "infeasible", {}, time.perf_counter() - t0,
