@@ -7,7 +7,7 @@ MINIMALLOC_DIR ?= ../shared/benchmarks/minimalloc
 MINIMALLOC_ARG := $(if $(wildcard $(MINIMALLOC_DIR)/*.csv),--minimalloc-dir $(MINIMALLOC_DIR),)
 PYTEST_WORKERS ?= 2
 
-.PHONY: venv run run-full figures notebooks test lint bench bench-rv64 bench-rv64-quiet bench-exact bench-anytime bench-sched bench-sched-scale bench-transforms bench-budget bench-tflm bench-tflm-offline bench-import bench-startup bench-peers bench-executorch bench-joint bench-overrun soak sweep clean
+.PHONY: venv run run-full figures notebooks test lint bench bench-scale bench-rv64 bench-rv64-quiet bench-exact bench-anytime bench-sched bench-sched-scale bench-transforms bench-budget bench-tflm bench-tflm-offline bench-import bench-startup bench-peers bench-executorch bench-joint bench-overrun soak sweep clean
 
 $(STAMP): pyproject.toml $(wildcard setup.py) $(wildcard planners/_ext/*.c) $(wildcard planners/_ext/*.h)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -52,6 +52,13 @@ lint: $(STAMP)
 ## each, peak RSS) -> results/bench_scale.csv + results/figures/bench_scale.png/.pdf
 bench: $(STAMP)
 	$(PY) -m experiments.bench.planners --out results/bench_planners.csv
+	$(PY) -m experiments.bench.planners --scale --out results/bench_scale.csv --figure results/figures/bench_scale
+
+## Scale (issue #34): realistic_problem 10^6 and 10^7 (seed 0, about 1,000 buffers live at once) with
+## best_fit, first fit in start order and greedy_by_size; choose_best on pangu and realistic_problem(62185);
+## planner, bound, validator, plan() and whole-process CPU beside the argsort floor
+## -> results/bench_scale.csv + results/figures/bench_scale.png/.pdf
+bench-scale: $(STAMP)
 	$(PY) -m experiments.bench.planners --scale --out results/bench_scale.csv --figure results/figures/bench_scale
 
 ## RV64 cost of the allocator cores (emulated machine code) -> results/bench_rv64.csv + figure
@@ -150,7 +157,9 @@ bench-executorch: $(STAMP)
 ## the clock cut the run) -> results/anytime_determinism.csv; 2,000 generated graphs, the schedulers'
 ## vectorised peaks and sampled closure bound against the reference computations; 60 generated
 ## ExecuTorch MHA/LSTM/GRU programs (half with a broken plan), memplan check against ExecuTorch's own
-## storage rules -> results/executorch_differential.csv (installs the extra [executorch] if missing)
+## storage rules -> results/executorch_differential.csv (installs the extra [executorch] if missing);
+## 20,000 problems, the compiled sweep engine, validator and bound against their references
+## -> results/scale_differential.csv
 ## (each exits 1 on any disagreement)
 soak: $(STAMP)
 	$(PY) -m experiments.bench.soak --problems 100000 --files 10000 --seed 1 --jobs 2 --out results/soak.csv
@@ -161,6 +170,7 @@ soak: $(STAMP)
 	$(PY) -m experiments.report.markdown_check --cases 20000 --seed 0
 	$(PY) -m experiments.bench.anytime --determinism 200 --seed 0 --det-out results/anytime_determinism.csv
 	$(PY) -m experiments.bench.sched_scale --differential 2000 --seed 0 --out results
+	$(PY) -m experiments.bench.scale_differential --problems 20000 --seed 0 --out results/scale_differential.csv
 	$(PY) -c 'import torch, executorch.exir' 2>/dev/null || $(PY) -m pip install -q -e '.[executorch]'
 	$(PY) -m experiments.runtimes.executorch_diff --count 60 --seed 0 --out results/executorch_differential.csv
 
