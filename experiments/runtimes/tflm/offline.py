@@ -58,7 +58,7 @@ from planners.model import Buffer, Plan, Problem
 
 __all__ = ["METADATA_NAME", "TflmLifetime", "tflm_lifetimes", "tflm_problem", "offline_offsets",
            "read_offline_plan", "check_offline_plan", "write_offline_plan", "run_model",
-           "export_offline", "ALIGN"]
+           "export_offline", "ALIGN", "tflm_head_problem"]
 
 #: Metadata name TFLite Micro looks for (micro_allocation_info.cc ``kOfflineMemAllocMetadata``).
 METADATA_NAME = "OfflineMemoryAllocation"
@@ -172,6 +172,39 @@ def tflm_lifetimes(data: bytes) -> list[list[TflmLifetime]]:
             for s, rows in enumerate(info)]
 
 
+def tflm_head_problem(path: str | Path) -> Problem:
+    """The buffers TFLite Micro's memory planner places for the model at ``path``, exactly as
+    ``MicroAllocator::CommitStaticMemoryPlan`` hands them to it (micro_allocator.cc
+    ``CreatePlan``).
+
+    One :class:`planners.model.Buffer` per tensor that ``needs_allocating`` (no constant data,
+    not ``is_variable``, non-zero bytes; micro_allocation_info.cc ``InitializeAllocationInfo``),
+    of every subgraph, in TFLM's order (subgraph 0's tensors by index, then subgraph 1's, ...),
+    id ``"<subgraph>:<index>"``; size rounded up to 16 bytes (``MicroArenaBufferAlignment``); the
+    lifetime TFLM computes (:func:`tflm_lifetimes`, a transcription of
+    ``AllocationInfoBuilder::MarkAllocationLifetimes``) turned from the closed allocation-scope
+    range ``[first, last]`` into the half-open ``[first, last + 1)``. A tensor no operator and no
+    subgraph boundary touches keeps TFLM's ``[-1, -1]`` (start -1): it is still planned, and
+    overlaps only other such tensors. Scratch buffers are not included (every modelled kernel
+    requests none). Alignment 16.
+
+    Raises
+    ------
+    ValueError
+        Not a TFLite flatbuffer.
+
+    Notes
+    -----
+    Defined here, beside :func:`tflm_lifetimes` and :func:`tflm_problem` that use it;
+    :mod:`experiments.runtimes.tflm.oracle` re-exports it.
+    """
+    rows = tflm_lifetimes(Path(path).read_bytes())
+    bufs = [Buffer(f"{t.subgraph}:{t.index}", t.first, t.last + 1,
+                   -(-t.bytes // ALIGN) * ALIGN)
+            for sub in rows for t in sub if t.needs_allocating]
+    return Problem(bufs, alignment=ALIGN, name=Path(path).stem)
+
+
 def tflm_problem(path: str | Path, schedule: str = "file_order") -> tuple[Problem, list[str]]:
     """Every buffer TFLite Micro plans for the model, with TFLM's own lifetimes, under the
     operator order of ``schedule``; and that order.
@@ -194,7 +227,6 @@ def tflm_problem(path: str | Path, schedule: str = "file_order") -> tuple[Proble
 
     import tflite
 
-    from experiments.runtimes.tflm.oracle import tflm_head_problem
     from scheduling.schedulers import get_scheduler
     from scheduling.tflite_import import (
         TfliteImportError,
@@ -590,7 +622,7 @@ def run_model(path: str | Path, invocations: int = 60, seed: int = 0, span: int 
     the model, :class:`experiments.runtimes.tflm.oracle.TflmUnavailable` when it fails otherwise
     (a crash: ``exit -11``).
     """
-    from experiments.runtimes.tflm.oracle import (
+    from experiments.runtimes.tflm.interpreter import (
         TflmRefused,
         TflmUnavailable,
         arena_too_small,

@@ -64,8 +64,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from planners.errors import MemplanError
-from planners.model import Buffer, Problem
+from experiments.runtimes.tflm.interpreter import (
+    TflmArena,
+    TflmRefused,
+    TflmUnavailable,
+    arena_too_small,
+    parse_allocations,
+    runtime_reason,
+    tflm_available,
+)
+from experiments.runtimes.tflm.offline import tflm_head_problem
 
 __all__ = ["TflmUnavailable", "TflmRefused", "runtime_reason", "arena_too_small", "TflmArena", "tflm_available", "tflm_arena", "parse_allocations",
            "tflm_min_arena", "parse_breakdown", "TflmArenaModel", "tflm_arena_model", "KERNELS",
@@ -85,7 +93,6 @@ sys.stdout.flush()
 it.print_allocations()
 """
 
-_LINE = re.compile(r"Arena allocation (total|head|tail) (\d+) bytes")
 _PART = re.compile(r"'([^']+)' used (\d+) bytes with alignment overhead \(requested (\d+) bytes for (\d+) ")
 
 # One probe per child process: the interpreter can crash (SIGSEGV) rather than fail cleanly when
@@ -99,98 +106,6 @@ except RuntimeError:
     sys.exit(3)
 print("OK")
 """
-
-
-class TflmUnavailable(MemplanError, RuntimeError):
-    """``tflite-micro`` is not installed, or its interpreter could not load the model (the message
-    carries the interpreter's own error, e.g. an operator TFLM does not implement)."""
-
-
-class TflmRefused(TflmUnavailable):
-    """The ``tflite-micro`` interpreter refuses the model for another reason than the arena's
-    size: a kernel's check fails in ``Prepare`` (``TF_LITE_ENSURE``), an operator has no
-    registration, an output is a dynamic tensor, or the interpreter crashes.
-
-    Attributes
-    ----------
-    reason : str
-        What the interpreter printed, in one line (:func:`runtime_reason`).
-    stage : str
-        ``"build"`` (``AllocateTensors``), ``"invoke"`` or ``"crash"``.
-    """
-
-    def __init__(self, message: str, reason: str, stage: str = "build") -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.stage = stage
-
-
-_ARENA_SHORT = re.compile(r"\bmissing: \d+")
-
-
-def runtime_reason(printed: str, error: str = "") -> str:
-    """The interpreter's own reason in one line.
-
-    Parameters
-    ----------
-    printed : str
-        What the interpreter printed to its file descriptors 1 and 2 (``MicroPrintf`` from C,
-        e.g. ``tensorflow/lite/micro/kernels/concatenation.cc:156 num_inputs <= kMaxInputNum
-        was not true.`` then ``Node CONCATENATION (number 0) failed to prepare with status 1``).
-    error : str, optional
-        The Python exception's text (``TFLM failed to allocate tensors``), used only when
-        nothing was printed.
-
-    Returns
-    -------
-    str
-        The distinct non-empty lines of ``printed``, stripped, in order, joined by ``" | "``;
-        else ``error``; else ``"no message"``. Never raises.
-    """
-    lines = list(dict.fromkeys(ln.strip() for ln in printed.splitlines() if ln.strip()))
-    return " | ".join(lines) if lines else (error.strip() or "no message")
-
-
-def arena_too_small(printed: str) -> bool:
-    """Whether the interpreter's messages ``printed`` say the arena was too small, rather than
-    refusing the model itself.
-
-    Returns
-    -------
-    bool
-        True when a line has ``missing: N`` (bytes), as the allocator's messages do: ``Failed to
-        allocate tail memory. Requested: 60, available 8, missing: 52``, ``Failed to resize
-        buffer. Requested: 512, available 496, missing: 16`` (single_arena_buffer_allocator.cc).
-    """
-    return bool(_ARENA_SHORT.search(printed))
-
-
-@dataclass(frozen=True)
-class TflmArena:
-    """TFLite Micro's arena for one model (bytes): ``head`` (non-persistent, planned), ``tail``
-    (persistent) and ``total = head + tail``."""
-
-    head: int
-    tail: int
-    total: int
-
-
-def tflm_available() -> tuple[bool, str]:
-    """``(True, "")`` when ``tflite_micro`` imports here, else ``(False, reason)``."""
-    try:
-        from tflite_micro.python.tflite_micro import runtime  # noqa: F401
-    except Exception as e:  # noqa: BLE001
-        return False, f"tflite-micro is not usable here ({type(e).__name__}: {e})"
-    return True, ""
-
-
-def parse_allocations(text: str) -> TflmArena:
-    """Parse the ``print_allocations`` report; ``ValueError`` when a line is missing."""
-    found = {k: int(v) for k, v in _LINE.findall(text)}
-    missing = {"total", "head", "tail"} - set(found)
-    if missing:
-        raise ValueError(f"TFLM allocation report lacks the {sorted(missing)} line(s)")
-    return TflmArena(found["head"], found["tail"], found["total"])
 
 
 @functools.lru_cache(maxsize=256)
@@ -936,36 +851,6 @@ def tflm_refusal(subs: list) -> str:
                         "(micro_interpreter_graph.cc CheckDynamicTensors: Dynamic tensors are "
                         "not supported)")
     return ""
-
-
-def tflm_head_problem(path: str | Path) -> Problem:
-    """The buffers TFLite Micro's memory planner places for the model at ``path``, exactly as
-    ``MicroAllocator::CommitStaticMemoryPlan`` hands them to it (micro_allocator.cc
-    ``CreatePlan``).
-
-    One :class:`planners.model.Buffer` per tensor that ``needs_allocating`` (no constant data,
-    not ``is_variable``, non-zero bytes; micro_allocation_info.cc ``InitializeAllocationInfo``),
-    of every subgraph, in TFLM's order (subgraph 0's tensors by index, then subgraph 1's, ...),
-    id ``"<subgraph>:<index>"``; size rounded up to 16 bytes (``MicroArenaBufferAlignment``); the
-    lifetime TFLM computes (:func:`experiments.runtimes.tflm.offline.tflm_lifetimes`, a transcription of
-    ``AllocationInfoBuilder::MarkAllocationLifetimes``) turned from the closed allocation-scope
-    range ``[first, last]`` into the half-open ``[first, last + 1)``. A tensor no operator and no
-    subgraph boundary touches keeps TFLM's ``[-1, -1]`` (start -1): it is still planned, and
-    overlaps only other such tensors. Scratch buffers are not included (every modelled kernel
-    requests none). Alignment 16.
-
-    Raises
-    ------
-    ValueError
-        Not a TFLite flatbuffer.
-    """
-    from experiments.runtimes.tflm.offline import tflm_lifetimes
-
-    rows = tflm_lifetimes(Path(path).read_bytes())
-    bufs = [Buffer(f"{t.subgraph}:{t.index}", t.first, t.last + 1,
-                   _align_up(t.bytes, _ARENA_ALIGN))
-            for sub in rows for t in sub if t.needs_allocating]
-    return Problem(bufs, alignment=_ARENA_ALIGN, name=Path(path).stem)
 
 
 def tflm_head(path: str | Path) -> int:

@@ -198,7 +198,7 @@ _WORKERS: dict[int, ProbeWorker] = {}
 
 
 def _unavailable(msg: str):
-    from experiments.runtimes.tflm.oracle import TflmUnavailable
+    from experiments.runtimes.tflm.interpreter import TflmUnavailable
 
     return TflmUnavailable(msg)
 
@@ -219,7 +219,7 @@ def shutdown() -> None:
 
 
 def _probe(path: str | Path, arena_size: int, timeout: float, want_report: bool) -> dict:
-    from experiments.runtimes.tflm.oracle import tflm_available
+    from experiments.runtimes.tflm.interpreter import tflm_available
 
     ok, why = tflm_available()
     if not ok:
@@ -268,7 +268,7 @@ def report(path: str | Path, arena_size: int | None = None, timeout: float = 120
         ``tflite-micro`` missing, a probe timed out, or the arena is still too small at
         ``arena_size`` (or at :data:`MAX_REPORT_ARENA`).
     """
-    from experiments.runtimes.tflm.oracle import (
+    from experiments.runtimes.tflm.interpreter import (
         TflmRefused,
         arena_too_small,
         parse_allocations,
