@@ -7,7 +7,7 @@ registry to look a name up would close an import cycle. Instead the registry is 
 run time: ``planners/__init__.py`` imports the registry and calls :func:`bind` with it, before any
 planner runs (importing any ``planners.X`` runs the package's ``__init__`` first). This module
 imports no other module of the package, so the package's import graph has no cycle
-(``tests/test_compiler_features.py`` checks it).
+(``tests/test_import_cycles.py`` checks it).
 """
 
 from __future__ import annotations

@@ -252,55 +252,6 @@ def test_cpsat_pool_assignment_minimises_traffic():
     assert spill.pool_of("cold") == "sram" and spill.status in ("heuristic", "feasible")
 
 
-def _planner_import_graph() -> dict[str, set[str]]:
-    """Module -> modules of the planners package it imports, at module level or inside a
-    function (a late import still closes a cycle), ``planners/__init__.py`` left out (it is
-    the facade that binds the catalogue)."""
-    import ast
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parent.parent / "planners"
-    mods = {f.stem for f in root.glob("*.py")} - {"__init__"}
-    graph: dict[str, set[str]] = {m: set() for m in mods}
-    for m in mods:
-        for node in ast.walk(ast.parse((root / f"{m}.py").read_text())):
-            if isinstance(node, ast.ImportFrom):
-                if node.level == 1:
-                    names = [node.module] if node.module else [a.name for a in node.names]
-                elif node.module and node.module.startswith("planners."):
-                    names = [node.module.removeprefix("planners.")]
-                else:
-                    continue
-                graph[m] |= {t.split(".")[0] for t in names} & (mods - {m})
-            elif isinstance(node, ast.Import):
-                graph[m] |= {a.name.split(".")[1] for a in node.names
-                             if a.name.startswith("planners.")} & (mods - {m})
-    return graph
-
-
-def test_planner_package_has_no_import_cycle():
-    graph = _planner_import_graph()
-    assert {"registry", "choose_best", "minimize", "lower_bounds", "warmstart"} <= set(graph)
-    assert "minimize" in graph["registry"] and "base" in graph["minimize"]
-    state: dict[str, int] = {}
-    path: list[str] = []
-
-    def visit(m: str) -> None:
-        state[m] = 1
-        path.append(m)
-        for t in sorted(graph[m]):
-            if state.get(t) == 1:
-                raise AssertionError("import cycle: " + " -> ".join(path[path.index(t):] + [t]))
-            if t not in state:
-                visit(t)
-        path.pop()
-        state[m] = 2
-
-    for m in sorted(graph):
-        if m not in state:
-            visit(m)
-
-
 def test_pool_overflow_is_reported_at_plan_time():
     """greedy_by_size puts the largest buffer into the sram first, so the pinned-to-sram
     input no longer fits there: a valid layout, status over_capacity, the sram arena above its
