@@ -254,6 +254,12 @@ def run_one(
         rec["timing_runs"] = len(times)
         rec["status"] = plan.status
         rec["best_bound"] = plan.best_bound
+        if plan.status in ("infeasible", "timeout", "skipped"):
+            # why there is no plan: a planner that declines (skipped) or stops says why in
+            # plan.info["reason"] (planners.model.STATUSES); the record carries it to compare.md
+            rec["error"] = str((plan.info or {}).get("reason") or "")
+            if plan.status == "skipped" and not rec["error"]:
+                rec["error"] = "skipped without a reason in plan.info"
         if plan.status not in ("infeasible", "timeout", "skipped"):
             # independent second check, outside the planner (with pools: each buffer's pool)
             check_plan(problem, plan.offsets, pools=plan.pools if problem.pools else None,

@@ -180,11 +180,108 @@ def test_best_plan_is_chosen_by_arena_then_a_fixed_planner_order_never_by_second
     for secs in ([0.001, 5.0], [5.0, 0.001]):  # whichever was faster, the same planner wins
         sub = pd.DataFrame({"planner": ["greedy_by_size", "first_fit", "naive"],
                             "arena": [100, 100, 300], "seconds": [secs[0], secs[1], 0.0]})
-        assert best_planner(sub) == "first_fit"  # alphabetical among equal arenas
-        assert best_planner(sub.iloc[::-1]) == "first_fit"  # whatever the record order
+        assert best_planner(sub) == "greedy_by_size"  # the preference, not the alphabet
+        assert best_planner(sub.iloc[::-1]) == "greedy_by_size"  # whatever the record order
     sub = pd.DataFrame({"planner": ["first_fit", "greedy_by_size"], "arena": [101, 100],
                         "seconds": [0.0, 9.0]})
     assert best_planner(sub) == "greedy_by_size"  # the arena decides first
+
+
+def test_best_plan_of_resnet50_is_not_chaitin_by_the_alphabet():
+    """The committed records' resnet50: 15 planners reach the lower bound, ``chaitin`` among
+    them (alphabetically first); the best plan is the first of the fixed preference that ties,
+    ``minimize``; a proved optimum beats an unproved plan of the same arena."""
+    from experiments.report.figures import best_planner
+
+    tied = ["greedy_by_size", "greedy_by_size_best_fit", "greedy_by_breadth", "choose_best",
+            "chaitin", "interval_colouring", "cpsat", "ilp_blocks", "milp_offsets",
+            "exact_search", "minimize", "local_search", "telamalloc", "lns_cpsat", "tflm_greedy"]
+    sub = pd.DataFrame({"planner": tied + ["naive"], "arena": [9633792] * 15 + [150251328],
+                        "proved": [True] * 15 + [False]})
+    assert best_planner(sub) == "minimize"
+    assert best_planner(sub[sub["planner"] != "minimize"]) == "telamalloc"
+    two = pd.DataFrame({"planner": ["minimize", "chaitin"], "arena": [64, 64],
+                        "proved": [False, True]})
+    assert best_planner(two) == "chaitin"  # proved first, then the preference
+    with pytest.raises(ValueError, match="at least one"):
+        best_planner(sub.iloc[:0])
+
+
+def _records(rows):
+    cols = ["workload", "planner", "family", "ratio", "valid", "status", "error", "buffers",
+            "lower_bound", "naive", "arena", "seconds"]
+    return pd.DataFrame([dict(zip(cols, r, strict=True)) for r in rows])
+
+
+def test_compare_md_splits_the_ratio_table_and_says_why_a_cell_is_empty(tmp_path):
+    """compare.md: no table wider than RATIO_COLUMNS planners, a run without a plan is ``-``
+    with a numbered note naming its status and reason (never ``nan``), a pair not run is empty;
+    every ratio of the records appears once, to three decimals."""
+    from experiments.report.compare import _planner_groups, compare_markdown, ratio_tables
+
+    fams = ["baseline"] + ["greedy"] * 10 + ["exact"] * 3
+    names = ["naive"] + [f"g{k}" for k in range(10)] + ["e0", "e1", "e2"]
+    rows = []
+    for w in ("w1", "w2"):
+        for k, (p, f) in enumerate(zip(names, fams, strict=True)):
+            if w == "w2" and p == "e1":
+                rows.append((w, p, f, float("nan"), False, "skipped", "model too big", 4, 10,
+                             20, float("nan"), 0.1))
+            elif w == "w2" and p == "e2":
+                rows.append((w, p, f, float("nan"), False, "skipped", "", 4, 10, 20,
+                             float("nan"), 0.1))
+            elif not (w == "w1" and p == "e0"):  # e0 never ran on w1
+                rows.append((w, p, f, 1 + k / 1000, True, "heuristic", "", 4, 10, 20,
+                             10 + k, 0.1))
+    df = _records(rows)
+    groups = _planner_groups(df, 8)
+    assert [len(m) for _, m in groups] == [6, 5, 3]
+    assert [t for t, _ in groups] == ["baseline + greedy, 1 of 2", "greedy, 2 of 2", "exact"]
+    tables = ratio_tables(df, 8)
+    cells = {(w, p): v for _, t, _ in tables for w, row in t.set_index("workload").iterrows()
+             for p, v in row.items()}
+    assert cells[("w1", "g3")] == "1.004" and cells[("w2", "naive")] == "1.000"
+    assert cells[("w1", "e0")] == ""  # not run
+    assert cells[("w2", "e1")] == "- (1)" and cells[("w2", "e2")] == "- (2)"
+    notes = tables[2][2]
+    assert notes == [(1, "skipped: model too big (e1 on w2)"),
+                     (2, "skipped: no reason recorded (e2 on w2)")]
+    md = compare_markdown(df, tmp_path)
+    assert "nan" not in md
+    widths = [line.count("|") - 1 for line in md.splitlines() if line.startswith("| workload")]
+    assert max(widths) <= 9 and len(widths) >= 4  # workloads table + 3 ratio tables
+    with pytest.raises(ValueError):
+        ratio_tables(df, 0)
+
+
+def test_rewrite_compare_md_from_the_csv_keeps_command_and_time_limit(tmp_path):
+    from experiments.report.compare import _previous_header, rewrite_compare_md
+
+    df = _records([("w1", "a", "greedy", 1.25, True, "heuristic", "", 3, 8, 16, 10, 0.01)])
+    df.to_csv(tmp_path / "compare.csv", index=False)
+    (tmp_path / "compare.md").write_text(
+        "# Planner comparison\n\nGenerated by `memplan compare --time-limit 2`. Lifetimes\n\n"
+        "Time limit: 2 s per run for the planners\n")
+    (tmp_path / "figures").mkdir()
+    (tmp_path / "figures" / "ratio_heatmap.png").write_bytes(b"png")
+    (tmp_path / "figures" / "bench_scale.png").write_bytes(b"png")  # not compare's
+    md = rewrite_compare_md(tmp_path).read_text()
+    assert _previous_header(md) == ("memplan compare --time-limit 2", 2.0)
+    assert "| w1         | 1.250 |" in md or "1.250" in md.split("### greedy")[1]
+    assert "![ratio_heatmap](figures/ratio_heatmap.png)" in md and "bench_scale" not in md
+
+
+def test_a_skipped_run_records_the_reason_its_planner_gave():
+    """The harness copies ``plan.info["reason"]`` of a skipped run into the record's ``error``
+    (it was empty: the 14 skipped runs of compare.md had no reason)."""
+    from experiments.harness import run_one
+    from planners.model import Buffer, Problem
+
+    p = Problem([Buffer(str(i), i % 5, i % 5 + 3, 64 + i) for i in range(12)])
+    rec, _ = run_one("w", p, "milp_offsets", time_limit=1.0, params={"model_budget": 1e-9})
+    assert rec["status"] == "skipped" and not rec["valid"]
+    assert rec["error"].startswith("milp_offsets: the model would have ")
+    assert rec["error"].endswith("; not built")
 
 
 def test_compare_figures_remove_the_files_they_no_longer_write(tmp_path, monkeypatch):

@@ -2,7 +2,8 @@
 one command and without running any planner, scheduler or lifetime analysis.
 
 * ``results/figures/`` of ``memplan compare`` (:func:`experiments.report.figures.figures_from_folder`
-  over ``compare.csv`` + ``compare_plans.json``);
+  over ``compare.csv`` + ``compare_plans.json``) and ``compare.md`` rewritten from ``compare.csv``
+  (:func:`experiments.report.compare.rewrite_compare_md`);
 * each sweep's report under ``results/sweeps/NAME/report/`` (:func:`experiments.report.build_report`;
   ``--no-sweeps`` skips them);
 * the benchmark figures from their CSVs: ``bench_anytime``, ``bench_executorch``, ``bench_joint``,
@@ -41,6 +42,9 @@ def redraw(results: str | Path = "results", sweeps: bool = True,
     with plots.style("default"):  # as `memplan compare` draws them
         if (results / "compare.csv").is_file():
             written += figures_from_folder(results)
+            from experiments.report.compare import rewrite_compare_md
+
+            written.append(rewrite_compare_md(results))  # its figure links and tables
         else:
             report(f"skipped compare figures: no {results / 'compare.csv'}")
 

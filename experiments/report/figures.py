@@ -27,7 +27,7 @@ from experiments import plots
 from experiments.safe import file_stem, plot_frame, plot_text
 
 __all__ = ["compare_figures", "sched_figures", "most_different_workload", "LAYOUT_WORKLOADS",
-           "figures_from_folder", "best_planner", "OWNED_COMPARE", "OWNED_SCHED",
+           "figures_from_folder", "best_planner", "BEST_PLAN_PREFERENCE", "OWNED_COMPARE", "OWNED_SCHED",
            "remove_stale"]
 
 #: Workloads whose memory-over-time curve and arena layout ``memplan compare`` draws when present.
@@ -57,14 +57,48 @@ def remove_stale(fig_dir: Path, owned: Sequence[str], written: Sequence[Path]) -
     return removed
 
 
+#: The fixed preference among planners whose plans tie for the smallest arena in
+#: :func:`best_planner`: the exact and anytime solvers, then the best heuristics of the
+#: comparison (``results/compare.md``, "Per planner": smallest geometric-mean ratio first).
+#: A planner not named comes after every named one (by name among themselves, so the records'
+#: order, which parallel runs change, never decides).
+BEST_PLAN_PREFERENCE = ("minimize", "telamalloc", "exact_search", "cpsat", "milp_offsets",
+                        "ilp_blocks", "lns_cpsat", "local_search", "choose_best",
+                        "greedy_by_size", "greedy_by_size_best_fit", "tflm_greedy",
+                        "greedy_by_breadth", "greedy_by_conflicts")
+
+
 def best_planner(sub: pd.DataFrame) -> str:
-    """The "best plan" of one workload's valid records: the smallest ``arena`` (bytes), ties
-    broken by the planner name in alphabetical order (a fixed order that needs no planner
-    registry: figures import no planner) -- never by wall-clock seconds, so the same records
-    give the same figure names on every run."""
-    rows = sorted(zip(sub["arena"].astype("int64"), sub["planner"].astype(str), strict=True),
-                  key=lambda r: (int(r[0]), r[1]))
-    return rows[0][1]
+    """The planner of the "best plan" of one workload's valid records.
+
+    Parameters
+    ----------
+    sub : DataFrame
+        One workload's valid records (``planner``, ``arena`` in bytes, optionally ``proved``
+        or ``status``).
+
+    Returns
+    -------
+    str
+        The planner with the smallest ``arena``; among ties, a proved optimum first
+        (``proved``, else ``status == "optimal"``), then :data:`BEST_PLAN_PREFERENCE` (the name only
+        among planners it does not list). Not alphabetical among the listed planners (which
+        made ``chaitin``, one of the worst planners, resnet50's representative), never by
+        wall-clock seconds or the records' order, so the same records give
+        the same figure names on every run. Raises ``ValueError`` for no records.
+    """
+    if sub.empty:
+        raise ValueError("best_planner needs at least one valid record")
+    if "proved" in sub:
+        proved = sub["proved"].astype("boolean").fillna(False).astype(bool).tolist()
+    elif "status" in sub:
+        proved = (sub["status"].astype(str) == "optimal").tolist()
+    else:
+        proved = [False] * len(sub)
+    pref = {p: k for k, p in enumerate(BEST_PLAN_PREFERENCE)}
+    rows = [(int(a), not pr, pref.get(str(p), len(pref)), str(p))
+            for a, p, pr in zip(sub["arena"].astype("int64"), sub["planner"], proved, strict=True)]
+    return min(rows)[3]
 
 
 def compare_figures(df: pd.DataFrame, problems: Mapping, plans: Mapping, fig_dir: Path
