@@ -159,7 +159,8 @@ bench-executorch: $(STAMP)
 ## ExecuTorch MHA/LSTM/GRU programs (half with a broken plan), memplan check against ExecuTorch's own
 ## storage rules -> results/executorch_differential.csv (installs the extra [executorch] if missing);
 ## 20,000 problems, the compiled sweep engine, validator and bound against their references
-## -> results/scale_differential.csv
+## -> results/scale_differential.csv; the joint optimiser on 12 graphs idle and beside two CPU burners
+## (the same result unless the clock cut it)
 ## (each exits 1 on any disagreement)
 soak: $(STAMP)
 	$(PY) -m experiments.bench.soak --problems 100000 --files 10000 --seed 1 --jobs 2 --out results/soak.csv
@@ -171,6 +172,7 @@ soak: $(STAMP)
 	$(PY) -m experiments.bench.anytime --determinism 200 --seed 0 --det-out results/anytime_determinism.csv
 	$(PY) -m experiments.bench.sched_scale --differential 2000 --seed 0 --out results
 	$(PY) -m experiments.bench.scale_differential --problems 20000 --seed 0 --out results/scale_differential.csv
+	$(PY) -m experiments.bench.joint --determinism 12 --seed 1
 	$(PY) -c 'import torch, executorch.exir' 2>/dev/null || $(PY) -m pip install -q -e '.[executorch]'
 	$(PY) -m experiments.runtimes.executorch_diff --count 60 --seed 0 --out results/executorch_differential.csv
 
