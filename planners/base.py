@@ -28,11 +28,12 @@ from .errors import CapacityError, FeatureError
 from .model import FEATURES, Plan, Problem, SolveResult, is_proved_optimal
 from .multipool import plan_pools
 from .params import Configurable, validate_params
+from .placement import CAPABILITIES as _GREEDY_ENGINE_CAPABILITIES
 from .validate import check_plan, plan_traffic
 
 # ``Configurable`` lives in :mod:`planners.params`; re-exported here for older imports.
 __all__ = ["Configurable", "Planner", "SolveResult", "FunctionPlanner", "pick_engine",
-           "CAPABILITY_MODES", "DEFAULT_CAPABILITIES"]
+           "CAPABILITY_MODES", "DEFAULT_CAPABILITIES", "ENGINE_CAPABILITIES"]
 
 #: How a planner treats each compiler feature (:data:`planners.model.FEATURES`):
 #: ``native``: its algorithm uses it; ``ignored`` (hints only): the hint is dropped, a hint is
@@ -53,6 +54,13 @@ CAPABILITY_MODES = ("native", "ignored", "relaxed", "merged", "spill", "refused"
 #: What every planner does unless its class declares otherwise in ``_capabilities``.
 DEFAULT_CAPABILITIES = {"pins": "refused", "hints": "ignored", "gaps": "relaxed",
                         "pools": "spill", "colocations": "merged"}
+
+#: The capability tables of the shared placement engines, by the name a planner declares in
+#: ``_engine``; each table is declared by the engine's own module (``"greedy"``:
+#: :data:`planners.placement.CAPABILITIES`, what :func:`planners.placement.place_features` and
+#: :func:`planners.greedy.greedy_offsets` handle). A planner built on an engine inherits what the
+#: engine handles without restating it.
+ENGINE_CAPABILITIES: dict[str, dict[str, str]] = {"greedy": _GREEDY_ENGINE_CAPABILITIES}
 
 _FEATURE_WORDS = {"pins": "fixed offsets (pins)", "hints": "offset hints", "gaps": "gaps",
                   "pools": "memory pools", "colocations": "colocations"}
@@ -115,17 +123,43 @@ class Planner(Configurable):
     #: ``memplan compare`` without ``--planners`` runs the others.
     in_default_comparison: bool = True
     #: How this planner treats each compiler feature (:data:`CAPABILITY_MODES`); declared once
-    #: per class like ``_parameter_constraints``, merged over :data:`DEFAULT_CAPABILITIES`, and
-    #: enforced only by :meth:`plan`.
+    #: per class like ``_parameter_constraints``, merged over :data:`DEFAULT_CAPABILITIES` (and
+    #: the engine's table, see ``_engine``), and enforced only by :meth:`plan`.
     _capabilities: dict[str, str] = {}
+    #: The shared placement engine this planner's ``_solve`` places with, a key of
+    #: :data:`ENGINE_CAPABILITIES` (``"greedy"``: :class:`planners.greedy_engine.GreedyEnginePlanner`
+    #: and its ``greedy_solve``), or ``None`` (its own algorithm: the defaults apply).
+    _engine: str | None = None
 
     @classmethod
     def capabilities(cls) -> dict[str, str]:
-        """``{feature: mode}`` for every feature of :data:`planners.model.FEATURES` (the class's
-        ``_capabilities`` over :data:`DEFAULT_CAPABILITIES`)."""
+        """``{feature: mode}`` for every feature of :data:`planners.model.FEATURES`.
+
+        Along the class hierarchy from :class:`Planner` down to ``cls``, each class's declared
+        ``_engine`` table (:data:`ENGINE_CAPABILITIES`) and then its own ``_capabilities``
+        update :data:`DEFAULT_CAPABILITIES`; so a planner declaring ``_engine = "greedy"``
+        handles what the engine handles, and its own ``_capabilities`` still override that.
+
+        Raises
+        ------
+        ValueError
+            A class names an unknown engine, a feature not in :data:`planners.model.FEATURES`,
+            or a mode not in :data:`CAPABILITY_MODES` (a typo would otherwise be a silent
+            default).
+        """
         out = dict(DEFAULT_CAPABILITIES)
         for klass in reversed(cls.__mro__):
-            out.update(getattr(klass, "_capabilities", None) or {})
+            engine = vars(klass).get("_engine")
+            if engine is not None:
+                if engine not in ENGINE_CAPABILITIES:
+                    raise ValueError(f"{klass.__name__}: unknown _engine {engine!r}; engines: "
+                                     f"{', '.join(ENGINE_CAPABILITIES)}")
+                out.update(ENGINE_CAPABILITIES[engine])
+            out.update(vars(klass).get("_capabilities") or {})
+        bad = {f: m for f, m in out.items() if f not in FEATURES or m not in CAPABILITY_MODES}
+        if bad:
+            raise ValueError(f"{cls.__name__}: capabilities {bad} name a feature not in "
+                             f"{FEATURES} or a mode not in {CAPABILITY_MODES}")
         return out
 
     def _check_features(self, problem: Problem) -> dict[str, str]:

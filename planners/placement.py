@@ -41,7 +41,16 @@ import numpy as np
 from .model import Problem
 
 __all__ = ["FeaturePlacement", "place_features", "pinned_conflict", "pin_pools", "assign_pins",
-           "PIN_SEARCH_LIMIT"]
+           "PIN_SEARCH_LIMIT", "CAPABILITIES"]
+
+#: What the greedy engine handles (:data:`planners.base.CAPABILITY_MODES`): a planner that
+#: places through :func:`place_features` (or :func:`planners.greedy.greedy_offsets` for plain
+#: problems, as :class:`planners.greedy.GreedyPlanner` does) gets pins pre-placed, hints tried
+#: first, gaps as pieces and pools by the spill policy of this module, all ``native``;
+#: colocations are left to :meth:`planners.base.Planner.plan` (``merged``). A planner declares
+#: ``_engine = "greedy"`` to take this table (:meth:`planners.base.Planner.capabilities`).
+CAPABILITIES: dict[str, str] = {"pins": "native", "hints": "native", "gaps": "native",
+                                "pools": "native", "colocations": "merged"}
 
 #: Nodes of :func:`assign_pins`'s backtracking search before it gives up (no proof either way).
 PIN_SEARCH_LIMIT = 200_000
