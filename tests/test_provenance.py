@@ -78,6 +78,23 @@ def test_run_modules_cover_what_a_run_imports(tmp_path):
     assert missing == []
 
 
+def test_a_strategy_that_runs_others_by_name_counts_their_modules():
+    """``best_of``, ``exact_dp`` (its initial orders), ``cpsat_schedule`` (through ``exact_dp``)
+    and ``joint`` look schedulers up in :mod:`scheduling.schedulers.catalogue`, which imports no
+    scheduler, as ``choose_best`` looks planners up in :mod:`planners.catalogue`: the code version
+    still covers the module of every registered scheduler (planner), read from the classes, not
+    from the sources. ``min_live`` runs no other scheduler and does not count ``genetic``."""
+    from planners.registry import PLANNERS
+    from scheduling.schedulers import SCHEDULERS
+
+    schedulers = {cls.__module__ for cls in SCHEDULERS.values()}
+    for name in ("best_of", "exact_dp", "cpsat_schedule", "joint"):
+        counted = set(prov.run_modules("first_fit", name, "graph"))
+        assert schedulers - counted == set(), name
+    assert {cls.__module__ for cls in PLANNERS.values()} - set(prov.run_modules("choose_best")) == set()
+    assert "scheduling.schedulers.genetic" not in prov.run_modules("first_fit", "min_live", "graph")
+
+
 def test_rv64_c_sources_are_part_of_the_code_version(monkeypatch):
     """An edited RV64 core (cores.c) or cycle model (hostsim.c) changes the code version of the
     runs with RV64 estimates, and of no other run; a missing source is an error."""

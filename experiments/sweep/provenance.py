@@ -40,6 +40,12 @@ _ROOT = Path(__file__).resolve().parents[2]
 #: Top-level packages of this project; only their modules count for a run's code version.
 PROJECT_PACKAGES = ("planners", "scheduling", "experiments")
 
+#: Catalogue modules and the registry each is bound to at run time (``planners/__init__.py`` and
+#: ``scheduling/schedulers/__init__.py`` call ``bind``): a module that imports a catalogue runs
+#: what the registry names, so its closure includes the registry and what that imports.
+_BOUND_REGISTRIES = {"planners.catalogue": "planners.registry",
+                     "scheduling.schedulers.catalogue": "scheduling.schedulers.registry"}
+
 #: Modules that :func:`execute_run` calls into besides the planner and the scheduler, by workload
 #: kind (module names, resolved and read at run time; their imports are followed).
 _PIPELINE_ROOTS = {
@@ -276,8 +282,8 @@ class _ModuleGraph:
                     found.add(mod)
                 else:
                     found.update(self._resolve(mod, a) for a, _ in imp[3])
-            if "planners.catalogue" in found:  # bound to the registry at run time (no import)
-                found.add("planners.registry")
+            # a catalogue is bound to its registry at run time (no import statement)
+            found.update(reg for cat, reg in _BOUND_REGISTRIES.items() if cat in found)
             self._deps[name] = tuple(sorted(
                 m for m in found if m.split(".")[0] in PROJECT_PACKAGES and self.text(m) is not None))
         return self._deps[name]
