@@ -1,7 +1,10 @@
 """The planner registry: name -> planner class.
 
-Adding an algorithm is one module with a :class:`planners.base.Planner` subclass and one line in
-``PLANNERS`` below. :func:`get_planner` and :func:`plan` accept a registry name, a planner instance,
+Adding an algorithm is one module with a :class:`planners.base.Planner` subclass (or a
+:class:`planners.greedy_engine.GreedyEnginePlanner`, for an order placed by the greedy engine) and
+one line in ``PLANNERS`` below; that line also puts it under ``tests/test_planner_contract.py``,
+which every registered planner passes (valid plans of the seed problems, bounds, determinism,
+parameter rules, capabilities, one-line refusals). :func:`get_planner` and :func:`plan` accept a registry name, a planner instance,
 a planner class, or a plain function ``func(problem, **params) -> offsets`` (networkx-style
 name-or-callable entry points).
 """
@@ -136,17 +139,29 @@ def get_planner(planner: str | Planner | type[Planner] | Any, **params: Any) -> 
         except KeyError:
             check_planner_names([planner])  # unknown: one line with "did you mean"
             raise  # pragma: no cover - check_planner_names raised
-        try:
-            return cls(**params)
-        except TypeError as e:
-            raise ParameterError(f"planner {planner!r}: {e}") from None
+        return _construct(cls, planner, params)
     if isinstance(planner, Planner):
         return planner.set_params(**params) if params else planner
     if isinstance(planner, type) and issubclass(planner, Planner):
-        return planner(**params)
+        return _construct(planner, getattr(planner, "name", planner.__name__), params)
     if callable(planner):
         return FunctionPlanner(planner, **params)
     raise ValueError(f"not a planner: {planner!r}")
+
+
+def _construct(cls: type[Planner], name: str, params: dict[str, Any]) -> Planner:
+    """``cls(**params)``; a name that is not one of its parameters is a
+    :class:`ParameterError` naming it and the parameters there are, also for a planner without
+    parameters (whose constructor's own ``TypeError`` names none)."""
+    names = cls._param_names()
+    unknown = [k for k in params if k not in names]
+    if unknown:
+        raise ParameterError(f"planner {name!r}: got an unexpected keyword argument "
+                             f"{unknown[0]!r}; its parameters: {', '.join(names) or 'none'}")
+    try:
+        return cls(**params)
+    except TypeError as e:
+        raise ParameterError(f"planner {name!r}: {e}") from None
 
 
 def plan(problem: Problem, planner: str | Planner | Any = "greedy_by_size", **params: Any) -> Plan:
