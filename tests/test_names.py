@@ -58,3 +58,43 @@ def test_graph_commands_suggest_too():
                        capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.count("\n") == 1
     assert "did you mean 'mobilenet_v2'?" in r.stderr and "minimalloc:NAME" in r.stderr
+
+
+# -- a listed CSV is labelled by what it is -------------------------------------------------------
+CSV = "id,lower,upper,size\nT1,0,3,100\nT2,1,4,200\n"
+
+
+def test_a_hand_written_csv_is_csv_not_minimalloc(tmp_path, monkeypatch):
+    from experiments.records import external_source
+
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "S.1024.csv").write_text(CSV.replace("200", "300"))
+    (tmp_path / "mine.csv").write_text(CSV)
+    monkeypatch.setenv("MEMPLAN_MINIMALLOC_DIR", str(suite))
+    specs = expand_runs(_cfg(tmp_path, ["mine.csv", "suite/S.1024.csv"]))
+    assert [s.workload.name for s in specs] == ["csv:mine", "minimalloc:S"]
+    (spec,) = expand_runs(_cfg(tmp_path, ["minimalloc:S"]))  # the same label by its name
+    assert spec.workload.name == "minimalloc:S" and spec.workload.source == specs[1].workload.source
+    # a hand-written CSV is stored with the records (no external reference to resolve); a
+    # MiniMalloc workload by its name
+    assert external_source("csv:mine", str(tmp_path / "mine.csv")) is None
+    assert external_source("minimalloc:S", str(suite / "S.1024.csv")) == "minimalloc:S"
+    from experiments.sweep.execute import execute_run
+
+    rec = execute_run(specs[0])[0]
+    assert rec["valid"] and rec["workload"] == "csv:mine" and rec["arena"] == 300
+
+
+def test_a_csv_elsewhere_named_like_a_suite_file_is_csv(tmp_path, monkeypatch):
+    from experiments.sweep.config import in_minimalloc_suite
+
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "A.1048576.csv").write_text(CSV)
+    (tmp_path / "A.1048576.csv").write_text(CSV)
+    monkeypatch.setenv("MEMPLAN_MINIMALLOC_DIR", str(suite))
+    assert in_minimalloc_suite(suite / "A.1048576.csv")
+    assert not in_minimalloc_suite(tmp_path / "A.1048576.csv")
+    (spec,) = expand_runs(_cfg(tmp_path, ["A.1048576.csv"]))
+    assert spec.workload.name == "csv:A"

@@ -196,12 +196,38 @@ def _ref_from_path(path: Path, overrides: Mapping | None, label: str | None, whe
     digest = _digest_obj([_digest_bytes(data), params])
     if suffix == ".csv":
         stem = path.name.split(".")[0]
-        return WorkloadRef(label or f"minimalloc:{stem}", "problem", str(path), params, digest)
+        family = "minimalloc" if in_minimalloc_suite(path) else "csv"
+        return WorkloadRef(label or f"{family}:{stem}", "problem", str(path), params, digest)
     if suffix == ".onnx":
         return WorkloadRef(label or path.stem, "onnx", str(path), params, digest)
     if suffix == ".tflite":
         return WorkloadRef(label or path.stem, "tflite", str(path), params, digest)
     raise ConfigError(f"{where}: {path} is not a .csv, .onnx or .tflite file")
+
+
+def in_minimalloc_suite(path: str | Path) -> bool:
+    """Whether the CSV ``path`` is a file of the MiniMalloc suite: it lies in the MiniMalloc
+    folder (:func:`experiments.workloads.minimalloc_dir`: ``$MEMPLAN_MINIMALLOC_DIR``, else
+    ``../shared/benchmarks/minimalloc``) or in ``../shared/benchmarks/minimalloc`` itself.
+
+    A listed CSV is labelled ``minimalloc:NAME`` only then (the records store such a workload
+    by that reference, :func:`experiments.records.external_source`); any other CSV, e.g. one
+    written by hand, is ``csv:NAME`` (``NAME`` the file name before its first dot), its CSV
+    stored with the records.
+    """
+    from experiments.workloads import DEFAULT_MINIMALLOC_DIR, minimalloc_dir
+
+    try:
+        parent = Path(path).resolve().parent
+    except (OSError, ValueError):
+        return False
+    for folder in (minimalloc_dir(), DEFAULT_MINIMALLOC_DIR):
+        try:
+            if folder.is_dir() and parent == folder.resolve():
+                return True
+        except (OSError, ValueError):
+            continue
+    return False
 
 
 def portable_path(source: str, base: str | Path) -> str:
