@@ -37,6 +37,32 @@ class GreedyEnginePlanner(Planner):
     parameters in ``__init__`` and implements ``_solve`` as a call of :meth:`greedy_solve` with
     its order and fit. Its capabilities are the engine's (``_engine = "greedy"``); it may still
     override a feature in its own ``_capabilities`` (e.g. ``{"pins": "refused"}``).
+
+    Examples
+    --------
+    Smallest first, first fit (sizes 100, 150, 180, 200, 250 in that order; each goes on top of
+    the ones live with it), and a pin the engine places first:
+
+    >>> import numpy as np
+    >>> from planners import Buffer, Problem
+    >>> from planners.examples import exercise_5_1_problem
+    >>> from planners.params import StrOptions
+    >>> class SmallestFirst(GreedyEnginePlanner):
+    ...     "Smallest buffer first (ties: problem order), placed by the greedy engine."
+    ...     name = "smallest_first"
+    ...     _parameter_constraints = {"fit": [StrOptions({"first", "best"})]}
+    ...     def __init__(self, fit="first"):
+    ...         self.fit = fit
+    ...     def _solve(self, problem):
+    ...         order = np.argsort(problem.sizes, kind="stable")
+    ...         return self.greedy_solve(problem, order, self.fit)
+    >>> SmallestFirst().plan(exercise_5_1_problem()).offsets.tolist()
+    [0, 430, 100, 630, 250]
+    >>> SmallestFirst.capabilities()["pins"]
+    'native'
+    >>> pinned = Problem([Buffer("a", 0, 2, 64, offset=128), Buffer("b", 1, 3, 32)])
+    >>> SmallestFirst().plan(pinned).offsets.tolist()
+    [128, 0]
     """
 
     family = "greedy"
