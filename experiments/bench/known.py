@@ -19,9 +19,17 @@ optimal plan within the limit (status ``timeout``: no plan, empty ``arena``). Ev
 re-checked by :func:`planners.check_plan`, and an arena below the proved optimum stops the run
 with an error (it would mean a broken proof or validator).
 
+omnimalloc's allocators run beside them when omnimalloc is installed (:data:`PEER_PLANNERS`,
+through :func:`experiments.bench.peers.omnimalloc_offsets`: ``omnimalloc_supermalloc`` with the
+same time limit, ``omnimalloc_omni``); without it they are left out with a message.
+
 Problems: for each kind, each size of ``--sizes`` (default 10, 100, 1,000, 10**4, 10**5 buffers)
 and each of ``--seeds`` seeds (default 2), :func:`planners.known_optimum.known_optimum_problem`
-with a 1 MiB strip of ``max(n, 16)`` steps.
+with a 1 MiB strip of ``max(n, 16)`` steps. With omnimalloc installed, its own generators too
+(:func:`omnimalloc_problem`, kinds ``omnimalloc_tiling`` and ``omnimalloc_pinwheel``, up to
+:data:`OMNIMALLOC_MAX_BUFFERS` buffers: they take ``O(n^2)``, 7.6 s at 4,000): their
+construction plan is checked by :func:`planners.check_plan` at its claimed optimum, and the
+claim is accepted only where memplan's lower bound equals it (the same proof).
 
 One row per (problem, planner):
 
@@ -34,7 +42,8 @@ a plan); ``ratio = arena / optimum``,
 the one-shot planners), ``seconds`` the wall clock of ``plan()``, ``stopped_by`` the planner's
 ``info["stopped_by"]``, ``load`` the 1-minute load average at its start. The figure
 ``results/figures/bench_known.{png,pdf}`` (drawn from the CSV alone by :func:`plot`) shows, per
-kind, ``arena / optimum`` and the seconds against the number of buffers.
+kind, ``arena / optimum`` and the seconds against the number of buffers (``naive`` in the CSV
+only).
 
 Differential check (``--differential N``): ``N`` small generated problems (1-6 buffers,
 strips of 3-24 bytes by 3-10 steps), each solved by :func:`brute_force_optimum`, an exhaustive
@@ -67,7 +76,8 @@ from planners import ProblemError, check_plan, get_planner, lower_bound
 from planners.known_optimum import KINDS, known_optimum_problem
 from planners.registry import PLANNERS as REGISTRY
 
-__all__ = ["COLUMNS", "PLANNERS", "EXACT_MAX_BUFFERS", "SIZES", "time_limit_for",
+__all__ = ["COLUMNS", "PLANNERS", "PEER_PLANNERS", "OMNIMALLOC_KINDS", "EXACT_MAX_BUFFERS",
+           "SIZES", "time_limit_for", "omnimalloc_available", "omnimalloc_problem",
            "brute_force_optimum", "differential", "run", "plot", "main"]
 
 COLUMNS = ["kind", "n_buffers", "seed", "planner", "time_limit", "seconds", "arena", "optimum",
@@ -88,6 +98,17 @@ PLANNERS = [
 for _name, _, _ in PLANNERS:  # the names are the registry's, checked on import
     if _name not in REGISTRY:
         raise ImportError(f"bench known: {_name!r} is not in planners.registry.PLANNERS")
+
+#: omnimalloc's peers, ``(peer name of experiments.bench.peers, timed)``, run when installed.
+PEER_PLANNERS = [("omnimalloc_supermalloc", True), ("omnimalloc_omni", False)]
+
+#: The kinds of omnimalloc's own generators (``omnimalloc.benchmark.sources``).
+OMNIMALLOC_KINDS = ("omnimalloc_tiling", "omnimalloc_pinwheel")
+#: Largest omnimalloc-generated problem (its cutting loop is quadratic).
+OMNIMALLOC_MAX_BUFFERS = 1001
+
+#: Reference rows left out of the figure (in the CSV only).
+OFF_FIGURE = ("naive",)
 
 #: Problems above this many buffers get no exact solver.
 EXACT_MAX_BUFFERS = 1000
@@ -119,6 +140,54 @@ def _params(name: str, limit: float, optimum: int) -> dict:
     if name == "exact_search":
         return {"time_limit": limit, "capacity": optimum}
     return {"time_limit": limit}
+
+
+def omnimalloc_available() -> bool:
+    """Whether omnimalloc can be imported."""
+    try:
+        import omnimalloc  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def omnimalloc_problem(kind: str, n: int, seed: int = 0):
+    """A problem from omnimalloc's own generator (``TilingSource`` for ``omnimalloc_tiling``,
+    ``PinwheelSource`` for ``omnimalloc_pinwheel``; defaults: 1 MiB by 2**20 steps, sizes of at
+    least 1 KiB), as a :class:`planners.known_optimum.KnownOptimum`.
+
+    ``n`` is rounded up to ``4k + 1`` for the pinwheel (each of its cuts adds four). Its ground
+    truth (``get_ground_truth_pool``) becomes the known offsets, its ``get_known_optimum()`` the
+    optimum (bytes). Raises ``ImportError`` without omnimalloc, and ``RuntimeError`` when the
+    ground truth fails :func:`planners.check_plan` at that capacity or memplan's lower bound
+    differs from the claim (so the claim would not be proved)."""
+    from omnimalloc.benchmark.sources.pinwheel import PinwheelSource
+    from omnimalloc.benchmark.sources.tiling import TilingSource
+
+    from planners import Problem
+    from planners.known_optimum import KnownOptimum
+
+    if kind == "omnimalloc_pinwheel":
+        n += (1 - n) % 4
+        src = PinwheelSource(num_allocations=n, seed=seed)
+    elif kind == "omnimalloc_tiling":
+        src = TilingSource(num_allocations=n, seed=seed)
+    else:
+        raise ValueError(f"unknown omnimalloc kind {kind!r}; one of {OMNIMALLOC_KINDS}")
+    allocs = src.get_ground_truth_pool().allocations
+    claim = int(src.get_known_optimum())
+    p = Problem.from_arrays([a.start for a in allocs], [a.end for a in allocs],
+                            [a.size for a in allocs], name=f"{kind}-n{n}-s{seed}")
+    offsets = np.array([a.offset for a in allocs], np.int64)
+    try:
+        check_plan(p, offsets, capacity=claim)
+    except Exception as e:
+        raise RuntimeError(f"{p.name}: omnimalloc's ground truth is not a plan within its "
+                           f"optimum {claim}: {e}") from None
+    if lower_bound(p) != claim:
+        raise RuntimeError(f"{p.name}: lower bound {lower_bound(p)} != omnimalloc's optimum "
+                           f"{claim}; the optimum is not proved")
+    return KnownOptimum(p, claim, offsets, kind, claim, int(src.makespan), seed)
 
 
 def brute_force_optimum(starts, ends, sizes) -> int:
@@ -214,11 +283,20 @@ def differential(count: int, seed: int = 0, max_n: int = 6, verbose: bool = Fals
 
 def run(out: Path, sizes=SIZES, kinds=KINDS, seeds: int = 2, scale: float = 1.0,
         planners=None) -> list[dict]:
-    """Run every planner of ``planners`` (default :data:`PLANNERS`) on every generated problem,
+    """Run every planner of ``planners`` (``(name, timed, exact)``; default :data:`PLANNERS`
+    and, when omnimalloc is installed, :data:`PEER_PLANNERS`) on every generated problem,
     writing one row per pair to ``out`` (CSV) as it finishes; returns the rows.
 
     ``scale`` multiplies every time limit. Raises ``RuntimeError`` if a plan's arena is below
     the proved optimum (never expected: it would contradict the proof)."""
+    from experiments.bench.peers import OMNIMALLOC, _planner
+
+    if planners is None:
+        planners = list(PLANNERS)
+        if omnimalloc_available():
+            planners += [(name, timed, False) for name, timed in PEER_PLANNERS]
+        else:
+            print("omnimalloc is not installed: its allocators are left out", file=sys.stderr)
     out.parent.mkdir(parents=True, exist_ok=True)
     rows = []
     with out.open("w", newline="") as fh:
@@ -226,18 +304,26 @@ def run(out: Path, sizes=SIZES, kinds=KINDS, seeds: int = 2, scale: float = 1.0,
         w.writeheader()
         for kind in kinds:
             for n in sizes:
+                if kind in OMNIMALLOC_KINDS and n > OMNIMALLOC_MAX_BUFFERS:
+                    continue
                 for s in range(seeds):
-                    ko = known_optimum_problem(kind, n, s)
+                    if kind in OMNIMALLOC_KINDS:
+                        ko = omnimalloc_problem(kind, n, s)
+                    else:
+                        ko = known_optimum_problem(kind, n, s)
                     p, opt = ko.problem, ko.optimum
                     lb = lower_bound(p)
                     limit = time_limit_for(n) * scale
-                    for name, timed, exact in planners or PLANNERS:
+                    for name, timed, exact in planners:
                         if exact and n > EXACT_MAX_BUFFERS:
                             continue
-                        params = _params(name, limit, opt) if timed else {}
+                        if name in OMNIMALLOC:
+                            params = {"timeout": limit if timed else None}
+                        else:
+                            params = _params(name, limit, opt) if timed else {}
                         load = os.getloadavg()[0]
                         t0 = time.perf_counter()
-                        pl = get_planner(name, **params).plan(p)
+                        pl = _planner(name, params).plan(p)
                         secs = time.perf_counter() - t0
                         arena = ratio = ""
                         if pl.status not in NO_PLAN:
@@ -257,7 +343,7 @@ def run(out: Path, sizes=SIZES, kinds=KINDS, seeds: int = 2, scale: float = 1.0,
                         fh.flush()
                         rows.append(row)
                         shown = f"{ratio:.4f} x optimum" if ratio != "" else "no plan"
-                        print(f"{kind:10s} {n:>6} s{s} {name:17s} {shown:>16s} {secs:7.2f} s  "
+                        print(f"{kind:10s} {p.n:>6} s{s} {name:22s} {shown:>16s} {secs:7.2f} s  "
                               f"{pl.status} {row['stopped_by']}", flush=True)
     return rows
 
@@ -284,13 +370,14 @@ def summary(rows: list[dict]) -> list[str]:
 def plot(csv_path: Path, figure: Path) -> list[Path]:
     """``arena / optimum`` (top) and seconds (bottom) against the number of buffers, one column
     per kind, one marker per planner (mean over seeds), from the rows of ``csv_path`` (one
-    double column, 7.16 in, wide)."""
+    double column, 7.16 in, wide). The planners of :data:`OFF_FIGURE` (``naive``: 3-28 x the
+    optimum, which would flatten the others) are in the CSV only."""
     import matplotlib.pyplot as plt
 
     from experiments.plots import distinct_styles, save
 
     with csv_path.open() as fh:
-        rows = list(csv.DictReader(fh))
+        rows = [r for r in csv.DictReader(fh) if r["planner"] not in OFF_FIGURE]
     kinds = list(dict.fromkeys(r["kind"] for r in rows))
     planners = list(dict.fromkeys(r["planner"] for r in rows))
     styles = dict(zip(planners, distinct_styles(len(planners))))
@@ -313,11 +400,12 @@ def plot(csv_path: Path, figure: Path) -> list[Path]:
                      label=name)
             bottom.plot(ns, secs, color=colour, marker=marker, markersize=4, linewidth=0.8)
         top.axhline(1.0, color="0.6", linewidth=0.6)
-        top.set_title(f"{kind} tilings")
-        top.set_ylabel("arena / known optimum")
+        top.set_title(kind.replace("_", "\n", 1) if kind.startswith("omnimalloc") else kind)
         bottom.set_yscale("log")
-        bottom.set_ylabel("seconds (wall, log scale)")
         bottom.set_xlabel("buffers (log scale)")
+        if j == 0:
+            top.set_ylabel("arena / known optimum")
+            bottom.set_ylabel("seconds (wall, log scale)")
         for ax in (top, bottom):
             ax.set_xscale("log")
             ax.grid(True, linewidth=0.3)
@@ -342,7 +430,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--figure", type=Path, default=Path("results/figures/bench_known"))
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)),
                     help="comma list of buffer counts (default 10,100,1000,10000,100000)")
-    ap.add_argument("--kinds", default=",".join(KINDS), help="comma list of guillotine,pinwheel")
+    ap.add_argument("--kinds", default=",".join(KINDS + OMNIMALLOC_KINDS),
+                    help="comma list of guillotine,pinwheel,omnimalloc_tiling,omnimalloc_pinwheel")
     ap.add_argument("--seeds", type=int, default=2, help="problems per kind and size")
     ap.add_argument("--scale", type=float, default=1.0, help="multiply every time limit")
     ap.add_argument("--differential", type=int, default=0, metavar="N",
@@ -361,9 +450,12 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError:
         ap.error(f"--sizes must be a comma list of integers, got {a.sizes!r}")
     kinds = [k for k in a.kinds.split(",") if k]
-    bad = [k for k in kinds if k not in KINDS]
+    bad = [k for k in kinds if k not in KINDS + OMNIMALLOC_KINDS]
     if bad or not kinds:
-        ap.error(f"--kinds: unknown {bad}; one or more of {','.join(KINDS)}")
+        ap.error(f"--kinds: unknown {bad}; one or more of {','.join(KINDS + OMNIMALLOC_KINDS)}")
+    if not omnimalloc_available() and any(k in OMNIMALLOC_KINDS for k in kinds):
+        print("omnimalloc is not installed: its kinds are left out", file=sys.stderr)
+        kinds = [k for k in kinds if k not in OMNIMALLOC_KINDS]
     if a.seeds < 1 or a.scale <= 0 or not sizes or min(sizes) < 1:
         ap.error("--seeds and every size must be >= 1 and --scale > 0")
     t0 = time.perf_counter()

@@ -9,7 +9,14 @@ Planners (registry names; every plan is validated by :func:`planners.check_plan`
   ``tvm_greedy_by_size``, ``tvm_greedy_by_conflicts`` and ``tvm_hill_climb`` (TVM USMP; the hill
   climb capped by :data:`TVM_HILL_CLIMB_CAP`, which binds on pangu only), ``tflm_greedy``
   (TFLite Micro's ``GreedyMemoryPlanner``);
-* memplan's best: ``telamalloc`` (5 s) and ``choose_best``.
+* memplan's best: ``telamalloc`` (5 s) and ``choose_best``;
+* omnimalloc (PyPI ``omnimalloc``, Apache-2.0; the optional extra ``peers``), run from the
+  installed package through :func:`omnimalloc_offsets`: ``omnimalloc_supermalloc`` (its
+  portfolio branch and bound, ``SupermallocAllocator``, 5 s: :data:`OMNIMALLOC_LIMIT`),
+  ``omnimalloc_telamalloc`` (its TelaMalloc, 5 s), ``omnimalloc_greedy_by_all`` (its greedy
+  orders, best of) and ``omnimalloc_omni`` (its default greedy portfolio, ``OmniAllocator``).
+  Its ``minimalloc`` allocator needs Google's ``minimalloc`` package (not on PyPI) and is not
+  run. Without omnimalloc these rows say ``status = refused`` and why.
 
 Problems: MiniMalloc's challenging problems A-F (``../shared/benchmarks/minimalloc``),
 ``somas_pangu_2.6B`` (18,692 buffers, ``../shared/benchmarks/idealloc``; both skipped with a
@@ -37,21 +44,28 @@ Usage::
 
     python -m experiments.bench.peers --out results/bench_peers.csv
     python -m experiments.bench.peers --problems A,squeezenet --repeats 1   # quick look
+    python -m experiments.bench.peers --problems A,B,C,D,E,F --repeats 1 \\
+        --planners omnimalloc_supermalloc,telamalloc --out /tmp/peers.csv
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import math
 import statistics
 import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 from experiments.plots.style import styled
-from planners import MemplanError, check_plan, get_planner, lower_bound
+from planners import FunctionPlanner, MemplanError, check_plan, get_planner, lower_bound
+from planners.base import SolveResult
 
 __all__ = ["COLUMNS", "PEERS", "VELA_CAP", "TVM_HILL_CLIMB_CAP", "TELAMALLOC_LIMIT",
+           "OMNIMALLOC_LIMIT", "OMNIMALLOC", "OmnimallocMissing", "omnimalloc_offsets",
            "load_problems", "run", "plot", "main"]
 
 COLUMNS = ["problem", "group", "n_buffers", "planner", "source", "cap", "repeats", "arena",
@@ -65,7 +79,115 @@ TVM_HILL_CLIMB_CAP = {"time_limit": 30.0}
 #: telamalloc's time limit (seconds).
 TELAMALLOC_LIMIT = 5.0
 
-#: ``(registry name, parameters, source)`` in the order of the CSV.
+#: omnimalloc's time limit (seconds; its ``timeout``, a wall-clock budget of the whole call).
+OMNIMALLOC_LIMIT = 5.0
+
+
+class OmnimallocMissing(MemplanError):
+    """omnimalloc is not installed (``pip install omnimalloc``, or the ``peers`` extra)."""
+
+
+def omnimalloc_offsets(problem, allocator: str = "supermalloc",
+                       timeout: float | None = OMNIMALLOC_LIMIT) -> SolveResult:
+    """Offsets (bytes) of ``problem`` from omnimalloc's allocator ``allocator``, run from the
+    installed package (``omnimalloc.allocators``, registry names such as ``"supermalloc"``,
+    ``"minimalloc"``, ``"omni"``).
+
+    Each buffer becomes an ``omnimalloc.Allocation(id, size, start, end)``; omnimalloc's
+    lifetimes are half-open ``[start, end)`` steps like memplan's (``Allocation.conflicts_with``).
+    omnimalloc has no alignment: with alignments above 1 byte, sizes and offsets are given to it
+    in units of ``L``, the lcm of the buffers' alignments (sizes rounded up), and its offsets
+    multiplied by ``L`` (a valid, aligned plan of the real problem). Zero-size buffers (omnimalloc
+    refuses them) get offset 0. The plan is checked by :meth:`planners.base.Planner.plan` like
+    any planner's (:func:`planners.check_plan`).
+
+    Parameters
+    ----------
+    problem : Problem
+        Plain intervals (a planner that meets pins, hints, gaps or pools is refused by the
+        planner gate).
+    allocator : str
+        An omnimalloc allocator name (``omnimalloc.available_allocators()``).
+    timeout : float or None
+        Seconds, passed as the allocator's ``timeout`` when it takes one (supermalloc,
+        minimalloc, ...); ignored by the others.
+
+    Returns
+    -------
+    SolveResult
+        Status ``heuristic`` (the planner gate makes it ``optimal`` when the arena meets the
+        lower bound); ``info``: ``omnimalloc_version``, ``allocator``, ``unit`` (L bytes) and, for
+        supermalloc, its own ``proved_optimal`` and ``omnimalloc_lower_bound`` (in bytes).
+
+    Raises
+    ------
+    OmnimallocMissing
+        omnimalloc is not installed, or the allocator needs a package that is not (its
+        ``minimalloc`` needs Google's ``minimalloc``).
+    MemplanError
+        An unknown allocator name, or an lcm of alignments too large to use as a unit.
+    """
+    try:
+        import omnimalloc
+        from omnimalloc.allocators import BaseAllocator
+    except ImportError as e:
+        raise OmnimallocMissing(f"omnimalloc is not installed ({e}); pip install omnimalloc") \
+            from None
+    if allocator not in omnimalloc.available_allocators():
+        raise MemplanError(f"unknown omnimalloc allocator {allocator!r}; one of "
+                           f"{', '.join(omnimalloc.available_allocators())}")
+    cls = BaseAllocator.registry()[allocator]
+    import inspect
+
+    kw = {"timeout": timeout} if "timeout" in inspect.signature(cls.__init__).parameters else {}
+    try:
+        alloc = cls(**kw)
+    except ImportError as e:  # an allocator with a dependency of its own (minimalloc)
+        raise OmnimallocMissing(f"omnimalloc allocator {allocator!r}: {e}".splitlines()[0]) \
+            from None
+    sizes = problem.sizes
+    aligns = np.asarray(problem.alignments, np.int64)
+    unit = math.lcm(*sorted(set(aligns.tolist()))) if problem.n else 1
+    if unit >= 2**40:
+        raise MemplanError(f"omnimalloc peer: lcm of alignments {unit} is too large a unit")
+    units = -(-sizes // unit)
+    keep = np.flatnonzero(units > 0)
+    allocs = tuple(omnimalloc.Allocation(id=int(i), size=int(units[i]),
+                                         start=int(problem.starts[i]), end=int(problem.ends[i]))
+                   for i in keep)
+    info = {"omnimalloc_version": omnimalloc.__version__, "allocator": allocator, "unit": unit}
+    if allocator == "supermalloc":
+        res = alloc.solve(allocs)
+        placed = res.allocations
+        info.update(proved_optimal=bool(res.proved_optimal),
+                    omnimalloc_lower_bound=int(res.lower_bound) * unit)
+    else:
+        placed = alloc.allocate(allocs)
+    offsets = np.zeros(problem.n, np.int64)
+    for a in placed:
+        offsets[int(a.id)] = int(a.offset) * unit
+    return SolveResult(offsets, "heuristic", info=info)
+
+
+#: The omnimalloc peers: ``{peer name: omnimalloc allocator name}`` (not registry names:
+#: omnimalloc is an optional dependency, run through :func:`omnimalloc_offsets`).
+OMNIMALLOC = {
+    "omnimalloc_supermalloc": "supermalloc",
+    "omnimalloc_telamalloc": "telamalloc",
+    "omnimalloc_greedy_by_all": "greedy_by_all",
+    "omnimalloc_omni": "omni",
+}
+
+
+def _planner(name: str, params: dict):
+    """The planner of a peer: a registry name, or an omnimalloc peer of :data:`OMNIMALLOC`."""
+    if name in OMNIMALLOC:
+        return FunctionPlanner(omnimalloc_offsets, name=name, allocator=OMNIMALLOC[name],
+                               **params)
+    return get_planner(name, **params)
+
+
+#: ``(registry or peer name, parameters, source)`` in the order of the CSV.
 PEERS = [
     ("vela_hillclimb", VELA_CAP, "ethos-u-vela hillclimb_allocation.py (run)"),
     ("xla_heap", {}, "XLA heap_simulator.cc (reproduced)"),
@@ -75,6 +197,12 @@ PEERS = [
     ("tflm_greedy", {}, "TFLM greedy_memory_planner.cc (reproduced)"),
     ("telamalloc", {"time_limit": TELAMALLOC_LIMIT}, "memplan"),
     ("choose_best", {}, "memplan"),
+    ("omnimalloc_supermalloc", {"timeout": OMNIMALLOC_LIMIT},
+     "omnimalloc allocators/supermalloc.py (run)"),
+    ("omnimalloc_telamalloc", {"timeout": OMNIMALLOC_LIMIT},
+     "omnimalloc allocators/telamalloc.py (run)"),
+    ("omnimalloc_greedy_by_all", {"timeout": None}, "omnimalloc allocators/greedy.py (run)"),
+    ("omnimalloc_omni", {"timeout": None}, "omnimalloc allocators/omni.py (run)"),
 ]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -104,7 +232,7 @@ def _cap_text(params: dict) -> str:
 
 
 def _note(info: dict) -> str:
-    keys = ("iterations", "attempts", "stopped")
+    keys = ("iterations", "attempts", "stopped", "proved_optimal")
     return "; ".join(f"{k}={info[k]}" for k in keys if k in info)
 
 
@@ -113,7 +241,7 @@ def _run_one(name: str, params: dict, problem, repeats: int) -> dict:
     arenas, cpus, walls = [], [], []
     pl = None
     for _ in range(repeats):
-        planner = get_planner(name, **params)
+        planner = _planner(name, params)
         c0, w0 = time.process_time(), time.perf_counter()
         pl = planner.plan(problem)
         cpus.append(time.process_time() - c0)
@@ -220,13 +348,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--idealloc-dir", type=Path, default=DEFAULT_IDEALLOC)
     ap.add_argument("--problems", default="", help="comma list of labels (A..F, pangu, models)")
     ap.add_argument("--repeats", type=int, default=3, help="runs per planner and problem")
+    ap.add_argument("--planners", default="",
+                    help="comma list of peer names to run (default all of PEERS)")
     a = ap.parse_args(argv)
     if a.repeats < 1:
         ap.error(f"--repeats must be >= 1, got {a.repeats}")
+    names = [s for s in a.planners.split(",") if s]
+    known = [p[0] for p in PEERS]
+    if [n for n in names if n not in known]:
+        ap.error(f"--planners: unknown {[n for n in names if n not in known]}; one of "
+                 f"{','.join(known)}")
+    peers = [p for p in PEERS if p[0] in names] if names else None
     only = [s for s in a.problems.split(",") if s] or None
     probs = load_problems(a.minimalloc_dir, a.idealloc_dir, only)
     t0 = time.perf_counter()
-    rows = run(a.out, probs, a.repeats)
+    rows = run(a.out, probs, a.repeats, peers)
     for line in summary(rows):
         print(line)
     print(f"total {time.perf_counter() - t0:.0f} s wall")
