@@ -14,7 +14,10 @@ A new planner is tested by adding its registry line: each test below runs it. Th
 * a capability for every feature, in a mode that feature allows, and a refused feature raises
   :class:`FeatureError` in one line naming the planner.
 
-Solvers run with ``time_limit=1`` (seconds). The optimum of each seed problem is its lower bound
+Solvers run with ``time_limit=1`` (seconds) and one worker thread (``workers=1``: CP-SAT with
+several workers may return another optimal layout on a rerun), with OR-Tools imported before
+any run (a cold import inside the limit, :func:`planners.time_limits.import_within`, could make
+one run answer with its warm start and the next with the solver's plan). The optimum of each seed problem is its lower bound
 (max live bytes): :data:`WITNESSES` holds a hand-checkable plan at that bound for each, checked
 by the validator in :func:`test_witnesses_prove_the_optima`, so no planner's answer is trusted
 for it.
@@ -43,6 +46,12 @@ from planners.registry import PLANNERS, get_planner
 
 #: Seconds for every planner with a time limit.
 TIME_LIMIT = 1.0
+
+for _solver in ("ortools.sat.python.cp_model", "ortools.linear_solver.pywraplp"):
+    try:  # imported here, not inside a run's time limit (module docstring)
+        __import__(_solver)
+    except ImportError:  # the solver planners then refuse or fall back, as they document
+        pass
 
 #: The seed problems of planners.examples, by name.
 PROBLEMS = {
@@ -93,11 +102,13 @@ class _NotAValue:
 
 
 def make(name: str, cls=None, **params):
-    """Registered planner ``name`` (or class ``cls``) with ``time_limit=TIME_LIMIT`` when it has
-    one."""
+    """Registered planner ``name`` (or class ``cls``) with ``time_limit=TIME_LIMIT`` and
+    ``workers=1`` when it has them."""
     cls = cls or PLANNERS[name]
     if "time_limit" in cls._param_names():
         params.setdefault("time_limit", TIME_LIMIT)
+    if "workers" in cls._param_names():
+        params.setdefault("workers", 1)
     return cls(**params)
 
 
