@@ -65,6 +65,7 @@ __all__ = [
     "ratio_ticks",
     "PROVED",
     "plot_ratio_heatmap",
+    "heatmap_cell_text",
     "plot_ratio_by_planner",
     "plot_memory_over_time",
     "plot_arena_layout",
@@ -302,7 +303,10 @@ def save(fig, path: str | Path, formats: Sequence[str] | None = None) -> list[Pa
             ext = bbox
         size = ((ext.width, ext.height) if ext is not None
                 else tuple(fig.get_size_inches()))
-        log.append({"path": path, **figure_facts(fig), "width_in": float(size[0]),
+        from experiments.plots.checks import layout_faults
+
+        log.append({"path": path, **figure_facts(fig), **layout_faults(fig),
+                    "width_in": float(size[0]),
                     "height_in": float(size[1]), "dpi": dpi,
                     "cut": _cut_texts(fig) if ext is None else []})
     for fmt in formats:
@@ -323,7 +327,8 @@ def recording() -> Iterator[list[dict]]:
     """Context manager: every :func:`save` inside the block appends one dict to the yielded list,
     before the figure is closed: ``path`` (the stem), the :func:`figure_facts` of the figure,
     ``width_in``/``height_in`` (inches of the written file: the cropped extent, or the figure
-    size in the paper style) and ``dpi`` (of the PNG). For tests of the print rules
+    size in the paper style), ``dpi`` (of the PNG) and the :func:`experiments.plots.checks.layout_faults`
+    (``overlaps``: overlapping texts, ``clipped``: markers and data texts cut by a frame). For tests of the print rules
     (:data:`MIN_TEXT_PT`, :data:`MIN_DPI`); outside the block :func:`save` records nothing."""
     log: list[dict] = []
     token = _RECORDING.set(log)
@@ -532,46 +537,75 @@ def _proved(records: pd.DataFrame) -> pd.Series:
     return (records["status"].astype(str).isin(PROVED) | met).astype(bool)
 
 
+def heatmap_cell_text(ratio: float, proved: bool = False) -> str:
+    """The text of one heatmap cell for ``ratio = arena / lower bound``: the percentage above the
+    lower bound, rounded (``"0"``, ``"24"``, ``"99"``) below 2x the bound, else the ratio with an
+    ``x`` (``"2.1x"``, ``"38x"``: at most 4 characters, so 24 cells fit one 7.16 in row in 7 pt
+    text), with ``"*"`` appended for a proved optimum.
+
+    Examples
+    --------
+    >>> heatmap_cell_text(1.0, True), heatmap_cell_text(1.238), heatmap_cell_text(38.019)
+    ('0*', '24', '38x')
+    >>> heatmap_cell_text(3.143)
+    '3.1x'
+    """
+    v = float(ratio)
+    if v < 2.0:
+        text = f"{max(0.0, 100 * (v - 1)):.0f}"
+        text = "99" if text == "100" else text  # 1.996 stays below 2x
+    elif v < 9.95:
+        text = f"{v:.1f}x"
+    else:
+        text = f"{v:.0f}x"
+    return text + ("*" if proved else "")
+
+
 def plot_ratio_heatmap(records: pd.DataFrame, title: str = "Arena / lower bound",
                        cap_percentile: float | None = 95.0, ax=None):
-    """Heatmap of ``arena / lower_bound`` (rows: workloads, columns: planners).
+    """Heatmap of ``arena / lower_bound`` (rows: planners, columns: workloads).
 
     Parameters
     ----------
     records : DataFrame
         Comparison records (columns ``workload``, ``planner``, ``ratio``, ``valid``, optionally
-        ``status``); failed or timed-out runs are blank cells; duplicate cells take the minimum.
-        A cell whose run is proved optimal (``status`` ``"optimal"``) is marked ``*`` (said in the
-        colour bar's label): a ratio above 1 can be optimal, a ratio of 1.00 from a heuristic
-        is optimal too (it meets the lower bound), anything else is not proved.
+        ``status``/``proved``); failed or timed-out runs are blank cells; duplicate cells take the
+        minimum. A cell whose run is proved optimal is marked ``*`` (said in the colour bar's
+        label): a ratio above 1 can be optimal, a ratio of 1.00 from a heuristic is optimal too
+        (it meets the lower bound), anything else is not proved.
     title : str
     cap_percentile : float or None
         The colour scale ends at this percentile of the ratios (so one outlier does not wash out
         the rest); cells above it take the top colour, still print their value, and the colour
         bar says ``"capped at <value> (<p>th percentile)"`` with an arrow. ``None``: no cap.
     ax : matplotlib Axes, optional
-        Draw into it (default: a new figure).
+        Draw into it (default: a new figure, one double column wide).
 
     Returns
     -------
     matplotlib Axes (one annotated cell per run, colour bar from 1.0 = lower bound). A cell's
-    text is the arena's percentage above the lower bound, rounded (``0``, ``24``, ``3702``), so
-    that 21 planners fit one 7.16 in column with 7 pt text.
+    text is :func:`heatmap_cell_text` (percent above the bound, or ``Nx`` from 2x on), in a
+    font that fits the cell's width (never below :data:`MIN_TEXT_PT`); planner names are
+    horizontal row labels and workload names vertical column labels, so no two labels overlap
+    (checked by :func:`experiments.plots.checks.text_overlaps` in the tests).
     """
     ok = records[records["valid"].astype(bool)].copy()
     ok["_proved"] = _proved(ok)
-    table = ok.pivot_table(index="workload", columns="planner", values="ratio", aggfunc="min")
-    proved = ok.pivot_table(index="workload", columns="planner", values="_proved", aggfunc="max")
-    planners = [p for p in dict.fromkeys(records["planner"]) if p in table.columns]
-    workloads = [w for w in dict.fromkeys(records["workload"]) if w in table.index]
-    table = table.reindex(index=workloads, columns=planners)
-    proved = proved.reindex(index=workloads, columns=planners).fillna(False).astype(bool)
-    # room for the planner labels under the cells (45 degrees, about 0.045 in per character),
-    # so long labels (e.g. "greedy_by_size [pools sram=256k:16,psram=8M]") never squash the axes
-    label_in = 0.045 * max((len(str(p)) for p in planners), default=0)
-    # and at least 1.8 in of cells, the height of the colour bar's label
-    fig, ax = _new_axes(ax, figsize("double", 1.0 + max(0.34 * len(workloads), 1.8) + label_in,
-                                    1.6 + 0.62 * len(planners)))
+    table = ok.pivot_table(index="planner", columns="workload", values="ratio", aggfunc="min")
+    proved = ok.pivot_table(index="planner", columns="workload", values="_proved", aggfunc="max")
+    planners = [p for p in dict.fromkeys(records["planner"]) if p in table.index]
+    workloads = [w for w in dict.fromkeys(records["workload"]) if w in table.columns]
+    table = table.reindex(index=planners, columns=workloads)
+    proved = proved.reindex(index=planners, columns=workloads).fillna(False).astype(bool)
+    row_labels = [short_label(p, 26) for p in planners]
+    col_labels = [short_label(w, 18) for w in workloads]
+    two_line = any("\n" in lab for lab in row_labels)
+    row_h = 0.34 if two_line else 0.2
+    # vertical workload labels: about 0.075 in per character (9 pt), at most 18 per line
+    label_in = 0.075 * max((max(len(x) for x in lab.split("\n")) for lab in col_labels),
+                           default=0)
+    fig, ax = _new_axes(ax, figsize("double", 1.3 + row_h * max(len(planners), 1) + label_in,
+                                    7.16))
     data = table.to_numpy(dtype=float)
     finite = data[np.isfinite(data)]
     top = float(finite.max()) if finite.size else 2.0
@@ -582,28 +616,36 @@ def plot_ratio_heatmap(records: pd.DataFrame, title: str = "Arena / lower bound"
         if cap < top:
             vmax, capped = cap, True
     im = ax.imshow(data, cmap="viridis_r", vmin=1.0, vmax=vmax, aspect="auto")
-    ax.set_xticks(range(len(planners)), planners, rotation=45, ha="right")
-    ax.set_yticks(range(len(workloads)), [short_label(w, 24) for w in workloads])
+    ax.set_xticks(range(len(workloads)), col_labels, rotation=90, ha="center", va="top")
+    ax.set_yticks(range(len(planners)), row_labels, fontsize=MIN_TEXT_PT + 1)
+    ax.tick_params(length=2, pad=2)
     ax.grid(False)
-    small = MIN_TEXT_PT
     pv = proved.to_numpy(dtype=bool)
-    for (r, c), v in np.ndenumerate(data):
-        if np.isfinite(v):  # % above the bound: short enough for 7 pt text in narrow cells
-            ax.text(c, r, f"{max(0.0, 100 * (v - 1)):.0f}" + ("*" if pv[r, c] else ""), ha="center",
-                    va="center", fontsize=small,
-                    color="white" if v > 1 + 0.6 * (vmax - 1) else "black")
-    cb = fig.colorbar(im, ax=ax, fraction=0.03, pad=0.02, extend="max" if capped else "neither")
-    label = "arena / lower bound (1.0 = lower bound)\ncell text: % above the lower bound"
+    texts = {(r, c): heatmap_cell_text(v, bool(pv[r, c]))
+             for (r, c), v in np.ndenumerate(data) if np.isfinite(v)}
+    cb = fig.colorbar(im, ax=ax, fraction=0.02, pad=0.01, extend="max" if capped else "neither")
+    label = "arena / lower bound"
     if capped:
         label += f"\ncolour capped at {vmax:.2f} ({cap_percentile:g}th percentile)"
-    if pv.any():
-        label += "\n* proved optimal"
-    if np.isnan(data).any():
-        label += "\nblank: no valid plan (timeout, skipped, error)"
     cb.set_label(label)
-    ax.set_xlabel("planner")
-    ax.set_ylabel("workload")
+    notes = ["cell: % above the lower bound, Nx = N times it (from 2x)"]
+    if pv.any():
+        notes.append("* proved optimal")
+    if np.isnan(data).any():
+        notes.append("blank: no valid plan")
+    ax.set_xlabel("workload\n" + "; ".join(notes))
+    ax.set_ylabel("planner")
     ax.set_title(title)
+    # the cell text's size: the largest (8 pt at most) whose widest text fits a cell
+    fig.draw_without_rendering()
+    cell_pt = ax.bbox.width / max(len(workloads), 1) * 72.0 / fig.dpi
+    widest = max((sum(0.35 if ch in ".*" else 0.64 for ch in t) for t in texts.values()),
+                 default=1.0)  # em per text (DejaVu Sans digits 0.636 em)
+    size = float(min(8.0, max(MIN_TEXT_PT, (cell_pt - 1.5) / widest)))
+    for (r, c), t in texts.items():
+        v = data[r, c]
+        ax.text(c, r, t, ha="center", va="center", fontsize=size,
+                color="white" if v > 1 + 0.6 * (vmax - 1) else "black")
     return ax
 
 
