@@ -5,7 +5,8 @@ Commands
 ``memplan compare``  run planners on workloads; write ``compare.csv``, ``compare.md`` and figures
 (:mod:`experiments.cli.compare`).
 ``memplan plan INPUT --planner NAME``  plan one MiniMalloc CSV, ONNX file or workload name;
-``memplan rv64``; ``memplan list`` (:mod:`experiments.cli.plan`).
+``memplan rv64``; ``memplan list`` (:mod:`experiments.cli.plan`). ``memplan plan-shared
+MANIFEST.json`` plans several problems into one arena (:mod:`experiments.cli.shared`).
 ``memplan sweep`` / ``report`` (:mod:`experiments.cli.sweep`), ``export`` / ``transform``
 (:mod:`experiments.cli.transforms`), ``budget`` (:mod:`experiments.cli.budget`), ``schedule``
 (:mod:`experiments.cli.schedule`), ``check`` (:mod:`experiments.cli.check`), ``view``
@@ -33,9 +34,19 @@ __all__ = ["main", "build_parser", "command_modules", "OneLineParser"]
 
 def command_modules():
     """The command modules, in the order their subcommands appear in ``memplan --help``."""
-    from experiments.cli import budget, check, compare, plan, schedule, sweep, transforms, view
+    from experiments.cli import (
+        budget,
+        check,
+        compare,
+        plan,
+        schedule,
+        shared,
+        sweep,
+        transforms,
+        view,
+    )
 
-    return [compare, plan, sweep, transforms, budget, schedule, check, view]
+    return [compare, plan, shared, sweep, transforms, budget, schedule, check, view]
 
 
 class _VersionAction(argparse.Action):
