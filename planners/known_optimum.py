@@ -68,7 +68,7 @@ KINDS = ("guillotine", "pinwheel")
 MAX_BUFFERS = 10**6
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class KnownOptimum:
     """A problem with its proved optimum arena and a plan that attains it.
 
