@@ -7,6 +7,7 @@ one command and without running any planner, scheduler or lifetime analysis.
 * each sweep's report under ``results/sweeps/NAME/report/`` (:func:`experiments.report.build_report`;
   ``--no-sweeps`` skips them);
 * the benchmark figures from their CSVs: ``bench_anytime``, ``bench_executorch``, ``bench_joint``,
+  ``bench_known``,
   ``bench_peers``, ``bench_scale``, ``budget_vs_overhead``,
   ``rv64_cycles_vs_buffers`` and ``rv64_cycles_caches``, ``sched_peaks`` and ``sched_curves``
   (the latter from the schedules stored beside ``bench_sched.csv``).
@@ -56,11 +57,12 @@ def redraw(results: str | Path = "results", sweeps: bool = True,
         else:
             report(f"skipped the figures of {csv}: no {path}")
 
-    from experiments.bench import anytime, budget, executorch, joint, peers, rv64, sched
+    from experiments.bench import anytime, budget, executorch, joint, known, peers, rv64, sched
     from experiments.bench import planners as bench_planners
 
     bench("bench_anytime.csv", lambda p: anytime.plot(p, figs / "bench_anytime"))
     bench("bench_peers.csv", lambda p: peers.plot(p, figs / "bench_peers"))
+    bench("bench_known.csv", lambda p: known.plot(p, figs / "bench_known"))
     bench("bench_joint.csv", lambda p: joint.draw_figure(pd.read_csv(p), results))
     bench("bench_executorch.csv", lambda p: executorch.plot(p, figs / "bench_executorch"))
     bench("bench_scale.csv",

@@ -403,9 +403,8 @@ def plot(csv_path: Path, figure: Path) -> list[Path]:
         top.set_title(kind.replace("_", "\n", 1) if kind.startswith("omnimalloc") else kind)
         bottom.set_yscale("log")
         bottom.set_xlabel("buffers (log scale)")
-        if j == 0:
-            top.set_ylabel("arena / known optimum")
-            bottom.set_ylabel("seconds (wall, log scale)")
+        top.set_ylabel("arena / known optimum" if j == 0 else "arena / optimum")
+        bottom.set_ylabel("seconds (wall, log scale)" if j == 0 else "seconds (log scale)")
         for ax in (top, bottom):
             ax.set_xscale("log")
             ax.grid(True, linewidth=0.3)
