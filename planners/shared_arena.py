@@ -263,10 +263,12 @@ class SharedPlan:
     mode : str
         The reduction used (:data:`MODES`).
     status : str
-        ``optimal`` when the arena equals :meth:`SharedArenaProblem.lower_bound` or the planner
-        proved the colocate reduction optimal (exact reduction); ``feasible`` for a hull plan
-        the planner proved optimal for the hull problem (a restricted model); otherwise the
-        combined plan's status.
+        ``optimal`` when the arena equals :meth:`SharedArenaProblem.lower_bound` (problems
+        without pools) or the planner proved the colocate reduction optimal (exact reduction);
+        ``feasible`` for a hull plan the planner proved optimal for the hull problem (a
+        restricted model); ``over_capacity`` when the layout exceeds the capacity (a
+        heuristic that did not fit; each problem's plan then has that status too); otherwise
+        the combined plan's status.
     info : dict
         ``lower_bound`` (bytes), ``combined_status``, ``planner``.
     """
@@ -346,6 +348,7 @@ def plan_shared(sp: SharedArenaProblem, planner="greedy_by_size", mode: str = "c
         raise InfeasibleError(f"shared arena {combined.name!r}: planner {pl.name!r} returned no "
                               f"plan (status {cplan.status}: {cplan.info.get('reason', '')})")
     index = combined.index
+    over = cplan.status == "over_capacity"
     plans = {}
     lb = sp.lower_bound()
     for k, p in enumerate(sp.problems):
@@ -355,14 +358,21 @@ def plan_shared(sp: SharedArenaProblem, planner="greedy_by_size", mode: str = "c
         pools = None if cplan.pools is None else cplan.pools[rows]
         plb = lower_bound(p)
         arena = Plan(p, off, cplan.planner, "heuristic", pools=pools).arena_size
-        st = "optimal" if is_proved_optimal(arena, plb) else (
-            "heuristic" if cplan.status == "heuristic" else "feasible")
+        if over:
+            st = "over_capacity"
+        elif is_proved_optimal(arena, plb) and not p.pools:
+            st = "optimal"
+        else:
+            st = "heuristic" if cplan.status == "heuristic" else "feasible"
         plans[p.name] = Plan(p, off, cplan.planner, st, seconds=cplan.seconds, lower_bound=plb,
                              best_bound=plb, params=dict(cplan.params),
                              info={"shared_arena": combined.name, "mode": mode}, pools=pools)
-    check_shared_plan(sp, plans)
+    check_shared_plan(sp, plans, capacities=not over)
     arena = max(q.arena_size for q in plans.values())
-    if is_proved_optimal(arena, lb) or (mode == "colocate" and cplan.status == "optimal"):
+    if over:
+        status = "over_capacity"
+    elif (is_proved_optimal(arena, lb) and not combined.pools) or (
+            mode == "colocate" and cplan.status == "optimal"):
         status = "optimal"
     elif cplan.status == "optimal":
         status = "feasible"
@@ -372,7 +382,7 @@ def plan_shared(sp: SharedArenaProblem, planner="greedy_by_size", mode: str = "c
                       {"lower_bound": lb, "combined_status": cplan.status, "planner": cplan.planner})
 
 
-def check_shared_plan(sp: SharedArenaProblem, plans) -> None:
+def check_shared_plan(sp: SharedArenaProblem, plans, capacities: bool = True) -> None:
     """Raise :class:`~planners.errors.InvalidPlanError` unless ``plans`` is a valid shared plan.
 
     Each problem's plan must be valid (:func:`planners.validate.check_plan` with the problem's
@@ -385,6 +395,9 @@ def check_shared_plan(sp: SharedArenaProblem, plans) -> None:
     plans : mapping of str to Plan or to array-like of int
         Per problem name: its plan, or its offsets (bytes, problem order; only for problems
         without pools).
+    capacities : bool
+        Check each plan against its problem's capacity and its pools' capacities (default);
+        ``False`` accepts a layout above them (a plan with the status ``over_capacity``).
 
     Raises
     ------
@@ -400,7 +413,8 @@ def check_shared_plan(sp: SharedArenaProblem, plans) -> None:
         q = plans[p.name]
         off, pools = (q.offsets, q.pools) if isinstance(q, Plan) else (np.asarray(q), None)
         try:
-            check_plan(p, off, capacity=p.capacity, pools=pools if p.pools else None)
+            check_plan(p, off, capacity=p.capacity if capacities else None,
+                       pools=pools if p.pools else None, pool_capacities=capacities)
         except InvalidPlanError as e:
             raise InvalidPlanError(f"problem {p.name!r}: {e}") from None
         got[p.name] = (off, pools)

@@ -284,3 +284,18 @@ def test_every_planner_plans_scratch_in_two_pools(name):
     assert names[3] == "sram" and names[4] == "dram"
     for i in range(p.n):
         assert not p.buffers[i].pools or names[i] in p.buffers[i].pools
+
+
+def test_over_capacity_is_reported_not_raised():
+    """A heuristic above the capacity gives the status over_capacity (each problem's plan too),
+    not an invalid-plan error; a planner that fits gives a plan within it."""
+    sp = kv_cache_example()
+    capped = SharedArenaProblem(tuple(p.with_capacity(KV_OPTIMUM) for p in sp.problems), ("kv",))
+    r = plan_shared(capped, "naive")
+    assert (r.arena, r.status) == (9984, "over_capacity")
+    assert {q.status for q in r.plans.values()} == {"over_capacity"}
+    with pytest.raises(InvalidPlanError, match="above the capacity 6656"):
+        check_shared_plan(capped, r.plans)
+    check_shared_plan(capped, r.plans, capacities=False)
+    ok = plan_shared(capped, "greedy_by_size")
+    assert (ok.arena, ok.status) == (KV_OPTIMUM, "optimal")
