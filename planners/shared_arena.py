@@ -46,7 +46,9 @@ plans a relaxation; its plan is still valid, and :meth:`planners.base.Planner.pl
 relaxation.) The hull mode reserves a shared buffer's bytes over the whole span between its
 first and last occurrence, also in a problem that does not name it and in the steps of a problem
 after the buffer's last use there: it can waste bytes (its arena is ``>=`` the optimum; it is the
-form for planners that refuse colocations or gaps).
+form for planners that refuse colocations or gaps). :func:`refine_pinned` recovers bytes
+after either: it pins the shared buffers where a plan put them and re-plans each problem alone
+(for planners that handle pins), keeping per problem the better plan.
 
 Reported arena: :attr:`SharedPlan.arena`, the maximum over problems of each restricted plan's
 :attr:`planners.model.Plan.arena_size` (bytes), which equals the combined plan's arena.
@@ -59,7 +61,7 @@ is a colocation group of the combined problem, and alias groups combine with no 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -72,7 +74,7 @@ from .model import Buffer, Plan, Problem, is_proved_optimal
 from .validate import check_plan
 
 __all__ = ["SharedArenaProblem", "SharedPlan", "MODES", "combined_problem", "plan_shared",
-           "check_shared_plan", "read_shared", "write_shared", "kv_cache_example"]
+           "refine_pinned", "pinned_problem", "check_shared_plan", "read_shared", "write_shared", "kv_cache_example"]
 
 #: The reductions of :func:`combined_problem` (module docstring).
 MODES = ("colocate", "hull")
@@ -380,6 +382,82 @@ def plan_shared(sp: SharedArenaProblem, planner="greedy_by_size", mode: str = "c
         status = cplan.status
     return SharedPlan(sp, plans, cplan, mode, status,
                       {"lower_bound": lb, "combined_status": cplan.status, "planner": cplan.planner})
+
+
+def pinned_problem(p: Problem, pins: Mapping) -> Problem:
+    """A copy of ``p`` with the buffers of ``pins`` fixed: ``{id: offset}`` (bytes) or, with
+    pools, ``{id: (pool name, offset)}`` (the buffer's candidate pools then that one pool).
+    Raises :class:`~planners.errors.ProblemError` as :class:`planners.model.Problem` does."""
+    pin_of, hints = p.pins.tolist(), p.hints.tolist()
+    bufs = []
+    for i, b in enumerate(p.buffers):
+        pin, pools = (None if pin_of[i] < 0 else pin_of[i]), tuple(b.pools)
+        if b.id in pins:
+            pin = pins[b.id]
+            if isinstance(pin, tuple):
+                pools, pin = (pin[0],), pin[1]
+        bufs.append(Buffer(b.id, b.start, b.end, b.size, int(p.alignments[i]), b.kind, pin,
+                           None if hints[i] < 0 else hints[i], b.gaps, pools))
+    return Problem(bufs, capacity=p.capacity, alignment=p.alignment, name=p.name,
+                   pools=p.pools or None)
+
+
+def refine_pinned(result: SharedPlan, planner=None, **params) -> SharedPlan:
+    """Re-plan each problem of ``result`` alone with its shared buffers pinned at their offsets
+    (and pools), keeping per problem the smaller of that plan and the restriction.
+
+    The shared offsets are unchanged, so the mixed plans are a valid shared plan; its arena
+    (bytes, the max over problems) is ``<=`` ``result.arena``. A plan of the hull reduction
+    gets back the bytes its hulls reserve where a shared buffer is dead. Each re-plan is
+    validated by :meth:`planners.base.Planner.plan` and the result by
+    :func:`check_shared_plan`.
+
+    Parameters
+    ----------
+    result : SharedPlan
+    planner : str, Planner, class or None
+        The planner of the re-plans (default: the one that made ``result``); it must handle
+        pins.
+
+    Raises
+    ------
+    FeatureError
+        The planner refuses pins (one line).
+    InvalidPlanError
+        As :func:`check_shared_plan`.
+    """
+    from .registry import get_planner
+
+    pl = get_planner(result.info["planner"] if planner is None else planner, **params)
+    sp = result.problem
+    pins = result.shared_offsets()
+    plans = dict(result.plans)
+    improved = []
+    for p in sp.problems:
+        mine = {b: o for b, o in pins.items() if b in p.index}
+        if not mine:
+            continue
+        pp = pinned_problem(p, mine)
+        if pl.needs_capacity(pp) and pp.capacity is None and not pp.pools:
+            pp = pp.with_capacity(plans[p.name].arena_size)
+        q = pl.plan(pp)
+        if q.status in ("infeasible", "timeout", "skipped", "over_capacity"):
+            continue
+        if q.arena_size < plans[p.name].arena_size:
+            plb = plans[p.name].lower_bound
+            st = "optimal" if is_proved_optimal(q.arena_size, plb) and not p.pools else (
+                "heuristic" if q.status == "heuristic" else "feasible")
+            plans[p.name] = Plan(p, q.offsets, q.planner, st, seconds=q.seconds,
+                                 lower_bound=plb, best_bound=plb, params=dict(q.params),
+                                 info={"pinned_replan": True}, pools=q.pools)
+            improved.append(p.name)
+    check_shared_plan(sp, plans)
+    arena = max(q.arena_size for q in plans.values())
+    status = "optimal" if result.status == "optimal" or (
+        is_proved_optimal(arena, result.info["lower_bound"]) and not sp.problems[0].pools) \
+        else result.status
+    return SharedPlan(sp, plans, result.combined, result.mode, status,
+                      {**result.info, "refined": improved})
 
 
 def check_shared_plan(sp: SharedArenaProblem, plans, capacities: bool = True) -> None:

@@ -28,6 +28,7 @@ from planners.shared_arena import (
     kv_cache_example,
     plan_shared,
     read_shared,
+    refine_pinned,
     write_shared,
 )
 from planners.validate import check_plan
@@ -227,6 +228,9 @@ def test_cli_plan_shared(tmp_path, capsys):
     assert (out["arena"], out["status"], out["mode"]) == (4, "feasible", "hull")
     assert out["shared_offsets"] == {"s": 0}
     assert read_minimalloc_csv(tmp_path / "out.1.csv", offsets="fixed").pins.tolist() == [2, 0]
+    assert main(["plan-shared", str(tmp_path / "s.json"), "--mode", "hull", "--refine",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["arena"] == 2
     assert main(["plan-shared", str(tmp_path / "s.json"), "--planner", "naive"]) == 0
     assert "arena 4 bytes" in capsys.readouterr().out
     assert main(["plan-shared", str(tmp_path / "missing.json")]) == 2
@@ -299,3 +303,16 @@ def test_over_capacity_is_reported_not_raised():
     check_shared_plan(capped, r.plans, capacities=False)
     ok = plan_shared(capped, "greedy_by_size")
     assert (ok.arena, ok.status) == (KV_OPTIMUM, "optimal")
+
+
+def test_refine_pinned_recovers_the_hull_waste():
+    """The hull plan of hull_waste (4 bytes) with s pinned at its offset 0 and each problem
+    re-planned alone: x and y go to 0 beside s's dead step, 2 bytes, the optimum."""
+    r = plan_shared(hull_waste(), "greedy_by_size", mode="hull")
+    assert r.arena == 4
+    f = refine_pinned(r)
+    assert (f.arena, f.status, f.info["refined"]) == (2, "optimal", ["m0", "m1"])
+    assert f.shared_offsets() == r.shared_offsets() == {"s": 0}
+    assert independent_violation(hull_waste(), f) is None
+    with pytest.raises(FeatureError, match="^planner 'naive' does not handle fixed offsets"):
+        refine_pinned(r, "naive")

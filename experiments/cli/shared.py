@@ -4,7 +4,8 @@ The manifest (:func:`planners.shared_arena.read_shared`) names one MiniMalloc CS
 (a method of a program, a model of a pool) and the ids of the shared buffers, which keep one
 offset in every problem; the arena is the maximum over problems (bytes). ``--mode colocate``
 (default) is the exact reduction, ``--mode hull`` the simple one
-(:mod:`planners.shared_arena`). ``-o OUT.json`` writes the plan as a manifest with one CSV per
+(:mod:`planners.shared_arena`); ``--refine`` then re-plans each problem with the shared
+buffers pinned (:func:`planners.shared_arena.refine_pinned`). ``-o OUT.json`` writes the plan as a manifest with one CSV per
 problem (offset column); ``--json`` prints one JSON object.
 """
 
@@ -29,6 +30,10 @@ def add_parsers(sub) -> None:
     p.add_argument("--mode", choices=("colocate", "hull"), default="colocate",
                    help="colocate: exact reduction (shared buffers as colocation groups); hull: "
                         "a shared buffer live from its first to its last use (default colocate)")
+    p.add_argument("--refine", action="store_true",
+                   help="then re-plan each problem alone with the shared buffers pinned where "
+                        "the plan put them, keeping the better plan per problem (planners "
+                        "that handle pins)")
     add_time_limit_flag(p, "the planner")
     add_param_flag(p)
     p.add_argument("-o", "--output", help="write the plan as a manifest .json with one CSV per "
@@ -39,11 +44,13 @@ def add_parsers(sub) -> None:
 def run(args) -> int:
     """Run ``plan-shared``; returns the exit status (0)."""
     from planners.registry import planner_for
-    from planners.shared_arena import plan_shared, read_shared, write_shared
+    from planners.shared_arena import plan_shared, read_shared, refine_pinned, write_shared
 
     sp = read_shared(args.input)
     planner = planner_for(args.planner, time_limit_of(args), params_of(args))
     r = plan_shared(sp, planner, mode=args.mode)
+    if args.refine:
+        r = refine_pinned(r, planner)
     written = None
     if args.output:
         written = str(write_shared(sp, args.output, r)[-1])
