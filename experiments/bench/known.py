@@ -49,13 +49,16 @@ Differential check (``--differential N``): ``N`` small generated problems (1-6 b
 strips of 3-24 bytes by 3-10 steps), each solved by :func:`brute_force_optimum`, an exhaustive
 search written independently of the generator; counts the problems where it disagrees with the
 claimed optimum, the lower bound differs from it, the known plan fails :func:`check_plan`, or a
-greedy planner's arena is below it. Exit 1 on any.
+greedy planner's arena is below it. Exit 1 on any. ``--peer-differential N``
+(:func:`peer_differential`): omnimalloc's validator on the known plans, and omnimalloc's plans and
+its ``proved_optimal`` claims against the known optimum.
 
 Usage::
 
     python -m experiments.bench.known                                # the full run
     python -m experiments.bench.known --sizes 10,100 --seeds 1 --out /tmp/k.csv   # quick look
     python -m experiments.bench.known --differential 2000 --seed 0   # soak: 0 failed
+    python -m experiments.bench.known --peer-differential 200 --seed 0   # omnimalloc: 0 failed
 """
 
 from __future__ import annotations
@@ -78,7 +81,7 @@ from planners.registry import PLANNERS as REGISTRY
 
 __all__ = ["COLUMNS", "PLANNERS", "PEER_PLANNERS", "OMNIMALLOC_KINDS", "EXACT_MAX_BUFFERS",
            "SIZES", "time_limit_for", "omnimalloc_available", "omnimalloc_problem",
-           "brute_force_optimum", "differential", "run", "plot", "main"]
+           "brute_force_optimum", "differential", "peer_differential", "run", "plot", "main"]
 
 COLUMNS = ["kind", "n_buffers", "seed", "planner", "time_limit", "seconds", "arena", "optimum",
            "lower_bound", "ratio", "bound_ratio", "status", "stopped_by", "load"]
@@ -281,6 +284,54 @@ def differential(count: int, seed: int = 0, max_n: int = 6, verbose: bool = Fals
     return ran, failed, messages
 
 
+def peer_differential(count: int, seed: int = 0, timeout: float = 0.3, verbose: bool = False):
+    """omnimalloc against the known optima on ``count`` generated problems; returns ``(ran,
+    failed, messages)``.
+
+    Problem ``k`` (seed ``seed + k``): a kind (alternating), ``n`` uniform on ``[5, 120]``, a
+    4 KiB by 200-step strip. A problem fails when omnimalloc's own validator
+    (``omnimalloc.validate_allocation``) rejects the known plan, a plan of ``supermalloc`` (at
+    ``timeout`` seconds) or ``omni`` fails :func:`planners.check_plan` or is below the optimum,
+    or supermalloc says ``proved_optimal`` above the optimum. Raises ``ImportError`` without
+    omnimalloc.
+    """
+    from omnimalloc import Allocation, validate_allocation
+
+    from experiments.bench.peers import _planner
+
+    ran, failed, messages = 0, 0, []
+    for k in range(count):
+        rng = np.random.default_rng(seed + k)
+        kind = KINDS[k % len(KINDS)]
+        n = int(rng.integers(5, 121))
+        ko = known_optimum_problem(kind, n, seed + k, width=4096, horizon=200)
+        p, bad = ko.problem, []
+        ran += 1
+        try:
+            validate_allocation([Allocation(id=i, size=int(p.sizes[i]), start=int(p.starts[i]),
+                                            end=int(p.ends[i]), offset=int(ko.offsets[i]))
+                                 for i in range(p.n)])
+        except ValueError as e:
+            bad.append(f"omnimalloc rejects the known plan: {e}")
+        for name, params in (("omnimalloc_supermalloc", {"timeout": timeout}),
+                             ("omnimalloc_omni", {"timeout": None})):
+            try:
+                pl = _planner(name, params).plan(p)  # Planner.plan runs check_plan
+            except Exception as e:  # an invalid plan or a crash of the peer
+                bad.append(f"{name}: {type(e).__name__}: {e}")
+                continue
+            if pl.arena_size < ko.optimum:
+                bad.append(f"{name}: arena {pl.arena_size} below the optimum {ko.optimum}")
+            if pl.info.get("proved_optimal") and pl.arena_size != ko.optimum:
+                bad.append(f"{name}: proved_optimal at {pl.arena_size} > optimum {ko.optimum}")
+        if bad:
+            failed += 1
+            messages.append(f"{p.name}: " + "; ".join(bad))
+        if verbose:
+            print(f"{p.name}: {'; '.join(bad) or 'ok'}", flush=True)
+    return ran, failed, messages
+
+
 def run(out: Path, sizes=SIZES, kinds=KINDS, seeds: int = 2, scale: float = 1.0,
         planners=None) -> list[dict]:
     """Run every planner of ``planners`` (``(name, timed, exact)``; default :data:`PLANNERS`
@@ -436,8 +487,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--differential", type=int, default=0, metavar="N",
                     help="check the claimed optimum of N small problems by brute force instead "
                          "(exit 1 on a failure)")
-    ap.add_argument("--seed", type=int, default=0, help="first seed of --differential")
+    ap.add_argument("--peer-differential", type=int, default=0, metavar="N",
+                    help="check omnimalloc's plans and claims on N known-optimum problems "
+                         "instead (exit 1 on a failure, 2 without omnimalloc)")
+    ap.add_argument("--seed", type=int, default=0, help="first seed of the differential checks")
     a = ap.parse_args(argv)
+    if a.peer_differential:
+        if not omnimalloc_available():
+            print("omnimalloc is not installed (pip install omnimalloc)", file=sys.stderr)
+            return 2
+        ran, failed, messages = peer_differential(a.peer_differential, a.seed)
+        for m in messages:
+            print(m)
+        print(f"peer differential: {ran} problems, omnimalloc checked against the known "
+              f"optimum, {failed} failed")
+        return 1 if failed else 0
     if a.differential:
         ran, failed, messages = differential(a.differential, a.seed)
         for m in messages:
