@@ -334,8 +334,10 @@ def plan_shared(sp: SharedArenaProblem, planner="greedy_by_size", mode: str = "c
 
     Notes
     -----
-    A planner that needs a capacity (``exact_search``) and a combined problem without one is
-    given the combined lower bound as capacity, as ``memplan plan`` does.
+    A planner that needs a capacity (``exact_search`` on a problem without compiler features,
+    e.g. a hull reduction) and a combined problem without one is given the combined lower bound
+    as capacity, as ``memplan plan`` does; if nothing fits there it raises
+    :class:`~planners.errors.InfeasibleError` saying so (``minimize`` finds the smallest).
     """
     from .errors import InfeasibleError
     from .registry import get_planner
@@ -347,8 +349,12 @@ def plan_shared(sp: SharedArenaProblem, planner="greedy_by_size", mode: str = "c
         asked = combined.with_capacity(lower_bound(combined))
     cplan = pl.plan(asked)
     if cplan.status in ("infeasible", "timeout", "skipped"):
+        asked_for = "" if asked is combined else (
+            f"; it decides whether the problem fits a capacity and, none given, was asked for "
+            f"the lower bound {asked.capacity} bytes (planner 'minimize' finds the smallest)")
         raise InfeasibleError(f"shared arena {combined.name!r}: planner {pl.name!r} returned no "
-                              f"plan (status {cplan.status}: {cplan.info.get('reason', '')})")
+                              f"plan (status {cplan.status}: {cplan.info.get('reason', '')})"
+                              f"{asked_for}")
     index = combined.index
     over = cplan.status == "over_capacity"
     plans = {}
