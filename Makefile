@@ -174,7 +174,7 @@ soak: $(STAMP)
 	$(PY) -m experiments.bench.scale_differential --problems 20000 --seed 0 --out results/scale_differential.csv
 	$(PY) -m experiments.bench.joint --determinism 12 --seed 1
 	$(PY) -c 'import torch, executorch.exir' 2>/dev/null || $(PY) -m pip install -q -e '.[executorch]'
-	$(PY) -m experiments.runtimes.executorch_diff --count 60 --seed 0 --out results/executorch_differential.csv
+	$(PY) -m experiments.bench.executorch_diff --count 60 --seed 0 --out results/executorch_differential.csv
 
 ## TFLite Micro arena model (head + persistent tail) vs the smallest arena_size the tflite-micro
 ## interpreter accepts (bisection) on every bundled .tflite -> results/bench_tflm_arena.csv

@@ -353,7 +353,7 @@ def test_read_plan_gives_each_mem_id_its_pool(monkeypatch):
 
 @pytest.fixture(scope="module")
 def reread():
-    from experiments.runtimes.executorch_diff import reread_models
+    from experiments.bench.executorch_diff import reread_models
 
     return reread_models()
 
@@ -375,7 +375,7 @@ def test_views_read_again_check_valid_on_both_plans(reread, name, tmp_path):
     """A view whose base is read again later (MHA, LSTM, GRU; /work/shared/cases/
     et_view_reread.py): ExecuTorch's default plan and memplan's both pass ``memplan check``
     (exit 0), ExecuTorch's verifier and the runtime (outputs equal, and equal to PyTorch's)."""
-    from experiments.runtimes.executorch_diff import executorch_conflicts
+    from experiments.bench.executorch_diff import executorch_conflicts
 
     model, inputs = reread[name]
     eager = model(*inputs).detach()
@@ -400,7 +400,7 @@ def test_views_read_again_check_valid_on_both_plans(reread, name, tmp_path):
 
 def _custom_pool_pass(algo=None):
     """Every ``add`` result in mem_id 2 (ExecuTorch's custom-pool passes)."""
-    from experiments.runtimes.executorch_diff import _is_add
+    from experiments.bench.executorch_diff import _is_add
 
     return et.planning_pass(algo, mem_id_of=lambda n: 2 if _is_add(n) else None)
 
@@ -518,8 +518,8 @@ def test_genuine_overlap_is_still_flagged(seed, kind, planner, arenas, tmp_path)
     """A wrong plan (one tensor moved onto another live tensor, ``Corrupting``): ExecuTorch's
     own rules find the conflict and so does ``memplan check`` (not valid): merging views did
     not turn the checker into one that passes wrong programs. A small sample of the
-    differential ``python -m experiments.runtimes.executorch_diff``."""
-    from experiments.runtimes.executorch_diff import run_case
+    differential ``python -m experiments.bench.executorch_diff``."""
+    from experiments.bench.executorch_diff import run_case
 
     r = run_case(seed, kind=kind, planner=planner, arenas=arenas, corrupt=True,
                  workdir=tmp_path)

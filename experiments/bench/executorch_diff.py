@@ -18,7 +18,7 @@ are not storage-backed by one another (``Verifier._storage_root_chain``), exactl
 uncorrupted program must also run in ``executorch.runtime`` with outputs equal to those of the
 default plan of the same model.
 
-``python -m experiments.runtimes.executorch_diff --count 60 --seed 0 [--out CSV]`` runs cases
+``python -m experiments.bench.executorch_diff --count 60 --seed 0 [--out CSV]`` runs cases
 ``seed .. seed + count - 1`` (one line each, a CSV of them with ``--out``) and exits 1 when any
 disagrees (``make soak``); the tests run a few.
 Needs the extra ``[executorch]``.
@@ -328,7 +328,7 @@ def run_case(seed: int, kind: str | None = None, planner: str | None = None,
 def main(argv: list[str] | None = None) -> int:
     """Command line (module docstring): one line per case, a summary line; exit 0 when every
     case agrees, 1 otherwise, 2 without the extra."""
-    ap = argparse.ArgumentParser(prog="python -m experiments.runtimes.executorch_diff",
+    ap = argparse.ArgumentParser(prog="python -m experiments.bench.executorch_diff",
                                  description=__doc__.splitlines()[0])
     ap.add_argument("--count", type=int, default=60, help="cases to run (default 60)")
     ap.add_argument("--seed", type=int, default=0, help="first case's seed (default 0)")

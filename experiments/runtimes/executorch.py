@@ -9,7 +9,7 @@ The runtime-integration shape (:mod:`experiments.runtimes`):
   (:func:`experiments.workloads.load_problem` resolves ``*.pte``). Storage is modelled as
   ExecuTorch lays it out (:func:`storage_aliases`): a view or an in-place result and its base
   are one buffer with the hull of their lifetimes, and each ``mem_id`` is its own pool
-  ``mem{k}``; ``python -m experiments.runtimes.executorch_diff`` checks the verdicts against
+  ``mem{k}``; ``python -m experiments.bench.executorch_diff`` checks the verdicts against
   ExecuTorch's own storage rules on generated and corrupted programs;
 * :func:`plan_for` / :class:`MemplanAlgorithm` -- a memory-planning algorithm for
   ``MemoryPlanningPass(memory_planning_algo=...)`` and
