@@ -877,7 +877,7 @@ def plan_concurrent(problem: ConcurrentProblem, planner: str = "greedy_by_size",
             route, kind = "conflict graph", "heuristic"
             info = {"order": p.order if isinstance(p.order, str) else "custom", "fit": p.fit}
         else:
-            cover = problem.interval_cover().with_capacity(None)
+            cover = problem.interval_cover()
             try:
                 plan = p.plan(cover)
             except (ProblemError, FeatureError, SolverError, ImportError) as exc:
@@ -888,7 +888,11 @@ def plan_concurrent(problem: ConcurrentProblem, planner: str = "greedy_by_size",
             if plan.offsets is None or plan.status in ("skipped", "timeout", "infeasible"):
                 reason = str(plan.info.get("reason") or f"the interval cover gave status "
                                                         f"{plan.status!r}")
-                return ConcurrentPlan(problem, None, planner, plan.status, None, lb, "refused",
+                if plan.status == "infeasible":  # the cover's proof is not one for this problem
+                    reason = ("the interval cover does not fit the capacity (no proof for the "
+                              "concurrent problem)")
+                status = "timeout" if plan.status == "timeout" else "skipped"
+                return ConcurrentPlan(problem, None, planner, status, None, lb, "refused",
                                       time.perf_counter() - t0,
                                       {"reason": reason.splitlines()[0] if reason else ""})
             off = plan.offsets
