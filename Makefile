@@ -7,7 +7,7 @@ MINIMALLOC_DIR ?= ../shared/benchmarks/minimalloc
 MINIMALLOC_ARG := $(if $(wildcard $(MINIMALLOC_DIR)/*.csv),--minimalloc-dir $(MINIMALLOC_DIR),)
 PYTEST_WORKERS ?= 2
 
-.PHONY: venv run run-full figures notebooks test lint bench bench-scale bench-rv64 bench-rv64-quiet bench-exact bench-anytime bench-sched bench-sched-scale bench-transforms bench-budget bench-tflm bench-tflm-offline bench-import bench-startup bench-peers bench-executorch bench-joint bench-overrun soak sweep clean
+.PHONY: venv run run-full figures notebooks test lint bench bench-scale bench-rv64 bench-rv64-quiet bench-exact bench-anytime bench-sched bench-sched-scale bench-transforms bench-budget bench-tflm bench-tflm-offline bench-import bench-startup bench-peers bench-known bench-executorch bench-joint bench-overrun soak sweep clean
 
 $(STAMP): pyproject.toml $(wildcard setup.py) $(wildcard planners/_ext/*.c) $(wildcard planners/_ext/*.h)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -131,8 +131,15 @@ bench-joint: $(STAMP)
 ## greedy and hill climb, TFLM's greedy, telamalloc (5 s) and choose_best on MiniMalloc A-F, pangu and
 ## the ONNX/TFLite corpus, median of 3 runs (about 8 min) -> results/bench_peers.csv + figures/bench_peers
 bench-peers: $(STAMP)
-	$(PY) -c 'import ethosu.vela' 2>/dev/null || $(PY) -m pip install -q -e '.[peers]'
+	$(PY) -c 'import ethosu.vela, omnimalloc' 2>/dev/null || $(PY) -m pip install -q -e '.[peers]'
 	MPLBACKEND=Agg $(PY) -m experiments.bench.peers --minimalloc-dir $(MINIMALLOC_DIR) --out results/bench_peers.csv
+
+## Planners on problems with a known optimum (guillotine and pinwheel tilings of a strip, 10 to 10^5
+## buffers, 2 seeds; the optimum is the strip width, every step full); omnimalloc's generators and
+## allocators too when installed -> results/bench_known.csv + results/figures/bench_known
+bench-known: $(STAMP)
+	$(PY) -c 'import omnimalloc' 2>/dev/null || $(PY) -m pip install -q -e '.[peers]'
+	MPLBACKEND=Agg $(PY) -m experiments.bench.known --out results/bench_known.csv
 
 ## ExecuTorch: its greedy and its algorithm suite against memplan's planners, in the exported order
 ## and memplan's min_live order, on five small PyTorch models; every .pte runs in executorch.runtime
@@ -160,7 +167,8 @@ bench-executorch: $(STAMP)
 ## storage rules -> results/executorch_differential.csv (installs the extra [executorch] if missing);
 ## 20,000 problems, the compiled sweep engine, validator and bound against their references
 ## -> results/scale_differential.csv; the joint optimiser on 12 graphs idle and beside two CPU burners
-## (the same result unless the clock cut it)
+## (the same result unless the clock cut it); 20,000 tilings, the claimed optimum against an exhaustive
+## search; 500 tilings through omnimalloc (its plans checked, never below the optimum)
 ## (each exits 1 on any disagreement)
 soak: $(STAMP)
 	$(PY) -m experiments.bench.soak --problems 100000 --files 10000 --seed 1 --jobs 2 --out results/soak.csv
@@ -173,6 +181,9 @@ soak: $(STAMP)
 	$(PY) -m experiments.bench.sched_scale --differential 2000 --seed 0 --out results
 	$(PY) -m experiments.bench.scale_differential --problems 20000 --seed 0 --out results/scale_differential.csv
 	$(PY) -m experiments.bench.joint --determinism 12 --seed 1
+	$(PY) -m experiments.bench.known --differential 20000 --seed 0
+	$(PY) -c 'import omnimalloc' 2>/dev/null || $(PY) -m pip install -q -e '.[peers]'
+	$(PY) -m experiments.bench.known --peer-differential 500 --seed 0
 	$(PY) -c 'import torch, executorch.exir' 2>/dev/null || $(PY) -m pip install -q -e '.[executorch]'
 	$(PY) -m experiments.bench.executorch_diff --count 60 --seed 0 --out results/executorch_differential.csv
 
