@@ -645,11 +645,12 @@ def check_concurrent_plan(problem: ConcurrentProblem, offsets, check_capacity: b
 # ---------------------------------------------------------------------------------------------
 # Lower bound
 # ---------------------------------------------------------------------------------------------
-def max_weight_antichain(problem: ConcurrentProblem) -> tuple[int, list[int]]:
+def max_weight_antichain(problem: ConcurrentProblem, weights=None) -> tuple[int, list[int]]:
     """The maximum-weight antichain of "precedes" (pairwise-conflicting buffers) and its weight.
 
     Weighted Dilworth by maximum flow (module docstring, "Lower bound"; OR-Tools
-    ``SimpleMaxFlow``), weights = sizes in bytes, zero-size buffers excluded.
+    ``SimpleMaxFlow``), weights = sizes in bytes (or ``weights``, an int array of shape
+    ``(n,)``), zero-size buffers excluded.
 
     Returns
     -------
@@ -673,7 +674,7 @@ def max_weight_antichain(problem: ConcurrentProblem) -> tuple[int, list[int]]:
     live = np.flatnonzero(problem.sizes > 0)
     if live.size == 0:
         return 0, []
-    w = problem.sizes
+    w = problem.sizes if weights is None else np.asarray(weights, np.int64)
     total = int(w[live].sum())
     pa, pb = problem.precedence_pairs()
     n = problem.n
@@ -697,10 +698,28 @@ def max_weight_antichain(problem: ConcurrentProblem) -> tuple[int, list[int]]:
 
 
 def concurrent_lower_bound(problem: ConcurrentProblem) -> int:
-    """Lower bound (bytes) on the arena of every valid plan: the weight of a maximum-weight set
-    of pairwise-conflicting buffers (:func:`max_weight_antichain`). Exact for the conflict
-    graph (its maximum clique); with one stream it is the peak of live bytes."""
-    return max_weight_antichain(problem)[0]
+    """Lower bound (bytes) on the arena of every valid plan.
+
+    The larger of two valid bounds: the weight of a maximum-weight set of pairwise-conflicting
+    buffers (:func:`max_weight_antichain`; the maximum clique of the conflict graph, exact for
+    it), and its padded form. Every offset is a multiple of ``g``, the gcd of the alignments of
+    the non-zero-size buffers, so in a stack of pairwise-conflicting buffers every buffer but the
+    topmost takes its size rounded up to ``g``: the maximum antichain weight of the rounded
+    sizes, less the largest rounding of any buffer, is also a bound (the same argument as
+    :func:`planners.bounds.lower_bound`). With one stream it equals
+    :func:`planners.bounds.lower_bound` of the interval problem. Two max-flow solves at most.
+    """
+    plain = max_weight_antichain(problem)[0]
+    live = problem.sizes > 0
+    if not live.any():
+        return 0
+    g = int(np.gcd.reduce(problem.alignments[live]))
+    rounded = -(-problem.sizes // g) * g
+    slack = rounded - problem.sizes
+    if not slack.any():
+        return plain
+    padded = max_weight_antichain(problem, rounded)[0] - int(slack.max())
+    return max(plain, padded)
 
 
 # ---------------------------------------------------------------------------------------------

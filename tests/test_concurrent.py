@@ -160,16 +160,19 @@ def test_cover_plan_optimal_for_the_cover_is_not_claimed_optimal():
     assert direct.arena == 16 and direct.status == "optimal"
 
 
-intervals = st.lists(st.tuples(st.integers(0, 12), st.integers(0, 6), st.integers(0, 40)),
+intervals = st.lists(st.tuples(st.integers(0, 12), st.integers(0, 6), st.integers(0, 40),
+                               st.sampled_from((None, None, 1, 2, 4, 8))),
                      min_size=1, max_size=25)
 
 
 @settings(max_examples=60, deadline=None)
 @given(intervals)
 def test_one_stream_is_the_interval_model(items):
-    """With one stream: conflicts = interference pairs, bound = planners.bounds.lower_bound, and
-    the greedy engine over the conflict edges gives greedy_offsets' offsets."""
-    prob = Problem([Buffer(f"t{i}", s, s + w + 1, z) for i, (s, w, z) in enumerate(items)])
+    """With one stream: conflicts = interference pairs, bound = planners.bounds.lower_bound
+    (alignments included), and the greedy engine over the conflict edges gives greedy_offsets'
+    offsets."""
+    prob = Problem([Buffer(f"t{i}", s, s + w + 1, z, a)
+                    for i, (s, w, z, a) in enumerate(items)])
     cp = ConcurrentProblem.from_problem(prob)
     a, b = interference_edges(prob, ignore_zero_size=True)
     want = sorted(zip(a.tolist(), b.tolist(), strict=True))
@@ -299,12 +302,10 @@ def _interleavings_overlap(g: Graph, orders: dict[int, list[str]], rng: random.R
             if live[u][0] <= live[v][1] and live[v][0] <= live[u][1]}
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_importer_against_simulated_interleavings(seed):
+def _check_against_interleavings(g: Graph, seed: int) -> None:
     """Every pair of tensors live at once in some execution of the streams (30 random
-    interleavings) is a conflict, and every plan of the problem keeps them apart; with one
-    stream the conflicts are exactly lifetime_problem's interferences."""
-    g = random_layered(seed=seed, n_ops=14, width=4)
+    interleavings) is a conflict, and the greedy plan keeps them apart; with one stream the
+    conflicts are exactly lifetime_problem's interferences and the bounds agree."""
     rng = random.Random(seed)
     for k in (1, 2, 3):
         assign = assign_streams(g, k)
@@ -331,6 +332,24 @@ def test_importer_against_simulated_interleavings(seed):
             assert off[u] + size[u] <= off[v] or off[v] + size[v] <= off[u]
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_importer_against_simulated_interleavings(seed):
+    _check_against_interleavings(random_layered(seed=seed, n_ops=14, width=4), seed)
+
+
+def test_importer_on_a_tflite_model():
+    """tflm_rand00.tflite (8 arena tensors, branches): the interleaving check, and the price of
+    running its branches at once (bound 992 bytes on one stream, the interval peak; more on
+    two streams, where tensors of parallel branches are live together)."""
+    from scheduling.tflite_import import load_tflite
+
+    g = load_tflite(shared_case("tflm_rand00.tflite")).graph
+    _check_against_interleavings(g, 0)
+    one, two = concurrent_problem(g, 1), concurrent_problem(g, 2)
+    assert concurrent_lower_bound(one) == lower_bound(lifetime_problem(g)) == 992
+    assert concurrent_lower_bound(two) > 992
+
+
 def test_importer_on_an_onnx_model():
     """An imported ONNX graph on two streams plans and validates."""
     from scheduling.onnx_import import load_onnx
@@ -341,3 +360,13 @@ def test_importer_on_an_onnx_model():
     assert p.offsets is not None
     assert check_concurrent_plan(cp, p.offsets) == p.arena >= concurrent_lower_bound(cp) > 0
     assert np.all(p.offsets >= 0)
+
+
+def test_empty_and_zero_size_problems():
+    """No buffers, or only zero-size ones: bound 0, every plan at 0, optimal."""
+    for cp in (ConcurrentProblem([]),
+               ConcurrentProblem([B("z", 0, 0, 0, 0), B("y", 1, 0, 0, 0)])):
+        assert concurrent_lower_bound(cp) == 0 and cp.conflict_pairs() == []
+        for name in ("greedy_by_size", "naive", "conflict_cpsat"):
+            p = plan_concurrent(cp, name)
+            assert p.arena == 0 and p.status == "optimal" and p.offsets.tolist() == [0] * cp.n

@@ -9,8 +9,9 @@ no planner code):
 * ``conflicts``: :meth:`ConcurrentProblem.conflict_edges` against the oracle's pairs (two
   non-zero-size buffers conflict iff neither's every end reaches the other's first);
 * ``bound``: :func:`concurrent_lower_bound` against the largest total size of a set of
-  pairwise-conflicting buffers, by enumerating every subset; with one stream also against
-  :func:`planners.bounds.lower_bound` of the interval problem (alignment 1);
+  pairwise-conflicting buffers, by enumerating every subset (or its padded form: sizes rounded
+  up to the gcd of the alignments, less the largest rounding); with one stream also against
+  :func:`planners.bounds.lower_bound` of the interval problem;
 * ``optimum``: the smallest arena found by an exhaustive search over offsets (every aligned
   offset ``0 .. B - size`` of every buffer, for ``B`` rising from the bound) must be ``>=`` the
   bound, ``<=`` every planner's arena, and equal to ``conflict_cpsat``'s when CP-SAT proves it;
@@ -41,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import math
 import random
 import sys
 from pathlib import Path
@@ -148,15 +150,22 @@ class Oracle:
         return all(f in self.desc[e] for e in ((bx.stream, bx.last), *bx.reads))
 
     def clique_bound(self) -> int:
-        """Largest total size of a pairwise-conflicting set (every subset enumerated)."""
+        """Largest total size of a pairwise-conflicting set (every subset enumerated), or, if
+        larger, the largest total of the sizes rounded up to ``g`` (gcd of the alignments of the
+        non-zero-size buffers) less the largest rounding."""
         n = self.cp.n
         sizes = [b.size for b in self.cp.buffers]
-        best = 0
+        als = [self.aligned(i) for i in range(n) if sizes[i]]
+        g = math.gcd(*als) if als else 1
+        rounded = [-(-z // g) * g for z in sizes]
+        slack = max(r - z for r, z in zip(rounded, sizes, strict=True)) if n else 0
+        best = padded = 0
         for mask in range(1, 1 << n):
             mem = [i for i in range(n) if mask >> i & 1]
             if all((a, b) in self.conflict for a, b in itertools.combinations(mem, 2)):
                 best = max(best, sum(sizes[i] for i in mem))
-        return best
+                padded = max(padded, sum(rounded[i] for i in mem) - slack)
+        return max(best, padded)
 
     def aligned(self, i: int) -> int:
         b = self.cp.buffers[i]
@@ -255,9 +264,9 @@ def check_problem(cp: ConcurrentProblem, seed: int = 0, time_limit: float = 5.0)
     lb = concurrent_lower_bound(cp)
     cb = o.clique_bound()
     expect(lb == cb, f"bound {lb} != clique oracle {cb}")
-    if cp.k == 1 and not cp.edges and not any(x.reads for x in cp.buffers) \
-            and all(x.alignment is None for x in cp.buffers):
-        ip = Problem([Buffer(x.id, x.first, x.last + 1, x.size) for x in cp.buffers])
+    if cp.k == 1 and not cp.edges and not any(x.reads for x in cp.buffers):
+        ip = Problem([Buffer(x.id, x.first, x.last + 1, x.size, x.alignment)
+                      for x in cp.buffers], alignment=cp.alignment)
         expect(lb == lower_bound(ip), f"one-stream bound {lb} != lower_bound {lower_bound(ip)}")
     cover = cp.interval_cover()
     st, en = cover.starts, cover.ends
