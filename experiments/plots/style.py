@@ -583,7 +583,8 @@ def heatmap_cell_text(ratio: float, proved: bool = False) -> str:
 
 def plot_ratio_heatmap(records: pd.DataFrame, title: str = "Arena / lower bound",
                        cap_percentile: float | None = 95.0, ax=None):
-    """Heatmap of ``arena / lower_bound`` (rows: planners, columns: workloads).
+    """Heatmap of ``arena / lower_bound``: rows the planners and columns the workloads, or the
+    other way round when there are more workloads than planners (the longer list down the page).
 
     Parameters
     ----------
@@ -617,14 +618,19 @@ def plot_ratio_heatmap(records: pd.DataFrame, title: str = "Arena / lower bound"
     workloads = [w for w in dict.fromkeys(records["workload"]) if w in table.columns]
     table = table.reindex(index=planners, columns=workloads)
     proved = proved.reindex(index=planners, columns=workloads).fillna(False).astype(bool)
-    row_labels = [short_label(p, 26) for p in planners]
-    col_labels = [short_label(w, 18) for w in workloads]
+    # the longer list runs down the page (rows have room, a 7.16 in row has not)
+    rows_are = "planner" if len(planners) >= len(workloads) else "workload"
+    if rows_are == "workload":
+        table, proved = table.T, proved.T
+    rows, cols = list(table.index), list(table.columns)
+    cols_are = "workload" if rows_are == "planner" else "planner"
+    row_labels = [short_label(r, 34) for r in rows]
+    # vertical column labels on one line (two lines need twice the column width)
+    col_labels = [str(c) if len(str(c)) <= 30 else str(c)[:29] + "\u2026" for c in cols]
     two_line = any("\n" in lab for lab in row_labels)
     row_h = 0.34 if two_line else 0.2
-    # vertical workload labels: about 0.075 in per character (9 pt), at most 18 per line
-    label_in = 0.075 * max((max(len(x) for x in lab.split("\n")) for lab in col_labels),
-                           default=0)
-    fig, ax = _new_axes(ax, figsize("double", 1.3 + row_h * max(len(planners), 1) + label_in,
+    label_in = 0.075 * max((len(lab) for lab in col_labels), default=0)  # 9 pt vertical text
+    fig, ax = _new_axes(ax, figsize("double", 1.3 + row_h * max(len(rows), 1) + label_in,
                                     7.16))
     data = table.to_numpy(dtype=float)
     finite = data[np.isfinite(data)]
@@ -636,8 +642,8 @@ def plot_ratio_heatmap(records: pd.DataFrame, title: str = "Arena / lower bound"
         if cap < top:
             vmax, capped = cap, True
     im = ax.imshow(data, cmap="viridis_r", vmin=1.0, vmax=vmax, aspect="auto")
-    ax.set_xticks(range(len(workloads)), col_labels, rotation=90, ha="center", va="top")
-    ax.set_yticks(range(len(planners)), row_labels, fontsize=MIN_TEXT_PT + 1)
+    ax.set_xticks(range(len(cols)), col_labels, rotation=90, ha="center", va="top")
+    ax.set_yticks(range(len(rows)), row_labels, fontsize=MIN_TEXT_PT + 1)
     ax.tick_params(length=2, pad=2)
     ax.grid(False)
     pv = proved.to_numpy(dtype=bool)
@@ -653,15 +659,19 @@ def plot_ratio_heatmap(records: pd.DataFrame, title: str = "Arena / lower bound"
         notes.append("* proved optimal")
     if np.isnan(data).any():
         notes.append("blank: no valid plan")
-    ax.set_xlabel("workload\n" + "; ".join(notes))
-    ax.set_ylabel("planner")
+    ax.set_xlabel(cols_are + "\n" + "; ".join(notes))
+    ax.set_ylabel(rows_are)
     ax.set_title(title)
-    # the cell text's size: the largest (8 pt at most) whose widest text fits a cell
+    # the cell text's size: the largest (8 pt at most) whose widest text fits a cell; none
+    # when even MIN_TEXT_PT does not fit (the values are in the tables beside the figure)
     fig.draw_without_rendering()
-    cell_pt = ax.bbox.width / max(len(workloads), 1) * 72.0 / fig.dpi
-    widest = max((sum(0.35 if ch in ".*" else 0.64 for ch in t) for t in texts.values()),
-                 default=1.0)  # em per text (DejaVu Sans digits 0.636 em)
-    size = float(min(8.0, max(MIN_TEXT_PT, (cell_pt - 1.5) / widest)))
+    cell_pt = ax.bbox.width / max(len(cols), 1) * 72.0 / fig.dpi
+    widest = max((sum(0.4 if ch in ".*" else 0.68 for ch in t) for t in texts.values()),
+                 default=1.0)  # em per text (DejaVu Sans digits 0.636 em, rendered wider)
+    size = float(min(8.0, (cell_pt - 1.5) / widest))
+    if size < MIN_TEXT_PT:
+        texts = {}
+        ax.set_xlabel(cols_are + "\ncells too narrow for their values (see the tables)")
     for (r, c), t in texts.items():
         v = data[r, c]
         ax.text(c, r, t, ha="center", va="center", fontsize=size,

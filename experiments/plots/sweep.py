@@ -22,19 +22,45 @@ import pandas as pd
 from experiments.metrics import pareto_front
 from experiments.plots.style import MARKERS, PALETTE, _new_axes, byte_axis, figsize
 
-__all__ = ["plot_quality_vs_time", "plot_scaling", "plot_rv64_cycles", "plot_tflm_comparison"]
+__all__ = ["plot_quality_vs_time", "timing_claim", "MAX_QUALITY_PANELS", "plot_scaling", "plot_rv64_cycles", "plot_tflm_comparison"]
+
+
+#: At most this many cases (panels) in :func:`plot_quality_vs_time`: two rows of three, so the
+#: figure stays within a page (12 panels made it 7.16 x 10.6 in).
+MAX_QUALITY_PANELS = 6
+
+
+def timing_claim(t_n) -> str:
+    """The "median of N timed runs" a figure states, from the timed runs behind each point
+    (``t_n``: integers, one per point): ``"median of 3 timed runs"`` when every point has the
+    same count, ``"median of 1-3 timed runs"`` otherwise, ``"median"`` without counts.
+
+    >>> timing_claim([3, 3]), timing_claim([1, 3]), timing_claim([1])
+    ('median of 3 timed runs', 'median of 1-3 timed runs', 'median of 1 timed run')
+    """
+    n = [int(v) for v in pd.Series(t_n, dtype="float").dropna()]
+    if not n:
+        return "median"
+    lo, hi = min(n), max(n)
+    if lo == hi:
+        return f"median of {lo} timed run" + ("s" if lo != 1 else "")
+    return f"median of {lo}-{hi} timed runs"
 
 
 def plot_quality_vs_time(qa: pd.DataFrame, floor: float, too_fast: Sequence[str] = ()):
-    """Small multiples, one per case of ``qa`` whose slowest median is at least ``floor`` seconds:
-    arena / lower bound (``ratio``) against the median planning time (``seconds``, log axis) with
-    its min-max bar (``t_min``, ``t_max``; ``t_n`` runs), one marker per ``config``; runs faster
-    than ``floor`` sit hollow at the dotted line and join no Pareto front (grey,
-    :func:`experiments.metrics.pareto_front` of the timed runs). ``too_fast`` names the cases left
-    out because every run was faster than ``floor``; when no case is left, the figure says so
-    instead. Returns the matplotlib Figure."""
-    measurable = qa.groupby("case")["seconds"].max() >= floor
-    cases = sorted(measurable.index[measurable])
+    """Small multiples, one per case of ``qa`` whose slowest median is at least ``floor`` seconds
+    (at most :data:`MAX_QUALITY_PANELS`, the cases with the slowest medians): arena / lower
+    bound (``ratio``) against the median planning time (``seconds``, log axis) with its bar from
+    the fastest timed run (``t_min``) to the slowest median (``t_max``), one marker per
+    ``config``; the title states the timed runs per point (``t_n``, :func:`timing_claim`).
+    Runs faster than ``floor`` are drawn pale at their own median inside the grey band below the
+    dotted line and join no Pareto front (grey, :func:`experiments.metrics.pareto_front` of the
+    timed runs). ``too_fast`` names the cases left out because every run was faster than
+    ``floor``; when no case is left, the figure says so instead. Returns the matplotlib Figure."""
+    slowest = qa.groupby("case")["seconds"].max()
+    measurable = slowest >= floor
+    ranked = sorted(slowest.index[measurable], key=lambda c: (-float(slowest[c]), str(c)))
+    cases = sorted(ranked[:MAX_QUALITY_PANELS])
     too_fast = list(too_fast)
     if not cases:  # nothing large enough to time: say so instead of ranking noise
         fig, ax = plt.subplots(figsize=figsize("single", 1.6, 4.0))
@@ -48,37 +74,44 @@ def plot_quality_vs_time(qa: pd.DataFrame, floor: float, too_fast: Sequence[str]
     nrow = math.ceil(len(cases) / ncol)
     # constrained: the legend below and the title above stay inside the 7.16 in wide file
     fig, axes = plt.subplots(nrow, ncol, squeeze=False, layout="constrained",
-                             figsize=figsize("double", 2.3 * nrow + 1.4, 2.6 * ncol + 1.6))
+                             figsize=figsize("double", 2.2 * nrow + 1.7, 7.16))
     configs = sorted(qa["config"].unique())
     colour = {c: PALETTE[i % len(PALETTE)] for i, c in enumerate(configs)}
     marker = {c: MARKERS[i % len(MARKERS)] for i, c in enumerate(configs)}
     n_fronts = 0
+    shown_qa = qa[qa["case"].isin(cases)]
     for ax, case in zip(axes.flat, cases, strict=False):
         sub = qa[qa["case"] == case].reset_index(drop=True)
         med = sub["seconds"].to_numpy(float)
         meas = med >= floor
-        shown = np.where(meas, med, floor)
         for i, row in sub.iterrows():
             c = colour[row["config"]]
             if meas[i]:
-                lo, hi = float(row["t_min"]), float(row["t_max"])
-                ax.errorbar(shown[i], row["ratio"], xerr=[[shown[i] - lo], [hi - shown[i]]],
+                lo = min(float(row["t_min"]), med[i])
+                hi = max(float(row["t_max"]), med[i])
+                ax.errorbar(med[i], row["ratio"], xerr=[[med[i] - lo], [hi - med[i]]],
                             fmt=marker[row["config"]], color=c, ms=4.5, lw=0.8,
                             label=row["config"], zorder=3)
-            else:  # too fast to time: drawn at the floor, in the grey band, off any front
-                ax.scatter(floor, row["ratio"], marker=marker[row["config"]], s=22,
-                           color=c, label=row["config"], zorder=3)
+            else:  # too fast to time: pale, at its own median in the grey band, off any front
+                ax.plot([med[i]], [row["ratio"]], ls="", marker=marker[row["config"]], ms=4.5,
+                        color=c, alpha=0.45, label=row["config"], zorder=3)
         if int(meas.sum()) >= 2:
             idx = np.flatnonzero(meas)
             front = idx[pareto_front(med[idx], sub["ratio"].to_numpy(float)[idx])]
             ax.step(med[front], sub["ratio"].to_numpy(float)[front], where="post",
                     color="0.4", lw=0.9, zorder=2)
             n_fronts += 1
-        ax.axhline(1.0, color="black", ls="--", lw=0.8)
+        xs = np.r_[med, sub["t_min"].to_numpy(float), sub["t_max"].to_numpy(float), floor]
+        xs = xs[np.isfinite(xs) & (xs > 0)]
+        left, right = float(xs.min()) / 2.5, float(xs.max()) * 2.5
+        ax.axhline(1.0, color="black", ls="--", lw=0.8, zorder=1)
         ax.axvline(floor, color="0.6", lw=0.6, ls=":")
-        ax.axvspan(floor / 3, floor, color="0.9", lw=0, zorder=0)
+        ax.axvspan(left, floor, color="0.9", lw=0, zorder=0)
         ax.set_xscale("log")
+        ax.set_xlim(left, right)
+        ax.margins(y=0.12)
         ax.xaxis.set_minor_formatter(mticker.NullFormatter())
+        ax.xaxis.set_major_locator(mticker.LogLocator(numticks=4))
         ax.set_title(case, fontsize=8)
         ax.set_xlabel("time (s, median, log scale)")
         ax.set_ylabel("arena / lower bound")
@@ -90,44 +123,63 @@ def plot_quality_vs_time(qa: pd.DataFrame, floor: float, too_fast: Sequence[str]
             handles.setdefault(lab, h)
     fig.legend(list(handles.values()), list(handles.keys()), loc="outside lower center",
                ncol=3, frameon=False)
-    runs_n = int(qa["t_n"].max()) if len(qa) and qa["t_n"].notna().any() else 0
+    left_out = len(ranked) - len(cases)
     fig.suptitle(
-        "Quality vs planning time: median of " + (f"up to {runs_n} runs" if runs_n > 1
-                                                  else "1 run (no spread measured)")
-        + "; bars: min-max.\nIn the grey band at the dotted line: below "
-        + f"{floor * 1e3:g} ms, too fast to time (call overhead), no ranking; "
-        + ("grey: Pareto front of the timed runs" if n_fronts else "no Pareto front drawn")
-        + (f"; {len(too_fast)} cases where every planner is < "
-           f"{floor * 1e3:g} ms not shown" if too_fast else ""),
+        f"Quality vs planning time: {timing_claim(shown_qa['t_n'])} per point; bars: fastest "
+        "run to slowest median"
+        + (f"; the {len(cases)} of {len(ranked)} timed cases with the slowest runs"
+           if left_out else "")
+        + f".\nGrey band: below {floor * 1e3:g} ms, too fast to time (call overhead), pale "
+        "markers at their median, no ranking; "
+        + ("grey line: Pareto front of the timed runs" if n_fronts else "no Pareto front drawn")
+        + (f"; {len(too_fast)} cases where every planner is < {floor * 1e3:g} ms not shown"
+           if too_fast else ""),
         fontsize=8, wrap=True)
     return fig
 
 
 def plot_scaling(runs: pd.DataFrame, slopes: Mapping[str, float], min_fit_seconds: float, ax=None):
-    """Planning time (``seconds``) against ``buffers`` per ``config``, log-log; a config in
-    ``slopes`` (its fitted log-log slope over the runs measured well: at least
+    """Planning time (``seconds``) against ``buffers`` per ``config``, log-log.
+
+    A config in ``slopes`` (its fitted log-log slope over the runs measured well: at least
     ``min_fit_seconds``, warmed up and repeated, not stopped by a time limit;
-    :func:`experiments.report.sweep_report.well_measured`) says so in its legend entry; the band
-    below ``min_fit_seconds`` is shaded (call overhead, not fitted).
-    Returns the Axes."""
-    fig, ax = _new_axes(ax, figsize("double", 3.6, 6.0))
+    :func:`experiments.report.sweep_report.well_measured`) gets that slope drawn, as a line of
+    that slope through the centroid (in log-log) of its runs of at least ``min_fit_seconds``
+    over their buffer range, and named in its legend entry; a slope is never named without its
+    line. The band below ``min_fit_seconds`` is shaded (call overhead, not fitted). The limits
+    leave every marker inside the frame. Returns the Axes."""
+    fig, ax = _new_axes(ax, figsize("double", 3.6, 7.16))
     for i, (cfg, sub) in enumerate(sorted(runs.groupby("config"), key=lambda kv: kv[0])):
         x, y = sub["buffers"].to_numpy(float), sub["seconds"].to_numpy(float)
-        label = cfg if cfg not in slopes else \
-            f"{cfg} (slope {slopes[cfg]:.2f}, well-measured runs >= {min_fit_seconds * 1e3:g} ms)"
-        ax.scatter(x, y, s=12, color=PALETTE[i % len(PALETTE)],
-                   marker=MARKERS[i % len(MARKERS)], label=label, alpha=0.8)
-    lo = float(runs["seconds"].min()) / 2
+        c = PALETTE[i % len(PALETTE)]
+        fit = (y >= min_fit_seconds) & (x > 0) & (y > 0)
+        drawn = cfg in slopes and fit.any() and np.isfinite(slopes[cfg])
+        label = cfg if not drawn else \
+            f"{cfg} (slope {slopes[cfg]:.2f}, runs >= {min_fit_seconds * 1e3:g} ms)"
+        ax.scatter(x, y, s=12, color=c, marker=MARKERS[i % len(MARKERS)], label=label,
+                   alpha=0.8, zorder=3)
+        if drawn:
+            lx, ly = np.log10(x[fit]), np.log10(y[fit])
+            xs = np.array([lx.min(), lx.max()]) if lx.max() > lx.min() else lx.mean() + \
+                np.array([-0.15, 0.15])
+            ax.plot(10 ** xs, 10 ** (ly.mean() + slopes[cfg] * (xs - lx.mean())), color=c,
+                    lw=1.0, ls=(0, (4, 2)), zorder=2)
+    pos = runs[(runs["seconds"] > 0) & (runs["buffers"] > 0)]
+    lo = float(pos["seconds"].min()) / 2 if len(pos) else min_fit_seconds / 10
+    hi = float(pos["seconds"].max()) * 2 if len(pos) else min_fit_seconds * 10
     ax.axhspan(lo, min_fit_seconds, color="0.92", zorder=0,
                label=f"< {min_fit_seconds * 1e3:g} ms: overhead, not fitted")
-    ax.set_ylim(bottom=lo)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.set_ylim(lo, max(hi, min_fit_seconds * 2))
+    if len(pos):
+        ax.set_xlim(float(pos["buffers"].min()) / 1.5, float(pos["buffers"].max()) * 1.5)
     ax.set_xlabel("buffers (log scale)")
     ax.set_ylabel("planning time (s, log scale)")
     ax.set_title("Planning time vs buffer count" + (
-        "" if slopes else f"\n(no slope: fewer than 3 sizes with runs >= "
-                          f"{min_fit_seconds * 1e3:g} ms; small runs time Python overhead)"))
+        "\n(dashed: fitted log-log slope)" if slopes else
+        f"\n(no slope: fewer than 3 sizes with runs >= {min_fit_seconds * 1e3:g} ms; small "
+        "runs time Python overhead)"), pad=8)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return ax
 
