@@ -7,7 +7,7 @@ MINIMALLOC_DIR ?= ../shared/benchmarks/minimalloc
 MINIMALLOC_ARG := $(if $(wildcard $(MINIMALLOC_DIR)/*.csv),--minimalloc-dir $(MINIMALLOC_DIR),)
 PYTEST_WORKERS ?= 2
 
-.PHONY: venv run run-full figures notebooks test lint bench bench-scale bench-rv64 bench-rv64-quiet bench-exact bench-anytime bench-sched bench-sched-scale bench-transforms bench-budget bench-tflm bench-tflm-offline bench-import bench-startup bench-peers bench-known bench-executorch bench-joint bench-overrun soak sweep clean
+.PHONY: venv run run-full figures notebooks test test-full lint bench bench-scale bench-rv64 bench-rv64-quiet bench-exact bench-anytime bench-sched bench-sched-scale bench-transforms bench-budget bench-tflm bench-tflm-offline bench-import bench-startup bench-peers bench-known bench-executorch bench-joint bench-overrun soak sweep clean
 
 $(STAMP): pyproject.toml $(wildcard setup.py) $(wildcard planners/_ext/*.c) $(wildcard planners/_ext/*.h)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -40,7 +40,13 @@ notebooks: $(STAMP)
 	$(PY) notebooks/execute.py
 
 ## The test suite (unit, property, notebook tests); tests that need ../shared skip without it.
+## The slow repeats (tests/conftest.py SLOW, marked slow) are left to make test-full.
 test: $(STAMP)
+	$(PY) -m pytest -q -n $(PYTEST_WORKERS) -m "not slow" tests --nbmake notebooks \
+		--doctest-modules planners scheduling experiments
+
+## Every test, the slow repeats too
+test-full: $(STAMP)
 	$(PY) -m pytest -q -n $(PYTEST_WORKERS) tests --nbmake notebooks \
 		--doctest-modules planners scheduling experiments
 

@@ -23,12 +23,42 @@ def shared_case(name: str) -> Path:
     return shared_path("cases", name)
 
 
+#: The slowest tests, by node id (a prefix covers every parametrised case), each with its
+#: seconds in a full run on the 2-core machine at load 6-11 (``--durations``). They carry the
+#: ``slow`` mark: ``make test`` deselects them (``-m "not slow"``), ``make test-full`` runs them.
+#: Each repeats what a faster test in ``make test`` samples (a second execution of the
+#: notebooks, every figure redrawn, a larger random sample, a cluster start-up), so ``make
+#: test`` keeps one test of every kind; none of them is a test that CI would otherwise skip for
+#: a missing package.
+SLOW = {
+    "tests/test_figure_style.py::test_make_figures_draws_every_figure_by_the_print_rules": 77,
+    "tests/test_rv64_interp.py::test_random_programs_match_unicorn": 62,
+    "tests/test_sweep.py::test_report_is_deterministic_from_the_records": 37,
+    "tests/test_notebooks.py::test_notebook_shows_its_figures_inline": 66,
+    "tests/test_tflm_offline.py::test_generated_models_export_and_keep_their_outputs": 29,
+    "tests/test_joint_features.py::test_lns_with_pools_pins_and_aliases_is_valid_and_determin": 24,
+    "tests/test_figures_from_records.py::test_one_command_redraws_the_benchmark_figures": 22,
+    "tests/test_schedulers.py::test_schedulers_at_20000_operators_return_and_say_what_stop": 32,
+    "tests/test_sweep.py::test_second_sweep_on_one_folder_waits_or_refuses": 20,
+    "tests/test_cli_errors.py::test_unreachable_dask_scheduler_fails_fast": 16,
+    "tests/test_telamalloc_engine.py::test_compiled_probe_matches_python_node_for_node": 16,
+    "tests/test_figures_from_records.py::test_sweep_report_figures_are_drawn_from_records": 14,
+    "tests/test_sweep.py::test_timeout_stops_code_that_never_returns_to_python[2]": 12,
+    "tests/test_sweep.py::test_process_pool_and_dask_local_cluster_match_local": 11,
+}
+
+
 def pytest_collection_modifyitems(config, items):
-    """Skip, with a reason, the cases parametrized by a planner whose optional package is absent
-    (``vela_hillclimb`` needs ``ethos-u-vela``, the extra ``peers``; it refuses in one line
-    without it, which the every-planner tests would count as a failure)."""
+    """Mark the :data:`SLOW` tests ``slow``; skip, with a reason, the cases parametrized by a
+    planner whose optional package is absent (``vela_hillclimb`` needs ``ethos-u-vela``, the
+    extra ``peers``; it refuses in one line without it, which the every-planner tests would
+    count as a failure)."""
     from planners.vela_hillclimb import vela_available
 
+    slow = pytest.mark.slow
+    for item in items:
+        if any(item.nodeid.startswith(k) for k in SLOW):
+            item.add_marker(slow)
     if vela_available():
         return
     skip = pytest.mark.skip(reason="ethos-u-vela is not installed (pip install -e '.[peers]')")
