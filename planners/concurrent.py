@@ -916,7 +916,7 @@ def plan_concurrent(problem: ConcurrentProblem, planner: str = "greedy_by_size",
                                       {"reason": reason.splitlines()[0] if reason else ""})
             off = plan.offsets
             route = "interval cover"
-            kind = "heuristic" if plan.status == "heuristic" else "feasible"
+            kind = "feasible" if plan.status in ("optimal", "feasible") else "heuristic"
             info = {"cover_status": plan.status, "cover_lower_bound": int(plan.lower_bound)}
     seconds = time.perf_counter() - t0
     cap = problem.capacity
