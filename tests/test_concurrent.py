@@ -18,7 +18,7 @@ from conftest import shared_case
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from experiments.bench.concurrent_differential import Oracle, run
+from experiments.bench.concurrent_differential import Oracle, random_concurrent, run
 from planners.bounds import lower_bound
 from planners.concurrent import (
     ConcurrentBuffer,
@@ -165,7 +165,7 @@ intervals = st.lists(st.tuples(st.integers(0, 12), st.integers(0, 6), st.integer
                      min_size=1, max_size=25)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, derandomize=True)
 @given(intervals)
 def test_one_stream_is_the_interval_model(items):
     """With one stream: conflicts = interference pairs, bound = planners.bounds.lower_bound
@@ -370,3 +370,26 @@ def test_empty_and_zero_size_problems():
         for name in ("greedy_by_size", "naive", "conflict_cpsat"):
             p = plan_concurrent(cp, name)
             assert p.arena == 0 and p.status == "optimal" and p.offsets.tolist() == [0] * cp.n
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(st.integers(0, 10**6))
+def test_larger_problems_against_the_reachability_oracle(seed):
+    """Up to 30 buffers on streams of up to 12 steps with up to 12 edges (beyond the exhaustive
+    oracle): conflicts equal the oracle's, the cover interferes on every conflict, the maximum
+    antichain is pairwise conflicting, and plans of both routes pass the oracle's check."""
+    cp = random_concurrent(seed, max_buffers=30, max_steps=12, max_edges=12)
+    o = Oracle(cp)
+    a, b = cp.conflict_edges()
+    assert set(zip(a.tolist(), b.tolist(), strict=True)) == o.conflict
+    cover = cp.interval_cover()
+    assert all(cover.starts[x] < cover.ends[y] and cover.starts[y] < cover.ends[x]
+               for x, y in o.conflict)
+    weight, members = max_weight_antichain(cp)
+    assert all((x, y) in o.conflict for x, y in itertools.combinations(members, 2))
+    assert weight == sum(cp.buffers[i].size for i in members)
+    for name in ("greedy_by_size", "best_fit", "greedy_by_conflicts", "choose_best",
+                 "telamalloc"):
+        p = plan_concurrent(cp, name)
+        assert o.valid(p.offsets), name
+        assert p.arena >= concurrent_lower_bound(cp)

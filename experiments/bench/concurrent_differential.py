@@ -71,18 +71,17 @@ PLANNERS_CHECKED = ("greedy_in_order", "first_fit", "best_fit", "greedy_by_size"
                     "lifetime_aware", "conflict_cpsat", "choose_best", "telamalloc", "cpsat")
 
 
-def _steps(rng: random.Random, k: int) -> list[int]:
-    return [rng.randint(1, 5) for _ in range(k)]
-
-
-def random_concurrent(seed: int) -> ConcurrentProblem:
-    """A small random :class:`ConcurrentProblem` (module docstring), deterministic in ``seed``.
+def random_concurrent(seed: int, max_buffers: int = 6, max_steps: int = 5,
+                      max_edges: int = 4) -> ConcurrentProblem:
+    """A small random :class:`ConcurrentProblem` (module docstring), deterministic in ``seed``:
+    1 to 3 streams of 1 to ``max_steps`` steps, 0 to ``max_edges`` cross-stream edges, 2 to
+    ``max_buffers`` buffers.
 
     Acyclic by construction: every event gets a random time increasing along its stream, and an
     edge goes from a lower to a higher time."""
     rng = random.Random(seed)
     k = rng.choice((1, 2, 2, 2, 3))
-    lengths = _steps(rng, k)
+    lengths = [rng.randint(1, max_steps) for _ in range(k)]
     times = {}
     for s, L in enumerate(lengths):
         t = 0.0
@@ -91,7 +90,7 @@ def random_concurrent(seed: int) -> ConcurrentProblem:
             times[(s, i)] = t
     events = list(times)
     edges = []
-    for _ in range(rng.randint(0, 4) if k > 1 else 0):
+    for _ in range(rng.randint(0, max_edges) if k > 1 else 0):
         e, f = rng.sample(events, 2)
         if e[0] != f[0]:
             if times[e] > times[f]:
@@ -99,7 +98,7 @@ def random_concurrent(seed: int) -> ConcurrentProblem:
             edges.append((e, f))
     oracle_dag = _event_dag(lengths, edges)
     bufs = []
-    for x in range(rng.randint(2, 6)):
+    for x in range(rng.randint(2, max_buffers)):
         s = rng.randrange(k)
         first = rng.randrange(lengths[s])
         last = rng.randint(first, lengths[s] - 1)
