@@ -175,7 +175,8 @@ bench-executorch: $(STAMP)
 ## -> results/scale_differential.csv; the joint optimiser on 12 graphs idle and beside two CPU burners
 ## (the same result unless the clock cut it); 20,000 tilings, the claimed optimum against an exhaustive
 ## search; 500 tilings through omnimalloc (its plans checked, never below the optimum); 2,000 shared-
-## arena problems (several problems, shared buffers at one offset) against an exhaustive search
+## arena problems (several problems, shared buffers at one offset) against an exhaustive search; 2,000
+## concurrent-stream problems (lifetimes over a partial order) against reachability and exhaustive search
 ## (each exits 1 on any disagreement)
 soak: $(STAMP)
 	$(PY) -m experiments.bench.soak --problems 100000 --files 10000 --seed 1 --jobs 2 --out results/soak.csv
@@ -192,6 +193,7 @@ soak: $(STAMP)
 	$(PY) -c 'import omnimalloc' 2>/dev/null || $(PY) -m pip install -q -e '.[peers]'
 	$(PY) -m experiments.bench.known --peer-differential 500 --seed 0
 	$(PY) -m experiments.bench.shared_differential --count 2000 --seed 0 --out results/shared_differential.csv
+	$(PY) -m experiments.bench.concurrent_differential --problems 2000 --out results/concurrent_differential.csv
 	$(PY) -c 'import torch, executorch.exir' 2>/dev/null || $(PY) -m pip install -q -e '.[executorch]'
 	$(PY) -m experiments.bench.executorch_diff --count 60 --seed 0 --out results/executorch_differential.csv
 
