@@ -290,3 +290,28 @@ def test_figures_are_byte_identical_when_written_twice(tmp_path):
         second = plots.save(make(), tmp_path / "two" / name, formats=("png", "pdf", "svg"))
         for a, b in zip(first, second, strict=True):
             assert a.read_bytes() == b.read_bytes(), a.name
+
+
+def test_seed000_layout_has_a_compacted_panel_for_the_buffers_under_the_weights():
+    """seed 000: input, conv_w and gemm_w live for the whole schedule (4 + 64 + 256 KiB =
+    331,776 of the 352,256-byte arena); the other five buffers get a second panel whose address
+    axis drops those bytes: their arena is 352,256 - 331,776 = 20,480 bytes, equal to their own
+    max live bytes (8 + 4 + 8 KiB at step 2), and the compacted offsets are a valid plan."""
+    from experiments.plots.style import _short_lived
+    from planners import check_plan
+
+    plan = _seed_plan()
+    rest, cut = _short_lived(plan)
+    assert cut == 331_776
+    assert sorted(b.id for b in rest.problem.buffers) == ["conv_y", "logits", "probs", "res",
+                                                          "skip"]
+    assert rest.arena_size == 20_480 == rest.lower_bound
+    check_plan(rest.problem, rest.offsets)
+    ax = plots.plot_arena_layout(plan)
+    assert len(ax.figure.axes) == 2 and "331,776" not in ax.figure.axes[1].get_title()
+    assert "324 KiB live for the whole schedule cut out" in ax.figure.axes[1].get_title()
+    # a plan whose whole-schedule buffers hold less than half the arena keeps one panel
+    small = Problem([Buffer("w", 0, 4, 10), Buffer("a", 0, 2, 40), Buffer("b", 2, 4, 40)])
+    pl = Plan(small, np.array([0, 10, 10]), "manual", "heuristic", lower_bound=50)
+    assert _short_lived(pl) is None
+    assert len(plots.plot_arena_layout(pl).figure.axes) == 1

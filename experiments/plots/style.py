@@ -869,12 +869,30 @@ def plot_arena_layout(plan: Plan, title: str | None = None, max_labels: int = 40
 
     Returns
     -------
-    matplotlib Axes. O(n log n) for n buffers. The arena's legend entry names the plan's status
-    when it is not a proved optimum.
+    matplotlib Axes (the upper one of two, see below). O(n log n) for n buffers. The arena's
+    legend entry names the plan's status when it is not a proved optimum. In a new figure, when
+    buffers live for the whole schedule and hold at least half the arena (seed 000's weights),
+    a second panel below draws the other buffers with those bytes cut out of the address axis
+    (:func:`_short_lived`), so they are not slivers above the weights.
     """
     if plan.pools is not None and plan.problem.pools:
         raise ValueError("plot_arena_layout draws one address space; a plan with memory pools "
                          "is drawn by plot_pool_layouts (one panel per pool)")
+    split = _short_lived(plan) if ax is None else None
+    if split is not None:  # whole-schedule buffers fill the arena: a second, compacted panel
+        rest, cut = split
+        paper = bool(STYLES[current_style()].get("double"))
+        with _rc(STYLES[current_style()]["rc"]):
+            fig, (top_ax, low_ax) = plt.subplots(
+                2, 1, figsize=figsize("double", 6.4, 7.16), sharex=True,
+                layout="constrained" if paper else None)
+        plot_arena_layout(plan, title, max_labels, label_fontsize, ax=top_ax, capacity=capacity)
+        plot_arena_layout(rest, f"The other buffers ({format_bytes(cut)} live for the whole "
+                          "schedule cut out)", max_labels, label_fontsize, ax=low_ax)
+        low_ax.set_ylabel("offset, compacted")
+        low_ax.title.set_fontsize(MIN_TEXT_PT + 1)
+        top_ax.set_xlabel("")
+        return top_ax
     p = plan.problem
     fig, ax = _new_axes(ax, figsize("double", 3.6, 6.5))
     keep = p.sizes > 0
@@ -944,6 +962,33 @@ def plot_arena_layout(plan: Plan, title: str | None = None, max_labels: int = 40
             ax.text((starts[j] + ends[j]) / 2, mid[j], ids[j], ha="center", va="center",
                     fontsize=label_fontsize, color=_text_colour(colours[j]), clip_on=True)
     return ax
+
+
+def _short_lived(plan: Plan, share: float = 0.5):
+    """``(plan of the other buffers, bytes cut)`` when the buffers live for the whole schedule
+    (``[first start, horizon)``: weights, graph inputs) hold at least ``share`` of the arena and
+    others exist, else ``None``. The other buffers keep their lifetimes and sizes; each offset
+    drops the whole-schedule bytes placed below it (those address ranges are never shared, as
+    their buffers are always live), so their relative layout is the plan's. Its lower bound is
+    the other buffers' max live bytes."""
+    p = plan.problem
+    if not p.n:
+        return None
+    whole = (p.starts <= int(p.starts.min())) & (p.ends >= int(p.horizon)) & (p.sizes > 0)
+    cut = int(p.sizes[whole].sum())
+    arena = int(plan.arena_size)
+    if arena <= 0 or cut < share * arena or whole.all() or not (p.sizes[~whole] > 0).any():
+        return None
+    lo = plan.offsets[whole].astype(np.int64)
+    hi = lo + p.sizes[whole].astype(np.int64)
+    keep = np.flatnonzero(~whole)
+    offs = plan.offsets[keep].astype(np.int64)
+    below = np.array([int(np.clip(o - lo, 0, hi - lo).sum()) for o in offs.tolist()],
+                     dtype=np.int64)
+    bufs = [p.buffers[i] for i in keep.tolist()]
+    rest = Problem([type(b)(b.id, b.start, b.end, b.size) for b in bufs], name=p.name)
+    return (Plan(rest, offs - below, plan.planner, plan.status,
+                 lower_bound=int(lower_bound(rest))), cut)
 
 
 def plot_pool_layouts(plan: Plan, title: str | None = None, max_labels: int = 40,
