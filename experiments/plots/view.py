@@ -172,7 +172,10 @@ def _byte_ticks(top: float) -> tuple[list[float], list[str]]:
 
 def _status_text(pl: Plan, lb: int) -> str:
     """The plan's status by the one rule: an arena equal to the lower bound is optimal (no plan
-    is smaller), whatever the planner reported."""
+    is smaller), whatever the planner reported. A plan read from a file (``info["as_read"]``)
+    was not planned here: it claims no status."""
+    if pl.info.get("as_read"):
+        return "as read (nothing planned)"
     if int(pl.arena_size) == int(lb):
         return "optimal (= lower bound)"
     return {"optimal": "optimal (proved)", "heuristic": "heuristic, not proved optimal",
@@ -186,6 +189,8 @@ def _panel_title(label: str, pl: Plan, lb: int, bad: int) -> str:
     from experiments.safe import html_text
 
     arena = int(pl.arena_size)
+    if pl.info.get("as_read") and label.startswith("given"):  # titled as read: from FILE
+        label = f"from {pl.info.get('source')}" + label[len("given"):]
     ratio = f"{arena / lb:.3f} x lower bound" if lb else "lower bound 0"
     exact = f" ({arena:,} B)" if arena >= 1024 else ""
     line1 = (f"<b>{html_text(label, quote=False)}</b>: arena {format_bytes(arena)}{exact}, "

@@ -668,6 +668,37 @@ def _pool_lines(df: pd.DataFrame) -> list[str]:
             md_table(t), ""]
 
 
+def _scheduler_count(df) -> str:
+    """``"1 scheduler"``: the schedulers the sweep ran (``-``, an interval problem's, is none)."""
+    s = df["scheduler"].dropna().astype(str) if "scheduler" in df else pd.Series([], dtype=str)
+    n = s[~s.isin(["-", ""])].nunique()
+    return f"{n} scheduler{'' if n == 1 else 's'}"
+
+
+def _provenance_note(df, prov) -> str:
+    """What the provenance table's versions mean: ``code_version`` is recorded per run (a hash
+    of the modules that run executes, :func:`experiments.sweep.provenance.run_code_version`), so
+    one checkout gives one version per planner/scheduler code path, and a version changes when
+    those files changed between runs; ``+dirty`` on ``git_commit`` is the checkout having
+    uncommitted changes to tracked files when the run started."""
+    cv = df["code_version"].dropna().astype(str) if "code_version" in df else pd.Series([], dtype=str)
+    commits = df["git_commit"].dropna().astype(str) if "git_commit" in df else pd.Series([], dtype=str)
+    dirty = sorted({c for c in commits if c.endswith("+dirty")})
+    n_planners = df["planner"].nunique() if "planner" in df else 0
+    text = (f"{cv.nunique()} code version{'' if cv.nunique() == 1 else 's'} over "
+            f"{n_planners} planner{'' if n_planners == 1 else 's'} and {_scheduler_count(df)}, "
+            f"on {commits.nunique()} git commit{'' if commits.nunique() == 1 else 's'}. "
+            "The code version is recorded per run: a hash of the modules that run executes (its "
+            "planner's and scheduler's code and what they import), so runs of different planners "
+            "on one checkout have different code versions, and a run's version changes when those "
+            "files changed between runs.")
+    if dirty:
+        text += (f" `+dirty` ({', '.join(map(md_text, dirty))}): the checkout had uncommitted "
+                 "changes to tracked files when those runs started, so the commit alone does not "
+                 "name the code; the code version does.")
+    return text
+
+
 def _markdown(df, agg, pivot, per, bad, tf, rv, figs: Path, out: Path, left_out: int = 0) -> str:
     prov = df.groupby(["code_version", "git_commit", "cpu_model", "cpu_cores"], dropna=False) \
         .size().reset_index(name="runs") if "code_version" in df else pd.DataFrame()
@@ -680,7 +711,7 @@ def _markdown(df, agg, pivot, per, bad, tf, rv, figs: Path, out: Path, left_out:
         "",
         f"{len(df)} runs ({int(df['valid'].sum())} valid plans, {len(bad)} without one) on "
         f"{df['workload'].nunique()} workloads, {df['planner'].nunique()} planners, "
-        f"{df['scheduler'].nunique()} schedulers (`-`: an interval problem, no scheduler). "
+        f"{_scheduler_count(df)} (`-`: an interval problem, no scheduler). "
         "Regenerated from the records by `memplan report`; sizes in bytes, times in seconds "
         "(median over seeds and repetitions); every plan passed the independent validator.",
         "",
@@ -736,7 +767,7 @@ def _markdown(df, agg, pivot, per, bad, tf, rv, figs: Path, out: Path, left_out:
     if len(bad):
         lines += ["## Runs without a valid plan", "", md_table(bad), ""]
     if len(prov):
-        lines += ["## Provenance", "", md_table(prov), ""]
+        lines += ["## Provenance", "", _provenance_note(df, prov), "", md_table(prov), ""]
     lines += ["## Figures", ""]
     for f in sorted(figs.glob("*.png")):
         lines.append(f"![{md_cell(f.stem)}](figures/{file_stem(f.stem)}{f.suffix})")
