@@ -584,3 +584,71 @@ def test_dynamic_view_is_one_storage_with_its_base(tmp_path):
         assert _check_exit(pte) == 0
         for xx in (x, x[:, :5]):
             assert torch.allclose(et.run(manager.buffer, [xx])[0], m(xx).detach(), atol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def example_ptes(models, tmp_path_factory):
+    """The ``.pte`` of every example model (ExecuTorch's default plan; memplan's of the CNN)."""
+    d = tmp_path_factory.mktemp("ptes")
+    out = {}
+    for name, (model, inputs) in models.items():
+        for label in ("default", "memplan") if name == "cnn_residual" else ("default",):
+            mp = et.plan_for(PLANNER)[0] if label == "memplan" else None
+            p = d / f"{name}_{label}.pte"
+            p.write_bytes(et.write(model, inputs, mp).buffer)
+            out[f"{name}_{label}"] = p
+    return out
+
+
+@needs_extra
+def test_light_reader_agrees_with_exir_on_every_example_program(example_ptes, tmp_path):
+    """The light reader (no torch) and ExecuTorch's ``deserialize_pte_binary`` give the same
+    planned tensors, plans and ``memplan check`` violations on every example program (both
+    plans) and on 2 generated programs of the ExecuTorch differential (seed 0: a valid GRU
+    program in two arenas; seed 1: a GRU plan corrupted to overlap, 'invalid' on both readers);
+    ``python -m experiments.bench.executorch_readers`` runs 40."""
+    from experiments.bench.executorch_diff import run_case
+    from experiments.bench.executorch_readers import compare
+
+    for name, p in example_ptes.items():
+        assert compare(p) == [], name
+    valid = []
+    for seed in (0, 1):
+        valid.append(run_case(seed, workdir=tmp_path)["valid"])
+        assert compare(tmp_path / f"case{seed}.pte") == [], seed
+    assert valid == [True, False]  # the comparison covered a program with violations
+
+
+@needs_extra
+def test_known_writes_table_matches_the_operator_registry(example_ptes):
+    """Every entry of the light reader's operator table equals torch's registered schema, and
+    every operator of the example programs is in it (so checking them imports no torch)."""
+    for (name, overload), entry in et._KNOWN_WRITES.items():
+        assert et._registered_writes(name, overload) == entry, (name, overload)
+    for p in example_ptes.values():
+        for ep in et._program(p, "exir").execution_plan:
+            for op in ep.operators:
+                key = (str(op.name), str(op.overload or ""))
+                assert key in et._KNOWN_WRITES or key in et._PRIM_WRITES, key
+
+
+@needs_extra
+def test_check_of_a_pte_imports_no_torch(example_ptes):
+    """``memplan check PROGRAM.pte`` reads the flatbuffer itself: neither torch nor
+    ``executorch.exir`` is imported, and no warning is printed."""
+    code = ("import sys; from experiments.cli import main; rc = main(['check', sys.argv[1]]); "
+            "print('imported', sorted(m for m in ('torch', 'executorch.exir') "
+            "if m in sys.modules)); sys.exit(rc)")
+    p = example_ptes["transformer_block_default"]
+    r = subprocess.run([sys.executable, "-c", code, str(p)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "imported []" in r.stdout and "valid        True" in r.stdout
+    assert r.stderr == ""
+
+
+def test_light_reader_refuses_a_truncated_program(tmp_path):
+    """A file that is not a program, or one cut short, is a one-line ProblemError (no torch)."""
+    with pytest.raises(ProblemError, match="no ExecuTorch program identifier"):
+        et.read_pte_light(b"not a program")
+    with pytest.raises(ProblemError, match="outside|past the end"):
+        et.read_pte_light(b"\x00\x10\x00\x00ET12" + bytes(8))

@@ -54,10 +54,12 @@ naming the extra when they are absent.
 from __future__ import annotations
 
 import functools
+import struct
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -68,7 +70,7 @@ from planners.registry import get_planner
 from . import require
 
 __all__ = ["NAME", "EXTRA", "MemplanAlgorithm", "specs_problems", "plan_for", "write", "run",
-           "read_plan", "pte_plan", "pte_methods", "pte_violations", "pte_capacity", "storage_aliases", "pool_name",
+           "read_plan", "read_pte_light", "pte_plan", "pte_methods", "pte_violations", "pte_capacity", "storage_aliases", "pool_name",
            "verify_storage_reuse", "planned_bytes", "PteTensor", "pte_tensors",
            "example_models", "inplace_relu_pass", "write_plan_csv",
            "reorder_graph", "reordering_pass", "planning_pass"]
@@ -290,21 +292,220 @@ def planned_bytes(manager_or_pte) -> list[int]:
     return list(_program(manager_or_pte).execution_plan[0].non_const_buffer_sizes)
 
 
-def _program(src):
-    _require()
+def _program(src, reader: str = "light"):
+    """The program of ``src``: an ``ExecutorchProgramManager``'s ``executorch_program``, a
+    program object as given, or ``.pte`` bytes/path read by ``reader``: ``"light"``
+    (:func:`read_pte_light`, no torch) or ``"exir"`` (ExecuTorch's ``deserialize_pte_binary``).
+    Raises :class:`planners.ProblemError` for an unreadable file."""
     if hasattr(src, "executorch_program"):
         return src.executorch_program
-    if hasattr(src, "execution_plan"):  # a deserialized executorch.exir.schema.Program
+    if hasattr(src, "execution_plan"):  # a deserialized program (either reader)
         return src
-    from executorch.exir._serialize._program import deserialize_pte_binary
-
     label = str(src) if isinstance(src, (str, Path)) else "the .pte bytes"
     try:
         data = Path(src).read_bytes() if isinstance(src, (str, Path)) else bytes(src)
+    except OSError as e:
+        raise ProblemError(f"{label}: {e}") from None
+    if reader == "light":
+        try:
+            return read_pte_light(data)
+        except ProblemError as e:
+            raise ProblemError(f"{label}: not a readable ExecuTorch program ({e})") from None
+    if reader != "exir":
+        raise ValueError(f"reader {reader!r}: 'light' or 'exir'")
+    _require()
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    try:
         return deserialize_pte_binary(data).program
     except Exception as e:  # ExecuTorch's flatbuffer reader raises several kinds
         raise ProblemError(f"{label}: not a readable ExecuTorch program ({type(e).__name__}: "
                            f"{e})") from None
+
+
+# --- a light .pte reader: the program flatbuffer parsed with struct, no torch, no exir -------
+
+class _FbError(ValueError):
+    """A flatbuffer offset outside the file or a malformed table."""
+
+
+class _Table:
+    """One flatbuffer table at byte ``pos`` of ``buf`` (little-endian; FlatBuffers' layout: a
+    signed 32-bit offset back to the vtable, whose 16-bit entries give each field's offset in the
+    table, 0 for a field left at its default)."""
+
+    __slots__ = ("buf", "pos", "_vt", "_vlen")
+
+    def __init__(self, buf: memoryview, pos: int):
+        self.buf, self.pos = buf, pos
+        self._vt = pos - self._get("<i", pos)
+        self._vlen = self._get("<H", self._vt)
+
+    def _get(self, fmt: str, at: int):
+        try:
+            if at < 0:
+                raise struct.error("negative offset")
+            return struct.unpack_from(fmt, self.buf, at)[0]
+        except struct.error:
+            raise _FbError(f"offset {at} outside the {len(self.buf)}-byte file") from None
+
+    def _field(self, slot: int) -> int:
+        """Absolute position of field number ``slot`` (0-based), 0 when absent."""
+        vo = 4 + 2 * slot
+        if vo >= self._vlen:
+            return 0
+        off = self._get("<H", self._vt + vo)
+        return self.pos + off if off else 0
+
+    def scalar(self, slot: int, fmt: str, default=0):
+        at = self._field(slot)
+        return self._get(fmt, at) if at else default
+
+    def _indirect(self, at: int) -> int:
+        return at + self._get("<I", at)
+
+    def table(self, slot: int) -> _Table | None:
+        at = self._field(slot)
+        return _Table(self.buf, self._indirect(at)) if at else None
+
+    def string(self, slot: int) -> str | None:
+        at = self._field(slot)
+        if not at:
+            return None
+        s = self._indirect(at)
+        n = self._get("<I", s)
+        if s + 4 + n > len(self.buf):
+            raise _FbError(f"string at {s} runs past the end of the file")
+        return bytes(self.buf[s + 4:s + 4 + n]).decode("utf-8")
+
+    def _vector(self, slot: int) -> tuple[int, int]:
+        at = self._field(slot)
+        if not at:
+            return 0, 0
+        v = self._indirect(at)
+        return v + 4, self._get("<I", v)
+
+    def scalars(self, slot: int, fmt: str) -> list:
+        start, n = self._vector(slot)
+        size = struct.calcsize(fmt)
+        if start + n * size > len(self.buf):
+            raise _FbError(f"vector at {start} runs past the end of the file")
+        return list(struct.unpack_from(f"<{n}{fmt}", self.buf, start)) if n else []
+
+    def tables(self, slot: int) -> list[_Table]:
+        start, n = self._vector(slot)
+        return [_Table(self.buf, self._indirect(start + 4 * i)) for i in range(n)]
+
+    def union(self, slot: int) -> tuple[int, _Table | None]:
+        """``(type index, table)`` of a union field (FlatBuffers stores a union as two fields:
+        the ``_type`` byte in slot ``slot``, the table in ``slot + 1``)."""
+        kind = self.scalar(slot, "<B")
+        return kind, (self.table(slot + 1) if kind else None)
+
+
+def _record(kind: str, /, **fields):
+    """An object of class ``kind`` with ``fields`` as attributes (the light reader names its
+    objects as ``executorch.exir.schema`` does, so :func:`pte_tensors` reads either)."""
+    return _RECORDS.setdefault(kind, type(kind, (SimpleNamespace,), {}))(**fields)
+
+
+_RECORDS: dict[str, type] = {}
+
+#: ``KernelTypes`` of ExecuTorch's ``schema/program.fbs``, by union type index (1-based).
+_KERNEL_TYPES = ("Null", "Int", "Bool", "Double", "Tensor", "String", "IntList", "DoubleList",
+                 "BoolList", "TensorList", "OptionalTensorList")
+#: ``InstructionArguments`` of ``schema/program.fbs``, by union type index (1-based).
+_INSTRUCTIONS = ("KernelCall", "DelegateCall", "MoveCall", "JumpFalseCall", "FreeCall")
+
+
+def _light_value(kind: int, t: _Table | None):
+    name = _KERNEL_TYPES[kind - 1] if 1 <= kind <= len(_KERNEL_TYPES) else "Null"
+    if t is None or name == "Null":
+        return _record(name)
+    if name == "Tensor":
+        info = t.table(6)
+        alloc = None if info is None else _record(
+            "AllocationDetails", memory_id=info.scalar(0, "<I"),
+            memory_offset=info.scalar(1, "<I") | (info.scalar(2, "<I") << 32))
+        return _record("Tensor", scalar_type=t.scalar(0, "<b"), sizes=t.scalars(2, "i"),
+                       allocation_info=alloc)
+    if name in ("TensorList", "OptionalTensorList"):
+        return _record(name, items=t.scalars(0, "i"))
+    if name == "IntList":
+        return _record(name, items=t.scalars(0, "q"))
+    return _record(name)  # scalars and strings: never planned, never read here
+
+
+def _light_instruction(kind: int, t: _Table | None):
+    name = _INSTRUCTIONS[kind - 1] if 1 <= kind <= len(_INSTRUCTIONS) else "Unknown"
+    if t is None:
+        return _record(name)
+    if name == "KernelCall":
+        return _record(name, op_index=t.scalar(0, "<i"), args=t.scalars(1, "i"))
+    if name == "DelegateCall":
+        return _record(name, delegate_index=t.scalar(0, "<i"), args=t.scalars(1, "i"))
+    if name == "MoveCall":
+        return _record(name, move_from=t.scalar(0, "<i"), move_to=t.scalar(1, "<i"))
+    if name == "JumpFalseCall":
+        return _record(name, cond_value_index=t.scalar(0, "<i"),
+                       destination_instruction=t.scalar(1, "<i"))
+    if name == "FreeCall":
+        return _record(name, value_index=t.scalar(0, "<i"))
+    return _record(name)
+
+
+def read_pte_light(data: bytes):
+    """The execution plans of a ``.pte``, parsed from its flatbuffer without ``torch`` or
+    ``executorch.exir``.
+
+    Reads the fields of ExecuTorch's ``schema/program.fbs`` (1.5.1) that :func:`pte_tensors`
+    and :func:`pte_plan` use, with the field names of ``executorch.exir.schema``: per execution
+    plan its ``name``, ``values`` (``Tensor``: ``scalar_type``, ``sizes``, ``allocation_info``
+    with ``memory_id`` and ``memory_offset`` in bytes; ``TensorList`` items; other kinds
+    without fields), ``inputs``, ``outputs``, ``chains`` (instructions with their
+    ``instr_args``), ``operators`` (``name``, ``overload``) and ``non_const_buffer_sizes``
+    (bytes per arena). Constant data, delegate blobs and segments are not read.
+
+    Parameters
+    ----------
+    data : bytes
+        The whole ``.pte`` file (the flatbuffer starts at byte 0, file identifier ``ET12`` at
+        bytes 4-8; an extended header and segments after it are not needed).
+
+    Returns
+    -------
+    object
+        With ``execution_plan``: a list of ``ExecutionPlan`` records.
+
+    Raises
+    ------
+    planners.ProblemError
+        No ``ET`` program identifier, or an offset outside the file.
+
+    Source: ExecuTorch's ``schema/program.fbs``; FlatBuffers' binary format (vtables, unions as
+    a ``_type`` field then the table).
+    """
+    buf = memoryview(bytes(data))
+    if len(buf) < 8 or bytes(buf[4:6]) != b"ET":
+        raise ProblemError(f"no ExecuTorch program identifier (bytes 4-8: {bytes(buf[4:8])!r}, "
+                           "expected ET12)")
+    try:
+        root = _Table(buf, struct.unpack_from("<I", buf, 0)[0])
+        plans = []
+        for p in root.tables(1):
+            values = [_record("EValue", val=_light_value(*e.union(0))) for e in p.tables(2)]
+            chains = [_record("Chain", instructions=[
+                _record("Instruction", instr_args=_light_instruction(*i.union(0)))
+                for i in c.tables(2)]) for c in p.tables(5)]
+            ops = [_record("Operator", name=o.string(0) or "", overload=o.string(1) or "")
+                   for o in p.tables(6)]
+            plans.append(_record("ExecutionPlan", name=p.string(0) or "", values=values,
+                                 inputs=p.scalars(3, "i"), outputs=p.scalars(4, "i"),
+                                 chains=chains, operators=ops,
+                                 non_const_buffer_sizes=p.scalars(8, "q")))
+    except (_FbError, struct.error, UnicodeDecodeError) as e:
+        raise ProblemError(f"a malformed ExecuTorch program ({e})") from None
+    return _record("Program", execution_plan=plans)
 
 
 @dataclass(frozen=True)
@@ -357,6 +558,67 @@ _PRIM_WRITES = {("executorch_prim::et_view", "default"): (3, frozenset()),
                 ("executorch_prim::et_copy_index", "tensor"): (3, frozenset({0}))}
 
 
+#: ``(number of schema arguments, positions written)`` of common operators as their registered
+#: schemas give them (torch 2.x's ``native_functions.yaml`` and ExecuTorch's ``dim_order_ops``),
+#: so :func:`_written_args` needs no ``torch`` for them; any other operator is looked up in
+#: torch's registry. tests/test_runtime_executorch.py checks every entry against the registry.
+_KNOWN_WRITES = {k: (n, frozenset(w)) for k, (n, w) in {
+    ("aten::_softmax", "out"): (4, (3,)),
+    ("aten::add", "out"): (4, (3,)),
+    ("aten::addmm", "out"): (6, (5,)),
+    ("aten::bmm", "out"): (3, (2,)),
+    ("aten::convolution", "out"): (10, (9,)),
+    ("aten::copy", "out"): (4, (3,)),
+    ("aten::copy_", ""): (3, (0,)),
+    ("aten::div", "out"): (3, (2,)),
+    ("aten::expand_copy", "out"): (4, (3,)),
+    ("aten::gelu", "out"): (3, (2,)),
+    ("aten::gt", "Scalar_out"): (3, (2,)),
+    ("aten::max_pool2d_with_indices", "out"): (8, (6, 7)),
+    ("aten::mul", "out"): (3, (2,)),
+    ("aten::native_layer_norm", "out"): (8, (5, 6, 7)),
+    ("aten::permute_copy", "out"): (3, (2,)),
+    ("aten::relu", "out"): (2, (1,)),
+    ("aten::sigmoid", "out"): (2, (1,)),
+    ("aten::split_with_sizes_copy", "out"): (4, (3,)),
+    ("aten::sub", "out"): (4, (3,)),
+    ("aten::sum", "IntList_out"): (5, (4,)),
+    ("dim_order_ops::_clone_dim_order", "out"): (4, (3,)),
+    ("dim_order_ops::_to_dim_order_copy", "out"): (4, (3,)),
+    ("aten::mm", "out"): (3, (2,)),
+    ("aten::cat", "out"): (3, (2,)),
+    ("aten::clone", "out"): (3, (2,)),
+    ("aten::view_copy", "out"): (3, (2,)),
+    ("aten::tanh", "out"): (2, (1,)),
+    ("aten::hardtanh", "out"): (4, (3,)),
+    ("aten::mean", "out"): (5, (4,)),
+    ("aten::avg_pool2d", "out"): (8, (7,)),
+    ("aten::squeeze_copy", "dims_out"): (3, (2,)),
+    ("aten::unsqueeze_copy", "out"): (3, (2,)),
+    ("aten::slice_copy", "Tensor_out"): (6, (5,)),
+    ("aten::select_copy", "int_out"): (4, (3,)),
+    ("aten::index", "Tensor_out"): (3, (2,)),
+    ("aten::embedding", "out"): (6, (5,)),
+    ("aten::where", "self_out"): (4, (3,)),
+    ("aten::rsqrt", "out"): (2, (1,)),
+    ("aten::pow", "Tensor_Scalar_out"): (3, (2,)),
+    ("aten::neg", "out"): (2, (1,)),
+    ("aten::exp", "out"): (2, (1,)),
+    ("aten::linear", "out"): (4, (3,)),
+    ("aten::relu_", ""): (1, (0,)),
+    ("aten::add_", "Tensor"): (3, (0,)),
+    ("aten::mul_", "Tensor"): (2, (0,)),
+    ("aten::index_put_", ""): (4, (0,)),
+    ("aten::_log_softmax", "out"): (4, (3,)),
+    ("aten::full", "out"): (3, (2,)),
+    ("aten::arange", "start_out"): (4, (3,)),
+    ("aten::t_copy", "out"): (2, (1,)),
+    ("aten::transpose_copy", "int_out"): (4, (3,)),
+    ("aten::max", "dim_max"): (5, (3, 4)),
+    ("aten::argmax", "out"): (4, (3,)),
+}.items()}
+
+
 @functools.cache
 def _written_args(name: str, overload: str) -> tuple[int, frozenset] | None:
     """``(number of schema arguments, positions of the arguments written)`` of the operator
@@ -364,10 +626,20 @@ def _written_args(name: str, overload: str) -> tuple[int, frozenset] | None:
     an out variant, ``self`` of an in-place operator); ``None`` when no schema is registered. The
     emitter passes the schema's arguments then the returned value(s), so positions at or beyond
     the first number are written too (:data:`_PRIM_WRITES` for ExecuTorch's own operators)."""
-    import torch
-
     if (name, overload) in _PRIM_WRITES:
         return _PRIM_WRITES[name, overload]
+    if (name, overload) in _KNOWN_WRITES:
+        return _KNOWN_WRITES[name, overload]
+    return _registered_writes(name, overload)
+
+
+def _registered_writes(name: str, overload: str) -> tuple[int, frozenset] | None:
+    """:func:`_written_args` from torch's operator registry (with ExecuTorch's operators
+    registered: ``executorch.exir`` imported)."""
+    _require()
+    import executorch.exir  # noqa: F401  (registers dim_order_ops and ExecuTorch's own ops)
+    import torch
+
     try:
         schema = torch._C._get_schema(name, overload)
     except RuntimeError:
@@ -645,7 +917,7 @@ def _read_plan(ts: Sequence[PteTensor], label: str) -> tuple[Problem, np.ndarray
     return problem, np.array([t.offset for t in roots], dtype=np.int64), len(aliases)
 
 
-def pte_plan(src, plan_index: int = 0, name: str | None = None):
+def pte_plan(src, plan_index: int = 0, name: str | None = None, reader: str = "light"):
     """ExecuTorch's own plan of one method of a ``.pte`` as a :class:`planners.Plan`.
 
     The problem and offsets of :func:`read_plan`; with several ``mem_id`` the plan's ``pools``
@@ -653,7 +925,9 @@ def pte_plan(src, plan_index: int = 0, name: str | None = None):
     ``"executorch"``, status ``heuristic``; ``info`` holds ``non_const_buffer_sizes`` (the
     bytes the program declares per ``mem_id``, slot 0 constants), ``method`` (the execution
     plan's name), ``storage_groups`` (how many tensors share another's storage) and
-    ``mem_ids`` (the arenas its planned tensors use).
+    ``mem_ids`` (the arenas its planned tensors use). ``reader``: ``"light"`` parses the
+    flatbuffer without torch (:func:`read_pte_light`), ``"exir"`` with ExecuTorch's
+    ``deserialize_pte_binary`` (the same plan; tests/test_runtime_executorch.py compares them).
 
     Raises
     ------
@@ -662,7 +936,7 @@ def pte_plan(src, plan_index: int = 0, name: str | None = None):
     """
     from planners import Plan, lower_bound
 
-    prog = _program(src)
+    prog = _program(src, reader)
     ts = pte_tensors(prog, plan_index)
     problem, offsets, merged = _read_plan(ts, _label(src, name, plan_index))
     ep = prog.execution_plan[plan_index]
@@ -716,9 +990,10 @@ def pte_capacity(plan, capacity: int | None = None) -> int | None:
     return int(declared[mems[0]]) if mems[0] < len(declared) else None
 
 
-def pte_methods(src) -> list[str]:
-    """The method (execution plan) names of a ``.pte``, in plan-index order."""
-    return [str(ep.name) for ep in _program(src).execution_plan]
+def pte_methods(src, reader: str = "light") -> list[str]:
+    """The method (execution plan) names of a ``.pte``, in plan-index order (``reader`` as
+    :func:`pte_plan`)."""
+    return [str(ep.name) for ep in _program(src, reader).execution_plan]
 
 
 def example_models(seed: int = 0) -> dict[str, tuple[Any, tuple]]:
