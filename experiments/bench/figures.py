@@ -42,10 +42,13 @@ def redraw(results: str | Path = "results", sweeps: bool = True,
     written: list[Path] = []
     with plots.style("default"):  # as `memplan compare` draws them
         if (results / "compare.csv").is_file():
-            written += figures_from_folder(results)
+            drawn = figures_from_folder(results)
+            written += drawn
             from experiments.report.compare import rewrite_compare_md
 
-            written.append(rewrite_compare_md(results))  # its figure links and tables
+            # its tables, and links to the figures in the order memplan compare lists them
+            written.append(rewrite_compare_md(
+                results, [f for f in drawn if f.parent == results / "figures"]))
         else:
             report(f"skipped compare figures: no {results / 'compare.csv'}")
 

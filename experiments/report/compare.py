@@ -275,11 +275,13 @@ def _previous_header(md: str) -> tuple[str | None, float | None]:
     return (cmd.group(2) if cmd else None), (float(lim.group(1)) if lim else None)
 
 
-def rewrite_compare_md(out: str | Path) -> Path:
+def rewrite_compare_md(out: str | Path, figures: Sequence[Path] | None = None) -> Path:
     """Rewrite ``out/compare.md`` from ``out/compare.csv`` alone (no planner runs): the tables
     of :func:`compare_markdown`, the links to the PNG figures of ``out/figures`` that
     :data:`experiments.report.figures.OWNED_COMPARE` names, and the command line and time limit
     (seconds) the previous ``compare.md`` named (``"memplan compare"`` and none without one).
+    ``figures``: the files to link, in that order (as :func:`experiments.report.figures.
+    compare_figures` returns them); default the owned PNGs found in ``out/figures``.
 
     Returns the path written. Raises ``FileNotFoundError`` without ``compare.csv``.
     """
@@ -297,6 +299,8 @@ def rewrite_compare_md(out: str | Path) -> Path:
     order = {pat: k for k, pat in enumerate(OWNED_COMPARE)}
     figs.sort(key=lambda f: (min(order[p] for p in OWNED_COMPARE if Path(f.stem).match(p)),
                              f.name))
+    if figures is not None:
+        figs = [Path(f) for f in figures if Path(f).suffix == ".png"]
     atomic_write(md_path, compare_markdown(df, out, figs, command or "memplan compare",
                                            time_limit=limit))
     return md_path
