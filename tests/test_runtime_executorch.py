@@ -652,3 +652,124 @@ def test_light_reader_refuses_a_truncated_program(tmp_path):
         et.read_pte_light(b"not a program")
     with pytest.raises(ProblemError, match="outside|past the end"):
         et.read_pte_light(b"\x00\x10\x00\x00ET12" + bytes(8))
+
+
+def _seq_model():
+    """A per-token MLP plus a softmax over the sequence: the output depends on every token, so a
+    wrongly planned dynamic tensor changes it."""
+    from torch import nn
+
+    class Seq(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Linear(8, 16), nn.Linear(16, 8)
+
+        def forward(self, x):  # x: (1, seq, 8)
+            h = torch.relu(self.a(x))
+            return torch.softmax(self.b(h), dim=1) + x
+
+    torch.manual_seed(0)
+    return Seq().eval()
+
+
+@needs_extra
+def test_write_dynamic_sequence_length_runs_at_every_length():
+    """``write(dynamic_shapes=...)``: a sequence length ``Dim("seq", max=32)``; ExecuTorch plans
+    each tensor at its upper bound, so the arena is the same for both planners' programs as
+    for 32 tokens, and the program run at 1, 5, 17 and 32 tokens gives eager's outputs (memplan's
+    plan and ExecuTorch's default)."""
+    model = _seq_model()
+    x = torch.randn(1, 4, 8)
+    seq = torch.export.Dim("seq", min=1, max=32)
+    mp, algo = et.plan_for(PLANNER)
+    ours = et.write(model, (x,), mp, dynamic_shapes={"x": {1: seq}})
+    default = et.write(model, (x,), dynamic_shapes={"x": {1: seq}})
+    static32 = et.write(model, (torch.randn(1, 32, 8),))
+    assert algo.plans  # memplan planned it
+    # the largest tensors are 1 x 32 x 16 float32 = 2,048 bytes at the upper bound
+    assert max(t.size for t in et.pte_tensors(ours.buffer)) == 32 * 16 * 4
+    assert et.planned_bytes(default.buffer) == et.planned_bytes(static32.buffer)
+    for n in (1, 5, 17, 32):
+        xn = torch.randn(1, n, 8)
+        with torch.no_grad():
+            want = model(xn)
+        for manager in (ours, default):
+            got = et.run(manager.buffer, [xn])
+            assert got[0].shape == (1, n, 8)
+            assert torch.allclose(got[0], want, atol=1e-6), n
+    assert _check_exit_bytes(ours.buffer) == 0
+
+
+def _check_exit_bytes(data: bytes) -> int:
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "p.pte"
+        p.write_bytes(data)
+        return _check_exit(p)
+
+
+@needs_extra
+def test_write_two_methods_runs_each_in_the_runtime():
+    """``write(methods={...})``: two methods (a module and a plain function) in one program,
+    each planned by memplan's planner and run in ExecuTorch's runtime with eager's outputs;
+    ``memplan check`` validates both (exit 0)."""
+    model = _seq_model()
+    x, y = torch.randn(1, 6, 8), torch.randn(3, 5)
+
+    def scale(v):
+        return torch.tanh(v) * 3.0 - v
+
+    mp, algo = et.plan_for(PLANNER)
+    manager = et.write(methods={"encode": (model, (x,)), "scale": (scale, (y,))},
+                       memory_planning_pass=mp)
+    assert et.pte_methods(manager.buffer) == ["encode", "scale"]
+    assert len(algo.plans) >= 2  # one planning call per method
+    with torch.no_grad():
+        want = {"encode": model(x), "scale": scale(y)}
+    for name, ins in (("encode", [x]), ("scale", [y])):
+        got = et.run(manager.buffer, ins, method=name)
+        assert torch.allclose(got[0], want[name], atol=1e-6), name
+    assert _check_exit_bytes(manager.buffer) == 0
+    with pytest.raises(ValueError, match="given twice"):
+        et.write(model, (x,), methods={"forward": (model, (x,))})
+    with pytest.raises(ValueError, match="no method"):
+        et.write()
+
+
+@needs_extra
+def test_write_passes_backend_config_and_lowers_with_a_partitioner():
+    """``backend_config`` as a dict reaches ``to_executorch`` (``emit_stacktrace``), a
+    memory-planning pass in it and in the call is refused, and an XNNPACK partitioner lowers
+    the linear layers to a delegate whose outputs equal eager's."""
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+
+    model = _seq_model()
+    x = torch.randn(1, 4, 8)
+    m = et.write(model, (x,), backend_config={"emit_stacktrace": True})
+    assert m.executorch_program.execution_plan[0].chains[0].stacktrace
+    mp, _ = et.plan_for(PLANNER)
+    from executorch.exir import ExecutorchBackendConfig
+
+    with pytest.raises(ValueError, match="both"):
+        et.write(model, (x,), mp, backend_config=ExecutorchBackendConfig(
+            memory_planning_pass=et.plan_for(PLANNER)[0]))
+    lowered = et.write(model, (x,), mp, partitioner=[XnnpackPartitioner()])
+    plan = lowered.executorch_program.execution_plan[0]
+    assert len(plan.delegates) >= 1
+    with torch.no_grad():
+        want = model(x)
+    assert torch.allclose(et.run(lowered.buffer, [x])[0], want, atol=1e-5)
+
+
+def test_memplan_algorithm_takes_keywords_as_plan_for():
+    """One calling convention: ``MemplanAlgorithm(planner, **params)`` as ``plan_for``; a
+    parameter dict in the old position is refused, an unknown parameter fails at once."""
+    algo = et.MemplanAlgorithm("cpsat", time_limit=2.0)
+    assert algo.params == {"time_limit": 2.0} and algo.__name__ == "memplan_cpsat"
+    assert repr(algo) == "MemplanAlgorithm('cpsat', time_limit=2.0)"
+    with pytest.raises(TypeError):
+        et.MemplanAlgorithm("cpsat", {"time_limit": 2.0})
+    with pytest.raises((TypeError, ValueError)):
+        et.MemplanAlgorithm("greedy_by_size", no_such_parameter=1)

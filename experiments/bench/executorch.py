@@ -91,7 +91,7 @@ def _configs(inplace: bool):
            ("et_suite", "executorch", et({"greedy", "greedy_no_overlap", "naive"}))]
     for name, params in MEMPLAN_PLANNERS.items():
         def make(name=name, params=params):
-            algo = MemplanAlgorithm(name, dict(params))
+            algo = MemplanAlgorithm(name, **params)
             return [algo], lambda: algo.seconds
         out.append((name, "memplan", make))
     return out

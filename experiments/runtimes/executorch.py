@@ -57,7 +57,7 @@ import functools
 import struct
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -168,35 +168,53 @@ def _obj_ids(offsets: Sequence[int], sizes: Sequence[int]) -> list[int]:
     return out
 
 
-@dataclass
 class MemplanAlgorithm:
     """A memory-planning algorithm for ExecuTorch backed by a registered memplan planner.
 
     Use it as ``MemoryPlanningPass(memory_planning_algo=MemoryPlanningAlgorithmSuite(
-    algo_list=[MemplanAlgorithm("greedy_by_size")]))`` (or next to ExecuTorch's ``greedy`` in the
-    same ``algo_list``: the suite keeps the smallest ``sum(bufsizes)``). Calling it follows
-    ExecuTorch's contract (module docstring) and returns a ``MemoryAlgoResult``.
+    algo_list=[MemplanAlgorithm("cpsat", time_limit=5.0)]))`` (or next to ExecuTorch's
+    ``greedy`` in the same ``algo_list``: the suite keeps the smallest ``sum(bufsizes)``);
+    :func:`plan_for` builds that pass with the same arguments. Calling it follows ExecuTorch's
+    contract (module docstring) and returns a ``MemoryAlgoResult``.
 
     Every plan passes :func:`planners.check_plan` (inside ``Planner.plan``) per arena; the
     offsets written back are ``base + plan offset`` in bytes, ``base`` the submodules' reserved
     bytes of that arena (``input_mem_buffer_sizes``) rounded up to ``alignment``.
 
-    Attributes
+    Parameters
     ----------
     planner : str
         Registry name (:func:`planners.registry.available_planners`).
+    **params
+        The planner's parameters, as keywords (as :func:`plan_for` and
+        :func:`planners.registry.get_planner` take them).
+
+    Attributes
+    ----------
+    planner : str
     params : dict
         The planner's parameters.
     plans : list of dict
         One ``{mem_id: planners.Plan}`` per call (a graph and each control-flow submodule).
     seconds : float
         Wall-clock seconds spent in the planners over all calls.
+
+    Raises
+    ------
+    ValueError
+        An unknown planner or parameter (raised here, before any export).
     """
 
-    planner: str = "greedy_by_size"
-    params: dict = field(default_factory=dict)
-    plans: list = field(default_factory=list)
-    seconds: float = 0.0
+    def __init__(self, planner: str = "greedy_by_size", **params):
+        get_planner(planner, **params)  # unknown names and parameters fail here, not mid-export
+        self.planner = planner
+        self.params = dict(params)
+        self.plans: list = []
+        self.seconds = 0.0
+
+    def __repr__(self) -> str:
+        kw = "".join(f", {k}={v!r}" for k, v in self.params.items())
+        return f"MemplanAlgorithm({self.planner!r}{kw})"
 
     @property
     def __name__(self) -> str:  # the suite names its algorithms by __name__
@@ -233,35 +251,181 @@ class MemplanAlgorithm:
         return result
 
 
-def plan_for(planner: str = "greedy_by_size", with_greedy: bool = False, **params):
-    """A ``MemoryPlanningPass`` whose algorithm suite runs memplan's ``planner`` (and
-    ExecuTorch's own ``greedy`` beside it when ``with_greedy``; the suite keeps the smaller).
-    Returns ``(pass, algorithm)``; the :class:`MemplanAlgorithm` records its plans and seconds.
-    Raises :class:`experiments.runtimes.RuntimeMissing` without the extra, ``ValueError`` for
-    an unknown planner."""
+def plan_for(planner: str = "greedy_by_size", *, with_greedy: bool = False, **params):
+    """A ``MemoryPlanningPass`` whose algorithm suite runs memplan's ``planner``.
+
+    Parameters
+    ----------
+    planner : str
+        Registry name of a memplan planner.
+    with_greedy : bool
+        Run ExecuTorch's own ``greedy`` beside it (the suite keeps the smaller
+        ``sum(bufsizes)``, bytes).
+    **params
+        The planner's parameters, as keywords (the same as :class:`MemplanAlgorithm` takes).
+
+    Returns
+    -------
+    tuple
+        ``(MemoryPlanningPass, MemplanAlgorithm)``; the algorithm records its plans and seconds.
+
+    Raises
+    ------
+    experiments.runtimes.RuntimeMissing
+        Without the extra ``[executorch]``.
+    ValueError
+        An unknown planner or parameter.
+    """
     _require()
     from executorch.exir.memory_planning import MemoryPlanningAlgorithmSuite, greedy
     from executorch.exir.passes import MemoryPlanningPass
 
-    get_planner(planner, **params)  # unknown names and parameters fail here, not mid-export
-    algo = MemplanAlgorithm(planner, dict(params))
+    algo = MemplanAlgorithm(planner, **params)  # unknown planners fail here, not mid-export
     algos: list[Callable] = [algo] + ([greedy] if with_greedy else [])
     return MemoryPlanningPass(memory_planning_algo=MemoryPlanningAlgorithmSuite(algo_list=algos)), algo
 
 
-def write(model, inputs: tuple, memory_planning_pass=None):
-    """``torch.export`` -> ``to_edge`` -> ``to_executorch`` of ``model`` on example ``inputs``
-    with ``memory_planning_pass`` (``None``: ExecuTorch's default, its ``greedy`` suite).
-    Returns the ``ExecutorchProgramManager`` (``.buffer`` holds the ``.pte`` bytes)."""
-    _require()
+def _export(model, inputs, dynamic_shapes, strict: bool):
+    """``torch.export.export`` of ``model`` (an ``ExportedProgram`` is kept as given)."""
     import torch
-    from executorch.exir import ExecutorchBackendConfig, to_edge
 
-    cfg = (ExecutorchBackendConfig() if memory_planning_pass is None
-           else ExecutorchBackendConfig(memory_planning_pass=memory_planning_pass))
+    if isinstance(model, torch.export.ExportedProgram):
+        if dynamic_shapes is not None:
+            raise ValueError("dynamic_shapes of an ExportedProgram were fixed when it was exported")
+        return model
+    if inputs is None:
+        raise ValueError(f"{type(model).__name__}: example inputs are needed to export it")
+    return torch.export.export(model, tuple(inputs), dynamic_shapes=dynamic_shapes,
+                               strict=strict)
+
+
+def write(model=None, inputs: tuple | None = None, memory_planning_pass=None, *,
+          dynamic_shapes=None, methods: dict | None = None, partitioner=None,
+          transform_passes=None, compile_config=None, constant_methods: dict | None = None,
+          backend_config=None, strict: bool = False):
+    """Export PyTorch code to an ExecuTorch program planned by ``memory_planning_pass``.
+
+    ``torch.export.export`` of each method, then ExecuTorch's ``to_edge`` (or, with a
+    ``partitioner``, ``transform_passes``, ``compile_config`` or ``constant_methods``,
+    ``to_edge_transform_and_lower``, which lowers to the backends), then
+    ``to_executorch(backend_config)``.
+
+    Parameters
+    ----------
+    model : torch.nn.Module, callable, ``torch.export.ExportedProgram`` or dict, optional
+        The ``forward`` method; a dict ``{name: ExportedProgram}`` gives several methods
+        already exported. ``None`` when ``methods`` gives them.
+    inputs : tuple, optional
+        Example inputs of ``model`` (not needed for an ``ExportedProgram``).
+    memory_planning_pass : optional
+        A ``MemoryPlanningPass`` (:func:`plan_for`, :func:`planning_pass`), or a dict of them
+        by method name; ``None``: ExecuTorch's default (its ``greedy`` suite). Set on
+        ``backend_config``.
+    dynamic_shapes : optional
+        ``torch.export``'s ``dynamic_shapes`` for ``model`` (e.g. ``{"x": {1:
+        torch.export.Dim("seq", max=64)}}``). ExecuTorch plans each dynamic tensor at its upper
+        bound (``DynamicMemoryPlanningMode.UPPER_BOUND``), so every ``Dim`` needs a ``max``.
+    methods : dict, optional
+        Several methods: ``{name: (module_or_fn, inputs)}`` or ``{name: (module_or_fn, inputs,
+        dynamic_shapes)}``, each exported on its own (a method named ``forward`` and
+        ``model`` together are refused). The methods of one program share its constants.
+    partitioner : Partitioner, list or dict, optional
+        As ``to_edge_transform_and_lower`` (e.g. ``[XnnpackPartitioner()]``, or
+        ``{method: [partitioners]}``).
+    transform_passes, compile_config, constant_methods : optional
+        As ``to_edge_transform_and_lower`` (an ``EdgeCompileConfig``; ``{name: value}`` methods
+        returning constants).
+    backend_config : ``ExecutorchBackendConfig`` or dict, optional
+        Passed to ``to_executorch`` (a dict: its keyword arguments); ``memory_planning_pass``,
+        when given, replaces its pass.
+    strict : bool
+        ``torch.export``'s ``strict`` (default ``False``, non-strict tracing).
+
+    Returns
+    -------
+    ExecutorchProgramManager
+        ``.buffer`` holds the ``.pte`` bytes; ``.exported_program(name)`` each method's graph.
+
+    Raises
+    ------
+    experiments.runtimes.RuntimeMissing
+        Without the extra ``[executorch]``.
+    ValueError
+        No method, a method given twice, inputs missing, ``dynamic_shapes`` with an
+        ``ExportedProgram`` or with ``methods`` only, or a ``memory_planning_pass`` set both
+        here and in ``backend_config``.
+
+    Source: ExecuTorch 1.5.1 ``exir/program/_program.py`` (``to_edge``,
+    ``to_edge_transform_and_lower``, ``EdgeProgramManager.to_executorch``) and
+    ``exir/capture/_config.py`` (``ExecutorchBackendConfig``).
+    """
+    _require()
+    import dataclasses
+
+    import torch
+    from executorch.exir import ExecutorchBackendConfig, to_edge, to_edge_transform_and_lower
+
+    specs: dict[str, tuple] = {}
+    if isinstance(model, dict):
+        if inputs is not None or dynamic_shapes is not None:
+            raise ValueError("a dict of ExportedPrograms takes no inputs or dynamic_shapes")
+        specs.update({str(k): (v, None, None) for k, v in model.items()})
+    elif model is not None:
+        specs["forward"] = (model, inputs, dynamic_shapes)
+    elif dynamic_shapes is not None:
+        raise ValueError("dynamic_shapes is for model; give each method's in methods")
+    for name, spec in (methods or {}).items():
+        if name in specs:
+            raise ValueError(f"method {name!r} is given twice")
+        if not isinstance(spec, (tuple, list)) or len(spec) not in (2, 3):
+            raise ValueError(f"methods[{name!r}]: (module_or_fn, inputs[, dynamic_shapes])")
+        specs[str(name)] = (spec[0], spec[1], spec[2] if len(spec) == 3 else None)
+    if not specs:
+        raise ValueError("no method to export: give model or methods")
+    if isinstance(backend_config, dict):
+        backend_config = ExecutorchBackendConfig(**backend_config)
+    cfg = backend_config if backend_config is not None else ExecutorchBackendConfig()
+    if memory_planning_pass is not None:
+        default = ExecutorchBackendConfig.__dataclass_fields__["memory_planning_pass"].default
+        if backend_config is not None and backend_config.memory_planning_pass is not default:
+            raise ValueError("memory_planning_pass is given both here and in backend_config")
+        cfg = dataclasses.replace(cfg, memory_planning_pass=memory_planning_pass)
     with torch.no_grad():  # an in-place buffer update (add_) on a leaf that requires grad fails
-        ep = torch.export.export(model, tuple(inputs), strict=False)
-        return to_edge(ep).to_executorch(cfg)
+        eps = {}
+        for name, (fn, ins, dyn) in specs.items():
+            if not isinstance(fn, (torch.nn.Module, torch.export.ExportedProgram)):
+                fn = _FnModule(fn)
+            eps[name] = _export(fn, ins, dyn, strict)
+        progs = eps["forward"] if list(eps) == ["forward"] else eps
+        lower = (partitioner, transform_passes, compile_config, constant_methods)
+        if any(x is not None for x in lower):
+            edge = to_edge_transform_and_lower(progs, transform_passes=transform_passes,
+                                               partitioner=partitioner,
+                                               constant_methods=constant_methods,
+                                               compile_config=compile_config)
+        else:
+            edge = to_edge(progs)
+        return edge.to_executorch(cfg)
+
+
+def _fn_module_class():
+    import torch
+
+    class FnModule(torch.nn.Module):
+        """A plain function as a module (``torch.export`` exports modules)."""
+
+        def __init__(self, fn):
+            super().__init__()
+            self.fn = fn
+
+        def forward(self, *args):
+            return self.fn(*args)
+
+    return FnModule
+
+
+def _FnModule(fn):  # noqa: N802  (a class built on first use: torch is imported lazily)
+    return _fn_module_class()(fn)
 
 
 def run(pte: bytes | str | Path, inputs: Sequence, method: str = "forward") -> list:
