@@ -745,9 +745,6 @@ def plot_ratio_by_planner(records: pd.DataFrame, title: str = "Arena / lower bou
     ax.axvspan(lo, 1.0, color="0.92", lw=0, zorder=0)
     ax.axvline(1.0, color="0.35", lw=0.6, zorder=1)
     ax.set_xlim(lo, hi)
-    ticks = ratio_ticks(hi)
-    ax.xaxis.set_major_locator(mticker.FixedLocator(ticks))
-    ax.xaxis.set_major_formatter(mticker.FixedFormatter([f"{t:g}" for t in ticks]))
     ax.xaxis.set_minor_locator(mticker.NullLocator())
     # coverage beside each name (valid plans of all workloads), so a row with few plans does
     # not pass for a perfect one (experiments.metrics.planner_summary says the same in tables)
@@ -775,6 +772,14 @@ def plot_ratio_by_planner(records: pd.DataFrame, title: str = "Arena / lower bou
     ax.set_title(title + (f"\n({nw} workloads; one slot per workload in each row)"
                           if nw > 1 else ""))
     _legend_right(ax, handles=handles, title="planner family")
+    # ratio ticks as many as the laid-out axis has room for (about 28 pt per label: "1.2"
+    # "1.5" touched on a narrow axis)
+    fig.draw_without_rendering()
+    width_pt = ax.bbox.width * 72.0 / fig.dpi
+    room = width_pt * math.log(hi) / math.log(hi / lo) / 28.0
+    ticks = ratio_ticks(hi, max_ticks=max(1, int(room)))
+    ax.xaxis.set_major_locator(mticker.FixedLocator(ticks))
+    ax.xaxis.set_major_formatter(mticker.FixedFormatter([f"{t:g}" for t in ticks]))
     return ax
 
 
