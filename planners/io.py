@@ -517,6 +517,26 @@ def _checked_rows(reader: csv.DictReader, path: Path):
         yield row
 
 
+def _csv_error(path: Path, e: ProblemError) -> ProblemError:
+    """A problem-wide error of the rows of ``path`` as one line naming the file; a duplicate id
+    names the CSV lines of its first two rows (``lines 2 and 5``), not the item indices."""
+    text = str(e)
+    m = re.search(r"duplicate buffer id (.+?) \(items (\d+) and (\d+)\)", text)
+    if m:
+        try:
+            reader = csv_dict_reader(path)
+            ids = {}
+            for row in _checked_rows(reader, path):
+                ids.setdefault(str(row.get("id") or ""), []).append(reader.line_num)
+            lines = next((v for v in ids.values() if len(v) > 1), None)
+        except ProblemError:
+            lines = None
+        if lines:
+            return ProblemError(f"{path}: duplicate buffer id {m.group(1)} (lines {lines[0]} "
+                                f"and {lines[1]})")
+    return ProblemError(f"{path}: {text}")
+
+
 def read_minimalloc_csv(
     path: str | Path,
     capacity: int | None | str = "auto",
@@ -594,7 +614,7 @@ def read_minimalloc_csv(
                 *cols, capacity=capacity, alignment=alignment, name=pname
             )
         except ProblemError as e:  # duplicate ids, capacity, the int64 range rule
-            raise ProblemError(f"{path}: {e}") from None
+            raise _csv_error(path, e) from None
         if problem is not None:
             return problem
         # else a row breaks a buffer rule: the row-by-row path names it
@@ -680,7 +700,7 @@ def read_minimalloc_csv(
             colocations=[tuple(m) for m in coloc.values()] or None,
         )
     except ProblemError as e:  # duplicate ids, capacity, the int64 range rule (planners.model)
-        raise ProblemError(f"{path}: {e}") from None
+        raise _csv_error(path, e) from None
 
 
 def minimalloc_csv_text(problem: Problem, plan: Plan | None = None) -> str:

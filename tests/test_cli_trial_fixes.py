@@ -46,7 +46,7 @@ _SUBCOMMANDS = [
 @pytest.mark.parametrize("bad,needles", [
     (("--time-limit", "0"), ("argument --time-limit", "time limit must be", "got 0")),
     (("--time-limit", "soon"), ("argument --time-limit", "expected seconds", "'soon'")),
-    (("--param", "novalue"), ("argument --param", "expected NAME=VALUE", "'novalue'")),
+    (("--param", "novalue"), ("--param", "expected NAME=VALUE", "'novalue'")),
     (("--no-such-flag",), ("unrecognized arguments: --no-such-flag",)),
 ], ids=["time-limit-0", "time-limit-text", "param", "unknown-flag"])
 def test_argument_errors_are_one_line(capsys, cmd, bad, needles):

@@ -225,20 +225,20 @@ def test_cli_schedule_moccasin_file_with_time_limit_and_params(tmp_path, capsys)
     assert main(["schedule", path, "--scheduler", "exact_dp", "--time-limit", "5",
                  "--param", "max_states=1000", "--param", "decompose=false", "--json"]) == 0
     rec = json.loads(capsys.readouterr().out)
-    assert rec["peak_bytes"] == BEST_PEAK == rec["bound"] and rec["status"] == "optimal"
+    assert rec["peak_bytes"] == BEST_PEAK == rec["order_bound"] and rec["schedule_status"] == "optimal"
     assert rec["gap"] == 0.0
-    assert rec["params"]["time_limit"] == 5.0 and rec["params"]["max_states"] == 1000
-    assert rec["params"]["decompose"] is False
+    assert rec["scheduler_params"]["time_limit"] == 5.0 and rec["scheduler_params"]["max_states"] == 1000
+    assert rec["scheduler_params"]["decompose"] is False
     # a --param time_limit wins over --time-limit
     assert main(["schedule", path, "--scheduler", "genetic", "--time-limit", "5",
                  "--param", "time_limit=0.5", "--param", "generations=3", "--json"]) == 0
     rec = json.loads(capsys.readouterr().out)
-    assert rec["params"]["time_limit"] == 0.5 and rec["params"]["generations"] == 3
-    assert rec["bound"] <= rec["peak_bytes"]
+    assert rec["scheduler_params"]["time_limit"] == 0.5 and rec["scheduler_params"]["generations"] == 3
+    assert rec["order_bound"] <= rec["peak_bytes"]
     assert main(["schedule", path, "--json"]) == 0  # file order a b c d e f: not proved optimal
     rec = json.loads(capsys.readouterr().out)
-    assert rec["peak_bytes"] == FILE_ORDER_PEAK and rec["status"] == "heuristic"
-    assert rec["bound"] <= BEST_PEAK
+    assert rec["peak_bytes"] == FILE_ORDER_PEAK and rec["schedule_status"] == "heuristic"
+    assert rec["order_bound"] <= BEST_PEAK
     for argv, msg in (
         (["--param", "nope=1"], "scheduler 'file_order' has no parameter 'nope'"),
         (["--scheduler", "exact_dp", "--param", "max_states=0"],

@@ -43,7 +43,6 @@ that was not planned).
 from __future__ import annotations
 
 import json
-import re
 
 from experiments.cli.common import time_limit_of
 from experiments.harness import pools_text
@@ -56,24 +55,27 @@ COMMANDS = ("budget",)
 TECHNIQUES = ("patch", "recompute", "tiers")
 
 
-def parse_bytes(text: str) -> int:
-    """``"262144"``, ``"256k"``, ``"256K"``, ``"1.5M"`` -> bytes (int, 1 k = 1024).
+def parse_bytes(text) -> int:
+    """``"262144"``, ``"256k"``, ``"4MiB"``, ``"1.5M"`` -> bytes (int, 1 k = 1024): the one byte-size
+    parser of the command line (:func:`experiments.cli.flags.parse_bytes`); an int is returned
+    as it is (``--budget`` is parsed by argparse already).
 
     Raises
     ------
     ProblemError
-        Not a non-negative byte count (the message quotes the text).
+        Not a byte count in ``[0, 2**62)`` (the message quotes the text).
     """
+    import argparse
+
+    from experiments.cli.flags import parse_bytes as parse
     from planners.errors import ProblemError
 
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKmM]?)(?:i?[bB])?\s*", str(text))
-    if not m:
-        raise ProblemError(f"--budget {text!r}: expected a byte count such as 262144, 256k or 1M")
-    scale = {"": 1, "k": 1024, "K": 1024, "m": 1024 ** 2, "M": 1024 ** 2}[m.group(2)]
-    value = float(m.group(1)) * scale
-    if not value.is_integer():
-        raise ProblemError(f"--budget {text!r}: {value} is not a whole number of bytes")
-    return int(value)
+    if isinstance(text, int):
+        return text
+    try:
+        return parse(text)
+    except argparse.ArgumentTypeError as e:
+        raise ProblemError(f"--budget: {e}") from None
 
 
 def _patch(g, budget: int, args) -> dict:
@@ -227,11 +229,16 @@ def add_parsers(subparsers) -> None:
         "budget", help="fit a model into a memory budget: patches, recomputation, SRAM/DRAM tiers")
     b.add_argument("model", help="ONNX light model name, mobilenet_v2[:alpha:res:dtype], "
                                  "mobilenet_v1[...], seed000 or PATH.onnx")
-    b.add_argument("--budget",
-                   help="bytes (suffix k = 1024, M = 1024^2); SRAM capacity for tiers; "
+    from experiments.cli.flags import parse_bytes as byte_size
+
+    b.add_argument("--budget", type=byte_size, metavar="BYTES",
+                   help="bytes, e.g. 262144, 256k or 4MiB (k = 1024, M = 1024^2, as --capacity "
+                        "and --pools); SRAM capacity for tiers; "
                         "required without --pools, with --pools it defaults to the first "
                         "pool's capacity")
-    b.add_argument("--technique", choices=(*TECHNIQUES, "all"), default="all")
+    b.add_argument("--technique", choices=(*TECHNIQUES, "all"), default="all",
+                   help="patch (tile the first layers), recompute (rematerialise values), tiers "
+                        "(spill to DRAM) or all (default)")
     b.add_argument("--solver", choices=("greedy", "cpsat"), default="greedy",
                    help="recompute / tiers solver (default greedy)")
     from experiments.cli.common import add_time_limit_flag
@@ -240,17 +247,14 @@ def add_parsers(subparsers) -> None:
     b.add_argument("--accounting", choices=("lifetime", "layer_io"), default="lifetime",
                    help="patch peak accounting (scheduling.patch)")
     b.add_argument("--max-grid", type=int, default=8, help="patch grids 1x1 .. NxN")
-    b.add_argument("--json", action="store_true", help="print one JSON object")
-    b.add_argument("--override", action="append", metavar="NAME=DIMS",
-                   help="ONNX: a symbolic dimension (N=1) or a tensor's static shape "
-                        "(input=1,3,224,224); repeatable")
-    b.add_argument("--pools", metavar="NAME=BYTES[:ALIGN],...",
-                   help="named memory pools in preference order, e.g. sram=256k:16,psram=8M: "
-                        "each technique's buffers are placed into them (--planner) and the "
-                        "report gives bytes per pool and whether every pool fits; --budget "
-                        "then defaults to the first pool's capacity (recompute: its value "
-                        "versions; tiers: its time slices; patch: not placed, no buffer "
-                        "lifetimes)")
+    from experiments.cli.flags import add_json_flag, add_override_flag, add_pools_flag
+
+    add_json_flag(b)
+    add_override_flag(b)
+    add_pools_flag(b, ": each technique's buffers are placed into them (--planner) and the "
+                      "report gives bytes per pool and whether every pool fits; --budget then "
+                      "defaults to the first pool's capacity (recompute: its value versions; "
+                      "tiers: its time slices; patch: not placed, no buffer lifetimes)")
     b.add_argument("--planner", default="greedy_by_size",
                    help="with --pools: the planner placing each technique's buffers (default "
                         "greedy_by_size: the spill policy, first pool where a buffer fits)")

@@ -24,7 +24,6 @@ program declares).
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import sys
@@ -38,16 +37,6 @@ __all__ = ["COMMANDS", "add_parsers", "run", "read_offsets", "check_report", "pt
 COMMANDS = ("check",)
 
 
-def _bytes(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected bytes (an integer), got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"capacity must be >= 0 bytes, got {text}")
-    return v
-
-
 def add_parsers(subparsers) -> None:
     """Add the ``check`` sub-command to an argparse ``subparsers`` object."""
     c = subparsers.add_parser(
@@ -57,9 +46,10 @@ def add_parsers(subparsers) -> None:
                     "(exit 0). A malformed file exits 2.")
     c.add_argument("plan", help="MiniMalloc CSV with columns id,lower,upper,size[,alignment],offset, "
                                 "or an ExecuTorch .pte")
-    c.add_argument("--capacity", type=_bytes, default=None,
-                   help="arena capacity in bytes (default: from a NAME.CAPACITY.csv file name)")
-    c.add_argument("--json", action="store_true", help="print one JSON object")
+    from experiments.cli.flags import add_capacity_flag, add_json_flag
+
+    add_capacity_flag(c)
+    add_json_flag(c)
     from experiments.cli.common import add_pool_flags
 
     add_pool_flags(c, ignore_offsets=False)
@@ -169,8 +159,8 @@ def check_report(path: str | Path, capacity: int | None = None, pools=None) -> d
     ProblemError
         A malformed file (see :func:`planners.read_minimalloc_csv` and :func:`read_offsets`).
     """
-    from experiments.cli.common import refuse_capacity_with_pools
-    from planners import lower_bound, read_minimalloc_csv
+    from experiments.cli.common import refuse_capacity_with_pools, report_lower_bound
+    from planners import read_minimalloc_csv
     from planners.errors import ProblemError
     from planners.io import capacity_from_name, csv_dict_reader
     from planners.validate import plan_violations
@@ -200,7 +190,7 @@ def check_report(path: str | Path, capacity: int | None = None, pools=None) -> d
         arena = sum(arenas.values())
     else:
         arena = max((o + z for o, z in zip(offsets, sizes, strict=True) if o >= 0), default=0)
-    lb = lower_bound(problem)
+    lb = report_lower_bound(problem)  # the bound `memplan plan` prints for this file too
     extra = {"arenas": arenas} if problem.pools else {}
     return {
         **extra,

@@ -5,12 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from planners.io import parse_pools  # noqa: F401  (re-exported: the --pools text)
-
 __all__ = ["OneLineParser", "split_list", "positive_seconds", "capacity_bytes", "package_version",
            "os_error_text", "parse_pools", "add_pool_flags", "parse_param", "add_param_flag",
            "DEFAULT_TIME_LIMIT", "DEFAULT_PIPELINE", "parse_pipeline", "add_pipeline_flag",
            "add_time_limit_flag", "note_time_limit", "params_of", "time_limit_of",
+           "planner_time_limit", "report_lower_bound",
            "refuse_capacity_with_pools"]
 
 
@@ -53,6 +52,33 @@ from experiments.harness import DEFAULT_TIME_LIMIT  # noqa: E402
 DEFAULT_PIPELINE = "none"
 
 
+def parse_pools(text: str | None):
+    """The ``--pools`` text as :class:`planners.model.MemoryPool` objects in preference order
+    (:func:`planners.io.parse_pools`), each size read by the command line's one byte-size parser
+    (:func:`experiments.cli.flags.parse_bytes`: ``256k``, ``4MiB``; :func:`~experiments.cli.flags.pools_arg`).
+    ``[]`` for ``None`` or empty text.
+
+    Raises
+    ------
+    planners.errors.ProblemError
+        An item that is not ``NAME=BYTES[:ALIGN]`` (quoting it), or what
+        :func:`planners.io.parse_pools` refuses (a repeated name, a bad alignment).
+    """
+    import argparse
+
+    from experiments.cli.flags import pools_arg
+    from planners.errors import ProblemError
+    from planners.io import parse_pools as parse
+
+    if text is None:
+        return parse(text)
+    try:
+        canonical = pools_arg(text)
+    except argparse.ArgumentTypeError as e:
+        raise ProblemError(str(e)) from None
+    return parse(canonical)
+
+
 def parse_param(text: str):
     """An argparse type: ``NAME=VALUE`` -> ``(NAME, value)``, the value a JSON literal (number,
     ``true``/``false``, ``null``, list, string in quotes) or else the text itself as a string.
@@ -74,12 +100,12 @@ def parse_param(text: str):
 
 
 def add_param_flag(parser, what: str = "planner") -> None:
-    """Add ``--param NAME=VALUE`` (repeatable, :func:`parse_param`) to a command that plans or
-    schedules; ``what`` names the component in the help."""
-    parser.add_argument("--param", action="append", type=parse_param, default=[],
-                        metavar="NAME=VALUE",
-                        help=f"a {what} parameter (see `memplan list`), VALUE a JSON literal or a "
-                             "string, e.g. engine=python; repeatable; wins over --time-limit")
+    """Add ``--planner-param NAME=VALUE`` with its alias ``--param`` (repeatable,
+    :func:`parse_param`, dest ``param``): :func:`experiments.cli.flags.add_planner_param_flag`,
+    the one definition (``what`` is accepted for older callers and ignored)."""
+    from experiments.cli.flags import add_planner_param_flag
+
+    add_planner_param_flag(parser)
 
 
 def params_of(args) -> dict:
@@ -88,10 +114,62 @@ def params_of(args) -> dict:
 
 
 def add_time_limit_flag(parser, what: str = "planners") -> None:
-    """Add ``--time-limit SECONDS`` with the shared default :data:`DEFAULT_TIME_LIMIT`."""
-    parser.add_argument("--time-limit", type=positive_seconds, default=None,
-                        help=f"seconds, for {what} with a time limit (default "
-                             f"{DEFAULT_TIME_LIMIT:g}; the same on every command)")
+    """Add ``--time-limit SECONDS`` with the shared default :data:`DEFAULT_TIME_LIMIT`:
+    :func:`experiments.cli.flags.add_time_limit_flag`, the one definition (``what`` is accepted
+    for older callers and ignored: the help is the same on every command)."""
+    from experiments.cli.flags import add_time_limit_flag as add
+
+    add(parser)
+
+
+def planner_time_limit(name: str, time_limit: float | None, params=None) -> float | None:
+    """The time limit (seconds) planner ``name`` runs with: ``params["time_limit"]`` when given
+    (``--planner-param``), else ``time_limit``; ``None`` for a planner that takes no time limit (a
+    heuristic), which every command prints as "no time limit"
+    (:func:`experiments.cli.flags.time_limit_text`). An unknown name gives ``time_limit``
+    (the registry refuses the name elsewhere, in one line).
+
+    >>> planner_time_limit("naive", 10.0), planner_time_limit("cpsat", 10.0)
+    (None, 10.0)
+    """
+    from planners.registry import PLANNERS
+
+    cls = PLANNERS.get(name)
+    if cls is not None and "time_limit" not in cls._param_names():
+        return None
+    return float((params or {}).get("time_limit", time_limit))
+
+
+def report_lower_bound(problem) -> int:
+    """The ``lower_bound`` that ``memplan plan`` and ``memplan check`` print (bytes): the
+    buffers' own bound, :func:`planners.bounds.lower_bound` of ``problem`` with every pin
+    dropped (max live bytes over the schedule steps, half-open ``[start, end)`` lifetimes,
+    padded to the gcd of the alignments; gaps, colocations and pools counted as there).
+
+    One function for both commands, because they read one CSV two ways: ``check`` reads its
+    ``offset`` column as the plan to check, ``plan`` as fixed positions (MiniMalloc's pins); the
+    bound with the pins counted is at least the highest pinned ``offset + size`` -- for a solved
+    file, the arena itself -- so the two commands printed two bounds (e.g. 264 and 265) for one
+    file. ``plan`` prints the pinned problem's bound as ``pinned_bound`` beside it.
+
+    Raises
+    ------
+    planners.errors.ProblemError
+        Only as the :class:`planners.model.Problem` constructor does (never for a problem that
+        was already valid).
+    """
+    from planners import lower_bound
+
+    if "pins" not in problem.features:
+        return int(lower_bound(problem))
+    from planners.model import Buffer, Problem
+
+    bufs = [Buffer(b.id, b.start, b.end, b.size, b.alignment, b.kind, None, b.hint, b.gaps,
+                   b.pools) for b in problem.buffers]
+    free = Problem(bufs, capacity=problem.capacity, alignment=problem.alignment,
+                   name=problem.name, pools=problem.pools or None,
+                   colocations=problem.colocations or None)
+    return int(lower_bound(free))
 
 
 def time_limit_of(args) -> float:
@@ -113,11 +191,11 @@ def parse_pipeline(text: str | None) -> str | None:
 
 
 def add_pipeline_flag(parser) -> None:
-    """Add ``--pipeline`` with the shared default :data:`DEFAULT_PIPELINE`."""
-    parser.add_argument("--pipeline", default=DEFAULT_PIPELINE,
-                        help="graph passes applied to a model before planning, comma-separated "
-                             f"(e.g. simplify,views,fuse,inplace); default {DEFAULT_PIPELINE} "
-                             "(the model as written), the same on every command")
+    """Add ``--pipeline`` with the shared default :data:`DEFAULT_PIPELINE`
+    (:func:`experiments.cli.flags.add_pipeline_flag`, the one definition)."""
+    from experiments.cli.flags import add_pipeline_flag as add
+
+    add(parser)
 
 
 def note_time_limit(names, time_limit, params=None, explicit: bool = True, file=None,
@@ -158,10 +236,12 @@ def refuse_capacity_with_pools(capacity, pools) -> None:
 
 
 def add_pool_flags(parser, ignore_offsets: bool = True) -> None:
-    """Add ``--pools`` (and ``--ignore-offsets``) to a command that plans or checks."""
-    parser.add_argument("--pools", metavar="NAME=BYTES[:ALIGN],...",
-                        help="named memory pools in preference order, e.g. sram=256k:16,psram=8M "
-                             "(a CSV 'pools' column names each buffer's candidates)")
+    """Add ``--pools`` (:func:`experiments.cli.flags.add_pools_flag`, sizes read by
+    :func:`experiments.cli.flags.parse_bytes`) and ``--ignore-offsets`` to a command that plans
+    or checks."""
+    from experiments.cli.flags import add_pools_flag
+
+    add_pools_flag(parser)
     if ignore_offsets:
         parser.add_argument("--ignore-offsets", action="store_true",
                             help="a CSV 'offset' column is read as fixed positions (MiniMalloc's "
@@ -169,18 +249,15 @@ def add_pool_flags(parser, ignore_offsets: bool = True) -> None:
 
 
 def split_list(values: list[str] | None) -> list[str] | None:
-    """Command-line names given as repeated and/or comma-separated values, in order; ``None``
-    when none were given.
+    """Command-line names given as repeated, comma- and/or space-separated values, in order;
+    ``None`` when none were given (:func:`experiments.cli.flags.split_names`, the one parser).
 
     >>> split_list(["a,b", "c"]), split_list(None)
     (['a', 'b', 'c'], None)
     """
-    if not values:
-        return None
-    out: list[str] = []
-    for v in values:
-        out.extend(x for x in v.split(",") if x)
-    return out
+    from experiments.cli.flags import split_names
+
+    return split_names(values)
 
 
 def positive_seconds(text: str) -> float:
@@ -197,14 +274,12 @@ def positive_seconds(text: str) -> float:
 
 
 def capacity_bytes(text: str) -> int:
-    """An argparse type: a capacity in bytes, an integer in ``[0, 2**62)``."""
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected bytes (an integer), got {text!r}") from None
-    if not 0 <= v < 2**62:
-        raise argparse.ArgumentTypeError(f"capacity must be in [0, 2**62) bytes, got {text}")
-    return v
+    """An argparse type: a capacity in bytes in ``[0, 2**62)``, ``1k``/``4MiB`` accepted
+    (:func:`experiments.cli.flags.parse_bytes`, the one byte-size parser; raises
+    ``argparse.ArgumentTypeError``)."""
+    from experiments.cli.flags import parse_bytes
+
+    return parse_bytes(text)
 
 
 def os_error_text(e: OSError) -> str:

@@ -32,6 +32,13 @@ from experiments.cli.common import (
     split_list,
     time_limit_of,
 )
+from experiments.cli.flags import (
+    add_minimalloc_dir_flag,
+    add_names_flag,
+    add_override_flag,
+    add_pipeline_flag,
+    add_size_attr_flag,
+)
 
 __all__ = ["COMMANDS", "add_parsers", "run"]
 
@@ -41,36 +48,26 @@ COMMANDS = ("compare",)
 def add_parsers(sub) -> None:
     """Add the ``compare`` subcommand to ``sub`` (argparse subparsers)."""
     c = sub.add_parser("compare", help="compare planners on workloads; write tables and figures")
-    c.add_argument("--planners", nargs="*", help="planner names (default: all registered)")
-    c.add_argument("--workloads", nargs="*",
-                   help="workload names, .csv or .onnx paths (default: bundled ONNX models and seed examples)")
-    c.add_argument("--override", action="append", metavar="NAME=DIMS",
-                   help="ONNX/TFLite workloads named in --workloads: a symbolic dimension (N=1) "
-                        "or a tensor's static shape (input=1,3,224,224); repeatable")
-    c.add_argument("--minimalloc-dir",
-                   help="also run every MiniMalloc CSV in this folder (only the folder where "
-                        "minimalloc:NAME workloads are looked up when --workloads names some)")
+    add_names_flag(c, "--planners")
+    add_names_flag(c, "--workloads")
+    add_override_flag(c)
+    add_minimalloc_dir_flag(c, "; unless --workloads names minimalloc:NAME workloads, every "
+                               "MiniMalloc CSV in the folder is also run")
     add_time_limit_flag(c)
     c.add_argument("--timing-repeats", type=int, default=3, metavar="N",
                    help="runs under 1 s are planned N times after a warm-up of the worker; "
                         "seconds is their median, seconds_min their minimum (default 3)")
-    add_param_flag(c, "planner (given to every planner that has it)")
+    add_param_flag(c)  # given to every planner that has the parameter
     c.add_argument("--out", default="memplan-results",
                    help="output folder (default memplan-results/; `make run` writes results/)")
     c.add_argument("--no-plots", action="store_true", help="skip the figures")
     c.add_argument("--quiet", action="store_true", help="no progress bar")
-    c.add_argument("--schedulers", nargs="*",
-                   help="compare operator schedulers (graph workloads only): one row per "
-                        "(workload, scheduler, planner) in compare_sched.csv")
-    c.add_argument("--pipeline", default="none",
-                   help="graph passes, e.g. simplify,views,fuse,inplace: record peak and arena "
-                        "before and after each pass (graph workloads) in compare_pipeline.csv; "
-                        "default none (the planner comparison, the models as written)")
+    add_names_flag(c, "--schedulers")
+    add_pipeline_flag(c, "; here: record peak and arena before and after each pass (graph "
+                         "workloads) in compare_pipeline.csv, no pass: the planner comparison")
     c.add_argument("--allow-peak-increase", action="store_true",
                    help="with --pipeline: apply fusions that raise the peak (refused by default)")
-    c.add_argument("--size-attr", default="cost_ram",
-                   help="node-link .json workloads: the node attribute with the output bytes "
-                        "(default cost_ram)")
+    add_size_attr_flag(c)
     c.add_argument("--rv64", action="store_true",
                    help="add emulated RV64 cost columns (rv64_instructions, rv64_cycles_u74, "
                         "rv64_cycles_c906) for planners with a C core")

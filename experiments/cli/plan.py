@@ -12,14 +12,22 @@ from experiments.cli.common import (
     add_pipeline_flag,
     add_pool_flags,
     add_time_limit_flag,
-    capacity_bytes,
     note_time_limit,
     params_of,
-    parse_param,
     parse_pipeline,
     parse_pools,
     refuse_capacity_with_pools,
+    report_lower_bound,
     time_limit_of,
+)
+from experiments.cli.flags import (
+    add_capacity_flag,
+    add_json_flag,
+    add_minimalloc_dir_flag,
+    add_override_flag,
+    add_scheduler_param_flag,
+    add_size_attr_flag,
+    time_limit_text,
 )
 
 __all__ = ["COMMANDS", "add_parsers", "run", "pipeline_problem", "scheduled_problem",
@@ -36,31 +44,22 @@ def add_parsers(sub) -> None:
     p.add_argument("--planner", default="greedy_by_size",
                    help="registered planner (default greedy_by_size; see `memplan list`), or "
                         "joint with --scheduler joint: the joint optimiser's own offsets")
-    p.add_argument("--capacity", type=capacity_bytes, default=None,
-                   help="arena capacity in bytes (default: from a NAME.CAPACITY.csv file name)")
+    add_capacity_flag(p)
     p.add_argument("--scheduler", default=None,
                    help="graph inputs: order the operators with this registered scheduler "
                         "(see `memplan list`) before the lifetimes are derived; default: the "
                         "stored order (the file order)")
-    p.add_argument("--scheduler-param", action="append", type=parse_param, default=[],
-                   metavar="NAME=VALUE",
-                   help="a --scheduler parameter, VALUE a JSON literal or a string, e.g. "
-                        "deterministic_time=5; repeatable (--param sets planner parameters)")
-    add_time_limit_flag(p, "the scheduler and the planner, each")
+    add_scheduler_param_flag(p)
+    add_time_limit_flag(p)
     add_param_flag(p)
     add_pipeline_flag(p)
-    p.add_argument("--minimalloc-dir", help="where minimalloc:NAME is looked up (default "
-                   "$MEMPLAN_MINIMALLOC_DIR or ../shared/benchmarks/minimalloc)")
-    p.add_argument("--override", action="append", metavar="NAME=DIMS",
-                   help="ONNX/TFLite: a symbolic dimension (N=1) or a tensor's static shape "
-                        "(input=1,3,224,224); repeatable")
+    add_minimalloc_dir_flag(p)
+    add_override_flag(p)
     p.add_argument("--unified", action="store_true",
                    help="ONNX: one arena with weights and inputs as residents (seed 000 layout)")
-    p.add_argument("--size-attr", default="cost_ram",
-                   help="node-link .json graphs: the node attribute with the output bytes "
-                        "(default cost_ram, as Checkmate and MOCCASIN write it)")
+    add_size_attr_flag(p)
     p.add_argument("-o", "--output", help="write the plan as a MiniMalloc CSV with an offset column")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json_flag(p)
     add_pool_flags(p)
 
     r = sub.add_parser("rv64", help="run a planner's allocator core as emulated RV64 machine code")
@@ -69,17 +68,15 @@ def add_parsers(sub) -> None:
                    help="one of the planners with a C core (greedy_in_order, the default, "
                         "first_fit, best_fit, greedy_by_size, freelist_bump) or "
                         "greedy_by_size_tree (greedy_by_size's offsets, faster core)")
-    r.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json_flag(r)
     r.add_argument("--engine", choices=("auto", "interp", "unicorn"), default="auto",
                    help="what executes the RV64 image: our interpreter (auto, interp) or unicorn, "
                         "the reference; every number is the same with either")
-    r.add_argument("--override", action="append", metavar="NAME=DIMS",
-                   help="ONNX/TFLite: a symbolic dimension (N=1) or a tensor's static shape "
-                        "(input=1,3,224,224); repeatable")
+    add_override_flag(r)
 
     ls = sub.add_parser("list", help="list registered planners and workloads")
     ls.add_argument("--json", action="store_true",
-                    help="print the planners' capability table and parameters as one JSON object")
+                    help="print one JSON object: the planners' capability table and parameters")
 
 
 def run(args) -> int:
@@ -517,7 +514,8 @@ def _cmd_plan(args) -> int:
         "planner": plan.planner,
         "buffers": problem.n,
         "arena": plan.arena_size if valid else None,
-        "lower_bound": plan.lower_bound,
+        "lower_bound": report_lower_bound(problem),  # the one bound of plan and check
+        **({"pinned_bound": plan.lower_bound} if "pins" in problem.features else {}),
         "best_bound": plan.best_bound,
         "capacity": problem.capacity,
         "status": plan.status,
@@ -591,6 +589,8 @@ def _cmd_plan(args) -> int:
     else:
         w = 12 if sched is None else max(12, *map(len, out))  # schedule keys are longer
         for k, v in out.items():
+            if k == "time_limit":  # as view and export say it: "10 s", or "no time limit"
+                v = time_limit_text(v).removeprefix("time limit ")
             print(f"{k:{w}s} {'-' if v is None or v == '' else v}")
     if plan.status == "infeasible" and plan.info.get("proof"):  # e.g. two colliding pins
         print(f"memplan: error: planner {plan.planner!r} proved problem {problem.name!r} "

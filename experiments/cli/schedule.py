@@ -1,23 +1,28 @@
 """``memplan schedule``: order the operators of a graph workload and report the peak.
 
-``memplan schedule WORKLOAD --scheduler NAME [--time-limit S] [--param NAME=VALUE ...] [--json]``
+``memplan schedule WORKLOAD --scheduler NAME [--time-limit S] [--scheduler-param NAME=VALUE ...]
+[--json]``
 schedules a dataflow graph (a graph workload name such as ``mobilenet_v2`` or ``gen:randwire``,
 an ``.onnx`` file, or a node-link ``.json`` graph -- Checkmate's and MOCCASIN's files, the size
 attribute detected or named with ``--size-attr``, see :mod:`scheduling.nodelink`) with a
 registered scheduler (:data:`scheduling.schedulers.SCHEDULERS`) and prints the operator order and
 its peak: the maximum over steps of the live activation bytes
 (:func:`scheduling.lifetimes.peak_live_bytes`, graph inputs not counted, graph outputs kept to the
-end), the lower bound of any offset plan for that order. Next to it, ``bound`` is a proved lower
-bound on the peak of every order (:func:`scheduling.schedulers.bounds.order_lower_bound`, or more
-when the scheduler proved more) and ``gap`` is ``peak / bound - 1``; the status is ``optimal``
-exactly when the peak equals the bound.
+end), the lower bound of any offset plan for that order. Next to it, ``order_bound`` is a proved
+lower bound on the peak of every order (:func:`scheduling.schedulers.bounds.order_lower_bound`, or
+more when the scheduler proved more) and ``gap`` is ``peak / order_bound - 1``; the
+``schedule_status`` is ``optimal`` exactly when the peak equals the bound. The keys are those of
+``memplan plan --scheduler`` (``schedule_status``, ``order_bound``, ``peak_bytes``,
+``schedule_seconds``, ``scheduler_params``); the text form prints parameters as
+``NAME=VALUE`` pairs (JSON values), as ``--scheduler-param`` takes them.
 
 ``--time-limit S`` (seconds > 0; default :data:`experiments.cli.common.DEFAULT_TIME_LIMIT`, the
 same on every command) is passed to schedulers that take a ``time_limit`` (``exact_dp``,
-``cpsat_schedule``, ``anneal``, ``genetic``); ``--param NAME=VALUE`` (repeatable) sets any
+``cpsat_schedule``, ``anneal``, ``genetic``); ``--scheduler-param NAME=VALUE`` (repeatable;
+``--param`` is accepted as the same flag here, where there is no planner) sets any
 constructor parameter of the scheduler (``memplan list`` names them in each docstring), the value
 read as a JSON literal (``5``, ``0.5``, ``true``, ``null``, ``[\"dfs\"]``) or else as a string; a
-``time_limit`` given with ``--param`` wins over ``--time-limit``. Parameters are checked against
+``time_limit`` given that way wins over ``--time-limit``. Parameters are checked against
 the scheduler's declared rules before any work.
 
 Errors (unknown scheduler or workload, malformed graph, a cycle) print one line
@@ -29,12 +34,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from experiments.cli.common import (
-    add_param_flag,
+from experiments.cli.common import note_time_limit, parse_param, time_limit_of
+from experiments.cli.flags import (
+    add_json_flag,
+    add_scheduler_param_flag,
+    add_size_attr_flag,
     add_time_limit_flag,
-    note_time_limit,
-    parse_param,
-    time_limit_of,
 )
 
 __all__ = ["COMMANDS", "add_parsers", "run", "schedule_report", "make_scheduler", "parse_param"]
@@ -50,13 +55,10 @@ def add_parsers(sub) -> None:
     s.add_argument("workload", help="graph workload name, .onnx file or node-link .json graph")
     s.add_argument("--scheduler", default="file_order",
                    help="registered scheduler (default file_order; see `memplan list`)")
-    s.add_argument("--size-attr", default="cost_ram",
-                   help="node-link .json graphs: the node attribute with the output bytes "
-                        "(default cost_ram; when no node has it, the graph's declared "
-                        "node_output_cost_tag or out_cost, as MOCCASIN writes; 'auto' detects)")
-    add_time_limit_flag(s, "schedulers (exact_dp, cpsat_schedule, anneal, genetic)")
-    add_param_flag(s, "scheduler")
-    s.add_argument("--json", action="store_true", help="print one JSON object")
+    add_size_attr_flag(s)
+    add_time_limit_flag(s)
+    add_scheduler_param_flag(s, param_alias=True)
+    add_json_flag(s)
 
 
 def make_scheduler(scheduler: str, params: dict[str, Any] | None = None,
@@ -93,9 +95,10 @@ def make_scheduler(scheduler: str, params: dict[str, Any] | None = None,
 def schedule_report(workload: str, scheduler: str = "file_order", size_attr: str = "cost_ram",
                     time_limit: float | None = None,
                     params: dict[str, Any] | None = None) -> dict:
-    """Schedule a graph workload and return ``{"input", "scheduler", "status", "operators",
-    "peak_bytes", "bound", "gap", "seconds", "params", "order"}`` (peak and bound in bytes; gap
-    ``peak / bound - 1``, ``None`` when the bound is 0; order: operator names, step ``k`` runs
+    """Schedule a graph workload and return ``{"input", "scheduler", "schedule_status",
+    "operators", "peak_bytes", "order_bound", "gap", "schedule_seconds", "scheduler_params",
+    "order"}`` (peak and bound in bytes, seconds of wall time; gap ``peak / order_bound - 1``,
+    ``None`` when the bound is 0; order: operator names, step ``k`` runs
     ``order[k]``) plus ``reason`` when the scheduler said why it stopped early.
 
     ``time_limit`` (seconds) is the default ``time_limit`` of schedulers that take one; ``params``
@@ -119,13 +122,13 @@ def schedule_report(workload: str, scheduler: str = "file_order", size_attr: str
     rec = {
         "input": str(workload),
         "scheduler": sched.scheduler,
-        "status": sched.status,
+        "schedule_status": sched.status,
         "operators": len(sched.order),
         "peak_bytes": peak,
-        "bound": sched.bound,
+        "order_bound": sched.bound,
         "gap": round(peak / sched.bound - 1, 6) if sched.bound else None,
-        "seconds": round(sched.seconds, 6),
-        "params": sched.params,
+        "schedule_seconds": round(sched.seconds, 6),
+        "scheduler_params": sched.params,
     }
     if sched.info.get("reason"):
         rec["reason"] = sched.info["reason"]
@@ -136,13 +139,16 @@ def schedule_report(workload: str, scheduler: str = "file_order", size_attr: str
 def run(args) -> int:
     """Run ``memplan schedule``; returns the exit status (0)."""
     rec = schedule_report(args.workload, args.scheduler, args.size_attr, time_limit_of(args),
-                          dict(args.param))
+                          dict(args.scheduler_param))
     note_time_limit([args.scheduler], args.time_limit, kind="scheduler")
     if args.json:
         print(json.dumps(rec))
     else:
+        w = max(map(len, rec))
         for k, v in rec.items():
-            if k != "order":
-                print(f"{k:12s} {v}")
-        print(f"{'order':12s} {' '.join(rec['order'])}")
+            if k == "scheduler_params":  # NAME=VALUE pairs as --scheduler-param takes them
+                v = " ".join(f"{n}={json.dumps(x)}" for n, x in v.items())
+            elif k == "order":
+                v = " ".join(v)
+            print(f"{k:{w}s} {'-' if v is None or v == '' else v}")
     return 0

@@ -34,11 +34,13 @@ def add_parsers(sub) -> None:
                    help="then re-plan each problem alone with the shared buffers pinned where "
                         "the plan put them, keeping the better plan per problem (planners "
                         "that handle pins)")
-    add_time_limit_flag(p, "the planner")
+    add_time_limit_flag(p)
     add_param_flag(p)
     p.add_argument("-o", "--output", help="write the plan as a manifest .json with one CSV per "
                                           "problem (offset column) beside it")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    from experiments.cli.flags import add_json_flag
+
+    add_json_flag(p)
 
 
 def run(args) -> int:

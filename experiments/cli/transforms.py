@@ -46,17 +46,18 @@ def add_parsers(subparsers) -> None:
     add_pipeline_flag(e)  # tflm-offline plans the model as written and takes none
     e.add_argument("--allow-peak-increase", action="store_true",
                    help="apply fusions that raise the peak of live bytes (refused by default)")
-    e.add_argument("--planner", default="greedy_by_size")
+    e.add_argument("--planner", default="greedy_by_size",
+                   help="registered planner (default greedy_by_size; see `memplan list`)")
     e.add_argument("--alignment", type=int, default=1, help="offset alignment in bytes")
     e.add_argument("--unified", action="store_true",
                    help="one arena with weights and inputs as residents (seed 000 layout)")
     add_time_limit_flag(e)
     add_param_flag(e)
-    e.add_argument("--pools", metavar="NAME=BYTES[:ALIGN],...",
-                   help="named memory pools in preference order, e.g. sram=256k:16,psram=8M: "
-                        "each buffer gets a pool and each pool its own arena (json: pool, "
-                        "arenas; c-header: one arena macro per pool; chrome-trace: one track "
-                        "group per pool; not tflm-offline, one TFLite Micro arena)")
+    from experiments.cli.flags import add_override_flag, add_pools_flag
+
+    add_pools_flag(e, ": each buffer gets a pool and each pool its own arena (json: pool, "
+                      "arenas; c-header: one arena macro per pool; chrome-trace: one track "
+                      "group per pool; not tflm-offline, one TFLite Micro arena)")
     e.add_argument("--format", choices=("json", "c-header", "chrome-trace", "tflm-offline"),
                    default="json",
                    help="json (execution plan), c-header (C99 header), chrome-trace (Trace "
@@ -69,9 +70,7 @@ def add_parsers(subparsers) -> None:
                         "another order reorders the model's operators when that is safe)")
     e.add_argument("--prefix", default="memplan", help="C identifier prefix (c-header)")
     e.add_argument("-o", "--output", help="output file (default: stdout)")
-    e.add_argument("--override", action="append", metavar="NAME=DIMS",
-                   help="ONNX: a symbolic dimension (N=1) or a tensor's static shape "
-                        "(input=1,3,224,224); repeatable")
+    add_override_flag(e)
 
 
 def pipeline_params(args) -> dict[str, dict[str, bool]]:
@@ -99,13 +98,12 @@ def run(args) -> int:
     """Run ``memplan export`` with parsed ``args``; returns the exit status (0 on success).
     Errors (unknown model/pass/planner, bad input) raise :class:`planners.MemplanError` or
     ``ValueError`` for the caller to report."""
+    from experiments.cli.common import parse_pools
     from experiments.harness import planner_for
     from experiments.workloads import load_graph, parse_overrides
     from planners.bounds import lower_bound
     from scheduling.transforms import run_pipeline, transformed_problem
     from scheduling.transforms.export import c_header, chrome_trace, execution_plan
-
-    from planners.io import parse_pools
 
     pools = parse_pools(getattr(args, "pools", None))  # ProblemError: one line naming the item
     if args.format == "tflm-offline":
@@ -116,7 +114,14 @@ def run(args) -> int:
         return _run_tflm_offline(args)
     if getattr(args, "scheduler", None) is not None:
         raise ValueError("--scheduler applies to --format tflm-offline only")
-    from experiments.cli.common import note_time_limit, params_of, parse_pipeline, time_limit_of
+    from experiments.cli.common import (
+        note_time_limit,
+        params_of,
+        parse_pipeline,
+        planner_time_limit,
+        time_limit_of,
+    )
+    from experiments.cli.flags import time_limit_text
 
     # one default on every command (experiments.cli.common.DEFAULT_PIPELINE: the model as
     # written); passes are asked for by name, e.g. --pipeline simplify,views,fuse,inplace
@@ -146,7 +151,7 @@ def run(args) -> int:
             print(f"memplan: error: planner {args.planner!r} found no plan within the pools' "
                   f"capacities (status {plan.status}; {', '.join(over)} bytes)", file=sys.stderr)
             return 1
-    ep = execution_plan(g2, plan, pipeline=pipeline or "")
+    ep = execution_plan(g2, plan, pipeline=pipeline or "")  # c_header writes "" as 'none'
     if args.format == "c-header":
         text = c_header(ep, args.prefix)
     elif args.format == "chrome-trace":
@@ -161,8 +166,9 @@ def run(args) -> int:
         arenas = ("" if not pools else " = " + " + ".join(f"{k} {v}"
                                                          for k, v in plan.arenas.items()))
         print(f"wrote {args.output}: {args.format}, {p.n} buffers, arena {plan.arena_size} bytes"
-              f"{arenas} ({plan.planner}, {plan.status}; time limit {time_limit_of(args):g} s, "
-              f"pipeline {pipeline or 'none'})")
+              f"{arenas} ({plan.planner}, {plan.status}; "
+              f"{time_limit_text(planner_time_limit(args.planner, time_limit_of(args), params_of(args)))}"
+              f", pipeline {pipeline or 'none'})")
     else:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0

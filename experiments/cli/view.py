@@ -39,21 +39,27 @@ def add_parsers(subparsers) -> None:
                     "lower bound below; a PLAN.csv with an offset column is drawn as given.")
     v.add_argument("input", help="workload name, .onnx/.tflite/.json/.csv path, or a solved "
                                  "MiniMalloc CSV with an offset column (drawn as given)")
-    v.add_argument("--planner", action="append", metavar="NAME",
-                   help="planner to draw (repeatable or comma-separated; default greedy_by_size, "
-                        "none for a PLAN.csv with offsets)")
+    from experiments.cli.flags import (
+        add_minimalloc_dir_flag,
+        add_names_flag,
+        add_override_flag,
+        add_size_attr_flag,
+    )
+
+    add_names_flag(v, "--planners", "--planner",
+                   help_tail="; here: the planners to draw (--planner is the same flag; default "
+                             "greedy_by_size, none for a PLAN.csv with offsets)")
     v.add_argument("-o", "--output", required=True, help="HTML file to write")
     from experiments.cli.common import add_param_flag, add_pipeline_flag, add_time_limit_flag
 
     add_time_limit_flag(v)
     add_param_flag(v)
     add_pipeline_flag(v)
-    v.add_argument("--override", action="append", metavar="NAME=DIMS",
-                   help="ONNX/TFLite: a symbolic dimension (N=1) or a tensor's static shape; "
-                        "repeatable")
-    v.add_argument("--size-attr", default="cost_ram",
-                   help="node-link .json graphs: the node attribute with the output bytes")
-    v.add_argument("--title", help="figure title (default: the input)")
+    add_override_flag(v)
+    add_size_attr_flag(v)
+    add_minimalloc_dir_flag(v)
+    v.add_argument("--title", help="figure title (default: the input; a plan read from a file "
+                                   "is titled 'from FILE')")
     from experiments.cli.common import add_pool_flags
 
     add_pool_flags(v, ignore_offsets=False)
@@ -91,7 +97,7 @@ def _pool_panels(label: str, plan, out: dict) -> None:
 
 def load_view(spec: str, planners: list[str] | None, time_limit: float | None = None,
               overrides=None, size_attr: str = "cost_ram", pools=None, params=None,
-              pipeline: str | None = None):
+              pipeline: str | None = None, minimalloc_dir=None):
     """Compute what ``memplan view`` draws: ``(plans, graph, violations)``.
 
     ``plans`` maps a label (``given`` for the offsets of a solved CSV, else the planner name) to
@@ -100,7 +106,10 @@ def load_view(spec: str, planners: list[str] | None, time_limit: float | None = 
     :class:`planners.validate.Violation` of those offsets (empty when valid). ``time_limit``
     (seconds, default :data:`experiments.cli.common.DEFAULT_TIME_LIMIT`) and ``params`` (a dict,
     ``--param``) configure every planner drawn; ``pipeline``: graph passes applied to a model
-    first (:func:`experiments.cli.plan.pipeline_problem`; ``None``: the model as written).
+    first (:func:`experiments.cli.plan.pipeline_problem`; ``None``: the model as written);
+    ``minimalloc_dir``: where ``minimalloc:NAME`` is looked up (``--minimalloc-dir``). A plan read
+    from a file is a :class:`planners.Plan` with ``info["source"]`` the file and
+    ``info["as_read"]`` true: nothing was planned, so its panel claims no status.
 
     Raises
     ------
@@ -132,7 +141,8 @@ def load_view(spec: str, planners: list[str] | None, time_limit: float | None = 
             problem, offsets, None if pools else capacity_from_name(path), pool_of)
         _pool_panels("given", Plan(problem, offsets, planner="given", status="heuristic",
                                    lower_bound=lower_bound(problem), pools=pool_of,
-                                   info={"source": str(path), "valid": not violations["given"]}),
+                                   info={"source": str(path), "as_read": True,
+                                         "valid": not violations["given"]}),
                      plans)
     if spec.endswith(".pte"):  # ExecuTorch's own plan of the first method, drawn as given
         from experiments.runtimes.executorch import pte_plan, pte_violations
@@ -160,7 +170,7 @@ def load_view(spec: str, planners: list[str] | None, time_limit: float | None = 
             note_offsets_pinned(spec, problem, "view")
         else:
             problem = load_problem(spec, capacity="auto", overrides=overrides,
-                                   size_attr=size_attr)
+                                   size_attr=size_attr, minimalloc_folder=minimalloc_dir)
             if pools:
                 problem = problem.with_pools(pools)
         for name in names:
@@ -191,19 +201,23 @@ def run(args) -> int:
         params_of,
         parse_pipeline,
         parse_pools,
+        planner_time_limit,
         time_limit_of,
     )
     from experiments.cli.common import split_list as _split
+    from experiments.cli.flags import time_limit_text
     from experiments.plots.view import plan_explorer, write_html
     from experiments.workloads import parse_overrides
 
     pipeline = parse_pipeline(args.pipeline)
     pools = parse_pools(args.pools)
+    names = _split(args.planners)
     plans, graph, violations = load_view(
-        str(args.input), _split(args.planner), time_limit_of(args),
+        str(args.input), names, time_limit_of(args),
         parse_overrides(args.override), args.size_attr, pools,
-        params_of(args), pipeline)
-    note_time_limit(_split(args.planner) or ["greedy_by_size"], args.time_limit)
+        params_of(args), pipeline, args.minimalloc_dir)
+    planned = sorted({p.planner for p in plans.values() if not p.info.get("as_read")})
+    note_time_limit(planned, args.time_limit)
     fig = plan_explorer(plans, graph=graph, violations=violations,
                         title=args.title or str(args.input))
     out = write_html(fig, args.output)
@@ -212,8 +226,13 @@ def run(args) -> int:
     if pools:  # one panel per pool of each plan (labels "PLAN: POOL (capacity ...)")
         drawn = (f"{len({k.split(': ', 1)[0] for k in plans})} plan(s) in {len(plans)} panels "
                  f"(one per pool)")
-    print(f"wrote {out}: {drawn}, {n} rectangles (time limit "
-          f"{time_limit_of(args):g} s, pipeline {pipeline or 'none'})")
+    how = [f"from {args.input} as read (nothing planned)"] if len(planned) < len(
+        {p.planner for p in plans.values()}) else []
+    how += [f"{name}: {time_limit_text(planner_time_limit(name, time_limit_of(args), params_of(args)))}"
+            for name in planned]
+    if planned:
+        how.append(f"pipeline {pipeline or 'none'}")
+    print(f"wrote {out}: {drawn}, {n} rectangles ({'; '.join(how)})")
     bad = violations.get("given") or []
     if bad:
         print(f"memplan: invalid plan {args.input}: {len(bad)} violation(s), flagged in red in "
