@@ -742,7 +742,8 @@ def test_write_two_methods_runs_each_in_the_runtime():
 def test_write_passes_backend_config_and_lowers_with_a_partitioner():
     """``backend_config`` as a dict reaches ``to_executorch`` (``emit_stacktrace``), a
     memory-planning pass in it and in the call is refused, and an XNNPACK partitioner lowers
-    the linear layers to a delegate whose outputs equal eager's."""
+    the linear layers to a delegate whose outputs equal eager's (and both ``.pte`` readers
+    read the lowered program alike)."""
     from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
 
     model = _seq_model()
@@ -761,6 +762,9 @@ def test_write_passes_backend_config_and_lowers_with_a_partitioner():
     with torch.no_grad():
         want = model(x)
     assert torch.allclose(et.run(lowered.buffer, [x])[0], want, atol=1e-5)
+    from experiments.bench.executorch_readers import compare
+
+    assert compare(lowered.buffer) == []  # a delegate call read alike by both readers
 
 
 def test_memplan_algorithm_takes_keywords_as_plan_for():

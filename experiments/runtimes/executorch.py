@@ -10,13 +10,18 @@ The runtime-integration shape (:mod:`experiments.runtimes`):
   ExecuTorch lays it out (:func:`storage_aliases`): a view or an in-place result and its base
   are one buffer with the hull of their lifetimes, and each ``mem_id`` is its own pool
   ``mem{k}``; ``python -m experiments.bench.executorch_diff`` checks the verdicts against
-  ExecuTorch's own storage rules on generated and corrupted programs;
+  ExecuTorch's own storage rules on generated and corrupted programs. A ``.pte`` file is read
+  by :func:`read_pte_light` (the program flatbuffer parsed here, no ``torch``: ``memplan check``
+  of a program takes well under a second), the operators' written arguments from
+  :data:`_KNOWN_WRITES` (torch's registry for any other operator);
+  ``python -m experiments.bench.executorch_readers`` checks it against ExecuTorch's reader;
 * :func:`plan_for` / :class:`MemplanAlgorithm` -- a memory-planning algorithm for
   ``MemoryPlanningPass(memory_planning_algo=...)`` and
   ``MemoryPlanningAlgorithmSuite(algo_list=[...])`` that plans ExecuTorch's tensor specs with any
   registered memplan planner;
-* :func:`write` -- ``torch.export`` -> ``to_edge`` -> ``to_executorch`` with that planner, giving
-  the ``.pte`` bytes ExecuTorch consumes;
+* :func:`write` -- ``torch.export`` (dynamic shapes, several methods) -> ``to_edge`` or
+  ``to_edge_transform_and_lower`` (a partitioner) -> ``to_executorch`` with that planner,
+  giving the ``.pte`` bytes ExecuTorch consumes;
 * :func:`run` -- the ``.pte`` executed by ExecuTorch's own runtime (``executorch.runtime``).
 
 The contract, read from ExecuTorch 1.5.1's ``exir/memory_planning.py`` (``apply_algo``,
