@@ -170,7 +170,8 @@ bench-executorch: $(STAMP)
 ## the clock cut the run) -> results/anytime_determinism.csv; 2,000 generated graphs, the schedulers'
 ## vectorised peaks and sampled closure bound against the reference computations; 60 generated
 ## ExecuTorch MHA/LSTM/GRU programs (half with a broken plan), memplan check against ExecuTorch's own
-## storage rules -> results/executorch_differential.csv (installs the extra [executorch] if missing);
+## storage rules -> results/executorch_differential.csv (installs the extra [executorch] if missing); the
+## torch-free .pte reader against ExecuTorch's own on 40 generated programs;
 ## 20,000 problems, the compiled sweep engine, validator and bound against their references
 ## -> results/scale_differential.csv; the joint optimiser on 12 graphs idle and beside two CPU burners
 ## (the same result unless the clock cut it); 20,000 tilings, the claimed optimum against an exhaustive
@@ -196,6 +197,7 @@ soak: $(STAMP)
 	$(PY) -m experiments.bench.concurrent_differential --problems 2000 --out results/concurrent_differential.csv
 	$(PY) -c 'import torch, executorch.exir' 2>/dev/null || $(PY) -m pip install -q -e '.[executorch]'
 	$(PY) -m experiments.bench.executorch_diff --count 60 --seed 0 --out results/executorch_differential.csv
+	$(PY) -m experiments.bench.executorch_readers --count 40 --seed 0
 
 ## TFLite Micro arena model (head + persistent tail) vs the smallest arena_size the tflite-micro
 ## interpreter accepts (bisection) on every bundled .tflite -> results/bench_tflm_arena.csv
