@@ -272,3 +272,23 @@ def test_duplicate_id_names_csv_lines(tmp_path, capsys):
         f"memplan: error: {p}: duplicate buffer id 'a' (lines 2 and 4)")
     assert main(["check", str(p)]) == 2
     assert "(lines 2 and 4)" in capsys.readouterr().err
+
+
+def test_sweep_report_provenance_explains_versions_and_counts_schedulers():
+    import pandas as pd
+
+    from experiments.report.sweep_report import _provenance_note, _scheduler_count
+
+    df = pd.DataFrame({
+        "planner": ["naive", "cpsat", "naive", "cpsat"],
+        "scheduler": ["-", "-", "file_order", "file_order"],  # one scheduler; '-' is none
+        "code_version": ["0.1+aaa", "0.1+bbb", "0.1+aaa", "0.1+bbb"],
+        "git_commit": ["abc123+dirty"] * 4,
+    })
+    assert _scheduler_count(df) == "1 scheduler"
+    assert _scheduler_count(df.assign(scheduler="-")) == "0 schedulers"
+    note = _provenance_note(df, None)
+    assert note.startswith("2 code versions over 2 planners and 1 scheduler, on 1 git commit.")
+    assert "recorded per run" in note and "changes when those files changed between runs" in note
+    assert "`+dirty` (abc123+dirty): the checkout had uncommitted changes" in note
+    assert "+dirty" not in _provenance_note(df.assign(git_commit="abc123"), None)

@@ -216,7 +216,7 @@ def run(args) -> int:
         str(args.input), names, time_limit_of(args),
         parse_overrides(args.override), args.size_attr, pools,
         params_of(args), pipeline, args.minimalloc_dir)
-    planned = sorted({p.planner for p in plans.values() if not p.info.get("as_read")})
+    planned = list(dict.fromkeys(p.planner for p in plans.values() if not p.info.get("as_read")))
     note_time_limit(planned, args.time_limit)
     fig = plan_explorer(plans, graph=graph, violations=violations,
                         title=args.title or str(args.input))
