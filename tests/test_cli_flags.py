@@ -292,3 +292,9 @@ def test_sweep_report_provenance_explains_versions_and_counts_schedulers():
     assert "recorded per run" in note and "changes when those files changed between runs" in note
     assert "`+dirty` (abc123+dirty): the checkout had uncommitted changes" in note
     assert "+dirty" not in _provenance_note(df.assign(git_commit="abc123"), None)
+
+
+def test_tflm_offline_refuses_planner_params_it_would_ignore(tmp_path, capsys):
+    assert main(["export", "x.tflite", "--format", "tflm-offline", "-o", str(tmp_path / "o.tflite"),
+                 "--param", "order=size"]) == 2
+    assert "--planner-param/--param would be ignored" in capsys.readouterr().err

@@ -188,6 +188,9 @@ def _run_tflm_offline(args) -> int:
     if getattr(args, "override", None) or args.unified or args.alignment not in (1, 16):
         raise ValueError("--format tflm-offline takes no --override/--unified, and its "
                          "alignment is TFLite Micro's 16 bytes")
+    if getattr(args, "param", None):  # export_offline builds the planner from its name only
+        raise ValueError("--format tflm-offline plans with the planner's defaults: "
+                         "--planner-param/--param would be ignored; drop it")
     rep = export_offline(args.model, args.output, args.planner, getattr(args, "scheduler", None) or "file_order",
                          time_limit_of(args))
     print(json.dumps(rep))
