@@ -62,6 +62,7 @@ RECORD_COLUMNS = [
     "valid",
     "fits",
     "error",
+    "reason",
 ]
 
 
@@ -225,6 +226,7 @@ def run_one(
         "valid": False,
         "fits": None,
         "error": "",
+        "reason": "",
     }
     if problem.pools:
         rec["pools"] = pools_text(problem.pools)
@@ -257,9 +259,10 @@ def run_one(
         if plan.status in ("infeasible", "timeout", "skipped"):
             # why there is no plan: a planner that declines (skipped) or stops says why in
             # plan.info["reason"] (planners.model.STATUSES); the record carries it to compare.md
-            rec["error"] = str((plan.info or {}).get("reason") or "")
-            if plan.status == "skipped" and not rec["error"]:
-                rec["error"] = "skipped without a reason in plan.info"
+            # in ``reason`` (not ``error``: declining to run is not a failure of the run)
+            rec["reason"] = str((plan.info or {}).get("reason") or "")
+            if plan.status == "skipped" and not rec["reason"]:
+                rec["reason"] = "skipped without a reason in plan.info"
         if plan.status not in ("infeasible", "timeout", "skipped"):
             # independent second check, outside the planner (with pools: each buffer's pool)
             check_plan(problem, plan.offsets, pools=plan.pools if problem.pools else None,

@@ -272,16 +272,17 @@ def test_rewrite_compare_md_from_the_csv_keeps_command_and_time_limit(tmp_path):
 
 
 def test_a_skipped_run_records_the_reason_its_planner_gave():
-    """The harness copies ``plan.info["reason"]`` of a skipped run into the record's ``error``
-    (it was empty: the 14 skipped runs of compare.md had no reason)."""
+    """The harness copies ``plan.info["reason"]`` of a skipped run into the record's ``reason``
+    (it was dropped: the 14 skipped runs of compare.md had no reason); ``error`` stays empty, as
+    declining to run is not a failed run (the sweep counts no error and does not retry it)."""
     from experiments.harness import run_one
     from planners.model import Buffer, Problem
 
     p = Problem([Buffer(str(i), i % 5, i % 5 + 3, 64 + i) for i in range(12)])
     rec, _ = run_one("w", p, "milp_offsets", time_limit=1.0, params={"model_budget": 1e-9})
     assert rec["status"] == "skipped" and not rec["valid"]
-    assert rec["error"].startswith("milp_offsets: the model would have ")
-    assert rec["error"].endswith("; not built")
+    assert rec["error"] == "" and rec["reason"].startswith("milp_offsets: the model would have ")
+    assert rec["reason"].endswith("; not built")
 
 
 def test_compare_figures_remove_the_files_they_no_longer_write(tmp_path, monkeypatch):

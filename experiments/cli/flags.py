@@ -13,6 +13,7 @@ type and help everywhere, and every option to having help.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 
 __all__ = ["parse_bytes", "bytes_text", "pools_arg", "split_names", "NamesAction",
@@ -123,8 +124,11 @@ def pools_arg(text: str) -> str:
 
 
 def split_names(values) -> list[str] | None:
-    """Names given as comma- and/or space-separated values, repeated or not, in order; ``None``
-    when none were given (the flag's default applies).
+    """Names given as separate values (``--planners a b``: the shell's spaces), comma-separated
+    in one value (``a,b``), repeated or not, in order; ``None`` when none were given (the flag's
+    default applies). A value that names an existing file is one name, whatever it holds
+    (a workload path may contain spaces or commas); other values are split at commas and
+    stripped.
 
     >>> split_names(["a,b", "c"]), split_names(["a, b"]), split_names(None), split_names([])
     (['a', 'b', 'c'], ['a', 'b'], None, None)
@@ -133,7 +137,11 @@ def split_names(values) -> list[str] | None:
         return None
     out: list[str] = []
     for v in values:
-        out.extend(x for x in re.split(r"[,\s]+", str(v)) if x)
+        text = str(v)
+        if os.path.exists(text):
+            out.append(text)
+            continue
+        out.extend(x.strip() for x in text.split(",") if x.strip())
     return out or None
 
 

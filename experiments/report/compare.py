@@ -36,13 +36,17 @@ def _dashes(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _reason(rec) -> str:
-    """Why the record ``rec`` (a row with ``status`` and ``error``) has no valid plan: its
-    status and the reason the planner gave (``error``, which the harness fills from
-    ``plan.info["reason"]`` for a skipped or stopped run), or "no reason recorded" for records
-    written before the harness kept it."""
+    """Why the record ``rec`` (a row with ``status``, ``error`` and ``reason``) has no valid plan:
+    its status and the error of a failed run, or the reason the planner gave (``reason``, which
+    the harness fills from ``plan.info["reason"]`` for a skipped or stopped run), or "no reason
+    recorded" for records written before the harness kept it."""
     status = str(getattr(rec, "status", "") or "error")
-    err = getattr(rec, "error", "")
-    err = "" if err is None or (isinstance(err, float) and err != err) else str(err).strip()
+
+    def text(field):
+        v = getattr(rec, field, "")
+        return "" if v is None or (isinstance(v, float) and v != v) else str(v).strip()
+
+    err = text("error") or text("reason")
     return f"{status}: {err}" if err else f"{status}: no reason recorded"
 
 

@@ -129,7 +129,7 @@ def _store(out: Path, rec: dict[str, Any], problem_csv: str | None, pdigest: str
 SWEEP_COLUMNS = [
     "key", "workload", "workload_kind", "scheduler", "scheduler_params", "planner", "params",
     "seed", "rep", "buffers", "capacity", "lower_bound", "naive", "arena", "ratio", "best_bound",
-    "seconds", "seconds_min", "timing_runs", "status", "proved", "valid", "fits", "error", "wall_seconds", "cpu_seconds",
+    "seconds", "seconds_min", "timing_runs", "status", "proved", "valid", "fits", "error", "reason", "wall_seconds", "cpu_seconds",
     "peak_rss_bytes", "start_time",
 ]
 
