@@ -80,23 +80,15 @@ def parse_pools(text: str | None):
 
 
 def parse_param(text: str):
-    """An argparse type: ``NAME=VALUE`` -> ``(NAME, value)``, the value a JSON literal (number,
-    ``true``/``false``, ``null``, list, string in quotes) or else the text itself as a string.
-    ``ArgumentTypeError`` when there is no ``=`` or the name is not an identifier.
+    """An argparse type: ``NAME=VALUE`` -> ``(NAME, value)``
+    (:func:`experiments.cli.flags.parse_param`, the one definition).
 
-    >>> parse_param("time_limit=2.5"), parse_param("order=size"), parse_param("x=[1, 2]")
-    (('time_limit', 2.5), ('order', 'size'), ('x', [1, 2]))
+    >>> parse_param("time_limit=2.5")
+    ('time_limit', 2.5)
     """
-    import json
+    from experiments.cli.flags import parse_param as parse
 
-    name, sep, value = text.partition("=")
-    name = name.strip()
-    if not sep or not name.isidentifier():
-        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
-    try:
-        return name, json.loads(value)
-    except json.JSONDecodeError:
-        return name, value
+    return parse(text)
 
 
 def add_param_flag(parser, what: str = "planner") -> None:
@@ -261,16 +253,11 @@ def split_list(values: list[str] | None) -> list[str] | None:
 
 
 def positive_seconds(text: str) -> float:
-    """An argparse type: seconds > 0 (a time limit); ``ArgumentTypeError`` otherwise."""
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    from planners.params import POSITIVE_SECONDS  # the planners' time_limit rule
+    """An argparse type: seconds > 0 (:func:`experiments.cli.flags.positive_seconds`, the one
+    definition)."""
+    from experiments.cli.flags import positive_seconds as parse
 
-    if not POSITIVE_SECONDS.allows(v):
-        raise argparse.ArgumentTypeError(f"time limit must be {POSITIVE_SECONDS}, got {text}")
-    return v
+    return parse(text)
 
 
 def capacity_bytes(text: str) -> int:

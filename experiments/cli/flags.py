@@ -124,11 +124,10 @@ def pools_arg(text: str) -> str:
 
 
 def split_names(values) -> list[str] | None:
-    """Names given as separate values (``--planners a b``: the shell's spaces), comma-separated
-    in one value (``a,b``), repeated or not, in order; ``None`` when none were given (the flag's
+    """Names given as separate values (``--planners a b``), comma- or space-separated in one
+    value (``"a, b"``), repeated or not, in order; ``None`` when none were given (the flag's
     default applies). A value that names an existing file is one name, whatever it holds
-    (a workload path may contain spaces or commas); other values are split at commas and
-    stripped.
+    (a workload path may contain spaces or commas).
 
     >>> split_names(["a,b", "c"]), split_names(["a, b"]), split_names(None), split_names([])
     (['a', 'b', 'c'], ['a', 'b'], None, None)
@@ -141,7 +140,7 @@ def split_names(values) -> list[str] | None:
         if os.path.exists(text):
             out.append(text)
             continue
-        out.extend(x.strip() for x in text.split(",") if x.strip())
+        out.extend(x for x in re.split(r"[,\s]+", text) if x)
     return out or None
 
 
@@ -174,10 +173,28 @@ def add_names_flag(parser, flag: str, *aliases: str, help_tail: str = "") -> Non
                         metavar="NAME", help=_NAMES_HELP[flag] + help_tail)
 
 
+def parse_param(text: str):
+    """An argparse type: ``NAME=VALUE`` -> ``(NAME, value)``, the value a JSON literal (number,
+    ``true``/``false``, ``null``, list, string in quotes) or else the text itself as a string.
+    ``ArgumentTypeError`` when there is no ``=`` or the name is not an identifier.
+
+    >>> parse_param("time_limit=2.5"), parse_param("order=size"), parse_param("x=[1, 2]")
+    (('time_limit', 2.5), ('order', 'size'), ('x', [1, 2]))
+    """
+    import json
+
+    name, sep, value = text.partition("=")
+    name = name.strip()
+    if not sep or not name.isidentifier():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    try:
+        return name, json.loads(value)
+    except json.JSONDecodeError:
+        return name, value
+
+
 def add_planner_param_flag(parser) -> None:
     """Add ``--planner-param NAME=VALUE`` (alias ``--param``; repeatable; dest ``param``)."""
-    from experiments.cli.common import parse_param
-
     parser.add_argument("--planner-param", "--param", dest="param", action="append",
                         type=parse_param, default=[], metavar="NAME=VALUE",
                         help="a planner parameter (see `memplan list`), VALUE a JSON literal or "
@@ -189,8 +206,6 @@ def add_scheduler_param_flag(parser, param_alias: bool = False) -> None:
     """Add ``--scheduler-param NAME=VALUE`` (repeatable; dest ``scheduler_param``).
     ``param_alias``: also accept ``--param`` for it (``schedule``, which has no planner, took
     ``--param`` for scheduler parameters before ``--scheduler-param`` existed)."""
-    from experiments.cli.common import parse_param
-
     names = ("--scheduler-param", "--param") if param_alias else ("--scheduler-param",)
     tail = ("; on this command --param is the same flag (there is no planner here)"
             if param_alias else "")
@@ -248,10 +263,22 @@ def add_json_flag(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
+def positive_seconds(text: str) -> float:
+    """An argparse type: seconds > 0 (a time limit); ``ArgumentTypeError`` otherwise."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    from planners.params import POSITIVE_SECONDS  # the planners' time_limit rule
+
+    if not POSITIVE_SECONDS.allows(v):
+        raise argparse.ArgumentTypeError(f"time limit must be {POSITIVE_SECONDS}, got {text}")
+    return v
+
+
 def add_time_limit_flag(parser) -> None:
     """Add ``--time-limit SECONDS`` with the shared default
     :data:`experiments.harness.DEFAULT_TIME_LIMIT` (the same help on every command)."""
-    from experiments.cli.common import positive_seconds
     from experiments.harness import DEFAULT_TIME_LIMIT
 
     parser.add_argument("--time-limit", type=positive_seconds, default=None, metavar="SECONDS",
