@@ -175,7 +175,7 @@ def test_the_rules_catch_a_small_font_a_wide_figure_and_an_unmarked_log_axis(tmp
 # -- what a reviewer checks: no overlapping text, nothing cut by a frame, claims equal the data --
 
 #: Figures drawn by code outside the figure modules whose layout faults are known and reported
-#: (the lead's list), each with the fault; every other figure must have none.
+#: (left open, each with the fault); every other figure must have none.
 KNOWN_LAYOUT_FAULTS = {
     "bench_joint": "x tick labels 'transformer_\\n4x4' and 'moccasin50' overlap "
                    "(experiments/bench/joint.py draws it)",
