@@ -487,11 +487,11 @@ def _flatbuffer_facts(path: Path) -> dict:
         for oi in range(sg.OperatorsLength()):
             op = sg.Operators(oi)
             name = operator_type(model, op, op_names)
+            activation, axis = _concat_options(op, name)
             ops.append({"type": name,
                         "inputs": op.InputsAsNumpy().tolist() if op.InputsLength() else [],
                         "outputs": op.OutputsAsNumpy().tolist() if op.OutputsLength() else [],
-                        "activation": _fused_activation(op, name),
-                        "axis": _concat_axis(op, name)})
+                        "activation": activation, "axis": axis})
         called = set()
         for oi, op in enumerate(ops):
             op["callees"] = list(_called_subgraphs(path, model, sg.Operators(oi), op["type"],
@@ -522,34 +522,20 @@ def _flatbuffer_facts(path: Path) -> dict:
         op == "VAR_HANDLE" for s in subs for op in s["ops"])}
 
 
-def _fused_activation(op, otype: str) -> int | None:
-    """The ``fused_activation_function`` of a ``CONCATENATION`` operator (``None`` for another
-    operator, 0, ``NONE``, when the options table is absent)."""
+def _concat_options(op, otype: str) -> tuple[int | None, int | None]:
+    """``(fused_activation_function, axis)`` of a ``CONCATENATION`` operator, read from its
+    options table once (``(0, 0)``, ``NONE`` and axis 0, when the table is absent;
+    ``(None, None)`` for another operator)."""
     if otype != "CONCATENATION":
-        return None
+        return None, None
     import tflite
 
     table = op.BuiltinOptions()
     if table is None:
-        return 0
+        return 0, 0
     opts = tflite.ConcatenationOptions()
     opts.Init(table.Bytes, table.Pos)
-    return int(opts.FusedActivationFunction())
-
-
-def _concat_axis(op, otype: str) -> int | None:
-    """The ``axis`` of a ``CONCATENATION`` operator (``None`` for another operator, 0 when the
-    options table is absent)."""
-    if otype != "CONCATENATION":
-        return None
-    import tflite
-
-    table = op.BuiltinOptions()
-    if table is None:
-        return 0
-    opts = tflite.ConcatenationOptions()
-    opts.Init(table.Bytes, table.Pos)
-    return int(opts.Axis())
+    return int(opts.FusedActivationFunction()), int(opts.Axis())
 
 
 def _io_tensors(tail: _Tail, subs: list) -> int:
