@@ -41,6 +41,30 @@ __all__ = ["KINDS", "random_model", "reread_models", "Corrupting", "executorch_c
 KINDS = ("mha", "lstm", "gru")
 
 
+def _mha_block(width: int, d: int, heads: int):
+    """``Linear(width, d)`` -> ``nn.MultiheadAttention(d, heads)`` -> ``LayerNorm(x + a)``,
+    then ``x + FF(x)`` (the LayerNorm output, viewed as 2-D by the feed-forward ``Linear``, is
+    read again by the residual add: an elided static view whose base is read later). Its
+    parameters are created in that order, so a seed set before the call fixes the weights."""
+    from torch import nn
+
+    class Mha(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inp = nn.Linear(width, d)
+            self.mha = nn.MultiheadAttention(d, heads, batch_first=True)
+            self.ln = nn.LayerNorm(d)
+            self.ff = nn.Sequential(nn.Linear(d, 2 * d), nn.ReLU(), nn.Linear(2 * d, d))
+
+        def forward(self, x):
+            x = self.inp(x)
+            a, _ = self.mha(x, x, x, need_weights=False)
+            x = self.ln(x + a)
+            return x + self.ff(x)
+
+    return Mha()
+
+
 def random_model(kind: str, seed: int) -> tuple[Any, tuple]:
     """A small PyTorch model of family ``kind`` (:data:`KINDS`) in eval mode and its example
     inputs, sizes, weights and inputs drawn from ``seed``.
@@ -58,22 +82,7 @@ def random_model(kind: str, seed: int) -> tuple[Any, tuple]:
         heads = rng.choice([1, 2, 4])
         d = heads * rng.choice([4, 8, 16])
         tokens, width = rng.randint(3, 24), rng.randint(4, 16)
-
-        class Mha(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.inp = nn.Linear(width, d)
-                self.mha = nn.MultiheadAttention(d, heads, batch_first=True)
-                self.ln = nn.LayerNorm(d)
-                self.ff = nn.Sequential(nn.Linear(d, 2 * d), nn.ReLU(), nn.Linear(2 * d, d))
-
-            def forward(self, x):
-                x = self.inp(x)
-                a, _ = self.mha(x, x, x, need_weights=False)
-                x = self.ln(x + a)
-                return x + self.ff(x)
-
-        cls, shape = Mha, (1, tokens, width)
+        cls, shape = (lambda: _mha_block(width, d, heads)), (1, tokens, width)
     elif kind in ("lstm", "gru"):
         width, hidden = rng.randint(2, 16), rng.randint(4, 32)
         layers, steps = rng.randint(1, 2), rng.randint(2, 6)
@@ -108,20 +117,6 @@ def reread_models() -> dict[str, tuple[Any, tuple]]:
     import torch
     from torch import nn
 
-    class Mha(nn.Module):
-        def __init__(self, d=64):
-            super().__init__()
-            self.inp = nn.Linear(16, d)
-            self.mha = nn.MultiheadAttention(d, 4, batch_first=True)
-            self.ln = nn.LayerNorm(d)
-            self.ff = nn.Sequential(nn.Linear(d, 2 * d), nn.ReLU(), nn.Linear(2 * d, d))
-
-        def forward(self, x):
-            x = self.inp(x)
-            a, _ = self.mha(x, x, x, need_weights=False)
-            x = self.ln(x + a)
-            return x + self.ff(x)
-
     class Rnn(nn.Module):
         def __init__(self, cls):
             super().__init__()
@@ -132,7 +127,7 @@ def reread_models() -> dict[str, tuple[Any, tuple]]:
             return self.out(y) + y[..., :8]
 
     torch.manual_seed(6)
-    out = {"mha": (Mha().eval(), (torch.randn(1, 24, 16),))}
+    out = {"mha": (_mha_block(16, 64, 4).eval(), (torch.randn(1, 24, 16),))}
     for name, cls in (("lstm", nn.LSTM), ("gru", nn.GRU)):
         torch.manual_seed(0)
         m = Rnn(cls).eval()
