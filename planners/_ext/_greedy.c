@@ -53,7 +53,9 @@
 
 #if defined(__GNUC__) || defined(__clang__)
 #define PREFETCH(p) __builtin_prefetch(p)
+#define ALWAYS_INLINE __attribute__((always_inline))
 #else
+#define ALWAYS_INLINE
 #define PREFETCH(p) ((void)0)
 #endif
 
@@ -363,188 +365,292 @@ done:
    exactly what the scans above return over the live neighbours sorted by offset (gaps of length
    0 between adjacent buffers are kept; they hold nothing).
 
-   The gaps sit in treaps (randomised balanced search trees; priorities a fixed hash): one by
-   address, each node keeping the longest gap of its subtree, so the first-fit search skips every
-   subtree without a gap of at least `size` bytes; for best fit a second one by (gap length,
-   address), searched from the first gap of at least `size` bytes. Alignment is tested at the
-   candidates (a gap of that length may still fail once its start is rounded up) and the search
-   goes on to the next. The live buffers expire from a binary heap by end. Nodes live in a pool of
-   slots reused as buffers expire, so the working set is the L live buffers (48 bytes each), not
-   n. Expected O(log L) per insertion, removal and search, plus one step per candidate that fails
-   only by its alignment: O(n log L) in total, 4 bytes per buffer beyond the inputs and the
-   output (touched memory: O(L)). */
+   The gaps sit in blocked sorted arrays (cache-friendly for the ~10^3 buffers live at once of a
+   realistic problem, where the randomised search trees used before spent most of their time
+   on pointer chasing). Each holds pairs (a, b) sorted by (a, b), in blocks of at most BCAP pairs
+   (a block is split in two halves when full, merged with a neighbour when it falls below a
+   quarter), listed in a directory of blocks in key order with each block's first key:
+   - by address: (offset of a live buffer, start of its gap), one pair per live buffer; every
+     block keeps the longest gap a - b it holds and every group of GRP blocks the longest of
+     theirs, so the first-fit search skips groups and blocks without a gap of `size` bytes and
+     scans the rest in address order (only for first fit: best fit does not search it);
+   - for best fit, by (gap length, offset of the buffer above it), the gaps of length > 0 only
+     (a gap of length 0, between two adjacent buffers, holds nothing); the search starts at the
+     first gap of at least `size` bytes (binary search) and walks on in (length, address) order.
+   Alignment is tested at each candidate (a gap of that length may still fail once its start is
+   rounded up) and the search goes on to the next in the same order. An expiring buffer is found
+   by its offset (binary search over the directory, then in its block). The live buffers expire
+   from a binary heap by end. Per buffer O(log L + BCAP + GRP + L / (BCAP * GRP)) steps for L
+   buffers live at once, plus the block splits and merges (O(L / BCAP) each, at most one per
+   BCAP / 4 updates of a block), plus one step per candidate that fails only by its alignment;
+   memory O(L) (about 16 bytes per live pair and 32 per heap entry), touched only for the live
+   set. */
+
+enum { BCAP = 64, GRP = 64 };
+
+typedef struct { i64 a, b; } Pair;
+typedef struct { Pair e[BCAP]; } Blk;                 /* a block's pairs, key order */
+typedef struct { i64 ka, kb, mx; int id, cnt; } Dir;    /* first key, longest a - b, block, size */
 
 typedef struct {
-    i64 off, gap, mx;   /* address range starts at off; its gap is [gap, off); mx: subtree max */
-    int l, r, bl, br;   /* children in the address treap and the (length, address) treap */
-    unsigned prio;
-    int inb;            /* in the (length, address) treap: only gaps of length > 0 are */
-} TNode;
+    Blk *blk; int *freeb; int nblk, capblk, nfreeb;  /* block pool and its free ids */
+    Dir *dir; i64 *smx; int D, capD;                 /* directory; group maxima of mx */
+    int track;                                       /* keep mx / smx (the address array) */
+} BArr;
 
-typedef struct { i64 end; int slot, pad; } Expiry;
-
-static inline unsigned prio_of(unsigned x) { /* a fixed hash (splitmix32-like) */
-    x *= 0x9E3779B9u;
-    x ^= x >> 16; x *= 0x85EBCA6Bu; x ^= x >> 13; x *= 0xC2B2AE35u; x ^= x >> 16;
-    return x;
+static inline int key_lt(i64 a1, i64 b1, i64 a2, i64 b2) { /* without branches */
+    return (a1 < a2) | ((a1 == a2) & (b1 < b2));
 }
 
-#define GL(T, t) ((T)[t].off - (T)[t].gap)
-
-static inline void t_pull(TNode *T, int t) {
-    i64 m = GL(T, t);
-    int c = T[t].l;
-    if (c >= 0 && T[c].mx > m) m = T[c].mx;
-    c = T[t].r;
-    if (c >= 0 && T[c].mx > m) m = T[c].mx;
-    T[t].mx = m;
+static int ba_init(BArr *A, int track) {
+    memset(A, 0, sizeof *A);
+    A->track = track;
+    A->capblk = A->capD = 16;
+    A->blk = (Blk *)malloc(sizeof(Blk) * (size_t)A->capblk);
+    A->freeb = (int *)malloc(sizeof(int) * (size_t)A->capblk);
+    A->dir = (Dir *)malloc(sizeof(Dir) * (size_t)A->capD);
+    A->smx = (i64 *)malloc(sizeof(i64) * (size_t)(A->capD / GRP + 1));
+    return A->blk && A->freeb && A->dir && A->smx ? OK : ERR_NOMEM;
 }
 
-/* address treap: split t into offsets < key (*a) and >= key (*b) */
-static void a_split(TNode *T, int t, i64 key, int *a, int *b) {
-    if (t < 0) { *a = *b = -1; return; }
-    if (T[t].off < key) { a_split(T, T[t].r, key, &T[t].r, b); *a = t; }
-    else { a_split(T, T[t].l, key, a, &T[t].l); *b = t; }
-    t_pull(T, t);
-}
+static void ba_free(BArr *A) { free(A->blk); free(A->freeb); free(A->dir); free(A->smx); }
 
-static int a_merge(TNode *T, int a, int b) {
-    if (a < 0) return b;
-    if (b < 0) return a;
-    if (T[a].prio > T[b].prio) { T[a].r = a_merge(T, T[a].r, b); t_pull(T, a); return a; }
-    T[b].l = a_merge(T, a, T[b].l); t_pull(T, b); return b;
-}
-
-/* Insert node i (its off and gap set) under root t. */
-static int a_insert(TNode *T, int t, int i) {
-    if (t < 0) { T[i].l = T[i].r = -1; t_pull(T, i); return i; }
-    if (T[i].prio > T[t].prio) {
-        a_split(T, t, T[i].off, &T[i].l, &T[i].r);
-        t_pull(T, i);
-        return i;
+/* A fresh block id (the pool may move: pointers into it are stale after), or -1. */
+static int ba_newblock(BArr *A) {
+    if (A->nfreeb) return A->freeb[--A->nfreeb];
+    if (A->nblk == A->capblk) {
+        int cap = 2 * A->capblk;
+        Blk *nb = (Blk *)realloc(A->blk, sizeof(Blk) * (size_t)cap);
+        if (!nb) return -1;
+        A->blk = nb;
+        int *nf = (int *)realloc(A->freeb, sizeof(int) * (size_t)cap);
+        if (!nf) return -1;
+        A->freeb = nf;
+        A->capblk = cap;
     }
-    if (T[i].off < T[t].off) T[t].l = a_insert(T, T[t].l, i);
-    else T[t].r = a_insert(T, T[t].r, i);
-    t_pull(T, t);
-    return t;
+    return A->nblk++;
 }
 
-/* Remove node i (offsets are distinct) from under root t. */
-static int a_erase(TNode *T, int t, int i) {
-    if (t == i) return a_merge(T, T[i].l, T[i].r);
-    if (T[i].off < T[t].off) T[t].l = a_erase(T, T[t].l, i);
-    else T[t].r = a_erase(T, T[t].r, i);
-    t_pull(T, t);
-    return t;
-}
-
-/* Recompute the subtree maxima on the path to node i (its gap changed). */
-static void a_refresh(TNode *T, int t, int i) {
-    if (t == i) { t_pull(T, t); return; }
-    a_refresh(T, T[i].off < T[t].off ? T[t].l : T[t].r, i);
-    t_pull(T, t);
-}
-
-/* The node with the smallest offset > key, or -1. */
-static int a_next(const TNode *T, int t, i64 key) {
-    int best = -1;
-    while (t >= 0) {
-        if (T[t].off > key) { best = t; t = T[t].l; } else t = T[t].r;
+static inline i64 blk_max(const Blk *k, int c) {
+    i64 m = LLONG_MIN;
+    for (int p = 0; p < c; p++) {
+        i64 l = k->e[p].a - k->e[p].b;
+        if (l > m) m = l;
     }
-    return best;
+    return m;
 }
 
-/* The node with the smallest offset > key takes the gap start g (its gap grows: a coalesce);
-   the subtree maxima on its path are recomputed on the way back. Returns it, or -1. */
-static int a_give(TNode *T, int t, i64 key, i64 g) {
-    if (t < 0) return -1;
-    int r;
-    if (T[t].off > key) {
-        r = a_give(T, T[t].l, key, g);
-        if (r < 0) { T[t].gap = g; r = t; }
-    } else r = a_give(T, T[t].r, key, g);
-    if (r >= 0) t_pull(T, t);
-    return r;
+static void ba_regroup(BArr *A, int j) { /* recompute group j's maximum */
+    int d1 = (j + 1) * GRP < A->D ? (j + 1) * GRP : A->D;
+    i64 m = LLONG_MIN;
+    for (int d = j * GRP; d < d1; d++)
+        if (A->dir[d].mx > m) m = A->dir[d].mx;
+    A->smx[j] = m;
 }
 
-/* First fit and the split in one descent: the lowest node whose gap holds s bytes at its aligned
-   start x (alignment a); its gap then starts at x + s (maxima recomputed on the way back). Returns
-   it, with *x and *below (the gap's old start, now the new buffer's), or -1. */
-static int a_fit(TNode *T, int t, i64 s, i64 a, i64 *x, i64 *below) {
-    if (t < 0 || T[t].mx < s) return -1;
-    int r = a_fit(T, T[t].l, s, a, x, below);
-    if (r < 0) {
-        if (GL(T, t) >= s && round_up(T[t].gap, a) + s <= T[t].off) {
-            *below = T[t].gap;
-            *x = round_up(T[t].gap, a);
-            T[t].gap = *x + s;
-            r = t;
-        } else r = a_fit(T, T[t].r, s, a, x, below);
+static void ba_regroup_from(BArr *A, int d) { /* the directory moved from position d on */
+    if (!A->track) return;
+    for (int j = d / GRP; j * GRP < A->D; j++) ba_regroup(A, j);
+}
+
+static int ba_dir_insert(BArr *A, int d, Dir e) {
+    if (A->D == A->capD) {
+        int cap = 2 * A->capD;
+        Dir *nd = (Dir *)realloc(A->dir, sizeof(Dir) * (size_t)cap);
+        if (!nd) return ERR_NOMEM;
+        A->dir = nd;
+        i64 *ns = (i64 *)realloc(A->smx, sizeof(i64) * (size_t)(cap / GRP + 1));
+        if (!ns) return ERR_NOMEM;
+        A->smx = ns;
+        A->capD = cap;
     }
-    if (r >= 0) t_pull(T, t);
-    return r;
+    memmove(A->dir + d + 1, A->dir + d, sizeof(Dir) * (size_t)(A->D - d));
+    A->dir[d] = e;
+    A->D++;
+    ba_regroup_from(A, d);
+    return OK;
 }
 
-/* (length, address) treap */
-static inline int b_less(const TNode *T, int i, int j) { /* key of i < key of j */
-    i64 li = GL(T, i), lj = GL(T, j);
-    return li < lj || (li == lj && T[i].off < T[j].off);
+static void ba_dir_remove(BArr *A, int d) {
+    A->freeb[A->nfreeb++] = A->dir[d].id;
+    memmove(A->dir + d, A->dir + d + 1, sizeof(Dir) * (size_t)(A->D - d - 1));
+    A->D--;
+    ba_regroup_from(A, d);
 }
 
-static void b_split(TNode *T, int t, int k, int *a, int *b) { /* keys < key(k), >= key(k) */
-    if (t < 0) { *a = *b = -1; return; }
-    if (b_less(T, t, k)) { b_split(T, T[t].br, k, &T[t].br, b); *a = t; }
-    else { b_split(T, T[t].bl, k, a, &T[t].bl); *b = t; }
-}
-
-static int b_merge(TNode *T, int a, int b) {
-    if (a < 0) return b;
-    if (b < 0) return a;
-    if (T[a].prio > T[b].prio) { T[a].br = b_merge(T, T[a].br, b); return a; }
-    T[b].bl = b_merge(T, a, T[b].bl); return b;
-}
-
-static int b_insert(TNode *T, int t, int i) {
-    if (t < 0) { T[i].bl = T[i].br = -1; return i; }
-    if (T[i].prio > T[t].prio) { b_split(T, t, i, &T[i].bl, &T[i].br); return i; }
-    if (b_less(T, i, t)) T[t].bl = b_insert(T, T[t].bl, i);
-    else T[t].br = b_insert(T, T[t].br, i);
-    return t;
-}
-
-static int b_erase(TNode *T, int root, int i) { /* i's key: the one it was inserted with */
-    int *link = &root, t = root;
-    while (t >= 0 && t != i) {
-        link = b_less(T, i, t) ? &T[t].bl : &T[t].br;
-        t = *link;
+/* Block d's gap maximum after a pair's a - b grew to l. */
+static inline void ba_bump(BArr *A, int d, i64 l) {
+    if (l > A->dir[d].mx) {
+        A->dir[d].mx = l;
+        if (l > A->smx[d / GRP]) A->smx[d / GRP] = l;
     }
-    if (t == i) *link = b_merge(T, T[i].bl, T[i].br);
-    return root;
 }
 
-/* The (length, address) treap holds only the gaps of length > 0 (a gap of length 0, between two
-   adjacent buffers, holds nothing; with alignment 1 every buffer placed into a gap leaves one). */
-static inline int b_put(TNode *T, int root, int i) {
-    T[i].inb = GL(T, i) > 0;
-    return T[i].inb ? b_insert(T, root, i) : root;
-}
-
-static inline int b_take(TNode *T, int root, int i) {
-    return T[i].inb ? b_erase(T, root, i) : root;
-}
-
-/* Best fit: the first node in (length, address) order of length >= s whose aligned gap start
-   holds s bytes, or -1. */
-static int b_best(const TNode *T, int t, i64 s, i64 a) {
-    while (t >= 0) {
-        if (GL(T, t) < s) { t = T[t].br; continue; }
-        int r = b_best(T, T[t].bl, s, a);
-        if (r >= 0) return r;
-        if (round_up(T[t].gap, a) + s <= T[t].off) return t;
-        t = T[t].br;
+/* ... after a pair's a - b shrank from l (the block and its group are rescanned if it was their
+   maximum). */
+static inline void ba_drop(BArr *A, int d, i64 l) {
+    Dir *e = &A->dir[d];
+    if (l == e->mx) {
+        e->mx = blk_max(&A->blk[e->id], e->cnt);
+        if (l == A->smx[d / GRP]) ba_regroup(A, d / GRP);
     }
-    return -1;
 }
+
+/* The lower bound of key (ka, kb): the first pair >= it is at (d, p), p == cnt meaning past the
+   block's end (then it is the first pair of block d + 1, or there is none). D == 0: (0, 0). */
+static inline ALWAYS_INLINE void ba_find(const BArr *A, i64 ka, i64 kb, int *dp, int *pp) {
+    /* branch-free binary searches: the answer stays in [lo, lo + m] */
+    int lo = 0, m = A->D;
+    while (m > 1) { /* the first block whose first key is > the key */
+        const int h = m >> 1;
+        const Dir *e = &A->dir[lo + h - 1];
+        lo = key_lt(ka, kb, e->ka, e->kb) ? lo : lo + h;
+        m -= h;
+    }
+    if (m == 1 && !key_lt(ka, kb, A->dir[lo].ka, A->dir[lo].kb)) lo++;
+    const int d = lo > 0 ? lo - 1 : 0;
+    *dp = d;
+    if (A->D == 0) { *pp = 0; return; }
+    const Blk *k = &A->blk[A->dir[d].id];
+    lo = 0; m = A->dir[d].cnt;
+    while (m > 1) { /* the first pair >= the key */
+        const int h = m >> 1;
+        lo = key_lt(k->e[lo + h - 1].a, k->e[lo + h - 1].b, ka, kb) ? lo + h : lo;
+        m -= h;
+    }
+    if (m == 1 && key_lt(k->e[lo].a, k->e[lo].b, ka, kb)) lo++;
+    *pp = lo;
+}
+
+/* Past-the-end of block d becomes the start of block d + 1 (when there is one). */
+static inline void ba_norm(const BArr *A, int *d, int *p) {
+    if (*p == A->dir[*d].cnt && *d + 1 < A->D) { ++*d; *p = 0; }
+}
+
+/* Insert the pair (va, vb) at position p (0..cnt) of block d, which must keep the key order;
+   with D == 0 it becomes the only pair. Returns OK or ERR_NOMEM. */
+static int ba_insert(BArr *A, int d, int p, i64 va, i64 vb) {
+    if (A->D == 0) {
+        int id = ba_newblock(A);
+        if (id < 0) return ERR_NOMEM;
+        A->blk[id].e[0].a = va; A->blk[id].e[0].b = vb;
+        Dir e = {va, vb, va - vb, id, 1, };
+        return ba_dir_insert(A, 0, e);
+    }
+    if (A->dir[d].cnt == BCAP) { /* split: the upper half into a new block after it */
+        int id2 = ba_newblock(A);
+        if (id2 < 0) return ERR_NOMEM;
+        const int h = BCAP / 2;
+        Blk *k1 = &A->blk[A->dir[d].id], *k2 = &A->blk[id2];
+        memcpy(k2->e, k1->e + h, sizeof(Pair) * (BCAP - h));
+        A->dir[d].cnt = h;
+        Dir e = {k2->e[0].a, k2->e[0].b, 0, id2, BCAP - h};
+        if (A->track) { A->dir[d].mx = blk_max(k1, h); e.mx = blk_max(k2, BCAP - h); }
+        if (ba_dir_insert(A, d + 1, e)) return ERR_NOMEM; /* regroups from d + 1 on */
+        if (A->track) ba_regroup(A, d / GRP);
+        if (p > h) { d++; p -= h; }
+    }
+    Dir *e = &A->dir[d];
+    Blk *k = &A->blk[e->id];
+    memmove(k->e + p + 1, k->e + p, sizeof(Pair) * (size_t)(e->cnt - p));
+    k->e[p].a = va; k->e[p].b = vb;
+    e->cnt++;
+    if (p == 0) { e->ka = va; e->kb = vb; }
+    if (A->track) ba_bump(A, d, va - vb);
+    return OK;
+}
+
+/* Remove the pair at (d, p), p < cnt; a block below a quarter full merges with a neighbour when
+   the two fill at most three quarters of one. */
+static void ba_erase(BArr *A, int d, int p) {
+    Dir *e = &A->dir[d];
+    Blk *k = &A->blk[e->id];
+    const i64 l = k->e[p].a - k->e[p].b;
+    memmove(k->e + p, k->e + p + 1, sizeof(Pair) * (size_t)(e->cnt - p - 1));
+    e->cnt--;
+    if (e->cnt == 0) { ba_dir_remove(A, d); return; }
+    if (p == 0) { e->ka = k->e[0].a; e->kb = k->e[0].b; }
+    if (A->track) ba_drop(A, d, l);
+    if (e->cnt >= BCAP / 4) return;
+    int left;
+    if (d + 1 < A->D && e->cnt + A->dir[d + 1].cnt <= 3 * BCAP / 4) left = d;
+    else if (d > 0 && e->cnt + A->dir[d - 1].cnt <= 3 * BCAP / 4) left = d - 1;
+    else return;
+    Dir *L = &A->dir[left], *R = &A->dir[left + 1];
+    Blk *kl = &A->blk[L->id], *kr = &A->blk[R->id];
+    memcpy(kl->e + L->cnt, kr->e, sizeof(Pair) * (size_t)R->cnt);
+    L->cnt += R->cnt;
+    if (R->mx > L->mx) L->mx = R->mx;
+    ba_dir_remove(A, left + 1); /* regroups from left + 1 on */
+    if (A->track) ba_regroup(A, left / GRP);
+}
+
+/* Set the b of the pair at (d, p) to vb (the key order must not change: a is unique). */
+static inline void ba_setb(BArr *A, int d, int p, i64 vb) {
+    Dir *e = &A->dir[d];
+    Blk *k = &A->blk[e->id];
+    const i64 old = k->e[p].a - k->e[p].b, nw = k->e[p].a - vb;
+    k->e[p].b = vb;
+    if (p == 0) e->kb = vb;
+    if (!A->track) return;
+    if (nw > old) ba_bump(A, d, nw);
+    else if (nw < old) ba_drop(A, d, old);
+}
+
+/* The gap-length array: add / remove the gap of length l below offset o (only when l > 0). */
+static inline int lx_put(BArr *X, i64 l, i64 o) {
+    if (l <= 0) return OK;
+    int d, p;
+    ba_find(X, l, o, &d, &p);
+    return ba_insert(X, d, p, l, o);
+}
+
+static inline void lx_take(BArr *X, i64 l, i64 o) {
+    if (l <= 0) return;
+    int d, p;
+    ba_find(X, l, o, &d, &p);
+    ba_norm(X, &d, &p);
+    ba_erase(X, d, p);
+}
+
+/* First fit: the lowest pair (offset o, gap start g) with o - g >= s and round_up(g, al) + s <= o;
+   1 and its position, or 0. */
+static int ff_search(const BArr *A, i64 s, i64 al, int *dp, int *pp) {
+    const int D = A->D;
+    for (int j = 0; j * GRP < D; j++) {
+        if (A->smx[j] < s) continue;
+        const int d1 = (j + 1) * GRP < D ? (j + 1) * GRP : D;
+        for (int d = j * GRP; d < d1; d++) {
+            if (A->dir[d].mx < s) continue;
+            const Blk *k = &A->blk[A->dir[d].id];
+            const int c = A->dir[d].cnt;
+            for (int p = 0; p < c; p++) {
+                const i64 o = k->e[p].a, g = k->e[p].b;
+                if (o - g >= s && round_up(g, al) + s <= o) { *dp = d; *pp = p; return 1; }
+            }
+        }
+    }
+    return 0;
+}
+
+/* Best fit: the first pair (length l, offset o) in (length, address) order with l >= s and
+   round_up(o - l, al) + s <= o; 1 and its position, or 0. */
+static int bf_search(const BArr *X, i64 s, i64 al, int *dp, int *pp) {
+    if (X->D == 0) return 0;
+    int d, p;
+    ba_find(X, s, LLONG_MIN, &d, &p);
+    for (; d < X->D; d++, p = 0) {
+        const Blk *k = &X->blk[X->dir[d].id];
+        const int c = X->dir[d].cnt;
+        for (; p < c; p++) {
+            const i64 o = k->e[p].b;
+            if (round_up(o - k->e[p].a, al) + s <= o) { *dp = d; *pp = p; return 1; }
+        }
+    }
+    return 0;
+}
+
+typedef struct { i64 end, off; } Expiry;
 
 /* binary min-heap of the live buffers by end */
 static void h_push(Expiry *h, int *len, Expiry e) {
@@ -557,17 +663,23 @@ static void h_push(Expiry *h, int *len, Expiry e) {
     h[q] = e;
 }
 
-static void h_pop(Expiry *h, int *len) {
-    Expiry e = h[--(*len)];
-    int q = 0, m = *len;
+static void h_pop(Expiry *h, int *len) { /* the hole goes down to a leaf, the last entry up */
+    const int m = --(*len);
+    int q = 0;
     for (;;) {
         int c = 2 * q + 1;
-        if (c >= m) break;
-        if (c + 1 < m && h[c + 1].end < h[c].end) c++;
-        if (e.end <= h[c].end) break;
+        if (c + 1 < m) c += h[c + 1].end < h[c].end;
+        else if (c >= m) break;
         h[q] = h[c]; q = c;
     }
-    if (m) h[q] = e;
+    if (q == m) return;
+    const Expiry e = h[m];
+    while (q > 0) {
+        int p = (q - 1) / 2;
+        if (h[p].end <= e.end) break;
+        h[q] = h[p]; q = p;
+    }
+    h[q] = e;
 }
 
 /* The sweep placement proper (pure C, runs without the GIL): in->perm must be non-decreasing in
@@ -577,13 +689,13 @@ static int sweep_all(const Input *in) {
     const i64 *st = in->start, *en = in->end, *sz = in->size, *al = in->align;
     size_t N = (size_t)(n > 0 ? n : 1);
     int status = ERR_NOMEM;
-    /* at most n nodes live; pages beyond the live peak are never touched */
-    TNode *T = (TNode *)malloc(sizeof(TNode) * N);
-    Expiry *heap = (Expiry *)malloc(sizeof(Expiry) * N);
-    int *free_slot = (int *)malloc(sizeof(int) * N);
-    if (!T || !heap || !free_slot) goto done;
     const int best = in->fit == FIT_BEST;
-    int aroot = -1, broot = -1, hlen = 0, nfree = 0, used = 0;
+    BArr A, X; /* by address; by (gap length, address) for best fit */
+    int okA = ba_init(&A, !best) == OK, okX = ba_init(&X, 0) == OK;
+    /* at most n entries live; pages beyond the live peak are never touched */
+    Expiry *heap = (Expiry *)malloc(sizeof(Expiry) * N);
+    if (!okA || !okX || !heap) goto done;
+    int hlen = 0, d, p;
     i64 top = 0;
     for (int k = 0; k < n; k++) {
         if (k + AHEAD * 2 < n) { /* the columns are read in a random order: fetch ahead */
@@ -595,51 +707,64 @@ static int sweep_all(const Input *in) {
         const i64 s = sz[i];
         if (s == 0) { in->out[i] = 0; continue; }
         while (hlen && heap[0].end <= st[i]) { /* expire: its gap goes to its successor */
-            const int b = heap[0].slot;
+            const i64 o = heap[0].off;
             h_pop(heap, &hlen);
-            free_slot[nfree++] = b;
-            if (best) {
-                broot = b_take(T, broot, b);
-                const int nx = a_next(T, aroot, T[b].off);
-                if (nx >= 0) broot = b_take(T, broot, nx);
-            }
-            const int nx = a_give(T, aroot, T[b].off, T[b].gap);
-            aroot = a_erase(T, aroot, b);
-            if (nx < 0) top = T[b].gap;
-            else if (best) broot = b_put(T, broot, nx);
+            ba_find(&A, o, LLONG_MIN, &d, &p);
+            ba_norm(&A, &d, &p); /* the pair (o, g) of the expiring buffer */
+            const i64 g = A.blk[A.dir[d].id].e[p].b;
+            int d2 = d, p2 = p + 1;
+            if (p2 == A.dir[d].cnt) { d2 = d + 1; p2 = 0; }
+            if (best) lx_take(&X, o - g, o);
+            if (d2 < A.D) {
+                if (best) {
+                    const i64 no = A.blk[A.dir[d2].id].e[p2].a, ng = A.blk[A.dir[d2].id].e[p2].b;
+                    lx_take(&X, no - ng, no);
+                    if (lx_put(&X, no - g, no)) goto done;
+                }
+                ba_setb(&A, d2, p2, g);
+            } else top = g;
+            ba_erase(&A, d, p);
         }
         const i64 a = al[i];
-        const int v = nfree ? free_slot[--nfree] : used++;
         i64 x, below;
-        int g;
+        int found;
         if (best) {
-            g = b_best(T, broot, s, a);
-            if (g >= 0) { /* the low part of g's gap; g's gap now starts at the new top */
-                x = round_up(T[g].gap, a);
-                below = T[g].gap;
-                broot = b_take(T, broot, g);
-                T[g].gap = x + s;
-                a_refresh(T, aroot, g);
-                broot = b_put(T, broot, g);
+            found = bf_search(&X, s, a, &d, &p);
+            if (found) { /* the low part of the gap below o; that gap now starts at x + s */
+                const Blk *kb = &X.blk[X.dir[d].id];
+                const i64 o = kb->e[p].b;
+                below = o - kb->e[p].a;
+                x = round_up(below, a);
+                ba_erase(&X, d, p);
+                if (lx_put(&X, o - x - s, o) || lx_put(&X, x - below, x)) goto done;
+                ba_find(&A, o, LLONG_MIN, &d, &p);
+                ba_norm(&A, &d, &p);
             }
-        } else g = a_fit(T, aroot, s, a, &x, &below);
-        if (g < 0) { /* above the highest live buffer */
+        } else {
+            found = ff_search(&A, s, a, &d, &p);
+            if (found) {
+                below = A.blk[A.dir[d].id].e[p].b;
+                x = round_up(below, a);
+            }
+        }
+        if (found) {
+            ba_setb(&A, d, p, x + s);
+            if (ba_insert(&A, d, p, x, below)) goto done;
+        } else { /* above the highest live buffer */
             x = round_up(top, a);
             below = top;
             top = x + s;
+            if (best && lx_put(&X, x - below, x)) goto done;
+            d = A.D ? A.D - 1 : 0;
+            if (ba_insert(&A, d, A.D ? A.dir[d].cnt : 0, x, below)) goto done;
         }
-        T[v].gap = below;
         in->out[i] = x;
-        T[v].off = x;
-        T[v].prio = prio_of((unsigned)k);
-        aroot = a_insert(T, aroot, v);
-        if (best) broot = b_put(T, broot, v);
-        Expiry e = {en[i], v, 0};
+        Expiry e = {en[i], x};
         h_push(heap, &hlen, e);
     }
     status = OK;
 done:
-    free(T); free(heap); free(free_slot);
+    ba_free(&A); ba_free(&X); free(heap);
     return status;
 }
 
@@ -762,12 +887,14 @@ PyDoc_STRVAR(sweep_doc,
 "sweep(*, perm, starts, ends, sizes, alignments, fit, out) -> None\n\n"
 "The same placement as place() for an order perm that is non-decreasing in start step (ties in\n"
 "any order), by a sweep over time that keeps the gaps between the live placed buffers in\n"
-"balanced search trees (by address with the longest gap per subtree; for best fit also by\n"
-"(length, address)); an expiring buffer's range coalesces with the gaps on both sides. Offsets\n"
-"identical to place(). Same arguments and errors as place(), and ValueError when perm is not\n"
-"non-decreasing in start. Expected O(n log n) time (O(log L) per buffer for L buffers live at\n"
-"once, plus one step per gap that holds the size but not at its aligned start); the memory it\n"
-"touches grows with the buffers live at once; the GIL is released while placing.");
+"blocked sorted arrays (by address with the longest gap per block of 64 and per group of 64\n"
+"blocks; for best fit also by (length, address)); an expiring buffer's range coalesces with the\n"
+"gaps on both sides. Offsets identical to place(). Same arguments and errors as place(), and\n"
+"ValueError when perm is not non-decreasing in start. O(log L + 64 + L / 4096) steps per buffer\n"
+"for L buffers live at once, plus amortised block splits and merges (O(L / 64) each, at most one\n"
+"per 16 updates of a block) and one step per gap that holds the size but not at its aligned\n"
+"start; the memory it touches grows with the buffers live at once; the GIL is released while\n"
+"placing.");
 
 static PyObject *py_sweep(PyObject *self, PyObject *args, PyObject *kwargs) {
     (void)self;
