@@ -381,10 +381,11 @@ done:
    rounded up) and the search goes on to the next in the same order. An expiring buffer is found
    by its offset (binary search over the directory, then in its block). The live buffers expire
    from a binary heap by end. Per buffer O(log L + BCAP + GRP + L / (BCAP * GRP)) steps for L
-   buffers live at once, plus the block splits and merges (O(L / BCAP) each, at most one per
-   BCAP / 4 updates of a block), plus one step per candidate that fails only by its alignment;
-   memory O(L) (about 16 bytes per live pair and 32 per heap entry), touched only for the live
-   set. */
+   buffers live at once, plus the block splits and merges (O(L / BCAP) each; a block splits after
+   at least BCAP / 4 insertions into it and every merge removes a block a split made, so on
+   average at most one per BCAP / 8 insertions), plus one step per candidate that fails only by
+   its alignment. Memory O(L): 16 bytes per slot of a block (blocks are mostly at least a quarter
+   full) and per heap entry, touched only for the live set. */
 
 enum { BCAP = 64, GRP = 64 };
 
@@ -891,8 +892,8 @@ PyDoc_STRVAR(sweep_doc,
 "blocks; for best fit also by (length, address)); an expiring buffer's range coalesces with the\n"
 "gaps on both sides. Offsets identical to place(). Same arguments and errors as place(), and\n"
 "ValueError when perm is not non-decreasing in start. O(log L + 64 + L / 4096) steps per buffer\n"
-"for L buffers live at once, plus amortised block splits and merges (O(L / 64) each, at most one\n"
-"per 16 updates of a block) and one step per gap that holds the size but not at its aligned\n"
+"for L buffers live at once, plus block splits and merges (O(L / 64) each, on average at most one\n"
+"per 8 insertions) and one step per gap that holds the size but not at its aligned\n"
 "start; the memory it touches grows with the buffers live at once; the GIL is released while\n"
 "placing.");
 
