@@ -33,7 +33,8 @@ from .validate import check_plan, plan_traffic
 
 # ``Configurable`` lives in :mod:`planners.params`; re-exported here for older imports.
 __all__ = ["Configurable", "Planner", "SolveResult", "FunctionPlanner", "pick_engine",
-           "CAPABILITY_MODES", "DEFAULT_CAPABILITIES", "ENGINE_CAPABILITIES"]
+           "CAPABILITY_MODES", "DEFAULT_CAPABILITIES", "ENGINE_CAPABILITIES", "PROBLEM_KINDS",
+           "KIND_MODES", "DEFAULT_KIND_CAPABILITIES", "kind_refusal"]
 
 #: How a planner treats each compiler feature (:data:`planners.model.FEATURES`):
 #: ``native``: its algorithm uses it; ``ignored`` (hints only): the hint is dropped, a hint is
@@ -61,6 +62,52 @@ DEFAULT_CAPABILITIES = {"pins": "refused", "hints": "ignored", "gaps": "relaxed"
 #: :func:`planners.greedy.greedy_offsets` handle). A planner built on an engine inherits what the
 #: engine handles without restating it.
 ENGINE_CAPABILITIES: dict[str, dict[str, str]] = {"greedy": _GREEDY_ENGINE_CAPABILITIES}
+
+#: Kinds of problem beyond one interval problem (issue #35), each planned through its own entry
+#: point: ``concurrency`` (partial-order lifetimes, :func:`planners.concurrent.plan_concurrent`),
+#: ``shared_buffers`` (several problems in one arena with shared buffers,
+#: :func:`planners.shared_arena.plan_shared`) and ``scratch`` (one-step per-operator
+#: temporaries, :mod:`planners.scratch`, planned by :meth:`Planner.plan` as buffers).
+PROBLEM_KINDS = ("concurrency", "shared_buffers", "scratch")
+
+#: How a planner may treat each kind (:meth:`Planner.kind_capabilities`). ``concurrency``:
+#: ``native``: it places over the conflict graph itself (the greedy engine over the conflict
+#: edges, :func:`planners.concurrent.greedy_concurrent`; ``cpsat``: the exact conflict-graph
+#: model :func:`planners.concurrent.cpsat_concurrent`); ``cover``: it plans the interval
+#: cover (:meth:`planners.concurrent.ConcurrentProblem.interval_cover`, a sound reduction: every
+#: plan of the cover is a plan of the concurrent problem, its optimum is not; a planner that
+#: needs a capacity needs the problem's); ``refused``: one line naming planner and kind.
+#: ``shared_buffers``: ``colocate``: the shared buffers become colocation groups of one combined
+#: problem (:func:`planners.shared_arena.combined_problem`, exact up to how the planner treats
+#: colocations, :data:`CAPABILITY_MODES`); ``hull``: each shared buffer is one buffer over the
+#: hull of its uses (sound, may waste bytes); ``refused``. ``scratch``: ``native``: a scratch
+#: buffer is a one-step buffer, its candidate pools handled as the planner handles ``pools``;
+#: ``refused``.
+KIND_MODES: dict[str, tuple[str, ...]] = {"concurrency": ("native", "cover", "refused"),
+                                          "shared_buffers": ("colocate", "hull", "refused"),
+                                          "scratch": ("native", "refused")}
+
+#: What every planner does with each kind unless its class declares otherwise (in
+#: ``_capabilities``, beside the compiler features).
+DEFAULT_KIND_CAPABILITIES = {"concurrency": "cover", "shared_buffers": "colocate",
+                             "scratch": "native"}
+
+_KIND_WORDS = {"concurrency": "concurrency (partial-order lifetimes on several streams)",
+               "shared_buffers": "shared buffers (several problems in one arena)",
+               "scratch": "scratch buffers (one-step operator temporaries)"}
+
+
+def kind_refusal(planner: str, kind: str, why: str = "") -> str:
+    """The one-line refusal of a problem kind (:data:`PROBLEM_KINDS`) by planner ``planner``:
+    ``planner 'NAME' does not plan KIND[: why]; planners that do: ...`` (the planners of the
+    registry, if loaded, whose table does not refuse it)."""
+    reg = sys.modules.get(f"{__package__}.registry")
+    able = [k for k, c in getattr(reg, "PLANNERS", {}).items()
+            if c.kind_capabilities().get(kind) != "refused" and k != planner]
+    tail = f": {why}" if why else ""
+    return " ".join((f"planner {planner!r} does not plan {_KIND_WORDS[kind]}{tail}; planners "
+                     f"that do: {', '.join(able) or 'none'}").split())
+
 
 _FEATURE_WORDS = {"pins": "fixed offsets (pins)", "hints": "offset hints", "gaps": "gaps",
                   "pools": "memory pools", "colocations": "colocations"}
@@ -156,10 +203,33 @@ class Planner(Configurable):
                                      f"{', '.join(ENGINE_CAPABILITIES)}")
                 out.update(ENGINE_CAPABILITIES[engine])
             out.update(vars(klass).get("_capabilities") or {})
+        kinds = {f: out.pop(f) for f in PROBLEM_KINDS if f in out}
         bad = {f: m for f, m in out.items() if f not in FEATURES or m not in CAPABILITY_MODES}
+        bad.update({f: m for f, m in kinds.items() if m not in KIND_MODES[f]})
         if bad:
             raise ValueError(f"{cls.__name__}: capabilities {bad} name a feature not in "
-                             f"{FEATURES} or a mode not in {CAPABILITY_MODES}")
+                             f"{FEATURES} or a mode not in {CAPABILITY_MODES} (kinds "
+                             f"{PROBLEM_KINDS}: {KIND_MODES})")
+        return out
+
+    @classmethod
+    def kind_capabilities(cls) -> dict[str, str]:
+        """``{kind: mode}`` for every problem kind of :data:`PROBLEM_KINDS` (modes:
+        :data:`KIND_MODES`): :data:`DEFAULT_KIND_CAPABILITIES` updated along the class hierarchy
+        by each class's ``_capabilities`` entries for a kind (declared beside its compiler
+        features). Read by :func:`planners.concurrent.plan_concurrent` and
+        :func:`planners.shared_arena.plan_shared`, shown by ``memplan list``.
+
+        Raises
+        ------
+        ValueError
+            A class declares a mode not in :data:`KIND_MODES` for a kind.
+        """
+        cls.capabilities()  # validates every declared entry, kinds included
+        out = dict(DEFAULT_KIND_CAPABILITIES)
+        for klass in reversed(cls.__mro__):
+            own = vars(klass).get("_capabilities") or {}
+            out.update({k: m for k, m in own.items() if k in PROBLEM_KINDS})
         return out
 
     def _check_features(self, problem: Problem) -> dict[str, str]:

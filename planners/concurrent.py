@@ -58,18 +58,23 @@ interval bound also counts padding, this one only sizes).
 
 Planning
 --------
-:func:`plan_concurrent` plans with any registered planner:
+:func:`plan_concurrent` plans with any registered planner, by the ``concurrency`` entry of its
+capability table (:meth:`planners.base.Planner.kind_capabilities`, shown by ``memplan list``):
 
-* the greedy engine (:class:`planners.greedy.GreedyPlanner` and its named orders) places the
-  buffers over the **conflict edges** themselves (:func:`greedy_concurrent`, the engine's graph
-  path with ``edges=``);
-* ``conflict_cpsat`` (:func:`cpsat_concurrent`) is an exact CP-SAT model over the conflict graph
-  (one disjunction per conflict pair);
-* every other planner plans the **interval cover** (:meth:`ConcurrentProblem.interval_cover`),
-  an interval problem whose interference graph contains every conflict of the concurrent problem,
-  so each of its valid plans is valid here (proved there). Its own bound is not the concurrent
-  bound: a plan that is optimal for the cover is reported ``feasible`` here (the optimum of a
-  restricted model) unless its arena equals :func:`concurrent_lower_bound`.
+* ``native``: the greedy engine (:class:`planners.greedy.GreedyPlanner` and its named orders)
+  places the buffers over the **conflict edges** themselves (:func:`greedy_concurrent`, the
+  engine's graph path with ``edges=``); ``cpsat`` (and ``conflict_cpsat``, the same model
+  outside the registry) solves the exact CP-SAT model over the conflict graph
+  (:func:`cpsat_concurrent`, one disjunction per conflict pair), whose proved optimum is the
+  problem's;
+* ``cover``: every other planner plans the **interval cover**
+  (:meth:`ConcurrentProblem.interval_cover`), an interval problem whose interference graph
+  contains every conflict of the concurrent problem, so each of its valid plans is valid here
+  (proved there). Its own bound is not the concurrent bound: a plan that is optimal for the
+  cover is reported ``feasible`` here (the optimum of a restricted model) unless its arena
+  equals :func:`concurrent_lower_bound`. A decision planner (``exact_search``) needs the
+  problem's capacity, and refuses without one;
+* ``refused``: a one-line refusal naming the planner and the feature.
 
 Every returned plan passes :func:`check_concurrent_plan`; the status is ``optimal`` only when the
 arena equals the concurrent lower bound.
@@ -104,6 +109,7 @@ __all__ = [
     "cpsat_concurrent",
     "plan_concurrent",
     "concurrent_planners",
+    "concurrent_route",
     "INF_STEP",
 ]
 
@@ -841,24 +847,65 @@ def concurrent_planners() -> list[str]:
     return ["conflict_cpsat", *available_planners()]
 
 
+def concurrent_route(planner) -> str:
+    """How :func:`plan_concurrent` plans with ``planner`` (a registered name, ``conflict_cpsat``,
+    a :class:`planners.base.Planner` instance or class): its declared ``concurrency`` capability
+    (:meth:`planners.base.Planner.kind_capabilities`, :data:`planners.base.KIND_MODES`), one of
+    ``"native"`` (the conflict graph itself), ``"cover"`` (the interval cover) or
+    ``"refused"``. A class declaring ``native`` without a conflict-graph solver here (not the
+    greedy engine's :class:`planners.greedy.GreedyPlanner` ``_solve``, not
+    :class:`planners.cpsat.CPSat`) plans the cover: ``"cover"``. Raises ``ValueError`` for an
+    unknown name."""
+    if planner == "conflict_cpsat":
+        return "native"
+    from .registry import PLANNERS, check_planner_names
+
+    cls = planner if isinstance(planner, type) else (
+        PLANNERS.get(planner) if isinstance(planner, str) else type(planner))
+    if cls is None:
+        check_planner_names([planner])
+    mode = cls.kind_capabilities()["concurrency"]
+    if mode == "native" and _native_solver(cls) is None:
+        return "cover"
+    return mode
+
+
+def _native_solver(cls):
+    """The conflict-graph solver of planner class ``cls`` (``"greedy"``, ``"cpsat"``) or None."""
+    from .cpsat import CPSat
+    from .greedy import GreedyPlanner
+
+    if issubclass(cls, GreedyPlanner) and cls._solve is GreedyPlanner._solve:
+        return "greedy"
+    if issubclass(cls, CPSat) and cls._solve is CPSat._solve:
+        return "cpsat"
+    return None
+
+
 def plan_concurrent(problem: ConcurrentProblem, planner: str = "greedy_by_size",
                     time_limit: float = 10.0, params: Mapping[str, Any] | None = None,
                     ) -> ConcurrentPlan:
     """Plan ``problem`` with ``planner`` (a name of :func:`concurrent_planners`).
 
-    Routes (module docstring, "Planning"): a registered planner whose class solves with the
-    greedy engine (:class:`planners.greedy.GreedyPlanner` and its named subclasses) runs
-    :func:`greedy_concurrent` with its ``order`` and ``fit``; ``conflict_cpsat`` runs
-    :func:`cpsat_concurrent`; any other registered planner plans the interval cover. A planner
-    that returns no plan is a refusal (``route="refused"``, ``offsets=None``, its status, one-
-    line ``info["reason"]``).
+    Routes, by the planner's declared ``concurrency`` capability (:func:`concurrent_route`;
+    ``memplan list`` shows the table): ``native``: the greedy engine's planners
+    (:class:`planners.greedy.GreedyPlanner` and its named subclasses) run
+    :func:`greedy_concurrent` with their ``order`` and ``fit``; ``cpsat`` and ``conflict_cpsat``
+    run the exact conflict-graph model :func:`cpsat_concurrent` (``cpsat``'s ``time_limit``,
+    ``workers`` and ``seed``; its other parameters, e.g. ``formulation``, are those of its
+    interval models and are recorded, not used, in ``info["unused_params"]``); ``cover``: the
+    planner plans the interval cover (a planner that needs a capacity, ``exact_search``, needs
+    the problem's: without one it refuses); ``refused``: a refusal. Every refusal
+    (``route="refused"``, ``offsets=None``) carries one line ``info["reason"]`` naming the planner
+    and the feature (:func:`planners.base.kind_refusal`), also when the planner declines at run
+    time (a missing solver, no plan of the cover within the time limit).
 
     Parameters
     ----------
     problem : ConcurrentProblem
     planner : str
     time_limit : float
-        Seconds, for planners that take one (the cover route: the registry's default rule).
+        Seconds, for planners that take one (the registry's default rule).
     params : dict or None
         The planner's parameters.
 
@@ -866,67 +913,83 @@ def plan_concurrent(problem: ConcurrentProblem, planner: str = "greedy_by_size",
     -------
     ConcurrentPlan
         Every plan returned with offsets passed :func:`check_concurrent_plan`. Status:
-        ``optimal`` iff ``arena == lower_bound``; else ``over_capacity`` when the arena exceeds
-        the capacity; else ``heuristic`` for a heuristic, ``feasible`` for an exact method's
-        plan (CP-SAT's, or a cover planner's optimum, which is optimal for the cover only).
+        ``over_capacity`` when the arena exceeds the capacity; else ``optimal`` when ``arena ==
+        lower_bound`` or CP-SAT proved the conflict-graph model (an exact model) optimal; else
+        ``heuristic`` for a heuristic, ``feasible`` for an exact method's plan (CP-SAT's
+        without a proof, or a cover planner's optimum, which is optimal for the cover only).
 
     Raises
     ------
     ValueError
         Unknown planner or parameter (from :func:`planners.registry.planner_for`).
     """
-    from .greedy import GreedyPlanner
+    from .base import kind_refusal
     from .registry import planner_for
 
     params = dict(params or {})
     lb = concurrent_lower_bound(problem)
     t0 = time.perf_counter()
     info: dict[str, Any] = {}
+
+    def refused(status: str, why: str, extra=None) -> ConcurrentPlan:
+        reason = kind_refusal(planner, "concurrency", why.splitlines()[0] if why else "")
+        return ConcurrentPlan(problem, None, planner, status, None, lb, "refused",
+                              time.perf_counter() - t0, {**(extra or {}), "reason": reason})
+
+    route = concurrent_route(planner)
+    proved = False
     if planner == "conflict_cpsat":
-        off, sname, info = cpsat_concurrent(problem, time_limit=time_limit, **params)
-        route, kind = "conflict graph", "feasible"
-        if off is None:
-            return ConcurrentPlan(problem, None, planner, "timeout", None, lb, "refused",
-                                  time.perf_counter() - t0,
-                                  {**info, "reason": f"CP-SAT found no plan ({sname})"})
+        solver, p = "cpsat", None
     else:
         p = planner_for(planner, time_limit=time_limit, params=params)
-        if isinstance(p, GreedyPlanner) and type(p)._solve is GreedyPlanner._solve:
-            off = greedy_concurrent(problem, p.order, p.fit)
-            route, kind = "conflict graph", "heuristic"
-            info = {"order": p.order if isinstance(p.order, str) else "custom", "fit": p.fit}
-        else:
-            cover = problem.interval_cover()
-            try:
-                plan = p.plan(cover)
-            except (ProblemError, FeatureError, SolverError, ImportError) as exc:
-                # the planner's own one-line refusal (an InvalidPlanError is not caught)
-                return ConcurrentPlan(problem, None, planner, "skipped", None, lb, "refused",
-                                      time.perf_counter() - t0,
-                                      {"reason": str(exc).splitlines()[0]})
-            if plan.offsets is None or plan.status in ("skipped", "timeout", "infeasible"):
-                reason = str(plan.info.get("reason") or f"the interval cover gave status "
-                                                        f"{plan.status!r}")
-                if plan.status == "infeasible":  # the cover's proof is not one for this problem
-                    reason = ("the interval cover does not fit the capacity (no proof for the "
-                              "concurrent problem)")
-                status = "timeout" if plan.status == "timeout" else "skipped"
-                return ConcurrentPlan(problem, None, planner, status, None, lb, "refused",
-                                      time.perf_counter() - t0,
-                                      {"reason": reason.splitlines()[0] if reason else ""})
-            off = plan.offsets
-            route = "interval cover"
-            kind = "feasible" if plan.status in ("optimal", "feasible") else "heuristic"
-            info = {"cover_status": plan.status, "cover_lower_bound": int(plan.lower_bound)}
+        solver = _native_solver(type(p)) if route == "native" else None
+    if route == "refused":
+        return refused("skipped", "its capability table refuses it (planners.base.KIND_MODES)")
+    if solver == "cpsat":
+        kw = ({"time_limit": time_limit, **params} if p is None else
+              {"time_limit": p.time_limit, "workers": p.workers, "seed": p.seed})
+        off, sname, info = cpsat_concurrent(problem, **kw)
+        if p is not None:
+            info["unused_params"] = {k: v for k, v in p.get_params().items() if k not in kw}
+        route, kind = "conflict graph", "feasible"
+        proved = sname == "OPTIMAL"
+        if off is None:
+            return refused("timeout", f"CP-SAT found no plan of the conflict graph ({sname})",
+                           info)
+    elif solver == "greedy":
+        off = greedy_concurrent(problem, p.order, p.fit)
+        route, kind = "conflict graph", "heuristic"
+        info = {"order": p.order if isinstance(p.order, str) else "custom", "fit": p.fit}
+    else:
+        cover = problem.interval_cover()
+        if p.needs_capacity(cover) and cover.capacity is None:
+            return refused("skipped", "it decides whether a problem fits a capacity, and the "
+                           "problem has none (give it a capacity, or use 'minimize')")
+        try:
+            plan = p.plan(cover)
+        except (ProblemError, FeatureError, SolverError, ImportError) as exc:
+            # the planner's own one-line refusal (an InvalidPlanError is not caught)
+            return refused("skipped", f"on the interval cover: {exc}")
+        if plan.offsets is None or plan.status in ("skipped", "timeout", "infeasible"):
+            reason = str(plan.info.get("reason") or f"the interval cover gave status "
+                                                    f"{plan.status!r}")
+            if plan.status == "infeasible":  # the cover's proof is not one for this problem
+                reason = ("the interval cover does not fit the capacity (no proof for the "
+                          "concurrent problem)")
+            status = "timeout" if plan.status == "timeout" else "skipped"
+            return refused(status, reason)
+        off = plan.offsets
+        route = "interval cover"
+        kind = "feasible" if plan.status in ("optimal", "feasible") else "heuristic"
+        info = {"cover_status": plan.status, "cover_lower_bound": int(plan.lower_bound)}
     seconds = time.perf_counter() - t0
     cap = problem.capacity
     arena = check_concurrent_plan(problem, off, check_capacity=False)
     if cap is not None and arena > cap:
         status = "over_capacity"
-    elif arena == lb:
+    elif arena == lb or proved:
         status = "optimal"
     else:
         status = kind
     return ConcurrentPlan(problem, np.asarray(off, np.int64), planner, status, arena, lb, route,
                           seconds, info)
-

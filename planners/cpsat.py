@@ -132,8 +132,10 @@ class CPSat(Planner):
 
     name = "cpsat"
     family = "exact"
-    #: pins, hints, gaps and pool assignment in one model (:mod:`planners.feature_cpsat`)
-    _capabilities = {"pins": "native", "hints": "native", "gaps": "native", "pools": "native"}
+    #: pins, hints, gaps and pool assignment in one model (:mod:`planners.feature_cpsat`); a
+    #: concurrent problem by the exact conflict-graph model (:func:`planners.concurrent.cpsat_concurrent`)
+    _capabilities = {"pins": "native", "hints": "native", "gaps": "native", "pools": "native",
+                     "concurrency": "native"}
     _parameter_constraints = {
         "formulation": [StrOptions(FORMULATIONS)],
         "mode": [StrOptions(MODES)],

@@ -562,8 +562,10 @@ class GreedyPlanner(Planner):
     family = "greedy"
     in_default_comparison = False  # its default is greedy_by_size
     #: pins pre-placed, hints tried first, gaps as pieces, pools by the spill policy
-    #: (:mod:`planners.placement`)
-    _capabilities = {"pins": "native", "hints": "native", "gaps": "native", "pools": "native"}
+    #: (:mod:`planners.placement`); a concurrent problem over its conflict edges
+    #: (:func:`planners.concurrent.greedy_concurrent`)
+    _capabilities = {"pins": "native", "hints": "native", "gaps": "native", "pools": "native",
+                     "concurrency": "native"}
     # the named subclasses share these rules (same parameters, other defaults)
     _parameter_constraints = {
         "order": [StrOptions(lambda: ORDERS), callable, "array-like"],

@@ -14,7 +14,8 @@ refused), ``gaps`` (space-separated
 nothing, or only the window ``[lo, hi)`` of its range; :class:`~planners.model.Gap`) and
 ``offset``: on input a **fixed position** (a pin) unless ``offsets="ignore"`` (empty or ``-1``:
 not fixed; MiniMalloc fixes every given offset). memplan's own columns: ``pools`` (space-separated
-candidate pool names; empty: any) on input, and ``pool`` (the pool of each buffer) on output of a
+candidate pool names; empty: any) and ``kind`` (``scratch`` for an operator's one-step
+temporary, :mod:`planners.scratch`; empty: ``activation``) on input, and ``pool`` (the pool of each buffer) on output of a
 plan with pools; read back with pools, a fixed offset is fixed in that pool. Two columns that alias one name are refused, as MiniMalloc does.
 
 **Alias and colocation groups** (:class:`~planners.model.Problem` ``aliases`` and
@@ -189,8 +190,10 @@ _REQUIRED = ("id", "lower", "upper", "size")
 #: with ``+1``).
 _ALIASES = {"buffer": "id", "buffer_id": "id", "begin": "lower", "start": "lower", "end": "upper"}
 
-#: Columns read row by row (the fast paths know id, lower, upper, size, alignment only).
-_FEATURE_COLUMNS = ("hint", "gaps", "pools")
+#: Columns read row by row (the fast paths know id, lower, upper, size, alignment only);
+#: ``kind`` (memplan's): a buffer's kind, written only for ``scratch`` buffers
+#: (:mod:`planners.scratch`), empty elsewhere (``activation``).
+_FEATURE_COLUMNS = ("hint", "gaps", "pools", "kind")
 
 #: memplan's group columns (module docstring): alias child -> parent id, the child's delta in
 #: bytes, and a colocation group's first member; read row by row too.
@@ -646,6 +649,8 @@ def read_minimalloc_csv(
                 extra["hint"] = None if h == -1 else h
             if "gaps" in header:
                 extra["gaps"] = _parse_gaps(str(row.get("gaps") or ""), addend, where)
+            if "kind" in header and str(row.get("kind") or "").strip():
+                extra["kind"] = str(row.get("kind")).strip()  # Buffer checks it (KINDS)
             if "pools" in header:
                 extra["pools"] = tuple(str(row.get("pools") or "").split())
                 if extra["pools"] and not pools:
@@ -723,6 +728,11 @@ def minimalloc_csv_text(problem: Problem, plan: Plan | None = None) -> str:
         cols.append("gaps")
     if problem.candidates:
         cols.append("pools")
+    kinds = ([b.kind if b.kind == "scratch" else "" for b in problem.buffers]
+             if problem._buffers is not None else [])
+    with_kind = any(kinds)
+    if with_kind:
+        cols.append("kind")
     with_offset = plan is not None or "pins" in feats
     if with_offset:
         cols.append("offset")
@@ -749,6 +759,8 @@ def minimalloc_csv_text(problem: Problem, plan: Plan | None = None) -> str:
                                 for g in b.gaps))
         if problem.candidates:
             row.append(" ".join(b.pools))
+        if with_kind:
+            row.append(kinds[i])
         if with_offset:
             if plan is not None:
                 row.append(int(plan.offsets[i]))

@@ -62,8 +62,9 @@ __all__ = ["Buffer", "Gap", "MemoryPool", "Problem", "Plan", "STATUSES", "KINDS"
 FEATURES = ("pins", "hints", "gaps", "pools", "colocations")
 
 #: Buffer kinds: ``activation`` buffers are planned with reuse; ``resident`` buffers (weights, graph
-#: inputs kept for the whole run; seed 000 section 8 "常驻") live for the whole schedule.
-KINDS = ("activation", "resident")
+#: inputs kept for the whole run; seed 000 section 8 "常驻") live for the whole schedule;
+#: ``scratch`` buffers are an operator's one-step temporaries (:mod:`planners.scratch`).
+KINDS = ("activation", "resident", "scratch")
 
 #: Plan statuses. ``optimal``: the arena is proved minimal: it equals a proved lower bound
 #: (:func:`is_proved_optimal`, the one rule; a heuristic whose arena meets the bound is optimal too);
@@ -245,8 +246,10 @@ class Buffer:
         Bytes, ``>= 0``. Zero-size buffers are valid and take no address space.
     alignment : int or None
         Offset alignment in bytes (``>= 1``); ``None`` takes the problem's default.
-    kind : {"activation", "resident"}
+    kind : {"activation", "resident", "scratch"}
         ``resident`` buffers (weights, inputs kept for the whole run) come first in seed 000's layout.
+        ``scratch``: an operator's one-step temporary (:mod:`planners.scratch`; ``end == start
+        + 1``), planned as any buffer; the kind is kept by the problem's buffers and files.
     offset : int or None
         A fixed offset (bytes, a **pin**: pinned I/O or DMA buffers, MiniMalloc ``Buffer.offset``);
         every plan must place the buffer exactly there (in its pool). With pools it may go to
@@ -316,6 +319,9 @@ class Buffer:
             object.__setattr__(self, "alignment", a)
         if self.kind not in KINDS:
             raise ProblemError(f"{item}: kind must be one of {KINDS}, got {self.kind!r}")
+        if self.kind == "scratch" and self.end != self.start + 1:
+            raise ProblemError(f"{item}: a scratch buffer lives one step (end = start + 1), got "
+                               f"[{self.start}, {self.end})")
         if self.offset is not None:
             o = _as_int(self.offset, "fixed offset", item)
             if o < 0:

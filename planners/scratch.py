@@ -10,11 +10,15 @@ else is needed: every planner places it as a buffer, the validator checks it as 
 MiniMalloc CSV carries it (``lower``, ``upper = lower + 1``, ``size`` and the ``pools``
 column; :func:`planners.io.write_minimalloc_csv`).
 
-The buffer's ``kind`` stays ``activation``: :class:`planners.model.Problem` keeps only the
-``resident`` flag of a buffer's kind (``Problem.buffers`` rebuilds other kinds as
-``activation``), so a ``scratch`` kind would not survive a problem or a CSV. Scratch buffers
-are named by :data:`PREFIX` (``scratch/<step>/<j>``) when :func:`with_scratch` adds them, and
-:func:`scratch_ids` finds them by that name.
+The buffer's ``kind`` is ``scratch`` (:data:`planners.model.KINDS`; :class:`planners.model.Buffer`
+refuses a scratch buffer that does not live exactly one step). A problem built from buffers keeps
+them, so the kind survives a problem, its MiniMalloc CSV (the ``kind`` column,
+:func:`planners.io.write_minimalloc_csv`, read back by :func:`planners.io.read_minimalloc_csv`)
+and a shared-arena manifest (:func:`planners.shared_arena.write_shared`, one CSV per problem).
+:func:`with_scratch` names them ``scratch/<step>/<j>`` (:data:`PREFIX`); :func:`scratch_ids`
+finds them by kind, and also by that name in a file written before the kind was stored.
+Every planner plans them (capability ``scratch``: ``native``, :data:`planners.base.KIND_MODES`):
+a scratch buffer is a buffer, its candidate pools handled as the planner handles ``pools``.
 """
 
 from __future__ import annotations
@@ -56,13 +60,13 @@ def scratch_buffer(op_step: int, size: int, pools: Sequence[str] = (), id: str |
     Examples
     --------
     >>> scratch_buffer(3, 256, ("sram",))
-    Buffer(id='scratch/3/0', start=3, end=4, size=256, alignment=None, kind='activation', pools=('sram',))
+    Buffer(id='scratch/3/0', start=3, end=4, size=256, alignment=None, kind='scratch', pools=('sram',))
     """
     if isinstance(op_step, bool) or not isinstance(op_step, int) or op_step < 0:
         raise ProblemError(f"scratch buffer: operator step must be an integer >= 0, got "
                            f"{op_step!r}")
     bid = f"{PREFIX}{op_step}/0" if id is None else id
-    return Buffer(bid, op_step, op_step + 1, size, alignment, pools=tuple(pools))
+    return Buffer(bid, op_step, op_step + 1, size, alignment, kind="scratch", pools=tuple(pools))
 
 
 def with_scratch(problem: Problem, requests: Iterable[tuple]) -> Problem:
@@ -110,6 +114,10 @@ def with_scratch(problem: Problem, requests: Iterable[tuple]) -> Problem:
 
 
 def scratch_ids(problem: Problem) -> list[str]:
-    """Ids of ``problem``'s scratch buffers: named ``scratch/...`` and live for one step."""
-    return [b for i, b in enumerate(problem.ids) if b.startswith(PREFIX)
-            and int(problem.ends[i]) - int(problem.starts[i]) == 1]
+    """Ids of ``problem``'s scratch buffers, in problem order: of kind ``scratch``, or (a file
+    written before the kind was stored) named ``scratch/...`` and live for one step. ``O(n)``."""
+    one = (problem.ends - problem.starts == 1).tolist()
+    kinds = ([b.kind for b in problem.buffers] if problem._buffers is not None
+             else ["activation"] * problem.n)
+    return [b for i, b in enumerate(problem.ids)
+            if kinds[i] == "scratch" or (one[i] and b.startswith(PREFIX))]

@@ -241,7 +241,9 @@ def combined_problem(sp: SharedArenaProblem, mode: str = "colocate") -> Problem:
         i = p.index[sid]
         pin = int(p.pins[i])
         bufs[j] = Buffer(f"shared/{sid}", s, e, int(p.sizes[i]), int(p.alignments[i]),
-                         p.buffers[i].kind, None if pin < 0 else pin, None, (),
+                         # a hull spans several steps: a scratch buffer's hull is no scratch
+                         "activation" if p.buffers[i].kind == "scratch" else p.buffers[i].kind,
+                         None if pin < 0 else pin, None, (),
                          tuple(p.buffers[i].pools))
     caps = [p.capacity for p in sp.problems if p.capacity is not None]
     pools = sp.problems[0].pools or None
@@ -302,7 +304,7 @@ class SharedPlan:
         return out
 
 
-def plan_shared(sp: SharedArenaProblem, planner="greedy_by_size", mode: str = "colocate",
+def plan_shared(sp: SharedArenaProblem, planner="greedy_by_size", mode: str | None = None,
                 **params) -> SharedPlan:
     """Plan every problem of ``sp`` into one arena with ``planner`` (module docstring).
 
@@ -311,9 +313,12 @@ def plan_shared(sp: SharedArenaProblem, planner="greedy_by_size", mode: str = "c
     sp : SharedArenaProblem
     planner : str, Planner or class
         Anything :func:`planners.registry.get_planner` accepts; ``params`` go to it.
-    mode : {"colocate", "hull"}
+    mode : {"colocate", "hull"} or None
         The reduction (:func:`combined_problem`). ``colocate`` is exact; ``hull`` is for
-        planners that do not handle colocations.
+        planners that do not handle colocations. ``None`` (default): the planner's declared
+        ``shared_buffers`` capability (:meth:`planners.base.Planner.kind_capabilities`;
+        ``colocate`` for every registered planner). Either reduction is sound for any planner,
+        so an explicit mode overrides the table, except a ``refused`` entry.
 
     Returns
     -------
@@ -323,8 +328,11 @@ def plan_shared(sp: SharedArenaProblem, planner="greedy_by_size", mode: str = "c
     Raises
     ------
     FeatureError
-        The planner refuses a feature of the combined problem (one line, from
-        :meth:`planners.base.Planner.plan`).
+        The planner's table refuses ``shared_buffers`` (one line naming the planner and the
+        feature, :func:`planners.base.kind_refusal`), or it refuses a feature of the combined
+        problem (one line, from :meth:`planners.base.Planner.plan`).
+    ValueError
+        An unknown ``mode``.
     InfeasibleError
         The planner returned no plan (status ``infeasible``, ``timeout`` or ``skipped``; the
         message names the status and the reason), or the capacity is below the lower bound.
@@ -342,7 +350,15 @@ def plan_shared(sp: SharedArenaProblem, planner="greedy_by_size", mode: str = "c
     from .errors import InfeasibleError
     from .registry import get_planner
 
+    from .base import kind_refusal
+    from .errors import FeatureError
+
     pl = get_planner(planner, **params)
+    declared = type(pl).kind_capabilities()["shared_buffers"]
+    if declared == "refused":
+        raise FeatureError(kind_refusal(pl.name, "shared_buffers", f"problem "
+                                        f"{'+'.join(sp.names)!r}"))
+    mode = declared if mode is None else mode
     combined = combined_problem(sp, mode)
     asked = combined
     if pl.needs_capacity(combined) and combined.capacity is None and not combined.pools:

@@ -125,7 +125,7 @@ def test_every_planner_plans_two_streams_or_refuses_in_one_line(tmp_path):
         assert oracle.valid(p.offsets), name
         assert p.arena == check_concurrent_plan(cp, p.offsets) >= lb == 25
         assert (p.status == "optimal") == (p.arena == lb), name
-        assert p.route == ("conflict graph" if name in GREEDY_ENGINE + ("conflict_cpsat",)
+        assert p.route == ("conflict graph" if name in GREEDY_ENGINE + ("conflict_cpsat", "cpsat")
                            else "interval cover"), name
     # refused: exact_search (a decision solver, no capacity) and vela_hillclimb when
     # ethos-u-vela is not installed
@@ -152,12 +152,14 @@ def test_cover_plan_optimal_for_the_cover_is_not_claimed_optimal():
     assert concurrent_lower_bound(cp) == 16
     assert [(b.start, b.end) for b in cp.interval_cover().buffers] == [(0, 4), (2, 4), (1, 3),
                                                                        (3, 4)]
-    cover = plan_concurrent(cp, "cpsat", time_limit=5)
+    cover = plan_concurrent(cp, "milp_offsets", time_limit=5)
     assert cover.route == "interval cover" and cover.arena == 24
     assert cover.status == "feasible" and cover.info["cover_status"] == "optimal"
     assert cover.info["cover_lower_bound"] == 24
     direct = plan_concurrent(cp, "greedy_by_size")
     assert direct.arena == 16 and direct.status == "optimal"
+    exact = plan_concurrent(cp, "cpsat", time_limit=5)  # native: the conflict-graph model
+    assert (exact.route, exact.arena, exact.status) == ("conflict graph", 16, "optimal")
 
 
 intervals = st.lists(st.tuples(st.integers(0, 12), st.integers(0, 6), st.integers(0, 40),

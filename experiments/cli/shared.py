@@ -27,9 +27,10 @@ def add_parsers(sub) -> None:
     p.add_argument("input", help="shared-arena manifest .json (format memplan-shared-arena)")
     p.add_argument("--planner", default="greedy_by_size",
                    help="registered planner (default greedy_by_size; see `memplan list`)")
-    p.add_argument("--mode", choices=("colocate", "hull"), default="colocate",
+    p.add_argument("--mode", choices=("colocate", "hull"), default=None,
                    help="colocate: exact reduction (shared buffers as colocation groups); hull: "
-                        "a shared buffer live from its first to its last use (default colocate)")
+                        "a shared buffer live from its first to its last use (default: the "
+                        "planner's shared_buffers capability, `memplan list`; colocate)")
     p.add_argument("--refine", action="store_true",
                    help="then re-plan each problem alone with the shared buffers pinned where "
                         "the plan put them, keeping the better plan per problem (planners "
