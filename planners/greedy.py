@@ -44,12 +44,13 @@ The placement runs in one of two engines with byte-identical offsets (``engine=`
 
   - an order non-decreasing in start (``best_fit``, ``order="start"``, ``greedy_in_order``
     without residents): a sweep over time with an address-ordered free list (``sweep``). The
-    gaps between the live placed buffers sit in balanced search trees (treaps: by address with
-    the longest gap of each subtree, for best fit also by ``(length, address)``); a buffer is
-    placed by splitting a gap and an expiring buffer's range coalesces with the gaps on both
-    sides. Expected ``O(log L)`` per buffer for ``L`` buffers live at once (plus one step per
-    gap that holds the size but not at its aligned start), ``O(n log n)`` in total whatever the
-    number of interfering pairs;
+    gaps between the live placed buffers sit in blocked sorted arrays (blocks of 64 gaps by
+    address with the longest gap of each block and of each group of 64 blocks, for best fit also
+    by ``(length, address)``); a buffer is placed by splitting a gap and an expiring buffer's
+    range coalesces with the gaps on both sides. ``O(log L + 64 + L / 4096)`` per buffer for
+    ``L`` buffers live at once, plus block splits and merges (``O(L / 64)`` each, on average at
+    most one per 8 insertions) and one step per gap that holds the size but not at its aligned
+    start; never a pass over the interfering pairs;
   - any other order (``place``): a static centred interval tree over time yields each buffer's
     placed neighbours in ``O(log n + d)`` for ``d`` buffers live with it (no edge list, ``O(n)``
     memory); they are radix-sorted by offset and scanned with the same first-fit / best-fit
@@ -500,8 +501,8 @@ def greedy_offsets(
     -----
     ``O(n log n + E log k)`` time for ``E`` interfering pairs and ``k`` placed neighbours per buffer
     (graph path); ``O(n log n + n L)`` for at most ``L`` buffers live at once (sweep path); C
-    engine ``O(n log n + E)`` time and ``O(n)`` memory on the graph path, expected
-    ``O(n log n)`` on the sweep path (module docstring, "Engines").
+    engine ``O(n log n + E)`` time and ``O(n)`` memory on the graph path, about
+    ``O(n (log L + 64 + L / 4096))`` on the sweep path (module docstring, "Engines").
 
     Examples
     --------
