@@ -63,7 +63,84 @@ def test_shared_flags_have_one_type_and_help_everywhere():
     assert {"plan", "view", "export", "compare", "budget"} <= set(seen["--pools"])
     assert {"plan", "compare", "view"} <= set(seen["--minimalloc-dir"])
     assert {"plan", "view", "export", "compare", "plan-shared"} <= set(seen["--planner-param"])
-    assert {"plan", "schedule"} <= set(seen["--scheduler-param"])
+    assert {"plan", "schedule", "compare", "export"} <= set(seen["--scheduler-param"])
+
+
+def test_every_command_with_schedulers_takes_scheduler_param():
+    takes = {name: {f for a in p._actions for f in a.option_strings}
+             for name, p in subparsers().items()}
+    with_sched = sorted(n for n, fl in takes.items() if fl & {"--scheduler", "--schedulers"})
+    assert with_sched == ["compare", "export", "plan", "schedule"]
+    assert [n for n in with_sched if "--scheduler-param" not in takes[n]] == []
+
+
+# gen:nas_cell under dfs: the backward traversal (the default) peaks at 196608 live bytes, the
+# forward one at 147456 (`memplan schedule gen:nas_cell --scheduler dfs --scheduler-param
+# direction=...`), so a --scheduler-param that reached the scheduler shows in the peak.
+NAS_DFS = {"backward": 196608, "forward": 147456}
+
+
+def test_scheduler_param_reaches_the_scheduler_on_schedule_and_plan(capsys):
+    for d, peak in NAS_DFS.items():
+        rc, rec = _json(capsys, "schedule", "gen:nas_cell", "--scheduler", "dfs",
+                        "--scheduler-param", f"direction={d}")
+        assert rc == 0 and rec["peak_bytes"] == peak and rec["scheduler_params"] == {"direction": d}
+        rc, pl = _json(capsys, "plan", "gen:nas_cell", "--scheduler", "dfs",
+                       "--scheduler-param", f"direction={d}")
+        assert rc == 0 and pl["peak_bytes"] == peak
+
+
+def test_compare_schedulers_takes_scheduler_param(tmp_path, capsys):
+    import pandas as pd
+
+    peaks = {}
+    for d in NAS_DFS:
+        out = tmp_path / d
+        assert main(["compare", "--workloads", "gen:nas_cell", "--schedulers", "dfs,file_order",
+                     "--scheduler-param", f"direction={d}", "--no-plots", "--quiet",
+                     "--out", str(out)]) == 0
+        df = pd.read_csv(out / "compare_sched.csv").set_index("scheduler")
+        peaks[d] = int(df.loc["dfs", "peak_bytes"])
+        # given to the scheduler that has it only: file_order takes no parameter
+        assert json.loads(df.loc["dfs", "params"]) == {"direction": d}
+        assert json.loads(df.loc["file_order", "params"]) == {}
+    assert peaks == NAS_DFS
+    capsys.readouterr()
+    for argv, msg in (
+        (["--scheduler-param", "dirn=forward"],
+         "no scheduler of dfs, file_order has a parameter 'dirn' (did you mean 'direction'?)"),
+        (["--scheduler-param", "direction=up"], "parameter 'direction' = 'up' is not allowed"),
+    ):
+        assert main(["compare", "--workloads", "gen:nas_cell", "--schedulers", "dfs,file_order",
+                     "--no-plots", "--quiet", "--out", str(tmp_path / "bad"), *argv]) == 2
+        assert msg in capsys.readouterr().err
+        assert not (tmp_path / "bad" / "compare_sched.csv").exists()  # refused before any work
+    assert main(["compare", "--workloads", "seed000", "--planners", "naive", "--no-plots",
+                 "--scheduler-param", "direction=forward", "--out", str(tmp_path / "p")]) == 2
+    assert "no --schedulers was given" in capsys.readouterr().err
+
+
+def test_export_takes_scheduler_param(tmp_path, capsys):
+    from experiments.workloads import tflite_model_files
+
+    for argv, msg in ((["--scheduler", "dfs", "--scheduler-param", "dir=forward"],
+                       "scheduler 'dfs' has no parameter 'dir'; its parameters: direction"),
+                      (["--scheduler-param", "direction=forward"],  # the default file_order
+                       "scheduler 'file_order' has no parameter 'direction'")):
+        assert main(["export", "x.tflite", "--format", "tflm-offline", "-o",
+                     str(tmp_path / "o.tflite"), *argv]) == 2  # refused before the model is read
+        assert msg in capsys.readouterr().err
+    assert main(["export", "seed000", "--scheduler-param", "direction=forward"]) == 2
+    assert "--scheduler-param applies to --format tflm-offline only" in capsys.readouterr().err
+    if "wakeword:alexa" not in tflite_model_files():
+        pytest.skip("pymicro-wakeword not installed")
+    arenas = {}
+    for d in ("backward", "forward"):
+        assert main(["export", "wakeword:alexa", "--format", "tflm-offline", "--scheduler", "dfs",
+                     "--scheduler-param", f"direction={d}", "-o", str(tmp_path / f"{d}.tflite")]) == 0
+        arenas[d] = json.loads(capsys.readouterr().out)["arena"]
+    # the backward DFS order keeps TFLM's head at the file order's 2688 B; forward needs 4720 B
+    assert arenas == {"backward": 2688, "forward": 4720}
 
 
 def test_param_is_the_planner_param_alias_and_on_schedule_the_scheduler_one():

@@ -9,7 +9,9 @@ records, the stored plans, the Markdown report and the figures drawn from the re
   ``arena`` is their sum), the stored plans each buffer's pool, and the layout figures one panel
   per pool with its capacity.
 * ``--schedulers``: ``compare_sched.csv`` / ``.parquet`` / ``.md`` and the stored schedules
-  (:mod:`experiments.sched_compare`).
+  (:mod:`experiments.sched_compare`); ``--scheduler-param NAME=VALUE`` goes to every scheduler
+  that has the parameter (:func:`experiments.cli.schedule.scheduler_params_for`; the ``params``
+  column records what each ran with).
 * ``--pipeline``: ``compare_pipeline.csv`` / ``.md`` and ``compare_pipeline_plans.json``
   (:mod:`experiments.transforms_compare`).
 
@@ -37,6 +39,7 @@ from experiments.cli.flags import (
     add_names_flag,
     add_override_flag,
     add_pipeline_flag,
+    add_scheduler_param_flag,
     add_size_attr_flag,
 )
 
@@ -63,6 +66,8 @@ def add_parsers(sub) -> None:
     c.add_argument("--no-plots", action="store_true", help="skip the figures")
     c.add_argument("--quiet", action="store_true", help="no progress bar")
     add_names_flag(c, "--schedulers")
+    add_scheduler_param_flag(c, help_tail="; here: given to every --schedulers scheduler that "
+                                          "has the parameter (one none of them has is refused)")
     add_pipeline_flag(c, "; here: record peak and arena before and after each pass (graph "
                          "workloads) in compare_pipeline.csv, no pass: the planner comparison")
     c.add_argument("--allow-peak-increase", action="store_true",
@@ -99,6 +104,9 @@ def run(args) -> int:
                                f"{other[0]} (which measures one arena)")
     if args.schedulers is not None:
         return compare_schedulers(args)
+    if args.scheduler_param:
+        raise ValueError("--scheduler-param sets a parameter of the --schedulers comparison, "
+                         "and no --schedulers was given")
     if parse_pipeline(args.pipeline) is not None:
         return compare_pipeline(args)
     return compare_planners(args)
@@ -226,6 +234,10 @@ def compare_schedulers(args) -> int:
         note_time_limit(schedulers, args.time_limit, kind="scheduler")
     if split_list(args.planners):
         note_time_limit(planners, args.time_limit)
+    from experiments.cli.schedule import scheduler_params_for  # checked before any graph loads
+
+    sched_params = scheduler_params_for(schedulers, dict(args.scheduler_param),
+                                        time_limit_of(args))
     graphs = resolve_graphs(split_list(args.workloads), size_attr=args.size_attr,
                             overrides=args.override)
     out = Path(args.out)
@@ -235,7 +247,9 @@ def compare_schedulers(args) -> int:
     frames = []
     found: list = []
     for name, g in graphs.items():  # one workload at a time, each on disk before the next
-        frames.append(compare_schedules({name: g}, schedulers, planners, time_limit=time_limit_of(args),
+        frames.append(compare_schedules({name: g}, schedulers, planners,
+                                        time_limit=time_limit_of(args),
+                                        scheduler_params=sched_params,
                                         on_schedule=lambda r, o, p: found.append((r, o, p))))
         write_csv(pd.concat(frames, ignore_index=True)[SCHED_COLUMNS], out / "compare_sched.csv")
         if not args.quiet:

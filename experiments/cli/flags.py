@@ -202,13 +202,16 @@ def add_planner_param_flag(parser) -> None:
                              "flag; wins over --time-limit")
 
 
-def add_scheduler_param_flag(parser, param_alias: bool = False) -> None:
-    """Add ``--scheduler-param NAME=VALUE`` (repeatable; dest ``scheduler_param``).
-    ``param_alias``: also accept ``--param`` for it (``schedule``, which has no planner, took
-    ``--param`` for scheduler parameters before ``--scheduler-param`` existed)."""
+def add_scheduler_param_flag(parser, param_alias: bool = False, help_tail: str = "") -> None:
+    """Add ``--scheduler-param NAME=VALUE`` (repeatable; dest ``scheduler_param``), on every
+    command that takes ``--scheduler`` or ``--schedulers`` (``plan``, ``schedule``, ``export``,
+    ``compare``; ``tests/test_cli_flags.py`` holds each to it). ``param_alias``: also accept
+    ``--param`` for it (``schedule``, which has no planner, took ``--param`` for scheduler
+    parameters before ``--scheduler-param`` existed); ``help_tail``: what the parameters do on
+    this command, after the shared text."""
     names = ("--scheduler-param", "--param") if param_alias else ("--scheduler-param",)
     tail = ("; on this command --param is the same flag (there is no planner here)"
-            if param_alias else "")
+            if param_alias else "") + help_tail
     parser.add_argument(*names, dest="scheduler_param", action="append", type=parse_param,
                         default=[], metavar="NAME=VALUE",
                         help="a scheduler parameter (see `memplan list`), VALUE a JSON literal "

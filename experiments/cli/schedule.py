@@ -42,7 +42,8 @@ from experiments.cli.flags import (
     add_time_limit_flag,
 )
 
-__all__ = ["COMMANDS", "add_parsers", "run", "schedule_report", "make_scheduler", "parse_param"]
+__all__ = ["COMMANDS", "add_parsers", "run", "schedule_report", "make_scheduler",
+           "scheduler_params_for", "parse_param"]
 
 #: Sub-command names handled by :func:`run`.
 COMMANDS = ("schedule",)
@@ -90,6 +91,45 @@ def make_scheduler(scheduler: str, params: dict[str, Any] | None = None,
     sched_obj = get_scheduler(scheduler, **params)
     validate_params(sched_obj)  # its declared rules, checked before loading or scheduling
     return sched_obj
+
+
+def scheduler_params_for(schedulers, params: dict[str, Any] | None,
+                         time_limit: float | None = None) -> dict[str, dict[str, Any]]:
+    """``--scheduler-param`` pairs given to a comparison of several schedulers, split per
+    scheduler: each gets the parameters it takes (as ``--planner-param`` goes to every planner
+    that has it, :func:`experiments.harness.params_for`), checked by :func:`make_scheduler`
+    (its declared rules) before any work. Returns ``{name: {param: value}}`` for the schedulers
+    that take at least one of them.
+
+    Raises
+    ------
+    planners.errors.ParameterError
+        A parameter that none of ``schedulers`` takes (naming it and each scheduler's
+        parameters, "did you mean"), or a value a scheduler's rules forbid.
+    ValueError
+        An unknown scheduler name.
+    """
+    from planners.errors import ParameterError
+    from planners.params import did_you_mean
+    from scheduling.schedulers import SCHEDULERS
+    from scheduling.schedulers.registry import check_scheduler_names
+
+    names = check_scheduler_names(list(schedulers))
+    params = dict(params or {})
+    known = {n: SCHEDULERS[n]._param_names() for n in names}
+    every = {k for ks in known.values() for k in ks}
+    for k in params:
+        if k not in every:
+            have = "; ".join(f"{n}: {', '.join(ks) or '(none)'}" for n, ks in known.items())
+            raise ParameterError(f"no scheduler of {', '.join(names)} has a parameter {k!r}"
+                                 f"{did_you_mean(k, every)} ({have})")
+    out = {}
+    for n in names:
+        mine = {k: v for k, v in params.items() if k in known[n]}
+        if mine:
+            make_scheduler(n, mine, time_limit)  # the value rules, before any graph is loaded
+            out[n] = mine
+    return out
 
 
 def schedule_report(workload: str, scheduler: str = "file_order", size_attr: str = "cost_ram",

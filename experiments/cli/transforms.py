@@ -8,7 +8,8 @@ header instead (:func:`scheduling.transforms.export.c_header`), ``--format chrom
 Perfetto trace (:func:`scheduling.transforms.export.chrome_trace`: one track per buffer, sorted by
 offset, one complete event per buffer over its steps, ``args`` offset and size), and
 ``--format tflm-offline -o planned.tflite`` (MODEL a ``.tflite`` file or ``wakeword:NAME``; no
-passes; ``--scheduler`` reorders the operators when safe) writes the model with the plan in its
+passes; ``--scheduler`` reorders the operators when safe, ``--scheduler-param`` sets its
+parameters) writes the model with the plan in its
 ``OfflineMemoryAllocation`` metadata for TFLite Micro (:mod:`experiments.runtimes.tflm.offline`). MODEL
 is anything
 :func:`experiments.workloads.load_graph` accepts. A fusion that raises the peak of live bytes is
@@ -68,6 +69,9 @@ def add_parsers(subparsers) -> None:
     e.add_argument("--scheduler", default=None,
                    help="tflm-offline: operator order to plan and write (default file_order; "
                         "another order reorders the model's operators when that is safe)")
+    from experiments.cli.flags import add_scheduler_param_flag
+
+    add_scheduler_param_flag(e, help_tail="; tflm-offline only, for --scheduler")
     e.add_argument("--prefix", default="memplan", help="C identifier prefix (c-header)")
     e.add_argument("-o", "--output", help="output file (default: stdout)")
     add_override_flag(e)
@@ -112,8 +116,10 @@ def run(args) -> int:
                              "has nothing to apply to; drop --pools or use --format json, "
                              "c-header or chrome-trace")
         return _run_tflm_offline(args)
-    if getattr(args, "scheduler", None) is not None:
-        raise ValueError("--scheduler applies to --format tflm-offline only")
+    if getattr(args, "scheduler", None) is not None or getattr(args, "scheduler_param", None):
+        flag = "--scheduler" if getattr(args, "scheduler", None) is not None else \
+            "--scheduler-param"
+        raise ValueError(f"{flag} applies to --format tflm-offline only")
     from experiments.cli.common import (
         note_time_limit,
         params_of,
@@ -191,7 +197,13 @@ def _run_tflm_offline(args) -> int:
     if getattr(args, "param", None):  # export_offline builds the planner from its name only
         raise ValueError("--format tflm-offline plans with the planner's defaults: "
                          "--planner-param/--param would be ignored; drop it")
-    rep = export_offline(args.model, args.output, args.planner, getattr(args, "scheduler", None) or "file_order",
-                         time_limit_of(args))
+    name = getattr(args, "scheduler", None) or "file_order"
+    params = dict(getattr(args, "scheduler_param", None) or [])
+    if params:  # checked (names and rules) before the model is read, as on `plan --scheduler`
+        from experiments.cli.schedule import make_scheduler
+
+        make_scheduler(name, params, time_limit_of(args))
+    rep = export_offline(args.model, args.output, args.planner, name, time_limit_of(args),
+                         scheduler_params=params)
     print(json.dumps(rep))
     return 0

@@ -205,9 +205,11 @@ def tflm_head_problem(path: str | Path) -> Problem:
     return Problem(bufs, alignment=ALIGN, name=Path(path).stem)
 
 
-def tflm_problem(path: str | Path, schedule: str = "file_order") -> tuple[Problem, list[str]]:
+def tflm_problem(path: str | Path, schedule: str = "file_order",
+                 scheduler_params: dict | None = None) -> tuple[Problem, list[str]]:
     """Every buffer TFLite Micro plans for the model, with TFLM's own lifetimes, under the
-    operator order of ``schedule``; and that order.
+    operator order of ``schedule`` (built with ``scheduler_params``, its constructor's keyword
+    parameters); and that order.
 
     The order is the file order for ``file_order`` (no import needed), else the ``schedule``'s
     order of the imported main subgraph (:func:`scheduling.tflite_import.load_tflite`; a model the
@@ -250,7 +252,7 @@ def tflm_problem(path: str | Path, schedule: str = "file_order") -> tuple[Proble
     except TfliteImportError as e:
         raise ValueError(f"--scheduler {schedule} reorders memplan's graph of the model, and "
                          f"the importer refuses it: {e}") from None
-    order = list(get_scheduler(schedule).schedule(m.graph).order)
+    order = list(get_scheduler(schedule, **(scheduler_params or {})).schedule(m.graph).order)
     new = _new_operator_order(data, order)
     if new is None:
         p = tflm_head_problem(path)
@@ -660,9 +662,10 @@ def run_model(path: str | Path, invocations: int = 60, seed: int = 0, span: int 
 
 
 def export_offline(model: str | Path, out: str | Path, planner: str = "greedy_by_size",
-                   schedule: str = "file_order", time_limit: float = 10.0) -> dict:
+                   schedule: str = "file_order", time_limit: float = 10.0,
+                   scheduler_params: dict | None = None) -> dict:
     """Plan ``model`` (a ``.tflite`` path or a ``wakeword:`` / ``mediapipe:`` name) with
-    ``planner`` under ``schedule`` (:func:`tflm_problem`) and write it to ``out`` with the plan
+    ``planner`` under ``schedule`` with ``scheduler_params`` (:func:`tflm_problem`) and write it to ``out`` with the plan
     (:func:`write_offline_plan`); the command ``memplan export MODEL --format tflm-offline``.
 
     Returns ``{"model", "output", "scheduler", "planner", "status", "buffers", "arena",
@@ -681,7 +684,7 @@ def export_offline(model: str | Path, out: str | Path, planner: str = "greedy_by
                          f"workload name ({', '.join(tflite_model_files()) or 'none installed'})")
     if not Path(path).is_file():
         raise ValueError(f"{path}: no such file")
-    problem, order = tflm_problem(path, schedule)
+    problem, order = tflm_problem(path, schedule, scheduler_params)
     pl = planner_for(planner, time_limit)
     if getattr(pl, "requires_capacity", False) and problem.capacity is None:
         problem = problem.with_capacity(lower_bound(problem))
