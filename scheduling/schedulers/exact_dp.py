@@ -51,8 +51,9 @@ def initial_order(
     best, and ``initial_peaks`` (peak per candidate, bytes). ``deadline`` (a
     :func:`time.perf_counter` value or ``None``): a candidate after greedy ``min_live`` is not
     started when less than 1.5 times the greedy order's time (``info["min_live_seconds"]``, the
-    yardstick of one candidate) is left (``info["initial_skipped"]`` names them), and each
-    search gets at most the time left before it.
+    yardstick of one candidate, raised to the slowest candidate seen with its check) is left
+    (``info["initial_skipped"]`` names them), and each search gets at most the time left before
+    it less one yardstick (its set-up and check).
     Cost: the candidates' costs, each about ``O((n + #tensor uses) log n)`` except the two
     searches (``O(iterations * (n + #tensor uses))``, bounded by ``search_seconds``).
     """
@@ -75,10 +76,17 @@ def initial_order(
     def late() -> bool:  # too late to start another greedy candidate
         return deadline is not None and time.perf_counter() + 1.5 * cost >= deadline
 
+    def timed(run):  # run a candidate; the yardstick grows to the slowest one seen (with its
+        nonlocal cost  # schedule() check, which min_live's own time does not include)
+        t = time.perf_counter()
+        out = run()
+        cost = max(cost, time.perf_counter() - t)
+        return out
+
     if late():
         skipped.append("dfs")
     else:
-        dfs = model.to_indices(DFS()._schedule(model.graph).order)
+        dfs = timed(lambda: model.to_indices(DFS()._schedule(model.graph).order))
         cands.append(("dfs", dfs, model.peak(dfs)))
     stored = list(range(model.n))
     if model.is_topological(stored):
@@ -88,18 +96,20 @@ def initial_order(
             if late():
                 skipped.append(name)
                 continue
-            order = model.to_indices(get_scheduler(name).schedule(model.graph).order)
+            order = timed(lambda name=name: model.to_indices(
+                get_scheduler(name).schedule(model.graph).order))
             cands.append((name, order, model.peak(order)))
         for name in SEARCH_CANDIDATES:
             secs = search_seconds
-            if deadline is not None:
-                left = deadline - time.perf_counter()
+            if deadline is not None:  # its set-up and check cost about a candidate's time too
+                left = deadline - time.perf_counter() - cost
                 secs = left if secs is None else min(secs, left)
-            if secs is not None and secs < 1e-3:
+            if late() or (secs is not None and secs < 1e-3):
                 skipped.append(name)
                 continue
             params = {} if secs is None else {"time_limit": secs}
-            order = model.to_indices(get_scheduler(name, **params).schedule(model.graph).order)
+            order = timed(lambda name=name, params=params: model.to_indices(
+                get_scheduler(name, **params).schedule(model.graph).order))
             cands.append((name, order, model.peak(order)))
     name, order, peak = min(cands, key=lambda c: c[2])
     if info is not None:
@@ -503,15 +513,25 @@ class ExactDP(Scheduler):
         dead = m.dead.tolist()
         size = m.size.tolist()
         keep = m.keep.tolist()
+        def late(j: int) -> bool:  # the set-up (bit masks of k bits) checks the limit too
+            return deadline is not None and not j & 63 and time.perf_counter() > deadline
+
+        def stop() -> _Part:  # nothing proved for the segment: its bound is 0
+            return _Part(None, ub, 0, 0, "time limit reached in the segment's set-up")
+
         pred_mask = [0] * k
         for j, v in enumerate(ops):
+            if late(j):
+                return stop()
             for p in m.preds[v]:
                 if p in loc:
                     pred_mask[j] |= 1 << loc[p]
         # inputs a segment operator frees: (mask of the segment's readers, bytes); a tensor read
         # by a later segment or kept as a graph output is never freed inside this one
         frees: list[list[tuple[int, int]]] = []
-        for v in ops:
+        for j, v in enumerate(ops):
+            if late(j):
+                return stop()
             fr = []
             for t in m.ins[v]:
                 if keep[t]:
@@ -533,6 +553,8 @@ class ExactDP(Scheduler):
         cap = min(int(self.max_states), max(1000, MEMO_BYTES // (200 + k // 8)))
         succ_loc: list[list[int]] = [[] for _ in range(k)]
         for j, v in enumerate(ops):
+            if late(j):
+                return stop()
             for p in m.preds[v]:
                 if p in loc:
                     succ_loc[loc[p]].append(j)
