@@ -347,11 +347,9 @@ def plan_shared(sp: SharedArenaProblem, planner="greedy_by_size", mode: str | No
     as capacity, as ``memplan plan`` does; if nothing fits there it raises
     :class:`~planners.errors.InfeasibleError` saying so (``minimize`` finds the smallest).
     """
-    from .errors import InfeasibleError
-    from .registry import get_planner
-
     from .base import kind_refusal
-    from .errors import FeatureError
+    from .errors import FeatureError, InfeasibleError
+    from .registry import get_planner
 
     pl = get_planner(planner, **params)
     declared = type(pl).kind_capabilities()["shared_buffers"]
