@@ -4,6 +4,9 @@ Format (MiniMalloc, google/minimalloc): a header ``id,lower,upper,size`` and one
 **half-open** lifetime ``[lower, upper)`` in steps and a size in bytes. Optional column ``alignment``
 (bytes). A solved file adds a column ``offset``. MiniMalloc names its benchmark files
 ``NAME.CAPACITY.csv`` (e.g. ``A.1048576.csv``); :func:`capacity_from_name` reads that capacity.
+A file whose sizes are affine expressions in named dims (a ``# dims: seq=1..2048`` line before the
+header, ``size`` cells such as ``64*seq+128``) is :mod:`planners.symbolic`'s; this reader refuses
+it in one line naming that reader.
 
 **MiniMalloc's full dialect** (``src/converter.cc``, ``FromCsv``/``ToCsv``): header aliases
 ``buffer`` and ``buffer_id`` for ``id``, ``start`` and ``begin`` for ``lower``, and ``end`` for
@@ -588,6 +591,10 @@ def read_minimalloc_csv(
     raw, text = _read_text(path)
     if not text.strip():
         raise ProblemError(f"{path}: empty file (expected a header 'id,lower,upper,size')")
+    if text.lstrip().startswith("#") and re.match(r"(?:\s*#.*\n)*\s*#\s*dims\s*:", text):
+        raise ProblemError(f"{path}: sizes in named dims (a '# dims:' line before the header): "
+                           "read it with planners.symbolic.read_symbolic_csv; `memplan plan` "
+                           "plans it at the upper bounds, or at --at DIM=VALUE")
     reader = _dict_reader(text)
     try:
         header = [h.strip() for h in (reader.fieldnames or [])]

@@ -99,7 +99,7 @@ from .onnx_shapes import (
     unknown_shape_error,
 )
 
-__all__ = ["load_onnx", "estimate_macs"]
+__all__ = ["load_onnx", "estimate_macs", "onnx_symbolic_problem"]
 
 Overrides = Mapping[str, Sequence[int] | int]
 
@@ -613,3 +613,58 @@ def _read_before_write(nodes: Sequence[onnx.NodeProto], k: int, tensor: str, whe
     raise OnnxImportError(
         f"{where}: node {label(k)!r} reads tensor {tensor!r} before node {label(writer)!r} writes "
         "it; ONNX requires the nodes in topological order")
+
+
+def onnx_symbolic_problem(
+    path: str | os.PathLike | onnx.ModelProto,
+    dim_ranges: Mapping[str, tuple[int, int]],
+    order: Sequence[str] | None = None,
+    overrides: Overrides | None = None,
+    name: str | None = None,
+    unified: bool = False,
+    include_inputs: bool = False,
+    alignment: int = 1,
+    shapes: str = "infer",
+):
+    """The activation problem of an ONNX model with its ``dim_param`` dims kept symbolic: a
+    :class:`planners.symbolic.SymbolicProblem` whose sizes (bytes) are affine in the dims.
+
+    Method (:func:`planners.symbolic.fit_affine_problem`): the model is imported with
+    :func:`load_onnx` at several points of the box (each ``dim_param`` of ``dim_ranges`` given
+    as an override, on top of ``overrides``), each time turned into a problem by
+    :func:`scheduling.lifetimes.lifetime_problem` (half-open lifetimes ``[start, end)`` in steps
+    of ``order``, default the file order); each tensor's size is fitted from the lower corner
+    and each dim's upper bound and verified at ``lo + 1``, the middle, ``hi - 1`` and the
+    all-upper and all-middle corners.
+
+    Parameters
+    ----------
+    dim_ranges : mapping dim_param -> (lo, hi)
+        Closed integer ranges, ``0 <= lo <= hi``.
+    order, unified, include_inputs, alignment, name
+        As :func:`scheduling.lifetimes.lifetime_problem` (alignment in bytes).
+    overrides, shapes
+        As :func:`load_onnx`, for the dims that stay fixed.
+
+    Raises
+    ------
+    planners.errors.ProblemError
+        One line naming a tensor whose size is not affine in the dims (attention's
+        ``seq*seq``), or a buffer whose lifetime changes with the dims; a bad range.
+    OnnxImportError
+        As :func:`load_onnx` (e.g. a ``dim_ranges`` name that is no ``dim_param`` of the model).
+    """
+    from planners.symbolic import fit_affine_problem
+
+    from .lifetimes import lifetime_problem
+
+    base = dict(overrides or {})
+    label = name if name is not None else (
+        Path(path).name.removesuffix(".onnx") if isinstance(path, (str, os.PathLike)) else "")
+
+    def problem_at(point):
+        g = load_onnx(path, overrides={**base, **point}, name=name, shapes=shapes)
+        return lifetime_problem(g, order, unified=unified, include_inputs=include_inputs,
+                                alignment=alignment, name=label)
+
+    return fit_affine_problem(problem_at, dim_ranges, name=label, what="tensor")

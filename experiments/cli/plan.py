@@ -61,6 +61,9 @@ def add_parsers(sub) -> None:
     p.add_argument("-o", "--output", help="write the plan as a MiniMalloc CSV with an offset column")
     add_json_flag(p)
     add_pool_flags(p)
+    from experiments.cli.symbolic_input import add_at_flag
+
+    add_at_flag(p)  # symbolic sizes (planners.symbolic): plan one point of the dims
 
     r = sub.add_parser("rv64", help="run a planner's allocator core as emulated RV64 machine code")
     r.add_argument("input", help="MiniMalloc .csv, .onnx, or workload name (see `memplan list`)")
@@ -117,8 +120,6 @@ def _cmd_list(args) -> int:
     params = {n: planner_parameters(c) for n, c in PLANNERS.items()}
     if getattr(args, "json", False):
         print(json.dumps({"capabilities": {n: c.capabilities() for n, c in PLANNERS.items()},
-                          "kind_capabilities": {n: c.kind_capabilities()
-                                                for n, c in PLANNERS.items()},
                           "parameters": params}, default=repr))
         return 0
     print("planners:")
@@ -136,9 +137,6 @@ def _cmd_list(args) -> int:
     for name, cls in PLANNERS.items():
         caps = cls.capabilities()
         print(f"  {name:26s} " + " ".join(f"{caps[f]:11s}" for f in FEATURES))
-    from experiments.cli.shared import print_kind_table
-
-    print_kind_table(PLANNERS)
     from scheduling.schedulers import SCHEDULERS
 
     print("schedulers:")
@@ -414,11 +412,6 @@ def joint_plan(problem, schedule, graph):
 
 
 def _cmd_plan(args) -> int:
-    from experiments.cli.shared import plan_json_problem
-
-    routed = plan_json_problem(args)  # a concurrent or shared-arena JSON problem, or None
-    if routed is not None:
-        return routed
     from experiments import metrics
     from experiments.cli.check import note_offsets_ignored, note_offsets_pinned
     from experiments.harness import planner_for
@@ -432,6 +425,9 @@ def _cmd_plan(args) -> int:
     cap = args.capacity if args.capacity is not None else "auto"
     pipeline = parse_pipeline(args.pipeline)
     sched = graph = None
+    from experiments.cli.symbolic_input import symbolic_cli_problem
+
+    symbolic, valid_for = symbolic_cli_problem(args, cap)  # sizes in named dims, or (None, None)
     joint = args.planner == "joint"  # the joint optimiser's own offsets (not a registered planner)
     if joint and args.scheduler != "joint":
         got = "no --scheduler" if args.scheduler is None else f"--scheduler {args.scheduler}"
@@ -455,7 +451,9 @@ def _cmd_plan(args) -> int:
     if joint and pipeline is not None and pools:
         raise ValueError("--planner joint: --pipeline with --pools is not supported (the "
                          "interval model refuses alias groups with pools); drop one of them")
-    if args.scheduler is not None:  # graph -> scheduler -> checked order -> lifetimes
+    if symbolic is not None:
+        problem = symbolic
+    elif args.scheduler is not None:  # graph -> scheduler -> checked order -> lifetimes
         from experiments.cli.schedule import make_scheduler
 
         what = _not_a_graph(args.input)
@@ -538,6 +536,8 @@ def _cmd_plan(args) -> int:
     }
     if args.param:
         out["params"] = params_of(args)
+    if valid_for is not None and valid:  # symbolic sizes: the dim values these offsets serve
+        out["valid_for"] = valid_for
     if sched is not None:  # the order: its scheduler, status, proved bound and peak (bytes)
         from scheduling.lifetimes import peak_live_bytes
 
