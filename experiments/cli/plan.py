@@ -120,6 +120,8 @@ def _cmd_list(args) -> int:
     params = {n: planner_parameters(c) for n, c in PLANNERS.items()}
     if getattr(args, "json", False):
         print(json.dumps({"capabilities": {n: c.capabilities() for n, c in PLANNERS.items()},
+                          "kind_capabilities": {n: c.kind_capabilities()
+                                                for n, c in PLANNERS.items()},
                           "parameters": params}, default=repr))
         return 0
     print("planners:")
@@ -137,6 +139,9 @@ def _cmd_list(args) -> int:
     for name, cls in PLANNERS.items():
         caps = cls.capabilities()
         print(f"  {name:26s} " + " ".join(f"{caps[f]:11s}" for f in FEATURES))
+    from experiments.cli.shared import print_kind_table
+
+    print_kind_table(PLANNERS)
     from scheduling.schedulers import SCHEDULERS
 
     print("schedulers:")
@@ -412,6 +417,11 @@ def joint_plan(problem, schedule, graph):
 
 
 def _cmd_plan(args) -> int:
+    from experiments.cli.shared import plan_json_problem
+
+    routed = plan_json_problem(args)  # a concurrent or shared-arena JSON problem, or None
+    if routed is not None:
+        return routed
     from experiments import metrics
     from experiments.cli.check import note_offsets_ignored, note_offsets_pinned
     from experiments.harness import planner_for
