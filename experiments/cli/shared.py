@@ -146,6 +146,8 @@ def plan_json_problem(args) -> int | None:
     """
     from pathlib import Path
 
+    if not str(args.input).endswith(".json"):  # nothing imported for other inputs (start-up)
+        return None
     from planners.concurrent import JSON_FORMAT, ConcurrentProblem, plan_concurrent
     from planners.errors import FeatureError
     from planners.shared_arena import FORMAT
