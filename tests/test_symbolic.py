@@ -424,3 +424,27 @@ def test_cli_plans_upper_bounds_and_at_a_point(tmp_path, capsys):
     plain.write_text("id,lower,upper,size\na,0,1,8\n")
     assert main(["plan", str(plain), "--at", "seq=4"]) == 2
     assert "--at sets the dims" in capsys.readouterr().err
+
+
+def test_cli_onnx_dims_kept_symbolic(tmp_path, capsys):
+    """seq in [1, 12]: Y, R 128*seq and Z 192*seq bytes; R and Z are live together at step 2,
+    so the arena is 320*seq: 3840 bytes at seq = 12, 1600 at seq = 5 (as --override seq=5)."""
+    onnx = pytest.importorskip("onnx")
+    from experiments.cli.app import main
+
+    f = tmp_path / "m.onnx"
+    onnx.save(_onnx_model(), f)
+    assert main(["plan", str(f), "--dims", "seq=1..12", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["arena"] == 3840 and out["valid_for"].startswith("every seq in [1, 12]")
+    assert main(["plan", str(f), "--dims", "seq=1..12", "--at", "seq=5", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["arena"] == 1600
+    assert main(["plan", str(f), "--override", "seq=5", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["arena"] == 1600
+    a = tmp_path / "a.onnx"
+    onnx.save(_onnx_model(attention=True), a)
+    assert main(["plan", str(a), "--dims", "seq=1..64"]) == 2
+    err = capsys.readouterr().err
+    assert "tensor 'S': size is not affine" in err and err.count("\n") == 1
+    assert main(["plan", str(f), "--at", "seq=5"]) == 2
+    assert "--dims DIM=LO..HI" in capsys.readouterr().err
