@@ -171,7 +171,9 @@ class Planner(Configurable):
     in_default_comparison: bool = True
     #: How this planner treats each compiler feature (:data:`CAPABILITY_MODES`); declared once
     #: per class like ``_parameter_constraints``, merged over :data:`DEFAULT_CAPABILITIES` (and
-    #: the engine's table, see ``_engine``), and enforced only by :meth:`plan`.
+    #: the engine's table, see ``_engine``), and enforced only by :meth:`plan`. It may also
+    #: declare a problem kind (:data:`PROBLEM_KINDS`, modes :data:`KIND_MODES`), read by
+    #: :meth:`kind_capabilities`.
     _capabilities: dict[str, str] = {}
     #: The shared placement engine this planner's ``_solve`` places with, a key of
     #: :data:`ENGINE_CAPABILITIES` (``"greedy"``: :class:`planners.greedy_engine.GreedyEnginePlanner`
@@ -186,6 +188,8 @@ class Planner(Configurable):
         ``_engine`` table (:data:`ENGINE_CAPABILITIES`) and then its own ``_capabilities``
         update :data:`DEFAULT_CAPABILITIES`; so a planner declaring ``_engine = "greedy"``
         handles what the engine handles, and its own ``_capabilities`` still override that.
+        Entries for a problem kind (:data:`PROBLEM_KINDS`) in ``_capabilities`` are checked here
+        but returned by :meth:`kind_capabilities`, not here.
 
         Raises
         ------
