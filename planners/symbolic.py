@@ -561,7 +561,7 @@ def plan_symbolic(sp: SymbolicProblem, planner: Any = "greedy_by_size",
     plan = pl.plan(env)
     where = "upper" if sp.nonneg else "maxima"
     ok = plan.status not in ("infeasible", "timeout", "skipped")
-    box = _dims_text(sp.dims)
+    box = ", ".join(f"{d} in [{lo}, {hi}]" for d, (lo, hi) in sp.dims.items())
     if not ok:
         statement = (f"no plan ({plan.status}) of the {where}-bound problem; nothing is claimed "
                      f"for {box}")

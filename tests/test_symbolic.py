@@ -92,7 +92,7 @@ def test_at_upper_envelope_and_plan_vector():
     # largest first: a at 0; c (65536) at 0 beside a in time; b (live with both) above a
     assert r.offsets.tolist() == [0, 131200, 0]
     assert r.arena == 135296 == lower_bound(sp.upper())
-    assert r.planned_at == "upper" and "seq=[1, 2048]" in r.statement
+    assert r.planned_at == "upper" and "valid for every seq in [1, 2048]" in r.statement
     assert r.arena_at({"seq": 1}) == 135296  # b's fixed offset 131200 + 4096 sets the top
     assert r.extent_terms() == [AffineSize(135296)]
     for v in (1, 2, 128, 2047, 2048):
