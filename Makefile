@@ -57,6 +57,7 @@ lint: $(STAMP)
 ## scale (pangu with both engines, 10^4..10^6 random buffers, 10^6-row CSV read, choose_best on pangu with 1 and 2 threads; one child process
 ## each, peak RSS) -> results/bench_scale.csv + results/figures/bench_scale.png/.pdf
 bench: $(STAMP)
+	$(PY) -c 'import ethosu.vela' 2>/dev/null || $(PY) -m pip install -q -e '.[peers]'
 	$(PY) -m experiments.bench.planners --out results/bench_planners.csv
 	$(PY) -m experiments.bench.planners --scale --out results/bench_scale.csv --figure results/figures/bench_scale
 
