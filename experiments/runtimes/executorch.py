@@ -78,7 +78,8 @@ __all__ = ["NAME", "EXTRA", "MemplanAlgorithm", "specs_problems", "plan_for", "w
            "read_plan", "read_pte_light", "pte_plan", "pte_methods", "pte_violations", "pte_capacity", "storage_aliases", "pool_name",
            "verify_storage_reuse", "planned_bytes", "PteTensor", "pte_tensors",
            "example_models", "inplace_relu_pass", "write_plan_csv",
-           "reorder_graph", "reordering_pass", "planning_pass"]
+           "reorder_graph", "reordering_pass", "planning_pass",
+           "SharedMethodsPlanner", "plan_methods_for", "pte_mutable_buffers"]
 
 NAME = "executorch"
 EXTRA = "executorch"
@@ -1587,3 +1588,228 @@ def reordering_pass(scheduler: str = "min_live", memory_planning_algo=None, **pa
     is kept only when its planned bytes do not exceed the exported order's (otherwise the
     exported order is restored); ``reorders[-1]["order"]`` says which was used."""
     return planning_pass(memory_planning_algo, scheduler=scheduler, **params)
+
+
+# -- several methods planned as one shared arena (issue 35) ------------------------------------
+
+
+def _mutable_fqn(node, graph_signature) -> str | None:
+    """FQN of the buffer a placeholder ``node`` reads when some method mutates a buffer of that
+    name (``graph_signature.buffers_to_mutate``), else ``None`` (ExecuTorch 1.5.1
+    ``exir/passes/memory_planning_pass.py`` ``_is_mutable_buffer``)."""
+    if node.op != "placeholder" or graph_signature is None:
+        return None
+    fqn = graph_signature.inputs_to_buffers.get(node.target)
+    return fqn if fqn is not None and fqn in graph_signature.buffers_to_mutate.values() else None
+
+
+class SharedMethodsPlanner:
+    """memplan's plan of several methods of one program as **one shared arena** (``mem_id`` 1).
+
+    Every mutable buffer (a KV cache: ``register_buffer`` updated in place) is one buffer of the
+    whole program: it gets one offset in every method and is reserved over each method's whole
+    schedule (its state persists between calls), in the methods that do not name it too; every
+    other tensor is private to its method, so the methods reuse the same bytes for their own
+    tensors. :func:`planners.shared_arena.plan_shared` plans the methods' problems together (its
+    ``colocate`` reduction is exact); the offsets are written on ExecuTorch's tensor specs, so
+    the ``.pte`` carries them. Use :attr:`passes` as ``write(memory_planning_pass=...)`` (a
+    pass per method); ExecuTorch calls each pass's ``run`` per method and then
+    ``run_multimethod``, where the joint plan is made.
+
+    ExecuTorch's own scheme (``MemoryPlanningPass(share_mutable_buffers=True)``, 1.5.1
+    ``run_multimethod``) instead puts every mutable buffer in an extra arena ``mem_id`` 2, one
+    after another. Here the state shares arena 1 with the activations: the runtime must give
+    every method the same arena 1 (ExecuTorch 1.5.1's ``executorch.runtime`` does so for host
+    methods: ``Program.load_method`` shares one set of arenas, sized to the largest), and the
+    methods must not run at the same time.
+
+    Parameters
+    ----------
+    methods : sequence of str
+        The method names, each given a pass; every method of the program must be one of them
+        (a method planned by another pass could overwrite the shared state).
+    planner : str
+        Registry name of the memplan planner.
+    mode : {"colocate", "hull"} or None
+        As :func:`planners.shared_arena.plan_shared`.
+    **params
+        The planner's parameters.
+
+    Attributes
+    ----------
+    passes : dict
+        ``{method: MemoryPlanningPass}``.
+    result : planners.shared_arena.SharedPlan or None
+        The shared plan (after ``to_executorch``); offsets in bytes of arena 1; buffer
+        ``buffer:<fqn>`` is a shared buffer, ``t<i>`` the ``i``-th spec (alias groups collapsed
+        to their root, :meth:`planners.Problem.collapse`).
+    shared_offsets : dict
+        ``{fqn: offset}`` (bytes of arena 1).
+    storage_pairs : dict
+        ``{method: n}``: ExecuTorch's ``Verifier.verify_storage_reuse`` run on each planned
+        method (the count of storage-sharing pairs; it raises on an overlap of live tensors).
+
+    Raises
+    ------
+    ValueError
+        No methods or a repeated name; an unknown planner or parameter.
+    planners.ProblemError
+        (during ``to_executorch``) a method with control-flow submodules or with tensors outside
+        arena 1, a method not planned, two mutable buffers in one storage group, a mutable buffer
+        whose size or alignment differs between methods.
+    """
+
+    def __init__(self, methods: Sequence[str], planner: str = "greedy_by_size",
+                 mode: str | None = None, **params):
+        _require()
+        from executorch.exir.memory_planning import MemoryPlanningAlgorithmSuite
+        from executorch.exir.passes import MemoryPlanningPass
+
+        methods = [str(m) for m in methods]
+        if not methods or len(set(methods)) != len(methods):
+            raise ValueError(f"shared methods: need distinct method names, got {methods}")
+        self.inner = MemplanAlgorithm(planner, **params)  # a provisional per-method plan
+        self.planner, self.mode, self.params = planner, mode, dict(params)
+        self.methods = methods
+        self.seen: dict[str, dict] = {}
+        self.result = None
+        self.shared_offsets: dict[str, int] = {}
+        self.storage_pairs: dict[str, int] = {}
+        self.passes = {}
+        for name in methods:
+            def record(*args, _name=name, **kw):
+                return self._record(_name, *args, **kw)
+
+            record.__name__ = f"memplan_shared_{planner}"  # the suite names algorithms by it
+            p = MemoryPlanningPass(memory_planning_algo=MemoryPlanningAlgorithmSuite(
+                algo_list=[record]), alloc_mutable_buffers=True)
+            p.run_multimethod = self.run_multimethod  # ExecuTorch calls it once per pass
+            self.passes[name] = p
+
+    def _record(self, method, alignment, specs, graph_module, graph_signature,
+                extra_padding=0):
+        if method in self.seen:
+            raise ProblemError(f"shared methods: method {method!r} was planned twice (control-"
+                               "flow submodules are not supported by shared-arena planning)")
+        if getattr(graph_module, "input_mem_buffer_sizes", None):
+            raise ProblemError(f"shared methods: method {method!r} has control-flow submodules, "
+                               "which shared-arena planning does not support")
+        specs = list(specs)
+        self.seen[method] = dict(alignment=int(alignment), specs=specs, gm=graph_module,
+                                 sig=graph_signature, pad=int(extra_padding))
+        return self.inner(alignment, specs, graph_module, graph_signature, extra_padding)
+
+    def _method_problem(self, name: str):
+        """Collapsed problem of one method with its mutable buffers renamed ``buffer:<fqn>``,
+        plus the map back to specs."""
+        d = self.seen[name]
+        problems = specs_problems(d["specs"], d["alignment"], name=name)
+        if set(problems) - {1}:
+            raise ProblemError(f"shared methods: method {name!r} has tensors in arenas "
+                               f"{sorted(problems)}; shared-arena planning takes arena 1 only")
+        if not problems:
+            return Problem([], alignment=d["alignment"], name=name), [], None, None, {}
+        problem, group = problems[1]
+        col, grp, delta = problem.collapse()
+        fqn_of = {}
+        for node in d["gm"].graph.nodes:
+            fqn = _mutable_fqn(node, d["sig"])
+            if fqn is not None:
+                fqn_of[id(node.meta["spec"])] = fqn
+        root_fqn: dict[int, str] = {}
+        for i, s in enumerate(group):
+            fqn = fqn_of.get(id(s))
+            if fqn is None:
+                continue
+            g = int(grp[i])
+            if root_fqn.get(g, fqn) != fqn:
+                raise ProblemError(f"shared methods: method {name!r}: mutable buffers "
+                                   f"{root_fqn[g]!r} and {fqn!r} share one storage group")
+            root_fqn[g] = fqn
+        return col, group, grp, delta, root_fqn
+
+    def run_multimethod(self) -> None:
+        """Plan every method at once (after ExecuTorch ran each method's pass) and write the
+        offsets (bytes), ``mem_obj_id`` and ``non_const_buffer_sizes`` on the specs and graphs.
+        Called by ``to_executorch`` once per pass; the first call plans, the others return."""
+        from executorch.exir.memory_planning import Verifier
+
+        from planners.shared_arena import SharedArenaProblem, plan_shared
+
+        if self.result is not None:
+            return
+        missing = [m for m in self.methods if m not in self.seen]
+        if missing:
+            raise ProblemError(f"shared methods: method(s) {missing} were not planned (a program "
+                               "has no such method, or to_executorch was given other passes)")
+        parts = {m: self._method_problem(m) for m in self.methods}
+        shared: dict[str, tuple[int, int]] = {}  # fqn -> (size, alignment)
+        for m, (col, _group, _grp, _delta, root_fqn) in parts.items():
+            for g, fqn in root_fqn.items():
+                sig = (int(col.sizes[g]), int(col.alignments[g]))
+                if shared.setdefault(fqn, sig) != sig:
+                    raise ProblemError(f"shared methods: mutable buffer {fqn!r} is (size, "
+                                       f"alignment) {sig} bytes in method {m!r} but "
+                                       f"{shared[fqn]} in another; a shared buffer is one buffer")
+        problems = []
+        for m, (col, _group, _grp, _delta, root_fqn) in parts.items():
+            horizon = max(1, col.horizon)
+            bufs = []
+            for g, b in enumerate(col.buffers):
+                if g in root_fqn:  # state: reserved over the whole method
+                    bufs.append(Buffer(f"buffer:{root_fqn[g]}", 0, horizon, int(col.sizes[g]),
+                                       int(col.alignments[g])))
+                else:
+                    bufs.append(Buffer(b.id, int(col.starts[g]), int(col.ends[g]),
+                                       int(col.sizes[g]), int(col.alignments[g])))
+            named = set(root_fqn.values())
+            for fqn, (size, align) in shared.items():
+                if fqn not in named:  # a method without the buffer must not overwrite it
+                    bufs.append(Buffer(f"buffer:{fqn}", 0, horizon, size, align))
+            problems.append(Problem(bufs, alignment=self.seen[m]["alignment"], name=m))
+        sp = SharedArenaProblem(problems, tuple(f"buffer:{f}" for f in shared))
+        self.result = plan_shared(sp, self.planner, mode=self.mode, **self.params)
+        self.shared_offsets = {sid.removeprefix("buffer:"): int(off)
+                               for sid, off in self.result.shared_offsets().items()}
+        for m, (col, group, grp, delta, _root) in parts.items():
+            d = self.seen[m]
+            plan = self.result.plans[m]
+            offs = [int(o) for o in (plan.offsets[: col.n][grp] + delta).tolist()] if group else []
+            sizes = [int(s.allocated_memory) for s in group]
+            for spec, off, obj in zip(group, offs, _obj_ids(offs, sizes), strict=True):
+                spec.mem_id, spec.mem_offset, spec.mem_obj_id = 1, off, obj
+            d["gm"].meta["non_const_buffer_sizes"] = [0, plan.arena_size + d["pad"]]
+            self.storage_pairs[m] = Verifier(d["gm"], True, True, True, d["sig"]
+                                             ).verify_storage_reuse()
+
+
+def plan_methods_for(methods: Sequence[str], planner: str = "greedy_by_size",
+                     mode: str | None = None, **params):
+    """``({method: MemoryPlanningPass}, SharedMethodsPlanner)``: the passes for
+    ``write(methods=..., memory_planning_pass=passes)`` planning all ``methods`` into one shared
+    arena with memplan's ``planner`` (:class:`SharedMethodsPlanner`, which also records the
+    plan). Raises as :class:`SharedMethodsPlanner`."""
+    sm = SharedMethodsPlanner(methods, planner, mode, **params)
+    return sm.passes, sm
+
+
+def pte_mutable_buffers(src) -> dict[str, dict[str, tuple[int, int, int]]]:
+    """``{method: {fqn: (mem_id, offset, nbytes)}}`` of the mutable buffers of a ``.pte``
+    written with ``emit_mutable_buffer_names=True`` (``ExecutorchBackendConfig``; offsets and
+    sizes in bytes), read by ExecuTorch's own deserializer. A program written without names
+    gives empty dicts."""
+    prog = _program(src, reader="exir")
+    out: dict[str, dict[str, tuple[int, int, int]]] = {}
+    for ep in prog.execution_plan:
+        got = out.setdefault(ep.name, {})
+        for v in ep.values:
+            t = v.val
+            info = getattr(t, "extra_tensor_info", None)
+            fqn = getattr(info, "fully_qualified_name", None)
+            alloc = getattr(t, "allocation_info", None)
+            if fqn is None or alloc is None:
+                continue
+            off = (int(alloc.memory_offset_high) << 32) | int(alloc.memory_offset_low)
+            nbytes = int(np.prod(t.sizes, dtype=np.int64)) * _DTYPE_BYTES[int(t.scalar_type)]
+            got[fqn] = (int(alloc.memory_id), off, nbytes)
+    return out
