@@ -189,7 +189,9 @@ def load_view(spec: str, planners: list[str] | None, time_limit: float | None = 
                 k += 1
                 label = f"{name} ({k})"
             _pool_panels(label, pl, plans)
-    graph = _graph_for(spec, overrides, size_attr) if not spec.endswith(".csv") else None
+    # a .pte's plan names value indices, no graph's tensors (and the graph workloads import onnx)
+    graph = _graph_for(spec, overrides, size_attr) if not spec.endswith((".csv", ".pte")) \
+        else None
     return plans, graph, violations
 
 

@@ -13,7 +13,8 @@ The runtime-integration shape (:mod:`experiments.runtimes`):
   ExecuTorch's own storage rules on generated and corrupted programs. A ``.pte`` file is read
   by :func:`read_pte_light` (the program flatbuffer parsed here, no ``torch``: ``memplan check``
   of a program takes well under a second), the operators' written arguments from
-  :data:`_KNOWN_WRITES` (torch's registry for any other operator);
+  :data:`_KNOWN_WRITES`, else (ATen operators) torch's ``native_functions.yaml`` read as text
+  (:func:`_native_schemas`), else torch's registry (which imports torch);
   ``python -m experiments.bench.executorch_readers`` checks it against ExecuTorch's reader;
 * :func:`plan_for` / :class:`MemplanAlgorithm` -- a memory-planning algorithm for
   ``MemoryPlanningPass(memory_planning_algo=...)`` and
@@ -795,12 +796,120 @@ def _written_args(name: str, overload: str) -> tuple[int, frozenset] | None:
     ``name.overload`` by its registered schema (``alias_info.is_write``: the ``out`` arguments of
     an out variant, ``self`` of an in-place operator); ``None`` when no schema is registered. The
     emitter passes the schema's arguments then the returned value(s), so positions at or beyond
-    the first number are written too (:data:`_PRIM_WRITES` for ExecuTorch's own operators)."""
+    the first number are written too (:data:`_PRIM_WRITES` for ExecuTorch's own operators).
+    Looked up in :data:`_KNOWN_WRITES`, then for ``aten::`` operators in torch's
+    ``native_functions.yaml`` (:func:`_native_writes`, no torch import), then in the registry."""
     if (name, overload) in _PRIM_WRITES:
         return _PRIM_WRITES[name, overload]
     if (name, overload) in _KNOWN_WRITES:
         return _KNOWN_WRITES[name, overload]
+    if name.startswith("aten::"):
+        got = _native_writes(name[len("aten::"):], overload)
+        if got is not None:
+            return got
     return _registered_writes(name, overload)
+
+
+def _split_args(text: str) -> list[str]:
+    """The comma-separated items of a schema's argument list, commas inside ``[]``/``()`` kept
+    (defaults such as ``int[2] stride=[1, 1]``, annotations such as ``Tensor(a!)``)."""
+    out, depth, cur = [], 0, []
+    for ch in text:
+        if ch in "[(":
+            depth += 1
+        elif ch in "])":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    if "".join(cur).strip():
+        out.append("".join(cur).strip())
+    return out
+
+
+def _schema_writes(args: list[str]) -> tuple[int, frozenset]:
+    """``(number of arguments, positions written)`` of a schema's argument items (the bare
+    ``*`` of keyword-only arguments is no argument; a type annotated ``(x!)`` is written)."""
+    items = [a for a in args if a != "*"]
+    return len(items), frozenset(k for k, a in enumerate(items) if "!)" in a.split(" ", 1)[0])
+
+
+#: The arguments of a schema's ``TensorOptions`` group, which torchgen leaves out of the out
+#: variants it builds (the ``out`` tensor has them).
+_TENSOR_OPTIONS = frozenset({"dtype", "layout", "device", "pin_memory"})
+
+
+@functools.cache
+def _native_schemas() -> dict[str, tuple[list[str], list[str]]] | None:
+    """``{"name.overload": (argument items, return items)}`` of every operator declared in
+    torch's ``native_functions.yaml`` (shipped in the torch wheel as
+    ``torchgen/packaged/ATen/native/``), read as text without importing torch; the ``autogen``
+    out variants (``index_put.out``, ``slice_scatter.out``) are built as torchgen builds them
+    from their functional operator: its arguments, then one keyword-only written ``out`` per
+    returned tensor (``out`` for one, ``out0``, ``out1``... for several; ``Tensor(a!)[] out``
+    for a returned list), without the keyword-only ``TensorOptions`` arguments (``dtype``,
+    ``layout``, ``device``, ``pin_memory``). ``None`` when the file is not installed."""
+    import importlib.util
+    import re
+
+    try:
+        spec = importlib.util.find_spec("torchgen")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations)), "packaged", "ATen", "native",
+                "native_functions.yaml")
+    try:
+        text = path.read_text()
+    except OSError:
+        return None
+    decl = re.compile(r"^- func: ([\w.]+)\((.*)\) -> (.*)$")
+    out: dict[str, tuple[list[str], list[str]]] = {}
+    autogen: list[str] = []
+    for line in text.splitlines():
+        m = decl.match(line)
+        if m:
+            name, args, rets = m.groups()
+            rets = rets.strip()
+            rets = rets[1:-1] if rets.startswith("(") and rets.endswith(")") else rets
+            out[name if "." in name else name + "."] = (_split_args(args), _split_args(rets))
+        elif line.startswith("  autogen:"):
+            autogen += [s.strip() for s in line.split(":", 1)[1].split(",") if s.strip()]
+    for name in autogen:
+        base, _, ovl = name.partition(".")
+        if name in out or not ovl.endswith("out"):
+            continue
+        functional = out.get(f"{base}.{ovl[:-len('out')].rstrip('_')}")
+        if functional is None or any("!" in a for a in functional[0]):
+            continue  # a mutable operator's out variant: torchgen's other rules, not built here
+        rets = functional[1]
+        if rets and all(r.split(" ")[0] == "Tensor" for r in rets):
+            outs = [f"Tensor({chr(97 + k)}!) out{k if len(rets) > 1 else ''}"
+                    for k in range(len(rets))]
+        elif len(rets) == 1 and rets[0].split(" ")[0] == "Tensor[]":
+            outs = ["Tensor(a!)[] out"]
+        else:
+            continue
+        args = functional[0]
+        star = args.index("*") if "*" in args else len(args)
+        kw = {a.split("=")[0].split(" ")[-1] for a in args[star:]}
+        if {"layout", "device", "pin_memory"} <= kw:  # keyword TensorOptions: not in out variants
+            args = args[:star] + [a for a in args[star:]
+                                  if a.split("=")[0].split(" ")[-1] not in _TENSOR_OPTIONS]
+        out[name] = (args + ([] if "*" in args else ["*"]) + outs, outs)
+    return out
+
+
+def _native_writes(name: str, overload: str) -> tuple[int, frozenset] | None:
+    """:func:`_written_args` of the ATen operator ``name.overload`` from torch's
+    ``native_functions.yaml`` (:func:`_native_schemas`, no torch import); ``None`` when the
+    file or the operator is not there."""
+    schemas = _native_schemas()
+    got = None if schemas is None else schemas.get(f"{name}.{overload}")
+    return None if got is None else _schema_writes(got[0])
 
 
 def _registered_writes(name: str, overload: str) -> tuple[int, frozenset] | None:
