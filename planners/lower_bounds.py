@@ -38,6 +38,23 @@ lifetimes in schedule steps); none is an estimate. The bounds:
     :mod:`planners.cpsat` model (no-overlap-2D with its LP and cuts) within a time limit. Measured
     on MiniMalloc's D (213 buffers): 986,112 after 120 s with 2 workers, no more than max live
     (machine shared with other jobs); so it is off by default, for small or aligned problems.
+``cpsat_windows`` (:func:`cpsat_window_bound`, off by default)
+    The window relaxation of ``windows`` with CP-SAT as the decision procedure instead of
+    :class:`~planners.exact_search.ExactSearch`: the capacity is FIXED at the current bound ``c``
+    (mode ``"decide"``, no objective, one worker) and the window (or the whole problem, width
+    ``None``) is scaled down by its own arena quantum ``q`` (sizes and alignments above 1 divided
+    by ``q``, capacity ``c // q``). Scaling is exact: a layout fitting ``c`` pushes down to one
+    whose offsets and tops are multiples of ``q`` (the ``quantum`` argument, applied to the
+    window) and fitting ``c``, so dividing it by ``q`` fits ``c // q`` with every alignment
+    kept (an offset multiple of ``a`` divided by ``q`` is a multiple of ``a / q`` when ``q``
+    divides ``a``, and alignment 1 is no constraint); conversely multiplying a scaled layout by
+    ``q`` fits ``c``. So CP-SAT's ``INFEASIBLE`` on the scaled window proves the window, hence
+    the whole problem (window argument), needs ``> c``: the bound becomes ``c + g``, and is
+    raised further by galloping/bisection probes. CP-SAT's no-overlap-2D propagation, LP and
+    cuts refute differently from the section search (energetic reasoning over the time x
+    address rectangles), so it may close windows the search times out on. ``UNKNOWN`` (time
+    limit) proves nothing; every probe's status is recorded. Measured on MiniMalloc's D
+    (results/bench_bounds.md): no gain over max live within the stated budgets.
 
 Bounds considered and left out, with the reason (so that nobody adds them expecting a gain):
 
@@ -83,11 +100,13 @@ __all__ = [
     "subset_bound",
     "subset_problem",
     "cpsat_bound",
+    "cpsat_window_bound",
+    "scaled_problem",
     "BOUNDS",
 ]
 
 #: The named bounds :func:`best_lower_bound` can switch on.
-BOUNDS = ("max_live", "windows", "subsets", "cpsat")
+BOUNDS = ("max_live", "windows", "subsets", "cpsat", "cpsat_windows")
 
 
 @dataclass
@@ -249,9 +268,10 @@ def _probes(t0: float, time_limit: float, probe_time_limit: float, info: dict[st
     def probe(sub: Problem, cap: int) -> str:
         info["probes"] += 1
         lim = min(probe_time_limit, left())
-        if lim <= 1e-3:
-            return "timeout"
-        return ExactSearch(capacity=cap, time_limit=lim).plan(sub).status
+        st = "timeout" if lim <= 1e-3 else ExactSearch(capacity=cap, time_limit=lim).plan(sub).status
+        counts = info.setdefault("statuses", {})
+        counts[st] = counts.get(st, 0) + 1
+        return st
 
     return left, probe
 
@@ -386,6 +406,164 @@ def cpsat_bound(
     return max(bound, lb), info
 
 
+def scaled_problem(problem: Problem) -> tuple[Problem, int]:
+    """``problem`` divided by its arena quantum ``q`` (:func:`planners.bounds.arena_quantum`).
+
+    Returns ``(scaled, q)``: the non-zero-size buffers with sizes ``size // q`` and alignments
+    ``a // q`` for ``a > 1`` (``q`` divides both by definition), alignment 1 kept, lifetimes
+    kept, no capacity. ``problem`` fits capacity ``c`` (bytes) iff ``scaled`` fits ``c // q``
+    units (proof in the module docstring, ``cpsat_windows``). Raises
+    :class:`planners.errors.ProblemError` for a problem with pins, gaps, pools or aliases (the
+    quantum argument is for plain intervals).
+
+    >>> from planners import Problem
+    >>> s, q = scaled_problem(Problem.from_arrays([0, 0], [1, 2], [2048, 1024]))
+    >>> q, s.sizes.tolist()
+    (1024, [2, 1])
+    """
+    from dataclasses import replace
+
+    from .errors import ProblemError
+
+    if problem.aliases or (problem.features - {"hints"}):
+        raise ProblemError(
+            f"scaled_problem: problem {problem.name!r} has compiler features "
+            f"({', '.join(sorted(problem.features)) or 'aliases'}); only plain intervals scale")
+    q = _quantum(problem)
+    live = np.flatnonzero(problem.sizes > 0)
+    sub = Problem.from_arrays(problem.starts[live], problem.ends[live], problem.sizes[live] // q,
+                              name=f"{problem.name}/{q}")
+    al = problem.alignments[live]
+    if (al > 1).any():
+        bufs = [replace(b, alignment=int(a) // q if a > 1 else 1) for b, a in zip(sub.buffers, al)]
+        sub = Problem(bufs, name=sub.name)
+    return sub, q
+
+
+def cpsat_window_bound(
+    problem: Problem,
+    floor: int | None = None,
+    ceiling: int | None = None,
+    time_limit: float = 60.0,
+    probe_time_limit: float = 20.0,
+    widths: tuple[int | None, ...] = (None, 80, 64, 48),
+    max_windows: int = 2,
+    workers: int = 1,
+    seed: int = 0,
+    screen_time_limit: float = 2.0,
+) -> tuple[int, dict[str, Any]]:
+    """Window relaxation decided by CP-SAT at a fixed capacity (module docstring,
+    ``cpsat_windows``): the largest proved window optimum (bytes).
+
+    Parameters
+    ----------
+    problem : Problem
+        Plain intervals (pins, gaps, pools: raises :class:`planners.errors.ProblemError`).
+    floor : int or None
+        Start from this proved bound (default :func:`planners.bounds.lower_bound`).
+    ceiling : int or None
+        A known arena (bytes): no probe at or above it.
+    time_limit : float
+        Seconds for the whole call.
+    probe_time_limit : float
+        Seconds per CP-SAT decision (:class:`planners.cpsat.CPSat`, mode ``"decide"``, the
+        scaled window at capacity ``c // q``; the whole call's model building included).
+    widths : tuple of int or None
+        Window widths in sections, in this order; ``None`` is the whole problem.
+    max_windows : int
+        Windows per width, the most loaded first (load: the highest live total in the window,
+        ties to the earlier window).
+    workers, seed : int
+        CP-SAT threads (keep 1 on a shared machine) and random seed.
+    screen_time_limit : float
+        Seconds of :class:`~planners.exact_search.ExactSearch` (complete, like CP-SAT) tried
+        first in each probe: a window it decides (a fitting layout, or a proof) costs no
+        CP-SAT run, so CP-SAT gets only the windows the search times out on (``0``: no
+        screening). A probe's status says which decided it (``log`` entries end with
+        ``"exact_search"`` or ``"cpsat"``).
+
+    Returns
+    -------
+    bound : int
+        ``floor`` (rounded up to the quantum) or more; every value returned is proved.
+    info : dict
+        ``window`` (``(k, w)`` that gave the bound, or None), ``probes`` (count), ``statuses``
+        (count per probe status: ``infeasible`` proves, ``optimal``/``feasible`` is a fitting
+        layout of the window, ``timeout`` proves nothing), ``log`` (one
+        ``[k, w, capacity, status, seconds, decided_by]`` per probe), ``seconds``.
+
+    Notes
+    -----
+    With one worker and a fixed seed CP-SAT's search is deterministic, but its time limit is
+    wall-clock: under load a probe may stop earlier in the search (status ``timeout``).
+    """
+    from .cpsat import CPSat
+    from .errors import ProblemError
+    from .exact_search import ExactSearch, sections
+
+    if problem.aliases or (problem.features - {"hints"}):
+        raise ProblemError(
+            f"cpsat_window_bound: problem {problem.name!r} has compiler features; the window "
+            "relaxation is for plain intervals (use best_lower_bound)")
+    t0 = time.perf_counter()
+    g, bound = _start_bound(problem, floor)
+    info: dict[str, Any] = {"window": None, "probes": 0, "statuses": {}, "log": []}
+    live = np.flatnonzero(problem.sizes > 0)
+    if live.size == 0:
+        info["seconds"] = 0.0
+        return bound, info
+    sec = sections(problem.starts[live], problem.ends[live])
+    _, slo, shi = sec
+    ns = int(shi.max())
+    total = np.zeros(ns + 1, np.int64)
+    np.add.at(total, slo, problem.sizes[live])
+    np.add.at(total, shi, -problem.sizes[live])
+    total = np.cumsum(total)[:ns]
+
+    def left() -> float:
+        return time_limit - (time.perf_counter() - t0)
+
+    where = [None, None]
+
+    def probe(sub: Problem, cap: int) -> str:
+        info["probes"] += 1
+        lim = min(probe_time_limit, left())
+        t1 = time.perf_counter()
+        st, by = "timeout", "cpsat"
+        if lim > 1e-3 and screen_time_limit > 0:
+            st = ExactSearch(capacity=int(cap), time_limit=min(screen_time_limit, lim)).plan(sub).status
+            by = "exact_search"
+        lim = min(probe_time_limit - (time.perf_counter() - t1), left())
+        if st == "timeout" and lim > 1e-3:
+            scaled, q = scaled_problem(sub)
+            r = CPSat(mode="decide", time_limit=lim, workers=int(workers), seed=int(seed),
+                      model_budget=None).plan(scaled.with_capacity(int(cap) // q))
+            st, by = r.status, "cpsat"
+        info["statuses"][st] = info["statuses"].get(st, 0) + 1
+        info["log"].append([where[0], where[1], int(cap), st,
+                            round(time.perf_counter() - t1, 3), by])
+        return st
+
+    seen: set[tuple[int, int]] = set()
+    for w in widths:
+        w = ns if w is None else min(int(w), ns)
+        starts = range(0, ns - w + 1)
+        load = [int(total[k : k + w].max()) for k in starts]
+        for k in sorted(starts, key=lambda k: (-load[k], k))[:max_windows]:
+            if left() <= 1e-3 or (ceiling is not None and bound >= ceiling):
+                break
+            if (k, w) in seen:
+                continue
+            seen.add((k, w))
+            sub, _ = window_problem(problem, k, w, sec)
+            where[0], where[1] = int(k), int(w)
+            best = _raise_by_probes(probe, sub, bound, g, ceiling, left)
+            if best > bound:
+                bound, info["window"] = best, (int(k), int(w))
+    info["seconds"] = round(time.perf_counter() - t0, 4)
+    return bound, info
+
+
 def best_lower_bound(
     problem: Problem,
     max_live: bool = True,
@@ -397,6 +575,8 @@ def best_lower_bound(
     cpsat: bool = False,
     subset_params: dict[str, Any] | None = None,
     cpsat_params: dict[str, Any] | None = None,
+    cpsat_windows: bool = False,
+    cpsat_window_params: dict[str, Any] | None = None,
 ) -> LowerBound:
     """The best proved lower bound on the arena of ``problem`` (bytes) and which bound gave it.
 
@@ -404,18 +584,21 @@ def best_lower_bound(
     ----------
     problem : Problem
         Alias groups are collapsed first (one buffer per group, as every plan must reserve).
-    max_live, windows, subsets, cpsat : bool
-        Switch each bound of the module docstring on or off (all but ``cpsat`` on by default;
-        the quantum rounding is always applied, it is a theorem about every optimal arena).
+    max_live, windows, subsets, cpsat, cpsat_windows : bool
+        Switch each bound of the module docstring on or off (all but ``cpsat`` and
+        ``cpsat_windows`` on by default; the quantum rounding is always applied, it is a theorem
+        about every optimal arena). ``cpsat_windows`` runs last, on the time left (all of it
+        when nothing else is left to run), starting from the best bound so far.
     time_limit : float
-        Seconds for the whole call: the window relaxation gets half of it when ``subsets`` or
-        ``cpsat`` is on (all of it otherwise), the subsets half of what is left when ``cpsat``
-        is on, and CP-SAT the rest. Each starts from the best bound so far.
+        Seconds for the whole call: the window relaxation gets half of it when a later bound
+        (``subsets``, ``cpsat``, ``cpsat_windows``) is on (all of it otherwise), the subsets half
+        of what is left when a later one is on, CP-SAT half of the rest when ``cpsat_windows``
+        is on, and the last one switched on the rest. Each starts from the best bound so far.
     ceiling : int or None
         A known arena (bytes): the decision probes stay below it.
-    window_params, subset_params, cpsat_params : dict or None
-        Extra keyword parameters of :func:`window_bound`, :func:`subset_bound` and
-        :func:`cpsat_bound`.
+    window_params, subset_params, cpsat_params, cpsat_window_params : dict or None
+        Extra keyword parameters of :func:`window_bound`, :func:`subset_bound`,
+        :func:`cpsat_bound` and :func:`cpsat_window_bound`.
 
     Returns
     -------
@@ -458,7 +641,7 @@ def best_lower_bound(
 
     if windows:
         params = dict(window_params or {})
-        params.setdefault("time_limit", share(subsets + cpsat))
+        params.setdefault("time_limit", share(subsets + cpsat + cpsat_windows))
         wb, winfo = window_bound(problem, floor=best, ceiling=ceiling, **params)
         values["windows"] = wb
         info["windows"] = winfo
@@ -466,7 +649,7 @@ def best_lower_bound(
             best, source = wb, "windows"
     if subsets:
         params = dict(subset_params or {})
-        params.setdefault("time_limit", share(cpsat))
+        params.setdefault("time_limit", share(cpsat + cpsat_windows))
         sb, sinfo = subset_bound(problem, floor=best, ceiling=ceiling, **params)
         values["subsets"] = sb
         info["subsets"] = sinfo
@@ -474,12 +657,20 @@ def best_lower_bound(
             best, source = sb, "subsets"
     if cpsat:
         params = dict(cpsat_params or {})
-        params.setdefault("time_limit", share(0))
+        params.setdefault("time_limit", share(cpsat_windows))
         cb, cinfo = cpsat_bound(problem, **params)
         values["cpsat"] = cb
         info["cpsat"] = cinfo
         if cb > -(-best // g) * g:
             best, source = cb, "cpsat"
+    if cpsat_windows:
+        params = dict(cpsat_window_params or {})
+        params.setdefault("time_limit", share(0))
+        xb, xinfo = cpsat_window_bound(problem, floor=best, ceiling=ceiling, **params)
+        values["cpsat_windows"] = xb
+        info["cpsat_windows"] = xinfo
+        if xb > -(-best // g) * g:
+            best, source = xb, "cpsat_windows"
     value = -(-best // g) * g
     info["seconds"] = round(time.perf_counter() - t0, 4)
     return LowerBound(int(value), source, values, info)
