@@ -14,6 +14,9 @@ records, the stored plans, the Markdown report and the figures drawn from the re
   column records what each ran with).
 * ``--pipeline``: ``compare_pipeline.csv`` / ``.md`` and ``compare_pipeline_plans.json``
   (:mod:`experiments.transforms_compare`).
+* ``--shared FILE ...``: multi-method inputs (a ``.tflite`` with several signatures, a
+  shared-arena manifest ``.json``), each planned into one shared arena by every planner:
+  ``compare_shared.csv`` / ``.md`` (:mod:`experiments.shared_compare`).
 
 Every finished run is on disk (atomically, :mod:`experiments.records`) before the next starts.
 """
@@ -81,6 +84,11 @@ def add_parsers(sub) -> None:
     c.add_argument("--style", choices=("default", "paper"), default="default",
                    help="figure style: default, or paper (3.5 / 7.16 in wide, 8-9 pt, PDF "
                         "with embedded fonts, colour-blind-safe palette)")
+    c.add_argument("--shared", nargs="+", metavar="FILE", default=None,
+                   help="multi-method inputs instead of workloads: .tflite models with several "
+                        "signatures (resource variables shared) or shared-arena manifests "
+                        "(.json); each is planned into one arena by every --planners planner "
+                        "(compare_shared.csv / .md)")
     add_pool_flags(c, ignore_offsets=False)  # planner comparison only (not with --schedulers
     # or --pipeline): columns pools, arenas, arena_NAME; arena is the sum over the pools
 
@@ -102,6 +110,15 @@ def run(args) -> int:
         if other:
             raise ProblemError(f"--pools applies to the planner comparison only, not with "
                                f"{other[0]} (which measures one arena)")
+    if getattr(args, "shared", None):
+        other = [flag for flag, on in (("--schedulers", args.schedulers is not None),
+                                       ("--workloads", args.workloads is not None),
+                                       ("--pipeline", parse_pipeline(args.pipeline) is not None),
+                                       ("--rv64", args.rv64)) if on]
+        if other:
+            raise ValueError(f"--shared compares planners on multi-method inputs; {other[0]} "
+                             "does not apply to it")
+        return compare_shared_inputs(args)
     if args.schedulers is not None:
         return compare_schedulers(args)
     if args.scheduler_param:
@@ -110,6 +127,55 @@ def run(args) -> int:
     if parse_pipeline(args.pipeline) is not None:
         return compare_pipeline(args)
     return compare_planners(args)
+
+
+def compare_shared_inputs(args) -> int:
+    """``--shared``: every planner on every multi-method input, one shared arena each; writes
+    ``compare_shared.csv`` and ``.md`` after every run; returns 0."""
+    import pandas as pd
+
+    from experiments.cli.shared import read_shared_input
+    from experiments.harness import default_planners
+    from experiments.records import atomic_write, write_csv
+    from experiments.shared_compare import SHARED_COLUMNS, compare_shared, shared_markdown
+    from planners.io import output_folder
+    from planners.registry import check_planner_names
+
+    planners = check_planner_names(split_list(args.planners) or default_planners())
+    inputs = {}
+    for f in args.shared:  # every input read (and its errors raised) before anything runs
+        name = Path(f).name
+        if name in inputs:
+            raise ValueError(f"--shared: two inputs named {name!r}")
+        inputs[name] = read_shared_input(f)
+    out = Path(args.out)
+    output_folder(out)
+    records: list[dict] = []
+    bar = None
+    if not args.quiet:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(inputs) * len(planners), desc="shared", file=sys.stderr)
+
+    def keep(rec):  # every finished run is on disk before the next starts
+        records.append(rec)
+        df = pd.DataFrame(records, columns=SHARED_COLUMNS)
+        write_csv(df, out / "compare_shared.csv")
+        atomic_write(out / "compare_shared.md", shared_markdown(df))
+        if bar is not None:
+            bar.update()
+
+    df = compare_shared(inputs, planners, time_limit=time_limit_of(args), on_record=keep)
+    if bar is not None:
+        bar.close()
+    for name, d in df.groupby("input", sort=False):
+        ok = d[d.arena.notna()]
+        best = ok.loc[ok.arena.idxmin()] if len(ok) else None
+        print(f"{name}: {len(d)} planners, {len(ok)} planned"
+              + (f"; best arena {int(best.arena)} bytes ({best.planner}), lower bound "
+                 f"{int(best.lower_bound)}" if best is not None else ""))
+    print(f"wrote {out / 'compare_shared.csv'} and {out / 'compare_shared.md'}")
+    return 0
 
 
 def compare_planners(args) -> int:

@@ -601,6 +601,15 @@ def _cmd_plan(args) -> int:
         from experiments.runtimes.tflm.oracle import runtime_arena
 
         out.update(runtime_arena(tfl))
+        from scheduling.tflite_signatures import tflite_signatures
+
+        sigs = tflite_signatures(tfl)
+        if len(sigs) > 1:  # this plan is one method's; say so, and what plans them all
+            main = [s.key for s in sigs if s.subgraph == 0]
+            out["signatures"] = (f"{len(sigs)} ({', '.join(s.key for s in sigs)}): this plan is "
+                                 f"the main subgraph's{' (' + main[0] + ')' if main else ''} "
+                                 f"alone; `memplan plan-shared {tfl}` plans every signature in "
+                                 "one arena")
         if sched is not None:  # TFLite Micro runs the operators as the file stores them
             out["runtime_order"] = ("file order (as TFLite Micro runs the model; tflm_head and "
                                     "runtime_arena are not for the --scheduler order)")

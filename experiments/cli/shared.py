@@ -23,7 +23,8 @@ import sys
 
 from experiments.cli.common import add_param_flag, add_time_limit_flag, params_of, time_limit_of
 
-__all__ = ["COMMANDS", "add_parsers", "run", "plan_json_problem", "print_kind_table"]
+__all__ = ["COMMANDS", "add_parsers", "run", "plan_json_problem", "print_kind_table",
+           "read_shared_input"]
 
 COMMANDS = ("plan-shared",)
 
@@ -32,7 +33,9 @@ def add_parsers(sub) -> None:
     """Add the ``plan-shared`` subcommand to ``sub`` (argparse subparsers)."""
     p = sub.add_parser("plan-shared", help="plan several problems into one arena with shared "
                                            "buffers (a JSON manifest of MiniMalloc CSVs)")
-    p.add_argument("input", help="shared-arena manifest .json (format memplan-shared-arena)")
+    p.add_argument("input", help="shared-arena manifest .json (format memplan-shared-arena), or "
+                                 "a .tflite model with several signatures (one problem per "
+                                 "signature, resource variables shared)")
     p.add_argument("--planner", default="greedy_by_size",
                    help="registered planner (default greedy_by_size; see `memplan list`)")
     p.add_argument("--mode", choices=("colocate", "hull"), default=None,
@@ -55,9 +58,9 @@ def add_parsers(sub) -> None:
 def run(args) -> int:
     """Run ``plan-shared``; returns the exit status (0)."""
     from planners.registry import planner_for
-    from planners.shared_arena import plan_shared, read_shared, refine_pinned, write_shared
+    from planners.shared_arena import plan_shared, refine_pinned, write_shared
 
-    sp = read_shared(args.input)
+    sp = read_shared_input(args.input)
     planner = planner_for(args.planner, time_limit_of(args), params_of(args))
     r = plan_shared(sp, planner, mode=args.mode)
     if args.refine:
@@ -85,6 +88,20 @@ def run(args) -> int:
         if written:
             print(f"wrote {written}")
     return 0
+
+
+def read_shared_input(path):
+    """The :class:`planners.shared_arena.SharedArenaProblem` of ``path``: a ``.tflite`` model's
+    signatures (:func:`scheduling.tflite_signatures.tflite_shared_problem`; resource variables
+    shared, 16-byte alignment, inputs in the arena) or a shared-arena manifest
+    (:func:`planners.shared_arena.read_shared`). Raises what those raise (one line each)."""
+    if str(path).endswith(".tflite"):
+        from scheduling.tflite_signatures import tflite_shared_problem
+
+        return tflite_shared_problem(path)
+    from planners.shared_arena import read_shared
+
+    return read_shared(path)
 
 
 def print_kind_table(planners) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 __all__ = ["write_tflite"]
 
 
-def write_tflite(path, subgraphs):
+def write_tflite(path, subgraphs, signatures=None):
     """Write a minimal ``.tflite`` flatbuffer with the ``tflite`` package's schema builders.
 
     ``subgraphs``: ``[{"tensors": [(name, shape, TensorType) or (name, shape, TensorType,
@@ -21,7 +21,10 @@ def write_tflite(path, subgraphs):
     buffer; without it the tensor uses buffer 0, the empty buffer), ``"quant"`` (``(scales,
     zero_points)``: per-tensor or per-channel quantisation, ``"quant_dim"`` the channel axis)
     and ``"variable"`` (``is_variable``). An options value that is a list is written as an int32
-    vector (e.g. ``ReshapeOptions.NewShape``). Returns ``path``. Used to build control-flow
+    vector (e.g. ``ReshapeOptions.NewShape``), a string as a string (e.g.
+    ``VarHandleOptions.SharedName``). ``signatures``: optional ``[{"key": str, "subgraph": int,
+    "inputs": {name: tensor index}, "outputs": {name: tensor index}}]``, written as the model's
+    ``signature_defs`` (the methods of a multi-signature model). Returns ``path``. Used to build control-flow
     models (IF, WHILE, CALL_ONCE) for the benchmark and the tests, and the differential test's
     generated models (:mod:`experiments.runtimes.tflm.generate`).
     """
@@ -97,6 +100,8 @@ def write_tflite(path, subgraphs):
             if opts is not None:
                 vecs = {f: ivec(getattr(tflite, opts[0] + "Start" + f + "Vector"), v)
                         for f, v in opts[1].items() if isinstance(v, (list, tuple))}
+                vecs.update({f: b.CreateString(v) for f, v in opts[1].items()
+                             if isinstance(v, str)})
                 getattr(tflite, opts[0] + "Start")(b)
                 for f, v in opts[1].items():
                     getattr(tflite, opts[0] + "Add" + f)(b, vecs.get(f, v))
@@ -130,6 +135,28 @@ def write_tflite(path, subgraphs):
         tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(code, 127))
         tflite.OperatorCodeAddVersion(b, 1)
         ocs.append(tflite.OperatorCodeEnd(b))
+    sigs = []
+    for sig in signatures or ():
+        maps = {}
+        for part in ("inputs", "outputs"):
+            tms = []
+            for tname, idx in sig.get(part, {}).items():
+                nm = b.CreateString(tname)
+                tflite.TensorMapStart(b)
+                tflite.TensorMapAddName(b, nm)
+                tflite.TensorMapAddTensorIndex(b, int(idx))
+                tms.append(tflite.TensorMapEnd(b))
+            start = (tflite.SignatureDefStartInputsVector if part == "inputs"
+                     else tflite.SignatureDefStartOutputsVector)
+            maps[part] = ovec(start, tms)
+        key = b.CreateString(sig["key"])
+        tflite.SignatureDefStart(b)
+        tflite.SignatureDefAddInputs(b, maps["inputs"])
+        tflite.SignatureDefAddOutputs(b, maps["outputs"])
+        tflite.SignatureDefAddSignatureKey(b, key)
+        tflite.SignatureDefAddSubgraphIndex(b, int(sig["subgraph"]))
+        sigs.append(tflite.SignatureDefEnd(b))
+    sdv = ovec(tflite.ModelStartSignatureDefsVector, sigs) if sigs else None
     sgv = ovec(tflite.ModelStartSubgraphsVector, sgs)
     ocv = ovec(tflite.ModelStartOperatorCodesVector, ocs)
     bv = ovec(tflite.ModelStartBuffersVector, bufs)
@@ -138,6 +165,8 @@ def write_tflite(path, subgraphs):
     tflite.ModelAddSubgraphs(b, sgv)
     tflite.ModelAddOperatorCodes(b, ocv)
     tflite.ModelAddBuffers(b, bv)
+    if sdv is not None:
+        tflite.ModelAddSignatureDefs(b, sdv)
     b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
     path.write_bytes(b.Output())
     return path
