@@ -521,9 +521,11 @@ class SymbolicPlan:
         return self.plan_at(point).arena_size
 
     def extent_terms(self) -> list[AffineSize]:
-        """The used extent as a function: ``arena_at(point) = max(t(point) for t in terms)``
-        (without pools; zero-size points count 0). Each term is ``offset_i + size_i``; a term
-        never above another anywhere in the box is dropped."""
+        """The used extent as a function (without pools): each term is ``offset_i + size_i``
+        (bytes), a term never above another anywhere in the box dropped. ``max(0, t(point) for t
+        in terms)`` equals :meth:`arena_at` at every point where no buffer has size 0, and is an
+        upper bound on it elsewhere (a buffer of size 0 at the point touches no byte, so its
+        term ``offset_i`` does not count there)."""
         terms = {s + int(o) for s, o in zip(self.problem.sizes, self.offsets.tolist())}
         d = self.problem.dims
         keep = [t for t in terms

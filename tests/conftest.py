@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Property tests draw the same examples on every run (``derandomize``): ``make test`` passes or
+# fails the same way on every machine and load. ``HYPOTHESIS_PROFILE=explore`` draws new random
+# examples (for a search for counter-examples; a failure prints its reproduction).
+settings.register_profile("memplan", derandomize=True, database=None)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "memplan"))
 
 #: ``../shared`` beside the repository (a user's clone has none; tests that need it skip).
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"

@@ -301,7 +301,11 @@ def test_property_nonneg_upper_plan_valid_at_random_points(sp, planner, data):
         point = {d: data.draw(st.integers(lo, hi)) for d, (lo, hi) in sp.dims.items()}
         plan = _check_at(r, point)
         assert plan.arena_size <= r.arena
-        assert plan.arena_size == max([0] + [t.at(point) for t in r.extent_terms()])
+        extent = max([0] + [t.at(point) for t in r.extent_terms()])
+        if min(plan.problem.sizes.tolist(), default=1) > 0:
+            assert plan.arena_size == extent
+        else:  # a size-0 buffer touches no byte: its term (its offset) may exceed the extent
+            assert plan.arena_size <= extent
 
 
 @settings(max_examples=60, deadline=None)
@@ -342,7 +346,7 @@ def test_fit_affine_problem_recovers_and_refuses():
 def _onnx_model(attention: bool = False):
     """X [seq, 16] float -> MatMul W [16, 32] -> Y [seq, 32] -> Relu R -> Concat(R, X) Z
     [seq, 48]; with ``attention`` also S = Z @ Z^T [seq, seq] (not affine in seq)."""
-    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnx")
     from onnx import TensorProto, helper, numpy_helper
 
     x = helper.make_tensor_value_info("X", TensorProto.FLOAT, ["seq", 16])

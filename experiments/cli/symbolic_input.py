@@ -37,8 +37,12 @@ def symbolic_cli_problem(args, capacity):
     a bad ``--at`` (unknown, missing or out-of-range dim).
     """
     from planners.io import capacity_from_name
-    from planners.symbolic import (is_symbolic_file, parse_point, read_symbolic_csv,
-                                   read_symbolic_json)
+    from planners.symbolic import (
+        is_symbolic_file,
+        parse_point,
+        read_symbolic_csv,
+        read_symbolic_json,
+    )
 
     at = getattr(args, "at", None)
     dims = getattr(args, "dims", None)
