@@ -193,24 +193,28 @@ def draw_figure(df: pd.DataFrame, out: Path) -> list[Path]:
     the joint search's gap over time on the largest graph (right)."""
     import matplotlib.pyplot as plt
 
-    from experiments.plots import distinct_styles, save, short_label, style
+    from experiments.plots import distinct_styles, save, style
 
     pairs = ["file_order", "best_sequential", "joint"]
     wls = list(dict.fromkeys(df.workload))
     with style():
-        fig, (ax, ax2) = plt.subplots(1, 2, figsize=(7.16, 4.2), layout="constrained",
-                                      gridspec_kw={"width_ratios": [3, 1]})
+        # one row per workload (names read horizontally at any count; rotated x tick labels
+        # of 23 workloads overlapped at column width)
+        fig, (ax, ax2) = plt.subplots(1, 2, figsize=(7.16, 1.2 + 0.17 * len(wls)),
+                                      layout="constrained", gridspec_kw={"width_ratios": [3, 2]})
         for i, (p, (c, m)) in enumerate(zip(pairs, distinct_styles(len(pairs)))):
             d = df[df.pair == p].set_index("workload").reindex(wls)
-            ax.plot(range(len(wls)), d.arena_bytes / d.bound_bytes, m, color=c, label=p,
-                    markersize=5 + 2 * (2 - i), linestyle="none")
-        ax.set_xticks(range(len(wls)))
+            ax.plot(d.arena_bytes / d.bound_bytes, range(len(wls)), m, color=c, label=p,
+                    markersize=5 + 2 * (2 - i), linestyle="none", zorder=3 + i)
+        ax.set_yticks(range(len(wls)))
         # the registry prefix ("wakeword:") dropped: the names after it are unique and short
-        ax.set_xticklabels([short_label(w.split(":")[-1]) for w in wls], rotation=70, fontsize=7)
-        ax.axhline(1.0, color="0.5", lw=0.8)
-        ax.set_ylabel("arena / proved lower bound")
+        ax.set_yticklabels([w.split(":")[-1] for w in wls], fontsize=7)
+        ax.set_ylim(len(wls) - 0.5, -0.5)
+        ax.margins(x=0.08)
+        ax.axvline(1.0, color="0.5", lw=0.8, zorder=1)
+        ax.set_xlabel("arena / proved lower bound")
         ax.set_title("Order and layout: sequential pairs vs joint")
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="lower right")
         big = df[df.pair == "joint"].sort_values("ops").iloc[-1]
         tr = [tuple(map(float, x.split(":"))) for x in str(big.trace).split()]
         if tr:
