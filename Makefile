@@ -7,7 +7,7 @@ MINIMALLOC_DIR ?= ../shared/benchmarks/minimalloc
 MINIMALLOC_ARG := $(if $(wildcard $(MINIMALLOC_DIR)/*.csv),--minimalloc-dir $(MINIMALLOC_DIR),)
 PYTEST_WORKERS ?= 2
 
-.PHONY: venv run run-full figures notebooks test test-full lint bench bench-scale bench-rv64 bench-rv64-quiet bench-exact bench-anytime bench-sched bench-sched-scale bench-transforms bench-budget bench-tflm bench-tflm-offline bench-import bench-startup bench-peers bench-known bench-executorch bench-joint bench-overrun soak sweep clean
+.PHONY: venv run run-full figures notebooks test test-full lint bench bench-scale bench-rv64 bench-rv64-quiet bench-exact bench-anytime bench-sched bench-sched-scale bench-transforms bench-budget bench-tflm bench-tflm-offline bench-import bench-startup bench-peers bench-known bench-bounds bench-executorch bench-joint bench-overrun soak sweep clean
 
 $(STAMP): pyproject.toml $(wildcard setup.py) $(wildcard planners/_ext/*.c) $(wildcard planners/_ext/*.h)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -147,6 +147,12 @@ bench-peers: $(STAMP)
 bench-known: $(STAMP)
 	$(PY) -c 'import omnimalloc' 2>/dev/null || $(PY) -m pip install -q -e '.[peers]'
 	MPLBACKEND=Agg $(PY) -m experiments.bench.known --out results/bench_known.csv
+
+## Proved lower bounds (max live, windows, subsets, CP-SAT, fixed-capacity CP-SAT on the most loaded
+## windows) against the best arena known, on MiniMalloc A-F, input.12 and the idealloc traces
+## -> results/bench_bounds.csv + .md (about 10 min: D gets 120 s per bound)
+bench-bounds: $(STAMP)
+	$(PY) -m experiments.bench.bounds --minimalloc-dir $(MINIMALLOC_DIR) --out results
 
 ## ExecuTorch: its greedy and its algorithm suite against memplan's planners, in the exported order
 ## and memplan's min_live order, on five small PyTorch models; every .pte runs in executorch.runtime
