@@ -160,7 +160,7 @@ def test_every_project_import_in_experiments_resolves():
 STAGES = [
     ["workloads", "metrics", "records", "safe", "corpus", "rv64", "runtimes"],
     ["harness"],
-    ["sched_compare", "transforms_compare", "enrich"],
+    ["sched_compare", "transforms_compare", "shared_compare", "enrich"],
     ["sweep"],
     ["plots"],
     ["report"],
