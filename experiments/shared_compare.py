@@ -51,7 +51,18 @@ def compare_shared(inputs: Mapping[str, Any], planners: Iterable[str],
 
     Returns
     -------
-    pandas.DataFrame with :data:`SHARED_COLUMNS`.
+    pandas.DataFrame with :data:`SHARED_COLUMNS` (bytes, seconds; module docstring).
+
+    Raises
+    ------
+    ValueError
+        An unknown planner name (:func:`planners.registry.get_planner`). A planner's own
+        :class:`planners.MemplanError` (refusal, no plan) is recorded in its row, not raised.
+
+    Notes
+    -----
+    The reduction and its exactness: :mod:`planners.shared_arena` (colocation groups on the
+    concatenated timelines).
     """
     from planners import MemplanError
     from planners.errors import FeatureError

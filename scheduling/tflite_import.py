@@ -75,7 +75,7 @@ from .errors import GraphError
 from .graph import Graph
 
 __all__ = ["TfliteImportError", "TfliteModel", "load_tflite", "tflite_problem", "tflite_available",
-           "tensor_names", "operator_type", "tensor_has_data"]
+           "tensor_names", "operator_type", "tensor_has_data", "open_model"]
 
 # TensorType enum value -> (numpy dtype name used for the Tensor, bytes per element or None)
 _TYPES: dict[str, tuple[str, float]] = {
@@ -187,6 +187,35 @@ def tensor_has_data(model, tensor) -> bool:
     return buf.DataLength() > 0 or buf.Offset() > 1
 
 
+def open_model(path: str | os.PathLike):
+    """``(Path, tflite.Model)`` of a ``.tflite`` file, its root table read (nothing imported).
+
+    Raises
+    ------
+    TfliteImportError
+        ``tflite`` not installed, no such file, an empty or truncated file, a file identifier
+        other than ``TFL3``, or a root table that cannot be read.
+    """
+    ok, reason = tflite_available()
+    if not ok:
+        raise TfliteImportError(reason)
+    import tflite
+
+    path = Path(path)
+    if not path.is_file():
+        raise TfliteImportError(f"{path}: no such file")
+    data = path.read_bytes()
+    if len(data) < 8:
+        raise TfliteImportError(f"{path}: empty or truncated file ({len(data)} bytes)")
+    if data[4:8] != b"TFL3":
+        raise TfliteImportError(f"{path}: not a TFLite flatbuffer (file identifier {data[4:8]!r}, "
+                                "expected b'TFL3')")
+    try:
+        return path, tflite.Model.GetRootAsModel(data, 0)
+    except Exception as e:  # noqa: BLE001 - a malformed flatbuffer fails anywhere inside
+        raise TfliteImportError(f"{path}: malformed TFLite flatbuffer ({type(e).__name__}: {e})") from None
+
+
 def load_tflite(
     path: str | os.PathLike,
     overrides: Mapping[str, Sequence[int]] | None = None,
@@ -223,22 +252,10 @@ def load_tflite(
     -----
     ``O(#operators + #tensors + #operator inputs)``.
     """
-    ok, reason = tflite_available()
-    if not ok:
-        raise TfliteImportError(reason)
     import tflite
 
-    path = Path(path)
-    if not path.is_file():
-        raise TfliteImportError(f"{path}: no such file")
-    data = path.read_bytes()
-    if len(data) < 8:
-        raise TfliteImportError(f"{path}: empty or truncated file ({len(data)} bytes)")
-    if data[4:8] != b"TFL3":
-        raise TfliteImportError(f"{path}: not a TFLite flatbuffer (file identifier {data[4:8]!r}, "
-                                "expected b'TFL3')")
+    path, model = open_model(path)
     try:
-        model = tflite.Model.GetRootAsModel(data, 0)
         n_sub = model.SubgraphsLength()
         if n_sub < 1:
             raise TfliteImportError(f"{path}: the model has no subgraph")

@@ -42,7 +42,6 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from planners.model import Buffer, Problem
 
@@ -52,9 +51,9 @@ from .tflite_import import (
     _build,
     _called_subgraphs,
     _enum_names,
+    open_model,
     operator_type,
     tensor_names,
-    tflite_available,
 )
 
 __all__ = ["TfliteSignature", "tflite_signatures", "tflite_shared_problem", "variable_sizes"]
@@ -78,23 +77,6 @@ class TfliteSignature:
     subgraph: int
     inputs: dict = field(default_factory=dict)
     outputs: dict = field(default_factory=dict)
-
-
-def _open(path):
-    ok, reason = tflite_available()
-    if not ok:
-        raise TfliteImportError(reason)
-    import tflite
-
-    path = Path(path)
-    if not path.is_file():
-        raise TfliteImportError(f"{path}: no such file")
-    data = path.read_bytes()
-    if len(data) < 8 or data[4:8] != b"TFL3":
-        raise TfliteImportError(f"{path}: not a TFLite flatbuffer (file identifier "
-                                f"{data[4:8]!r}, expected b'TFL3')")
-    model = tflite.Model.GetRootAsModel(data, 0)
-    return path, model
 
 
 def _signatures(path, model) -> list[TfliteSignature]:
@@ -140,7 +122,7 @@ def tflite_signatures(path: str | os.PathLike) -> list[TfliteSignature]:
         Missing or malformed file, ``tflite`` not installed, a signature naming a subgraph or
         tensor out of range, an empty or repeated signature key.
     """
-    path, model = _open(path)
+    path, model = open_model(path)
     try:
         return _signatures(path, model)
     except TfliteImportError:
@@ -224,7 +206,7 @@ def variable_sizes(path: str | os.PathLike,
     a ``VAR_HANDLE`` without ``shared_name``, a dynamic shape without an override)."""
     import tflite
 
-    path, model = _open(path)
+    path, model = open_model(path)
     op_names = _enum_names(tflite.BuiltinOperator)
     type_names = _enum_names(tflite.TensorType)
     sizes: dict[str, int] = {}
@@ -274,7 +256,7 @@ def tflite_shared_problem(
     from .errors import GraphError
     from .lifetimes import lifetime_problem
 
-    path, model = _open(path)
+    path, model = open_model(path)
     try:
         sigs = _signatures(path, model)
         if not sigs:

@@ -122,7 +122,9 @@ def random_signature_model(path: str | Path, seed: int) -> Path:
 def litert_run(path: str | Path, calls: Sequence[tuple[str, Mapping[str, np.ndarray]]]
                ) -> list[dict[str, np.ndarray]]:
     """Run ``calls`` (``(signature key, {input name: array})``, in order) on one LiteRT
-    interpreter; returns each call's outputs ``{output name: array}``. LiteRT's builtin kernels
+    interpreter; returns each call's outputs ``{output name: array}``. Raises what LiteRT raises
+    (``ValueError`` for an unknown signature or input, ``RuntimeError`` from a kernel). LiteRT's
+    builtin kernels
     run, without the default XNNPACK delegate: with it, LiteRT 2.3.0 crashed (segmentation fault)
     in a signature reading a variable another signature had assigned
     (``random_signature_model(seed=257)``)."""
@@ -149,10 +151,10 @@ def arena_run(path: str | Path, shared_plan, calls: Sequence[tuple[str, Mapping[
     outside the module docstring's list."""
     import tflite
 
-    from scheduling.tflite_import import _enum_names, operator_type, tensor_names
+    from scheduling.tflite_import import _enum_names, open_model, operator_type, tensor_names
     from scheduling.tflite_signatures import tflite_signatures
 
-    model = tflite.Model.GetRootAsModel(Path(path).read_bytes(), 0)
+    _, model = open_model(path)
     op_names = _enum_names(tflite.BuiltinOperator)
     sigs = {s.key: s for s in tflite_signatures(path)}
     arena = bytearray(max(1, shared_plan.arena))
