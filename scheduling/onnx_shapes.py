@@ -1454,19 +1454,51 @@ def _function_body_notes(model: onnx.ModelProto, res: ShapeResolution, where: st
             "only (as for any kernel's internal scratch)")
 
 
+def _symbolic_shape_infer_module():
+    """ONNX Runtime's ``symbolic_shape_infer`` module, or ``None`` where it cannot be imported.
+
+    The module is loaded from its file, not through ``onnxruntime.tools``: that package's
+    ``__init__`` imports torch whenever torch is installed (for an export helper the tool never
+    uses), which cost every ONNX import 1.5-4 s in an environment with the ``executorch`` extra.
+    The module's own imports are numpy, onnx, sympy and packaging."""
+    import importlib.util
+    import sys
+
+    name = "onnxruntime.tools.symbolic_shape_infer"
+    mod = sys.modules.get(name) or sys.modules.get("_memplan_ort_symbolic_shape_infer")
+    if mod is None:
+        try:
+            ort = importlib.util.find_spec("onnxruntime")
+        except (ImportError, ValueError):
+            return None
+        if ort is None or not ort.submodule_search_locations:
+            return None
+        path = Path(next(iter(ort.submodule_search_locations))) / "tools" / "symbolic_shape_infer.py"
+        if not path.is_file():
+            return None
+        spec = importlib.util.spec_from_file_location("_memplan_ort_symbolic_shape_infer", path)
+        mod = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(mod)
+        except ImportError:  # sympy missing
+            return None
+        sys.modules["_memplan_ort_symbolic_shape_infer"] = mod
+    return mod if hasattr(mod, "SymbolicShapeInference") else None
+
+
 def _ort_symbolic(model: onnx.ModelProto) -> onnx.ModelProto | None:
     """ONNX Runtime's symbolic shape inference, keeping partial results (``None`` on failure).
 
     ``SymbolicShapeInference.infer_shapes`` raises on an incomplete result and writes a file to
     the working directory; we run its loop ourselves to keep what it did settle.
     """
-    try:
-        from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
-    except ImportError:  # sympy missing or an onnxruntime without the tool
+    tool = _symbolic_shape_infer_module()
+    if tool is None:  # sympy missing or an onnxruntime without the tool
         return None
+    SymbolicShapeInference = tool.SymbolicShapeInference
     if _opset(model) < 7:
         return None
-    log = logging.getLogger("onnxruntime.tools.symbolic_shape_infer")
+    log = getattr(tool, "logger", None) or logging.getLogger(tool.__name__)
     level = log.level
     log.setLevel(logging.CRITICAL)
     try:

@@ -210,6 +210,29 @@ def test_contrib_operator_is_settled_by_ort_symbolic_inference():
     assert measured_sizes(m) == {"h": 64, "y": 64}
 
 
+def test_ort_symbolic_inference_does_not_import_torch():
+    """The contrib graph above settled by ONNX Runtime's symbolic inference in a fresh process:
+    ``onnxruntime.tools``' package ``__init__`` imports torch where it is installed (1.5-4 s per
+    ONNX import); the tool's module is loaded from its file without it."""
+    code = (
+        "import sys\n"
+        "from onnx import TensorProto, helper\n"
+        "from scheduling.onnx_import import load_onnx\n"
+        "vi = lambda n, s: helper.make_tensor_value_info(n, TensorProto.FLOAT, s)\n"
+        "nodes = [helper.make_node('Gelu', ['x'], ['h'], domain='com.microsoft'),\n"
+        "         helper.make_node('Relu', ['h'], ['y'])]\n"
+        "g = helper.make_graph(nodes, 'contrib', [vi('x', [2, 8])], [vi('y', None)])\n"
+        "m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 17),\n"
+        "                                        helper.make_opsetid('com.microsoft', 1)])\n"
+        "gr = load_onnx(m)\n"
+        "print(gr.shape_source['y'], 'torch' in sys.modules)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       cwd=Path(__file__).resolve().parents[1], timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["ort_symbolic", "False"]
+
+
 def test_sweep_workload_overrides(tmp_path):
     from experiments.sweep import execute_run, expand_runs, parse_config
 
