@@ -80,7 +80,7 @@ def redrawn(tmp_path_factory):
 
     tmp = tmp_path_factory.mktemp("results")
     _copy_records(tmp)
-    with plots.recording() as log:
+    with plots.recording(write=False) as log:  # the facts of every figure; no file rendered
         written = redraw(tmp, sweeps=False, report=lambda line: None)
     return tmp, written, log
 
@@ -141,7 +141,7 @@ def test_paper_style_figures_are_column_wide_with_readable_text(tmp_path):
     from experiments.report.figures import figures_from_folder
 
     _copy_records(tmp_path)
-    with plots.style("paper"), plots.recording() as log:
+    with plots.style("paper"), plots.recording(write=False) as log:
         figures_from_folder(tmp_path, tmp_path / "paper")
     assert log and all(any(abs(r["width_in"] - c) < 0.01 for c in COLUMNS) for r in log), \
         [(r["path"].name, r["width_in"]) for r in log]
@@ -248,7 +248,7 @@ def test_every_figure_function_on_synthetic_records_has_no_layout_fault(tmp_path
     recs = _compare_records()
     qa, runs = _sweep_tables()
     for name in ("default", "paper"):
-        with plots.style(name), plots.recording() as log:
+        with plots.style(name), plots.recording(write=False) as log:
             ax = plots.plot_ratio_heatmap(recs)
             cells = [t.get_text() for t in ax.texts]
             assert len(cells) == int(recs["valid"].sum())  # every valid run has its value

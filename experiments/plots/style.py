@@ -131,6 +131,8 @@ STYLES: dict[str, dict] = {
 _CURRENT = contextvars.ContextVar("memplan_plot_style", default="default")
 _RECORDING: contextvars.ContextVar[list | None] = contextvars.ContextVar(
     "memplan_plot_recording", default=None)
+_RECORD_WRITES: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "memplan_plot_record_writes", default=True)
 
 #: The print rules every saved figure follows (checked by ``tests/test_figure_style.py``):
 #: no text below this many points once the figure is scaled to the column it is printed in
@@ -311,6 +313,9 @@ def save(fig, path: str | Path, formats: Sequence[str] | None = None) -> list[Pa
                     "cut": _cut_texts(fig) if ext is None else []})
     for fmt in formats:
         out = path.with_suffix("." + fmt)
+        if log is not None and not _RECORD_WRITES.get():  # recording(write=False): facts only
+            written.append(out)
+            continue
         meta = {"png": {"Software": None}, "pdf": {"CreationDate": None, "ModDate": None},
                 "svg": {"Date": None}}.get(fmt, {})
         with _rc({"svg.hashsalt": "memplan",
@@ -323,18 +328,23 @@ def save(fig, path: str | Path, formats: Sequence[str] | None = None) -> list[Pa
 
 
 @contextlib.contextmanager
-def recording() -> Iterator[list[dict]]:
+def recording(write: bool = True) -> Iterator[list[dict]]:
     """Context manager: every :func:`save` inside the block appends one dict to the yielded list,
     before the figure is closed: ``path`` (the stem), the :func:`figure_facts` of the figure,
     ``width_in``/``height_in`` (inches of the written file: the cropped extent, or the figure
     size in the paper style), ``dpi`` (of the PNG) and the :func:`experiments.plots.checks.layout_faults`
     (``overlaps``: overlapping texts, ``clipped``: markers and data texts cut by a frame). For tests of the print rules
-    (:data:`MIN_TEXT_PT`, :data:`MIN_DPI`); outside the block :func:`save` records nothing."""
+    (:data:`MIN_TEXT_PT`, :data:`MIN_DPI`); outside the block :func:`save` records nothing.
+    With ``write=False`` :func:`save` records and returns the paths it would write without
+    rendering the files (the facts need only the drawn figure; a test of every figure's layout
+    then skips the 300-dpi PNG and PDF output)."""
     log: list[dict] = []
     token = _RECORDING.set(log)
+    wtoken = _RECORD_WRITES.set(bool(write))
     try:
         yield log
     finally:
+        _RECORD_WRITES.reset(wtoken)
         _RECORDING.reset(token)
 
 
