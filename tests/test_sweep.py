@@ -81,16 +81,28 @@ greedy_by_size = {}
         ('workloads = ["seed000"\n', "invalid TOML"),
     ],
 )
-def test_config_errors_are_reported_before_anything_runs(tmp_path, body, message):
+def test_config_errors_are_reported_before_anything_runs(tmp_path, capsys, body, message):
+    from experiments.cli.sweep import main as sweep_main
+
     cfg = write(tmp_path, 'out = "out"\n' + body)
     # a parameter value its planner's or scheduler's declared rules forbid is a ParameterError
     with pytest.raises((ConfigError, ParameterError), match=None) as e:
         load_config(cfg)
     assert message in str(e.value) and str(cfg) in str(e.value)
+    # the command in this process (an exception escaping main would fail the test; the same
+    # command as its own process: test_config_error_exits_2_in_its_own_process)
+    assert sweep_main(["sweep", str(cfg), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("memplan: error:") and message in err
+    assert not (tmp_path / "out").exists()  # nothing ran, nothing written
+
+
+def test_config_error_exits_2_in_its_own_process(tmp_path):
+    cfg = write(tmp_path, 'out = "out"\nworkloads = ["seed000"]\n[planners]\nno_such = {}')
     r = cli("sweep", str(cfg), "--quiet")
     assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert r.stderr.startswith("memplan: error:") and message in r.stderr
-    assert not (tmp_path / "out").exists()  # nothing ran, nothing written
+    assert r.stderr.startswith("memplan: error:") and "unknown planner 'no_such'" in r.stderr
+    assert not (tmp_path / "out").exists()
 
 
 def test_missing_config_file(tmp_path):
