@@ -45,9 +45,10 @@ test: $(STAMP)
 	$(PY) -m pytest -q -n $(PYTEST_WORKERS) -m "not slow" tests --nbmake notebooks \
 		--doctest-modules planners scheduling experiments
 
-## Every test, the slow repeats too
+## Every test, the slow repeats too, and the brute-force property tests at their full example
+## counts (MEMPLAN_TEST_FULL=1; make test draws a smaller sample of each: tests/conftest.py examples)
 test-full: $(STAMP)
-	$(PY) -m pytest -q -n $(PYTEST_WORKERS) tests --nbmake notebooks \
+	MEMPLAN_TEST_FULL=1 $(PY) -m pytest -q -n $(PYTEST_WORKERS) tests --nbmake notebooks \
 		--doctest-modules planners scheduling experiments
 
 lint: $(STAMP)

@@ -15,6 +15,18 @@ settings.register_profile("memplan", derandomize=True, database=None)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "memplan"))
 
+#: ``make test-full`` sets ``MEMPLAN_TEST_FULL=1``: the property tests that compare against a
+#: brute force draw their full count of examples there; ``make test`` draws a smaller,
+#: representative sample of the same strategy (:func:`examples`).
+FULL = os.environ.get("MEMPLAN_TEST_FULL") == "1"
+
+
+def examples(quick: int, full: int) -> int:
+    """``max_examples`` for a brute-force property test: ``quick`` under ``make test``, ``full``
+    under ``make test-full`` (derandomized either way: the quick draw is the same on every run)."""
+    return full if FULL else quick
+
+
 #: ``../shared`` beside the repository (a user's clone has none; tests that need it skip).
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
@@ -54,6 +66,9 @@ SLOW = {
     "tests/test_figures_from_records.py::test_sweep_report_figures_are_drawn_from_records": 14,
     "tests/test_sweep.py::test_timeout_stops_code_that_never_returns_to_python[2]": 12,
     "tests/test_sweep.py::test_process_pool_and_dask_local_cluster_match_local": 11,
+    # two of the three recurrent/attention programs (make test keeps [gru])
+    "tests/test_runtime_executorch.py::test_views_read_again_check_valid_on_both_plans[mha]": 4,
+    "tests/test_runtime_executorch.py::test_views_read_again_check_valid_on_both_plans[lstm]": 3,
 }
 
 

@@ -9,6 +9,7 @@ import time
 
 import networkx as nx
 import numpy as np
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_schedulers import random_graphs
@@ -105,7 +106,7 @@ def test_the_screen_on_a_layered_graph():
     check_screen(MemoryModel(moccasin_layered(seed=0, n_ops=60)), random.Random(1), 40)
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(50, 120), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_graphs(max_ops=8), st.sampled_from([0, 3, 2000]),
        st.lists(st.integers(-3, 40), max_size=3))
 def test_decisions_agree_with_brute_force(g, probe_nodes, offsets):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 import pytest
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -212,7 +213,7 @@ def test_incremental_greedy_schedulers_match_a_from_scratch_reference(g):
         assert list(schedule(g, "earliest_free").order) == ref_free
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(15, 30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_graphs(max_ops=8))
 def test_exact_dp_equals_brute_force_over_all_topological_orders(g):
     brute = min(peak_live_bytes(g, o) for o in nx.all_topological_sorts(g.op_graph()))
