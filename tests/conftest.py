@@ -15,16 +15,17 @@ settings.register_profile("memplan", derandomize=True, database=None)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "memplan"))
 
-#: ``make test-full`` sets ``MEMPLAN_TEST_FULL=1``: the property tests that compare against a
-#: brute force draw their full count of examples there; ``make test`` draws a smaller,
-#: representative sample of the same strategy (:func:`examples`).
+#: ``make test-full`` sets ``MEMPLAN_TEST_FULL=1``: every property test draws its full count of
+#: examples there; ``make test`` draws half of it (at least 10, or the full count where it is
+#: below 10), the same derandomized sample on every run (:func:`examples`).
 FULL = os.environ.get("MEMPLAN_TEST_FULL") == "1"
 
 
-def examples(quick: int, full: int) -> int:
-    """``max_examples`` for a brute-force property test: ``quick`` under ``make test``, ``full``
-    under ``make test-full`` (derandomized either way: the quick draw is the same on every run)."""
-    return full if FULL else quick
+def examples(full: int) -> int:
+    """``max_examples`` of a property test: ``full`` under ``make test-full``; under ``make
+    test`` ``max(min(full, 10), full // 2)``, a smaller sample of the same strategy (the
+    examples are derandomized, so the sample is the same on every machine and load)."""
+    return full if FULL else max(min(full, 10), full // 2)
 
 
 #: ``../shared`` beside the repository (a user's clone has none; tests that need it skip).
@@ -69,6 +70,14 @@ SLOW = {
     # two of the three recurrent/attention programs (make test keeps [gru])
     "tests/test_runtime_executorch.py::test_views_read_again_check_valid_on_both_plans[mha]": 4,
     "tests/test_runtime_executorch.py::test_views_read_again_check_valid_on_both_plans[lstm]": 3,
+    # differential samples whose kind make test keeps on smaller models: the transformer block
+    # (cnn_residual, cond and mutable_buffer stay), the LSTM overlap (GRU and MHA stay), the
+    # two largest ONNX models of the measured-size comparison (seven stay)
+    "tests/test_runtime_executorch.py::test_memplan_plan_runs_identically_and_uses_no_more_bytes[transformer_block]": 3,
+    "tests/test_runtime_executorch.py::test_reordered_program_runs_identically[transformer_block]": 3,
+    "tests/test_runtime_executorch.py::test_genuine_overlap_is_still_flagged[11-lstm-executorch-2]": 4,
+    "tests/test_onnx_shapes.py::test_measured_equals_inferred_on_light_models[vgg19]": 2,
+    "tests/test_onnx_shapes.py::test_measured_equals_inferred_on_light_models[densenet121]": 2,
 }
 
 

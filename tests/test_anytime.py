@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import shared_path
+from conftest import examples, shared_path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -54,7 +54,7 @@ def _traj_ok(pl) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(BUDGETED))
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(p=problems())
 def test_valid_never_worse_than_greedy_and_repeatable(name, p):
     greedy = plan(p, "greedy_by_size").arena_size
@@ -70,7 +70,7 @@ def test_valid_never_worse_than_greedy_and_repeatable(name, p):
     _traj_ok(a)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(p=problems(max_n=9))
 def test_proved_bounds_never_exceed_the_cpsat_optimum(p):
     """telamalloc proves a bound only by exhausting a complete search; lns_cpsat only when one
@@ -84,7 +84,7 @@ def test_proved_bounds_never_exceed_the_cpsat_optimum(p):
             assert pl.arena_size == ref.arena_size, name
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(p=problems(max_n=20), data=st.data())
 def test_place_suffix_matches_the_engine(p, data):
     perm = np.asarray(ORDERS["size"](p))
@@ -194,7 +194,7 @@ def test_lns_cpsat_never_claims_optimal_from_cp_sat_above_2_53_bytes():
     assert r.status != "optimal" or r.arena_size == 2**56 + 1
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(p=problems(max_n=10), prio=st.sampled_from(["contention_width", "width", "area"]))
 def test_telamalloc_search_decides_the_optimum_with_and_without_decomposition(p, prio):
     """The skyline search is complete: at the CP-SAT optimum it finds a layout within it, one byte
@@ -218,7 +218,7 @@ def test_telamalloc_search_decides_the_optimum_with_and_without_decomposition(p,
             assert below.run(opt.arena_size - 1, 10**6, float("inf")) == "exhausted", decompose
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     blocks=st.lists(st.tuples(st.integers(0, 60), st.integers(1, 12)), max_size=6),
     size=st.integers(1, 9),
@@ -268,7 +268,7 @@ def test_event_window_frees_the_buffers_allocated_or_freed_near_the_critical_one
     assert pick(5) == ["c", "ends9", "far", "left", "starts9"]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(p=problems(max_n=10))
 def test_start_plan_has_the_smallest_arena_then_the_smallest_overflow(p):
     """Every anytime planner starts from the greedy plan of smallest arena and, among those, the

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import shared_case
+from conftest import examples, shared_case
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -247,7 +247,7 @@ def huge_specs(draw):
 
 
 @pytest.mark.parametrize("name", list(PLANNERS))
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=examples(12), deadline=None)
 @given(spec=huge_specs())
 def test_every_planner_exact_or_refused_on_huge_sizes(name, spec):
     rows, default_align, below_optimum = spec

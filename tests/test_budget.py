@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -147,7 +148,7 @@ def _random_dag(seed, n):
     return g
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(seed=st.integers(0, 10_000), n=st.integers(3, 12))
 def test_recomputation_never_increases_peak(seed, n):
     g = _random_dag(seed, n)

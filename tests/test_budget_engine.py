@@ -9,6 +9,7 @@ import random
 
 import numpy as np
 import pytest
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_schedulers import random_graphs
@@ -85,7 +86,7 @@ def check_flows(m: MemoryModel, rng: random.Random, trials: int) -> None:
             assert c1 == c2 and np.array_equal(D1, D2), (v, largest)
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_graphs(max_ops=12), st.integers(0, 2**16))
 def test_compiled_flows_equal_or_tools(g, seed):
     check_flows(MemoryModel(g), random.Random(seed), 8)
@@ -121,7 +122,7 @@ def probes(m: MemoryModel, budgets: list[tuple[int, int]], **kw) -> None:
         assert (c.nodes, c.flows) == (p.nodes, p.flows)
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_graphs(max_ops=12), st.booleans(), st.booleans(), st.integers(1, 4),
        st.lists(st.tuples(st.integers(-40, 40), st.sampled_from([1, 3, 10, 10**6])),
                 min_size=1, max_size=6))
@@ -159,7 +160,7 @@ def decisions(m: MemoryModel, budgets: list[int], **kw) -> list:
     return out
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_graphs(max_ops=10), st.sampled_from([0, 3]),
        st.lists(st.integers(-20, 40), min_size=1, max_size=4))
 def test_compiled_pivot_decisions_equal_the_python_reference(g, probe_nodes, offsets):

@@ -9,7 +9,7 @@ import csv
 import json
 
 import pytest
-from conftest import shared_path
+from conftest import examples, shared_path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -221,7 +221,7 @@ def _plans(draw):
     return Problem(bufs), offs, cap
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(_plans())
 def test_plan_violations_matches_check_plan_and_the_all_pairs_oracle(case):
     problem, off, cap = case

@@ -14,6 +14,7 @@ import argparse
 import json
 
 import pytest
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -179,7 +180,7 @@ def test_parse_bytes_refuses(text):
         parse_bytes(text)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.integers(0, 2**40), st.sampled_from([("", 1), ("k", 1024), ("KiB", 1024),
                                                ("M", 1024**2), ("MiB", 1024**2), ("G", 1024**3)]))
 def test_parse_bytes_property(n, unit):
@@ -247,7 +248,7 @@ def _json(capsys, *argv):
     return rc, json.loads(out)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(problems(), st.sampled_from(["greedy_by_size", "naive", "first_fit"]))
 def test_check_and_plan_print_one_lower_bound(tmp_path_factory, capsys, problem, planner):
     """A solved CSV: `check` reads its offsets as the plan, `plan` as pins (every buffer pinned);

@@ -439,6 +439,7 @@ def test_colocation_message_without_pools_names_no_pool():
 # -- property tests against a brute force over pool assignments x orders ----------------------
 from itertools import permutations, product  # noqa: E402
 
+from conftest import examples  # noqa: E402
 from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
@@ -547,7 +548,7 @@ def _brute_force(problem: Problem):
     return best
 
 
-_SETTINGS = settings(max_examples=60, deadline=None,
+_SETTINGS = settings(max_examples=examples(60), deadline=None,
                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 

@@ -14,7 +14,7 @@ import random
 
 import numpy as np
 import pytest
-from conftest import shared_case
+from conftest import examples, shared_case
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -167,7 +167,7 @@ intervals = st.lists(st.tuples(st.integers(0, 12), st.integers(0, 6), st.integer
                      min_size=1, max_size=25)
 
 
-@settings(max_examples=60, deadline=None, derandomize=True)
+@settings(max_examples=examples(60), deadline=None, derandomize=True)
 @given(intervals)
 def test_one_stream_is_the_interval_model(items):
     """With one stream: conflicts = interference pairs, bound = planners.bounds.lower_bound
@@ -374,7 +374,7 @@ def test_empty_and_zero_size_problems():
             assert p.arena == 0 and p.status == "optimal" and p.offsets.tolist() == [0] * cp.n
 
 
-@settings(max_examples=40, deadline=None, derandomize=True)
+@settings(max_examples=examples(40), deadline=None, derandomize=True)
 @given(st.integers(0, 10**6))
 def test_larger_problems_against_the_reachability_oracle(seed):
     """Up to 30 buffers on streams of up to 12 steps with up to 12 edges (beyond the exhaustive

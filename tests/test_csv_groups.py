@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -116,7 +117,7 @@ def alias_problems(draw):
     return Problem(bufs, aliases=al)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(alias_problems(), st.sampled_from(["greedy_by_size", "first_fit", "naive"]))
 def test_alias_round_trip(tmp_path_factory, p, name):
     pl = plan(p, name)

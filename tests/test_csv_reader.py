@@ -12,6 +12,7 @@ from __future__ import annotations
 from unittest import mock
 
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -83,7 +84,7 @@ def plain_files(draw):
     return "\n".join(lines) + ("\n" if draw(st.booleans()) else "")
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(plain_files())
 def test_column_wise_equals_row_by_row(tmp_path_factory, text):
     path = tmp_path_factory.mktemp("csv") / "p.64.csv"
@@ -160,7 +161,7 @@ def numpy_plain_files(draw):
     return "\n".join(lines) + ("\n" if draw(st.booleans()) else "")
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(numpy_plain_files())
 def test_numpy_path_equals_row_by_row(tmp_path_factory, text):
     path = tmp_path_factory.mktemp("csv") / "q.128.csv"
@@ -177,7 +178,7 @@ def test_numpy_path_equals_row_by_row(tmp_path_factory, text):
     _same(again, slow)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(numpy_plain_files(), st.data())
 def test_mutated_files_same_result_on_every_path(tmp_path_factory, text, data):
     """One character of a valid file replaced or inserted (a malformed row, a field too many or
@@ -295,7 +296,7 @@ _ID_CHARS = st.one_of(
     st.characters(exclude_characters="\x00", exclude_categories=("Cs",)))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(ids=st.lists(st.text(_ID_CHARS, min_size=1, max_size=12), min_size=1, max_size=20,
                     unique=True), data=st.data())
 def test_write_then_read_keeps_every_id_byte_for_byte(tmp_path_factory, ids, data):

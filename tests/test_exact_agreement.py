@@ -7,6 +7,7 @@ the lower bound, and every plan must pass the validator.
 
 from __future__ import annotations
 
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -24,7 +25,7 @@ def problems(draw, max_n=12):
     return Problem(bufs, alignment=align)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(problems())
 def test_exact_planners_agree_up_to_12_buffers(p):
     runs = {

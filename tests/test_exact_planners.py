@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -359,7 +360,7 @@ def _best_blocks_exhaustive(p: Problem, m: int) -> int:
     return best[0]
 
 
-SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @SETTINGS
@@ -399,7 +400,7 @@ def test_ilp_blocks_matches_exhaustive_search(p):
     assert more.arena_size == _best_blocks_exhaustive(p, m + 1) <= want
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(small_problems(max_n=15, max_time=12))
 def test_graph_helpers_match_brute_force(p):
     n = p.n

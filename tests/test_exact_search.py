@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -369,7 +370,7 @@ def small_problems(draw):
     return Problem(bufs)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(small_problems())
 def test_matches_brute_force(p):
     opt = brute_force_optimum(p)
@@ -384,7 +385,7 @@ def test_matches_brute_force(p):
         assert ExactSearch(capacity=opt - 1, time_limit=10).plan(p).status == "infeasible"
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(small_problems(), st.integers(0, 2**64 - 1), st.sampled_from(["R", "WR", "TRZ"]))
 def test_random_preorderings_stay_exact(p, seed, pre):
     # The pseudo-random key only reorders the search: at the optimum a layout is found, one byte
@@ -411,7 +412,7 @@ def test_seed_is_deterministic_and_checked():
             ExactSearch(seed=bad).plan(p)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(small_problems(), st.integers(0, 3), st.booleans())
 def test_memo_on_off_same_answer(p, slack, canonical):
     opt = brute_force_optimum(p)

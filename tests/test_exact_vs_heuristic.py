@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from conftest import shared_case
+from conftest import examples, shared_case
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -236,7 +236,7 @@ def big_problems(draw):
     return Problem(bufs)
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(big_problems(), st.booleans())
 def test_milp_exact_for_sizes_up_to_2_40(p, warm):
     r = MILPOffsets(time_limit=10, warm_start=warm).plan(p)  # plan() validates the offsets
@@ -254,7 +254,7 @@ def test_milp_exact_for_sizes_up_to_2_40(p, warm):
         assert r.arena_size == opt
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(big_problems(), st.booleans(), st.sampled_from([0.001, 10.0]))
 def test_milp_without_capacity_never_infeasible(p, warm, limit):
     # model_budget=None: the solver runs even under a 1 ms limit (no decline)

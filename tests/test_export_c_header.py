@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import shared_case
+from conftest import examples, shared_case
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -116,7 +116,7 @@ def test_hand_picked_hostile_names_compile_and_equal_byte_for_byte(tmp_path, std
 
 
 @needs_cc
-@settings(max_examples=12, deadline=None,
+@settings(max_examples=examples(12), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(groups=st.lists(st.lists(NAMES, min_size=1, max_size=12, unique=True), min_size=1,
                        max_size=4),

@@ -15,6 +15,7 @@ import itertools
 import json
 
 import pytest
+from conftest import examples
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -303,7 +304,7 @@ def tiny_concurrent(draw):
         assume(False)
 
 
-@settings(max_examples=40, deadline=None, derandomize=True,
+@settings(max_examples=examples(40), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 @given(tiny_concurrent())
 def test_concurrent_planners_against_brute_force(cp):
@@ -367,7 +368,7 @@ def tiny_shared(draw):
     return SharedArenaProblem(tuple(probs), ("s",))
 
 
-@settings(max_examples=30, deadline=None, derandomize=True,
+@settings(max_examples=examples(30), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(tiny_shared())
 def test_shared_planners_against_brute_force(sp):

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import shared_case
+from conftest import examples, shared_case
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -276,7 +276,7 @@ def test_every_planner_agrees_with_the_oracle(name):
     assert planned >= SAMPLE // 3  # it planned a good share (the rest: refused features)
 
 
-@settings(max_examples=80, deadline=None, derandomize=True,
+@settings(max_examples=examples(80), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(10**6, 10**9))
 def test_feature_model_planners_agree_on_drawn_seeds(seed):

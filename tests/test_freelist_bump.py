@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -59,7 +60,7 @@ def test_granule_takes_alignment_into_account():
         plan(p, "freelist_bump", granule=0)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     st.lists(
         st.tuples(st.integers(0, 30), st.integers(1, 10), st.integers(0, 2000)),

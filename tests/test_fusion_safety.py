@@ -11,7 +11,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import shared_case
+from conftest import examples, shared_case
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -232,7 +232,7 @@ def _random_graph(seed: int) -> Graph:
     return g
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), horizontal=st.booleans())
 def test_fusion_of_random_graphs_never_raises_the_peak(seed, horizontal):
     g = _random_graph(seed)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -266,7 +267,7 @@ def random_dag_and_order(draw):
     return g, order
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(random_dag_and_order())
 def test_lifetimes_properties_on_random_dags(gd):
     g, order = gd

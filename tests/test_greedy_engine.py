@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -68,7 +69,7 @@ def _both(problem, order, fit):
     return py, c
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(problems())
 def test_c_engine_matches_python_every_order_and_fit(p):
     for order in ORDERS:
@@ -77,7 +78,7 @@ def test_c_engine_matches_python_every_order_and_fit(p):
             assert py.tolist() == c.tolist(), (order, fit)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(problems(max_n=30), st.data())
 def test_c_engine_matches_python_any_permutation(p, data):
     perm = np.asarray(data.draw(st.permutations(range(p.n))), np.int64)
@@ -114,7 +115,7 @@ def aliased_problems(draw):
     return Problem(bufs, name="aliased", aliases=aliases)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(aliased_problems())
 def test_engines_agree_through_plan_with_alias_groups(p):
     for name in GREEDY_NAMES:
@@ -260,7 +261,7 @@ def _order_by_size_reference(p):
     return np.lexsort((np.arange(p.n), p.starts, -p.sizes)).astype(np.int64)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(problems(), st.sampled_from([0, 2**31 - 2, 2**31, 2**40]),
        st.sampled_from([0, 2**32 - 5, 2**32, -(2**40)]))
 def test_order_by_size_packed_key_equals_lexsort(p, size_shift, start_shift):

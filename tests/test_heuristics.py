@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -314,7 +315,7 @@ def test_interference_hand_example():
     assert idx[indptr[0] : indptr[1]].tolist() == [1, 2, 3]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(problems(max_n=14), st.booleans())
 def test_interference_matches_all_pairs(p, ignore_zero):
     keep = [k for k in range(p.n) if not ignore_zero or p.sizes[k] > 0]
@@ -337,7 +338,7 @@ def test_interference_matches_all_pairs(p, ignore_zero):
 # ------------------------------------------------------------------------------------------------
 # properties on random small problems
 # ------------------------------------------------------------------------------------------------
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(problems())
 def test_every_heuristic_gives_valid_plan_above_lower_bound(p):
     lb = lower_bound(p)
@@ -350,7 +351,7 @@ def test_every_heuristic_gives_valid_plan_above_lower_bound(p):
         assert r.status == ("optimal" if r.arena_size == lb else "heuristic")
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(problems(same_alignment=True))
 def test_naive_arena_is_sum_of_aligned_sizes(p):
     assert plan(p, "naive").arena_size == (
@@ -369,7 +370,7 @@ def test_naive_arena_is_sum_of_aligned_sizes(p):
     assert plan(q, "naive").arena_size == int(q.aligned_sizes.sum())
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(problems(), st.randoms(use_true_random=False))
 def test_first_fit_engine_matches_brute_force(p, rnd):
     perm = list(range(p.n))
@@ -379,7 +380,7 @@ def test_first_fit_engine_matches_brute_force(p, rnd):
         assert greedy_offsets(p, np.array(order, dtype=np.int64), "first").tolist() == expect
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(problems(), st.randoms(use_true_random=False))
 def test_best_fit_engine_matches_brute_force(p, rnd):
     perm = list(range(p.n))
@@ -389,7 +390,7 @@ def test_best_fit_engine_matches_brute_force(p, rnd):
         assert greedy_offsets(p, np.array(order, dtype=np.int64), "best").tolist() == expect
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(problems())
 def test_sweep_and_graph_paths_agree(p):
     for order in ("start", "in_order"):
@@ -402,7 +403,7 @@ def test_sweep_and_graph_paths_agree(p):
             greedy_offsets(p, "problem", "first", method="sweep")
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(problems())
 def test_breadth_order_matches_step_by_step(p):
     assert ORDERS["breadth"](p).tolist() == brute_breadth_order(p)

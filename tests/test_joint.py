@@ -42,7 +42,7 @@ def checked(g, r, **policy):
     return int(max((o + s for o, s in zip(r.offsets, prob.sizes)), default=0))
 
 
-@settings(max_examples=examples(15, 30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_graphs(max_ops=6))
 def test_exact_joint_equals_brute_force_and_bound_never_above_it(g):
     best = brute_arena(g)

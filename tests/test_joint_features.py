@@ -8,6 +8,7 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 import pytest
+from conftest import examples
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from test_schedulers import build, diamond, random_graphs
@@ -103,7 +104,7 @@ def test_pools_on_the_diamond_match_brute_force_by_hand():
     assert (r.traffic, r.arena) <= (r.start["traffic"], r.start["arena"])
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_graphs(max_ops=5), st.sampled_from([0.3, 0.6, 1.0]), st.sampled_from(ALIGNS))
 def test_exact_joint_with_pools_equals_brute_force(g, frac, aligns):
     pools = two_pools(g, frac, aligns)
@@ -121,7 +122,7 @@ def test_exact_joint_with_pools_equals_brute_force(g, frac, aligns):
 # -- pins ---------------------------------------------------------------------------------------
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_graphs(max_ops=5), st.data())
 def test_exact_joint_with_pins_equals_brute_force(g, data):
     ids = [b.id for b in lifetime_problem(g).buffers if b.size]

@@ -18,6 +18,7 @@ import csv
 
 import numpy as np
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -49,7 +50,7 @@ def _has_guillotine_cut(ko) -> bool:
     return any(not any(o < b < o + z for _, _, o, z in r) for b in cuts if 0 < b < ko.width)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(kind=st.sampled_from(KINDS), n=st.integers(1, 400), seed=st.integers(0, 2**32),
        width=st.integers(64, 1 << 22), horizon=st.integers(16, 2000),
        granule=st.sampled_from([1, 2, 16]))
@@ -74,13 +75,13 @@ def test_known_plan_is_valid_and_optimal(kind, n, seed, width, horizon, granule)
         assert ko.pinwheels == (n - 1) // 4
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(n=st.integers(5, 200), seed=st.integers(0, 2**32))
 def test_pinwheel_has_no_guillotine_cut(n, seed):
     assert not _has_guillotine_cut(pinwheel_problem(n, seed, width=4096, horizon=256))
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(n=st.integers(2, 200), seed=st.integers(0, 2**32))
 def test_guillotine_has_a_cut(n, seed):
     assert _has_guillotine_cut(guillotine_problem(n, seed, width=4096, horizon=256))

@@ -4,6 +4,7 @@ property that every bound is at most the optimum (brute force, independent of th
 from __future__ import annotations
 
 import numpy as np
+from conftest import examples
 from hypothesis import given, settings
 from test_exact_search import aligned_gap, brute_force_optimum, greedy_trap, small_problems
 
@@ -74,7 +75,7 @@ def test_window_bound_respects_ceiling_and_time():
     assert b0 == 12  # no time: the floor itself
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(small_problems())
 def test_bound_never_exceeds_the_optimum(p):
     opt = brute_force_optimum(p)
@@ -124,7 +125,7 @@ def test_cpsat_bound_beats_max_live():
     assert lb.value == 14 and lb.source == "cpsat"
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(small_problems())
 def test_subset_and_cpsat_bounds_never_exceed_the_optimum(p):
     opt = brute_force_optimum(p)

@@ -5,6 +5,7 @@ exceeds the brute-force optimum and that scaling by the quantum keeps the optimu
 from __future__ import annotations
 
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_exact_search import aligned_gap, brute_force_optimum, greedy_trap, small_problems
@@ -80,7 +81,7 @@ def test_features_are_refused():
         cpsat_window_bound(p)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(small_problems(), st.sampled_from([1, 2, 3, 8]))
 def test_scaling_keeps_the_optimum(p, q):
     # differential check of the scaling theorem against brute force: opt(p x q) = q' opt(scaled)
@@ -93,7 +94,7 @@ def test_scaling_keeps_the_optimum(p, q):
     assert brute_force_optimum(big) == qq * brute_force_optimum(s)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(small_problems(), st.sampled_from([0.0, 2.0]))
 def test_bound_never_exceeds_the_optimum(p, screen):
     opt = brute_force_optimum(p)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -140,7 +141,7 @@ def problems_with_offsets(draw):
     return Problem(bufs), offs
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(problems_with_offsets())
 def test_sweep_validator_agrees_with_all_pairs(case):
     p, off = case
@@ -260,7 +261,7 @@ def test_out_of_range_values_are_named():
 
 
 # -- array-backed problems, vectorised checks -----------------------------------------------------
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(problems_with_offsets(), st.integers(1, 5))
 def test_vectorised_overlap_test_in_small_blocks_agrees_with_all_pairs(case, block):
     """The numpy pair test of the validator, cut into blocks of a few pairs (rows split across
@@ -304,7 +305,7 @@ def _outcome(fn):
             p.alignment, p.name, dict(p.index))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.data())
 def test_from_arrays_numpy_path_equals_buffer_by_buffer(data):
     """Integer arrays are checked with numpy and stored without Buffer objects; the result (or

@@ -10,6 +10,7 @@ reads, written here) on random node lists.
 from __future__ import annotations
 
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto as T
@@ -99,7 +100,7 @@ def _kahn_verdict(reads: list[list[int]]) -> str:
     return "order" if any(j >= k for k, r in enumerate(reads) for j in r) else "ok"
 
 
-@settings(max_examples=150, deadline=None, derandomize=True)
+@settings(max_examples=examples(150), deadline=None, derandomize=True)
 @given(st.integers(1, 7).flatmap(lambda n: st.lists(
     st.lists(st.integers(0, n - 1), max_size=3), min_size=n, max_size=n)))
 def test_check_node_order_agrees_with_kahn(reads):

@@ -123,7 +123,7 @@ def live_after(m: MemoryModel, D: set[int]) -> int:
         m.keep[t] or any(c not in D for c in m.consumers[t])))
 
 
-@settings(max_examples=examples(20, 40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_graphs(max_ops=8), st.randoms(use_true_random=False))
 def test_closure_cut_is_the_least_live_set_and_never_above_the_optimum(g, rnd):
     m = MemoryModel(g)
@@ -164,7 +164,7 @@ def test_bound_sizes_are_stated_when_skipped():
     assert d["bound"] == max(d["op"], d["closure_sampled"]) <= order_bound_details(g)["bound"]
 
 
-@settings(max_examples=examples(30, 60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_graphs(max_ops=8))
 def test_sampled_closure_bound_equals_the_closure_cut_and_stays_below_the_optimum(g):
     # every operator's value without the ancestor matrix is the ClosureCut's (with it), and the
@@ -203,7 +203,7 @@ def test_sampled_closure_bound_at_5000_operators_is_far_above_the_working_set():
 
 
 # -- property tests against brute force ------------------------------------------------------------
-@settings(max_examples=examples(20, 40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_graphs(max_ops=8))
 def test_bound_never_above_the_brute_force_optimum_and_exact_dp_reaches_it(g):
     opt = brute(g)
@@ -218,7 +218,7 @@ def test_bound_never_above_the_brute_force_optimum_and_exact_dp_reaches_it(g):
     assert h.status == ("optimal" if peak_live_bytes(g, h.order) <= h.bound else "heuristic")
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10_000), st.integers(3, 8), st.integers(1, 3))
 def test_cuts_are_exactly_the_prefixes_every_order_shares(seed, n, width):
     g = random_layered(seed=seed, n_ops=n, width=width, p_skip=0.3)
@@ -297,7 +297,7 @@ def test_exact_dp_on_a_wide_layered_graph_reports_timeout_with_a_bound_below_its
 
 
 # -- budget search ---------------------------------------------------------------------------------
-@settings(max_examples=examples(60, 150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_graphs(max_ops=8), st.booleans(), st.booleans(), st.booleans(),
        st.lists(st.integers(-3, 40), max_size=4))
 def test_budget_probes_agree_with_brute_force(g, with_cuts, lookahead, reduce, offsets):
@@ -318,7 +318,7 @@ def test_budget_probes_agree_with_brute_force(g, with_cuts, lookahead, reduce, o
             assert r.status == "failed" and budget < r.bound <= opt
 
 
-@settings(max_examples=examples(15, 30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_graphs(max_ops=9), st.integers(1, 6))
 def test_a_stopped_exact_dp_claims_only_what_its_bound_proves(g, max_states):
     """With a memo limit of a few states the searches stop: the result is optimal only when the

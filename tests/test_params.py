@@ -14,6 +14,7 @@ from numbers import Integral, Real
 
 import numpy as np
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -205,7 +206,7 @@ def test_every_graph_pass_declares_its_keyword_parameters(name):
 
 
 # -- the vocabulary ---------------------------------------------------------------------------------
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.one_of(st.integers(-5, 5), st.floats(-5, 5), st.just(float("nan")), st.booleans(),
                  st.none()),
        st.sampled_from(["both", "left", "right", "neither"]))
@@ -277,7 +278,7 @@ def _interval_oracle(kind, left, right, closed, x) -> bool:
 _ENDS = st.sampled_from([None, 0, -1, 2, 10**9, math.inf, -math.inf])
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(600), deadline=None)
 @given(st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(),
                  st.integers(-2, 2).map(lambda k: 10**400 * k), st.booleans()),
        _ENDS, _ENDS, st.sampled_from(["both", "left", "right", "neither"]),

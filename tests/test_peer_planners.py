@@ -21,6 +21,7 @@ import ctypes.util
 
 import numpy as np
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -192,7 +193,7 @@ def _colocated_problems(draw):
     return Problem(bufs, alignment=draw(st.sampled_from([1, 8])), colocations=groups or None)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(_colocated_problems(), st.sampled_from(["spatial", "temporal", "problem"]))
 def test_xla_heap_colocations_property(p, order):
     planner = get_planner("xla_heap", order=order)

@@ -61,7 +61,7 @@ def check_parts(m: MemoryModel, rng: random.Random, trials: int) -> None:
         assert np.array_equal(prof, m.profile(order)[a:b])
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_graphs(max_ops=10), st.integers(0, 2**16))
 def test_parts_have_the_whole_graphs_live_bytes(g, seed):
     check_parts(MemoryModel(g), random.Random(seed), 10)
@@ -96,7 +96,7 @@ def check_screen(m: MemoryModel, rng: random.Random, trials: int) -> None:
     assert checked >= trials
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_graphs(max_ops=10), st.integers(0, 2**16))
 def test_the_screen_is_the_parts_own_closure_bound(g, seed):
     check_screen(MemoryModel(g), random.Random(seed), 6)
@@ -106,7 +106,7 @@ def test_the_screen_on_a_layered_graph():
     check_screen(MemoryModel(moccasin_layered(seed=0, n_ops=60)), random.Random(1), 40)
 
 
-@settings(max_examples=examples(50, 120), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_graphs(max_ops=8), st.sampled_from([0, 3, 2000]),
        st.lists(st.integers(-3, 40), max_size=3))
 def test_decisions_agree_with_brute_force(g, probe_nodes, offsets):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import examples
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -42,7 +43,7 @@ def test_byte_locator_examples_from_the_review():
         "0", "200 KiB", "400 KiB", "600 KiB", "800 KiB", "1000 KiB"]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(lo=st.integers(0, 2**40), span=st.integers(1, 2**40), nbins=st.integers(3, 9))
 @example(lo=251_576_081_153, span=255, nbins=3)  # a short span far from 0: 3 decimals of KiB
 @example(lo=1_073_741_817, span=7, nbins=3)  # just below 1 GiB: labelled in bytes, not "1.000 GiB"

@@ -9,6 +9,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -31,7 +32,7 @@ def _one_error_line(capsys, code: int, *needles: str) -> str:
 
 
 # -- the pools text ------------------------------------------------------------------------------
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["sram", "psram", "tcm", "dram", "l2"]),
                           st.one_of(st.none(), st.integers(0, 2**40)),
                           st.integers(1, 4096)), min_size=1, max_size=4,

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -76,7 +77,7 @@ def read_cell(cell: str) -> str:
     return "".join(out)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(st.text(st.characters(exclude_categories=("Cs",))))
 def test_any_text_is_one_cell_that_reads_back(text):
     cell = md_cell(text)
@@ -134,7 +135,7 @@ _PRINTABLE = st.text(st.characters(exclude_categories=("Cs", "Cc"), include_char
                      max_size=40)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_PRINTABLE, _PRINTABLE)
 def test_md_table_reads_back_through_a_markdown_renderer(name, other):
     df = pd.DataFrame({name if name.strip() else "h": [other, "plain"], "bytes": [1, 22]})

@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -84,7 +85,7 @@ def problems(draw):
 
 @needs_rv64
 @pytest.mark.parametrize("core", rv64.CORE_NAMES)
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(p=problems())
 def test_emulated_offsets_equal_python_offsets(core, p):
     est = rv64.estimate(p, core)
@@ -332,7 +333,7 @@ def centred_tree_problems(draw):
 
 
 @needs_rv64
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(p=centred_tree_problems())
 def test_greedy_by_size_tree_core_on_centred_tree_stress_problems(p):
     from planners.registry import get_planner

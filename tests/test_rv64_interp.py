@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -232,7 +233,7 @@ def _hostsim(code, start):
 
 
 @needs_rv64
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(program())
 def test_random_programs_match_unicorn(prog):
     from experiments.rv64.emulate import interp_run

@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -104,7 +105,7 @@ def problems(draw):
 
 @needs_rvsim
 @pytest.mark.parametrize("planner", rv64.CORE_NAMES)
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(4), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(p=problems())
 def test_rvsim_offsets_and_instructions_equal_ours(planner, p):
     est = rv64.estimate(p, planner, check=False)

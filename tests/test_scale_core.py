@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -48,7 +49,7 @@ def problems(draw, max_n: int = 50):
 
 
 # --- the sweep engine -------------------------------------------------------------------------
-@settings(max_examples=150, deadline=None, derandomize=True,
+@settings(max_examples=examples(150), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(problems(), st.randoms(use_true_random=False))
 def test_sweep_matches_python_and_interval_tree(p, rnd):
@@ -109,7 +110,7 @@ def _pairs_oracle(p, off) -> bool:
     return sd.brute_conflict(p, off) is None
 
 
-@settings(max_examples=120, deadline=None, derandomize=True,
+@settings(max_examples=examples(120), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(problems(), st.data())
 def test_validator_sweep_matches_all_pairs_and_numpy(p, data):
@@ -162,7 +163,7 @@ def test_validator_sweep_on_a_large_plan_with_one_fault():
 
 
 # --- max live bytes -------------------------------------------------------------------------
-@settings(max_examples=120, deadline=None, derandomize=True)
+@settings(max_examples=examples(120), deadline=None, derandomize=True)
 @given(problems())
 def test_max_live_matches_a_step_by_step_count(p):
     peak = sd.brute_peak(p)
@@ -181,7 +182,7 @@ def test_max_live_hand_checked_and_refuses_to_wrap():
 
 
 # --- naive, the generator, the differential sample ------------------------------------------
-@settings(max_examples=80, deadline=None, derandomize=True)
+@settings(max_examples=examples(80), deadline=None, derandomize=True)
 @given(problems())
 def test_naive_offsets_stack_in_problem_order(p):
     off = Naive()._solve(p).offsets.tolist()
@@ -218,7 +219,7 @@ def test_differential_sample():
 
 
 # --- CSV reading: ids "0" .. "n-1" are not built as strings ---------------------------------
-@settings(max_examples=100, deadline=None, derandomize=True)
+@settings(max_examples=examples(100), deadline=None, derandomize=True)
 @given(st.integers(1, 30), st.sampled_from(["canonical", "lead0", "plus", "swap", "gap", "dup"]))
 def test_csv_ids_read_as_the_csv_module_reads_them(tmp_path_factory, n, kind):
     import csv
@@ -251,7 +252,7 @@ def test_csv_ids_read_as_the_csv_module_reads_them(tmp_path_factory, n, kind):
     assert p.starts.tolist() == list(range(n)) and p.sizes.tolist() == list(range(1, n + 1))
 
 
-@settings(max_examples=200, deadline=None, derandomize=True)
+@settings(max_examples=examples(200), deadline=None, derandomize=True)
 @given(st.lists(st.integers(-(2**61), 2**61), max_size=40), st.sampled_from([7, 1000, None]))
 def test_order_by_start_packed_key_equals_stable_argsort(raw, modulus):
     from planners.greedy import order_by_start

@@ -141,7 +141,7 @@ def random_graphs(draw, max_ops: int = 10):
     return g
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_graphs(max_ops=12))
 def test_every_scheduler_gives_a_topological_order_and_its_true_peak(g):
     dg = g.op_graph()
@@ -200,7 +200,7 @@ def naive_greedy(g: Graph, key) -> list[str]:
     return order
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_graphs(max_ops=12))
 def test_incremental_greedy_schedulers_match_a_from_scratch_reference(g):
     ref_min_live = naive_greedy(g, lambda L, M, a, f, i: (a - f, a, i))
@@ -213,7 +213,7 @@ def test_incremental_greedy_schedulers_match_a_from_scratch_reference(g):
         assert list(schedule(g, "earliest_free").order) == ref_free
 
 
-@settings(max_examples=examples(15, 30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_graphs(max_ops=8))
 def test_exact_dp_equals_brute_force_over_all_topological_orders(g):
     brute = min(peak_live_bytes(g, o) for o in nx.all_topological_sorts(g.op_graph()))
@@ -336,7 +336,7 @@ def test_moccasin_layered_has_one_source_one_sink_and_the_published_shape():
 
 
 # -- at scale -------------------------------------------------------------------------------------
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_graphs(max_ops=12), st.randoms(use_true_random=False))
 def test_vector_peak_equals_the_loop_and_live_bytes_on_orders_and_prefixes(g, rnd):
     m = MemoryModel(g)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -83,7 +84,7 @@ def adversarial_problems(draw, max_n: int = 120):
     return Problem(bufs, name="adversarial")
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(adversarial_problems())
 def test_sweep_matches_python_reference(p):
     for fit in FITS:

@@ -12,6 +12,7 @@ import json
 
 import numpy as np
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -291,7 +292,7 @@ def problems(draw, negative: bool):
 HEURISTICS = ["greedy_by_size", "greedy_in_order", "first_fit", "best_fit", "greedy_by_breadth"]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(problems(negative=False), st.sampled_from(HEURISTICS), st.data())
 def test_property_nonneg_upper_plan_valid_at_random_points(sp, planner, data):
     r = plan_symbolic(sp, planner)
@@ -308,7 +309,7 @@ def test_property_nonneg_upper_plan_valid_at_random_points(sp, planner, data):
             assert plan.arena_size <= extent
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(problems(negative=True), st.sampled_from(HEURISTICS), st.data())
 def test_property_negative_coeffs_maxima_plan_valid_at_random_points(sp, planner, data):
     r = plan_symbolic(sp, planner)
@@ -319,7 +320,7 @@ def test_property_negative_coeffs_maxima_plan_valid_at_random_points(sp, planner
         assert _check_at(r, point).arena_size <= r.arena
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(problems(negative=True))
 def test_brute_force_every_point_of_small_boxes(sp):
     r = plan_symbolic(sp, "greedy_by_size")

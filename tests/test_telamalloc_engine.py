@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -70,7 +71,7 @@ def _same(ra, rb) -> bool:
 
 
 @settings(
-    max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=examples(250), deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )  # fmt: skip
 @given(
     problems(),
@@ -168,7 +169,7 @@ def test_planner_on_minimalloc_is_identical_in_both_engines(name):
     check_plan(p, c.offsets)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(problems(), st.booleans(), st.one_of(st.none(), st.integers(1, 3)))
 def test_compiled_plans_are_valid(p, decompose, max_branch):
     pl = TelaMalloc(

@@ -15,7 +15,7 @@ import json
 import re
 
 import pytest
-from conftest import shared_case
+from conftest import examples, shared_case
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -358,7 +358,7 @@ def _single_op(draw):
 
 
 @needs_tflm
-@settings(max_examples=40, deadline=None, derandomize=True,
+@settings(max_examples=examples(40), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=_single_op())
 def test_property_a_number_only_where_the_interpreter_runs(tmp_path, case):

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -74,7 +75,7 @@ def _random_problem(seed, n):
     return Problem(bufs, name=f"r{seed}"), uses
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(seed=st.integers(0, 10_000), n=st.integers(1, 6), cap=st.integers(0, 120))
 def test_slices_never_worse_than_whole_buffers(seed, n, cap):
     p, uses = _random_problem(seed, n)

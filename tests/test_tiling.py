@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -92,7 +93,7 @@ def test_tiled_conv_chain_equals_untiled(tiles):
         assert stats["input_elements_read"] > 21 * 17  # halos are read twice
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(h=st.integers(5, 14), w=st.integers(5, 14), k=st.sampled_from([1, 3, 5]),
        s=st.integers(1, 2), d=st.integers(1, 2), th=st.integers(1, 4), tw=st.integers(1, 4),
        seed=st.integers(0, 1000))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
@@ -167,7 +168,7 @@ def test_non_neutral_constants_stay():
     assert list(g2.ops) == list(g.ops) and log.changes == []
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     op=st.sampled_from(["Mul", "Div", "Add", "Sub"]),
     value=st.sampled_from([0.0, 1.0, 2.0, -1.0]),

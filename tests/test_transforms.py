@@ -9,6 +9,7 @@ import types
 
 import numpy as np
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -177,7 +178,7 @@ def alias_problems(draw):
     return Problem(bufs, aliases=al)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(alias_problems(), st.sampled_from(["greedy_by_size", "first_fit", "best_fit", "naive",
                                            "interval_colouring", "freelist_bump"]))
 def test_random_alias_problems_planned_validly(p, name):
