@@ -1465,6 +1465,8 @@ def _symbolic_shape_infer_module():
     import sys
 
     name = "onnxruntime.tools.symbolic_shape_infer"
+    if name in sys.modules and sys.modules[name] is None:  # blocked, as a missing module
+        return None
     mod = sys.modules.get(name) or sys.modules.get("_memplan_ort_symbolic_shape_infer")
     if mod is None:
         try:
