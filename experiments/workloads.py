@@ -400,19 +400,15 @@ def tflite_model_files() -> dict[str, Path]:
     mediapipe wheel's files are usable even without its heavy dependencies). Sorted by name;
     empty when neither package is installed.
     """
-    import importlib.util
+    from planners.io import package_folder
 
     out: dict[str, Path] = {}
     for pkg, prefix, sub in (("pymicro_wakeword", "wakeword", "models"),
                              ("mediapipe", "mediapipe", "modules")):
-        try:
-            spec = importlib.util.find_spec(pkg)
-        except (ImportError, ValueError):
-            spec = None
-        if spec is None or not spec.submodule_search_locations:
+        folder = package_folder(pkg)
+        if folder is None:
             continue
-        root = Path(list(spec.submodule_search_locations)[0]) / sub
-        for f in sorted(root.rglob("*.tflite")):
+        for f in sorted((folder / sub).rglob("*.tflite")):
             out.setdefault(f"{prefix}:{f.stem}", f)
     return dict(sorted(out.items()))
 

@@ -70,6 +70,23 @@ __all__ = ["read_minimalloc_csv", "write_minimalloc_csv", "minimalloc_csv_text",
 # -- writing results: one atomic-write helper and one error -------------------------------------
 
 
+def package_folder(name: str) -> Path | None:
+    """The folder of the installed package ``name`` (its first search location), found with
+    :func:`importlib.util.find_spec` without importing it; ``None`` where it is not installed or
+    is a plain module. For the data and source files other packages ship (ONNX Runtime's shape
+    tool, torch's operator schemas, models inside wheels) read without paying for, or needing,
+    their imports. Raises nothing."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
 def output_error(path: str | os.PathLike, exc: OSError) -> OutputError:
     """The :class:`OutputError` for an ``OSError`` met while writing ``path``: ``cannot write
     PATH: CAUSE``, the cause in words (a missing parent folder and a parent that is not a folder

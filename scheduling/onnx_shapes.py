@@ -1469,14 +1469,11 @@ def _symbolic_shape_infer_module():
         return None
     mod = sys.modules.get(name) or sys.modules.get("_memplan_ort_symbolic_shape_infer")
     if mod is None:
-        try:
-            ort = importlib.util.find_spec("onnxruntime")
-        except (ImportError, ValueError):
-            return None
-        if ort is None or not ort.submodule_search_locations:
-            return None
-        path = Path(next(iter(ort.submodule_search_locations))) / "tools" / "symbolic_shape_infer.py"
-        if not path.is_file():
+        from planners.io import package_folder
+
+        ort = package_folder("onnxruntime")
+        path = ort / "tools" / "symbolic_shape_infer.py" if ort is not None else None
+        if path is None or not path.is_file():
             return None
         spec = importlib.util.spec_from_file_location("_memplan_ort_symbolic_shape_infer", path)
         mod = importlib.util.module_from_spec(spec)

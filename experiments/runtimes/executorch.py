@@ -851,17 +851,14 @@ def _native_schemas() -> dict[str, tuple[list[str], list[str]]] | None:
     returned tensor (``out`` for one, ``out0``, ``out1``... for several; ``Tensor(a!)[] out``
     for a returned list), without the keyword-only ``TensorOptions`` arguments (``dtype``,
     ``layout``, ``device``, ``pin_memory``). ``None`` when the file is not installed."""
-    import importlib.util
     import re
 
-    try:
-        spec = importlib.util.find_spec("torchgen")
-    except (ImportError, ValueError):
+    from planners.io import package_folder
+
+    torchgen = package_folder("torchgen")
+    if torchgen is None:
         return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    path = Path(next(iter(spec.submodule_search_locations)), "packaged", "ATen", "native",
-                "native_functions.yaml")
+    path = torchgen / "packaged" / "ATen" / "native" / "native_functions.yaml"
     try:
         text = path.read_text()
     except OSError:
